@@ -1,0 +1,1 @@
+"""Docker-free local runtime: DynamoDB Local, an API Gateway-like gateway, a stream poller."""
