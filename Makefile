@@ -1,0 +1,88 @@
+# Every habit of the project is a target here. `make dev` and `make test` install
+# what they need on first use (.venv from the pinned locks, node_modules via npm ci).
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+ARCH ?= x86_64
+PORT ?= 3000
+SUB ?= demo-customer
+GROUPS ?=
+FN ?=
+EVENT ?=
+PYTEST_ARGS ?=
+
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.cache/jsii
+export CDK_DISABLE_CLI_TELEMETRY := true
+export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
+
+.PHONY: setup dev test unit integration infra e2e lint typecheck synth layers openapi \
+        invoke token bench deploy destroy lock clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: requirements/dev.txt requirements/runtime.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements/dev.txt
+	$(PY) -m pip check >/dev/null
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+layers: setup
+	$(PY) -m infra.build_layers --arch $(ARCH)
+
+synth: setup layers
+	npx cdk synth --no-notices -q -c arch=$(ARCH) > /dev/null
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: setup
+	$(VENV)/bin/mypy layers/shared/python/shop functions infra local_runtime bench app.py
+
+# pytest exits 5 when it selected no test: that must fail the build, and it does.
+test: setup lint typecheck synth
+	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+unit: setup
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+integration: setup
+	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
+
+openapi: setup
+	$(PY) -m local_runtime.openapi > openapi.json
+
+dev: setup synth
+	$(PY) -m local_runtime dev --port $(PORT) $(if $(FRESH),--fresh,)
+
+token: setup
+	@$(PY) -m local_runtime token --sub "$(SUB)" $(if $(GROUPS),--groups "$(GROUPS)",)
+
+invoke: setup synth
+	$(PY) -m local_runtime invoke --function "$(FN)" --event "$(EVENT)"
+
+bench: setup synth
+	$(PY) -m bench
+
+deploy: setup
+	$(PY) -m infra.build_layers --arch arm64
+	npx cdk deploy --no-notices --all -c arch=arm64 $(CDK_ARGS)
+
+destroy: setup
+	npx cdk destroy --no-notices --all -c arch=arm64 $(CDK_ARGS)
+
+lock:
+	$(PYTHON) -m venv /tmp/shop-lock && /tmp/shop-lock/bin/pip install -q -r requirements/dev.in
+	/tmp/shop-lock/bin/pip freeze > requirements/dev.txt
+
+clean:
+	rm -rf cdk.out build .cache .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The shop's shared domain package: models, keys, repository, services, HTTP support."""

@@ -1,0 +1,40 @@
+"""Settings from the function's environment, read once and on first use."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+
+
+class ConfigurationError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Settings:
+    table_name: str
+    status_shards: int
+    pagination_secret: bytes
+    session_ttl_seconds: int
+    idempotency_ttl_seconds: int
+    event_bus_name: str | None
+
+
+def _required(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise ConfigurationError(f"environment variable {name} is not set")
+    return value
+
+
+@cache
+def settings() -> Settings:
+    return Settings(
+        table_name=_required("TABLE_NAME"),
+        status_shards=int(os.environ.get("STATUS_SHARDS", "4")),
+        pagination_secret=_required("PAGINATION_SECRET").encode(),
+        session_ttl_seconds=int(os.environ.get("SESSION_TTL_SECONDS", "3600")),
+        idempotency_ttl_seconds=int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", "86400")),
+        event_bus_name=os.environ.get("EVENT_BUS_NAME") or None,
+    )

@@ -1,0 +1,115 @@
+"""Typed domain errors.
+
+The repository turns AWS error codes into these; the HTTP layer maps each
+class to a status code in one table (shop.api.errors). Nothing matches on
+messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    code = "DOMAIN_ERROR"
+
+    def __init__(self, message: str, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class NotFound(DomainError):
+    code = "NOT_FOUND"
+
+
+class CustomerNotFound(NotFound):
+    code = "CUSTOMER_NOT_FOUND"
+
+
+class ProductNotFound(NotFound):
+    code = "PRODUCT_NOT_FOUND"
+
+    def __init__(self, product_ids: list[str]) -> None:
+        super().__init__("product not found", {"product_ids": sorted(set(product_ids))})
+        self.product_ids = sorted(set(product_ids))
+
+
+class OrderNotFound(NotFound):
+    code = "ORDER_NOT_FOUND"
+
+
+class SessionNotFound(NotFound):
+    code = "SESSION_NOT_FOUND"
+
+
+class Conflict(DomainError):
+    code = "CONFLICT"
+
+
+class CustomerExists(Conflict):
+    code = "CUSTOMER_EXISTS"
+
+
+class EmailTaken(Conflict):
+    code = "EMAIL_TAKEN"
+
+
+class AlreadyReviewed(Conflict):
+    code = "ALREADY_REVIEWED"
+
+
+class OutOfStock(Conflict):
+    code = "OUT_OF_STOCK"
+
+    def __init__(self, product_ids: list[str]) -> None:
+        super().__init__("not enough stock", {"product_ids": sorted(set(product_ids))})
+        self.product_ids = sorted(set(product_ids))
+
+
+class InsufficientStock(Conflict):
+    code = "INSUFFICIENT_STOCK"
+
+
+class PriceChanged(Conflict):
+    """A catalogue price moved between reading it and placing the order."""
+
+    code = "PRICE_CHANGED"
+
+    def __init__(self, product_ids: list[str]) -> None:
+        super().__init__("price changed while placing the order", {"product_ids": sorted(set(product_ids))})
+        self.product_ids = sorted(set(product_ids))
+
+
+class InvalidTransition(Conflict):
+    code = "INVALID_TRANSITION"
+
+
+class VersionMismatch(DomainError):
+    code = "VERSION_MISMATCH"
+
+
+class CartFull(DomainError):
+    code = "CART_FULL"
+
+
+class InvalidNextToken(DomainError):
+    code = "INVALID_NEXT_TOKEN"
+
+
+class ServiceUnavailable(DomainError):
+    """The store throttled or failed after the client's retries ran out."""
+
+    code = "SERVICE_UNAVAILABLE"
+
+
+class AlreadyDone(DomainError):
+    """A conditional stream effect found its work already done (a replay)."""
+
+    code = "ALREADY_DONE"
+
+
+class InvalidRequest(DomainError):
+    """A request that is well-formed but breaks a rule the schema cannot express."""
+
+    code = "VALIDATION_ERROR"

@@ -1,0 +1,34 @@
+"""Pydantic v2 models of the shop's entities (the domain's vocabulary)."""
+
+from shop.models.common import Page
+from shop.models.customers import Customer
+from shop.models.notifications import Notification
+from shop.models.orders import (
+    ORDER_TRANSITIONS,
+    Order,
+    OrderLine,
+    OrderStatus,
+    OrderSummary,
+    ShippingAddress,
+    StatusEntry,
+)
+from shop.models.products import Product
+from shop.models.reviews import Review
+from shop.models.sessions import CartLine, Session
+
+__all__ = [
+    "ORDER_TRANSITIONS",
+    "CartLine",
+    "Customer",
+    "Notification",
+    "Order",
+    "OrderLine",
+    "OrderStatus",
+    "OrderSummary",
+    "Page",
+    "Product",
+    "Review",
+    "Session",
+    "ShippingAddress",
+    "StatusEntry",
+]

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+
+class OrderStatus(StrEnum):
+    PENDING = "PENDING"
+    CONFIRMED = "CONFIRMED"
+    SHIPPED = "SHIPPED"
+    DELIVERED = "DELIVERED"
+    CANCELLED = "CANCELLED"
+
+
+ORDER_TRANSITIONS: dict[OrderStatus, frozenset[OrderStatus]] = {
+    OrderStatus.PENDING: frozenset({OrderStatus.CONFIRMED, OrderStatus.CANCELLED}),
+    OrderStatus.CONFIRMED: frozenset({OrderStatus.SHIPPED, OrderStatus.CANCELLED}),
+    OrderStatus.SHIPPED: frozenset({OrderStatus.DELIVERED}),
+    OrderStatus.DELIVERED: frozenset(),
+    OrderStatus.CANCELLED: frozenset(),
+}
+
+
+class ShippingAddress(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    line1: str = Field(min_length=1, max_length=200)
+    line2: str | None = Field(default=None, max_length=200)
+    city: str = Field(min_length=1, max_length=100)
+    postal_code: str = Field(min_length=1, max_length=20)
+    country: str = Field(pattern=r"^[A-Z]{2}$")
+
+
+class OrderLine(BaseModel):
+    product_id: str
+    name: str
+    unit_price_cents: int
+    quantity: int
+    line_total_cents: int
+
+
+class StatusEntry(BaseModel):
+    status: OrderStatus
+    at: str
+
+
+class OrderSummary(BaseModel):
+    order_id: str
+    customer_id: str
+    status: OrderStatus
+    version: int
+    total_cents: int
+    created_at: str
+    updated_at: str
+
+
+class Order(OrderSummary):
+    lines: list[OrderLine]
+    shipping_address: ShippingAddress
+    history: list[StatusEntry]

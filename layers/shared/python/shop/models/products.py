@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class Product(BaseModel):
+    product_id: str
+    name: str
+    category: str
+    price_cents: int
+    description: str | None = None
+    stock: int
+    rating_count: int = 0
+    rating_average: float | None = None
+    created_at: str
+    updated_at: str

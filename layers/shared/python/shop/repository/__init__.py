@@ -1,0 +1,21 @@
+"""The only code that knows keys, items and boto3. Every method is one GetItem, Query or transaction."""
+
+from shop.repository.customers import CustomerRepository
+from shop.repository.order_effects import OrderEffectsRepository, StatusChange
+from shop.repository.orders import OrderRepository, SessionClaim, TransactionConflict
+from shop.repository.products import ProductRepository
+from shop.repository.sessions import SessionRepository, StoredSession
+from shop.repository.store import Table
+
+__all__ = [
+    "CustomerRepository",
+    "OrderEffectsRepository",
+    "OrderRepository",
+    "ProductRepository",
+    "SessionClaim",
+    "SessionRepository",
+    "StatusChange",
+    "StoredSession",
+    "Table",
+    "TransactionConflict",
+]

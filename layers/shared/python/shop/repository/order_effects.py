@@ -1,0 +1,124 @@
+"""The stream processor's writes: each keyed deterministically and conditional, so replays are no-ops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from botocore.exceptions import ClientError
+
+from shop import keys
+from shop.models import Notification, OrderStatus
+from shop.repository.orders import OrderRepository
+from shop.repository.store import Table, error_code, to_item, translated_errors, values
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """One order version as a stream record's new image shows it."""
+
+    order_id: str
+    customer_id: str
+    status: OrderStatus
+    version: int
+    total_cents: int
+    created_at: str
+    updated_at: str
+
+
+def notification_id(order_id: str, version: int) -> str:
+    return f"{order_id}-{version:06d}"
+
+
+class OrderEffectsRepository:
+    def __init__(self, table: Table, shards: int | None = None) -> None:
+        self.table = table
+        self.orders = OrderRepository(table, shards)
+
+    def confirm(self, order_id: str, *, version: int, confirmed_at: str, created_at: str) -> bool:
+        """PENDING at `version` -> CONFIRMED at version + 1. False when that already happened or cannot."""
+        gsi = keys.order_status_gsi(OrderStatus.CONFIRMED, order_id, created_at, self.orders.shards)
+        try:
+            with translated_errors():
+                self.table.client.update_item(
+                    TableName=self.table.name,
+                    Key=to_item(keys.order_key(order_id)),
+                    UpdateExpression="SET #status = :new, version = :next, updated_at = :at, GSI1PK = :gpk",
+                    ConditionExpression="#status = :pending AND version = :version",
+                    ExpressionAttributeNames={"#status": "status"},
+                    ExpressionAttributeValues=values(
+                        new=OrderStatus.CONFIRMED.value,
+                        next=version + 1,
+                        at=confirmed_at,
+                        gpk=gsi[keys.GSI1PK],
+                        pending=OrderStatus.PENDING.value,
+                        version=version,
+                    ),
+                )
+        except ClientError as error:
+            if error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def _put_once(self, item: dict[str, object]) -> bool:
+        try:
+            with translated_errors():
+                self.table.client.put_item(
+                    TableName=self.table.name,
+                    Item=to_item(item),
+                    ConditionExpression="attribute_not_exists(PK)",
+                )
+        except ClientError as error:
+            if error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def append_history(self, change: StatusChange) -> bool:
+        return self._put_once(
+            {
+                **keys.order_history_key(change.order_id, change.version),
+                "entity": "ORDER_HISTORY",
+                "status": change.status.value,
+                "version": change.version,
+                "at": change.updated_at,
+            }
+        )
+
+    def notify(self, change: StatusChange, *, kind: str, message: str) -> Notification:
+        notification = Notification(
+            notification_id=notification_id(change.order_id, change.version),
+            type=kind,
+            order_id=change.order_id,
+            message=message,
+            created_at=change.updated_at,
+        )
+        self._put_once(
+            {
+                **keys.notification_key(change.customer_id, change.updated_at, notification.notification_id),
+                "entity": "NOTIFICATION",
+                "customer_id": change.customer_id,
+                **notification.model_dump(),
+            }
+        )
+        return notification
+
+    def update_customer_index(self, change: StatusChange) -> bool:
+        """Newer versions only: an older or repeated record never moves the index backwards."""
+        try:
+            with translated_errors():
+                self.table.client.update_item(
+                    TableName=self.table.name,
+                    Key=to_item(keys.customer_order_key(change.customer_id, change.order_id)),
+                    UpdateExpression="SET #status = :status, version = :version, updated_at = :at",
+                    ConditionExpression="attribute_exists(PK) AND version < :version",
+                    ExpressionAttributeNames={"#status": "status"},
+                    ExpressionAttributeValues=values(
+                        status=change.status.value, version=change.version, at=change.updated_at
+                    ),
+                )
+        except ClientError as error:
+            if error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True

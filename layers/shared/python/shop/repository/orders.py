@@ -1,0 +1,290 @@
+"""Orders: atomic placement, reads, the sharded status index and versioned status changes."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shop import errors, keys
+from shop.config import settings
+from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusEntry
+from shop.repository import pagination
+from shop.repository.queries import collection_page
+from shop.repository.store import (
+    Table,
+    cancellation_reasons,
+    error_code,
+    from_item,
+    to_item,
+    translated_errors,
+    values,
+)
+
+SUMMARY_FIELDS = ("order_id", "customer_id", "status", "version", "total_cents", "created_at", "updated_at")
+
+
+class TransactionConflict(errors.DomainError):
+    """Another transaction touched the same items at the same moment; the caller may retry."""
+
+    code = "TRANSACTION_CONFLICT"
+
+
+@dataclass(frozen=True)
+class SessionClaim:
+    """The session whose cart is being checked out, as it was read."""
+
+    session_id: str
+    cart_version: int
+    now: int
+
+
+@cache
+def _shard_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=16, thread_name_prefix="status-shard")
+
+
+def order_item(order: Order, shards: int) -> dict[str, Any]:
+    return {
+        **keys.order_key(order.order_id),
+        **keys.order_status_gsi(order.status, order.order_id, order.created_at, shards),
+        "entity": "ORDER",
+        **order.model_dump(mode="json", exclude={"history"}, exclude_none=True),
+    }
+
+
+def _order_from_items(items: list[dict[str, Any]]) -> Order:
+    header = next((i for i in items if i["SK"] == keys.ORDER_SK), None)
+    if header is None:
+        raise errors.OrderNotFound("order not found")
+    history = [StatusEntry(status=OrderStatus.PENDING, at=header["created_at"])]
+    history += [
+        StatusEntry(status=i["status"], at=i["at"])
+        for i in sorted(items, key=lambda i: i["SK"])
+        if i["SK"].startswith(keys.HISTORY_PREFIX)
+    ]
+    return Order.model_validate({**header, "history": [h.model_dump() for h in history]})
+
+
+def _stock_check_failures(
+    order_lines: list[OrderLine], reasons: list[dict[str, Any]], first_line_index: int
+) -> tuple[list[str], list[str], list[str]]:
+    missing, short, repriced = [], [], []
+    for offset, line in enumerate(order_lines):
+        reason = reasons[first_line_index + offset] if first_line_index + offset < len(reasons) else {}
+        if reason.get("Code") != "ConditionalCheckFailed":
+            continue
+        if "Item" not in reason:
+            missing.append(line.product_id)
+            continue
+        current = from_item(reason["Item"])
+        if int(current.get("stock", 0)) < line.quantity:
+            short.append(line.product_id)
+        elif int(current.get("price_cents", -1)) != line.unit_price_cents:
+            repriced.append(line.product_id)
+    return missing, short, repriced
+
+
+class OrderRepository:
+    def __init__(self, table: Table, shards: int | None = None) -> None:
+        self.table = table
+        self._shards = shards
+
+    @property
+    def shards(self) -> int:
+        return self._shards if self._shards is not None else settings().status_shards
+
+    def place(self, order: Order, session: SessionClaim | None = None) -> Order:
+        """Order, stock decrements (checked against stock and price), customer index, cart: one transaction.
+
+        The order id is the ClientRequestToken, so an SDK retry of a transaction that
+        already succeeded is answered as a success instead of a conflict.
+        """
+        name = self.table.name
+        items: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": name,
+                    "Item": to_item(order_item(order, self.shards)),
+                    "ConditionExpression": "attribute_not_exists(PK)",
+                }
+            },
+        ]
+        for line in order.lines:
+            items.append(
+                {
+                    "Update": {
+                        "TableName": name,
+                        "Key": to_item(keys.product_key(line.product_id)),
+                        "UpdateExpression": "SET stock = stock - :qty",
+                        "ConditionExpression": "attribute_exists(PK) AND stock >= :qty AND price_cents = :price",
+                        "ExpressionAttributeValues": values(qty=line.quantity, price=line.unit_price_cents),
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                }
+            )
+        summary = {field: getattr(order, field) for field in SUMMARY_FIELDS}
+        items.append(
+            {
+                "Put": {
+                    "TableName": name,
+                    "Item": to_item(
+                        {
+                            **keys.customer_order_key(order.customer_id, order.order_id),
+                            "entity": "CUSTOMER_ORDER",
+                            **summary,
+                        }
+                    ),
+                    "ConditionExpression": "attribute_not_exists(PK)",
+                }
+            }
+        )
+        if session is not None:
+            items.append(
+                {
+                    "Update": {
+                        "TableName": name,
+                        "Key": to_item(keys.session_key(session.session_id)),
+                        "UpdateExpression": "SET cart = :empty ADD cart_version :one",
+                        "ConditionExpression": "attribute_exists(PK) AND cart_version = :seen AND #exp > :now",
+                        "ExpressionAttributeNames": {"#exp": keys.TTL_ATTRIBUTE},
+                        "ExpressionAttributeValues": values(
+                            empty={}, one=1, seen=session.cart_version, now=session.now
+                        ),
+                    }
+                }
+            )
+        try:
+            with translated_errors():
+                self.table.client.transact_write_items(TransactItems=items, ClientRequestToken=order.order_id)
+        except ClientError as error:
+            if error_code(error) != "TransactionCanceledException":
+                raise
+            self._raise_placement_failure(order, cancellation_reasons(error), session, error)
+        return order
+
+    @staticmethod
+    def _raise_placement_failure(
+        order: Order, reasons: list[dict[str, Any]], session: SessionClaim | None, error: ClientError
+    ) -> None:
+        missing, short, repriced = _stock_check_failures(order.lines, reasons, 1)
+        if missing:
+            raise errors.ProductNotFound(missing) from error
+        if short:
+            raise errors.OutOfStock(short) from error
+        if repriced:
+            raise errors.PriceChanged(repriced) from error
+        if session is not None and reasons and reasons[-1].get("Code") == "ConditionalCheckFailed":
+            raise errors.SessionNotFound("the session expired or its cart changed during checkout") from error
+        codes = {reason.get("Code") for reason in reasons}
+        if "TransactionConflict" in codes:
+            raise TransactionConflict("concurrent transaction on the same items") from error
+        raise errors.ServiceUnavailable("the store rejected the order, retry later") from error
+
+    def get(self, order_id: str) -> Order:
+        """One Query over the order's collection: the order item and its status history items."""
+        with translated_errors():
+            response = self.table.client.query(
+                TableName=self.table.name,
+                KeyConditionExpression="PK = :pk",
+                ExpressionAttributeValues=values(pk=keys.order_pk(order_id)),
+            )
+        return _order_from_items([from_item(i) for i in response.get("Items", [])])
+
+    def list_for_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
+        page = collection_page(
+            self.table,
+            scope=f"customer-orders:{customer_id}",
+            partition=keys.customer_pk(customer_id),
+            sk_prefix=keys.CUSTOMER_ORDER_PREFIX,
+            limit=limit,
+            next_token=next_token,
+        )
+        return Page[OrderSummary](
+            items=[OrderSummary.model_validate(i) for i in page.items], next_token=page.next_token
+        )
+
+    def list_by_status(self, status: OrderStatus, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
+        """One Query per shard, in parallel, merged newest first; the token is the last key returned."""
+        scope = f"orders-by-status:{status}:{self.shards}"
+        before = pagination.decode(next_token, scope) if next_token else None
+
+        def query_shard(shard: int) -> tuple[list[dict[str, Any]], bool]:
+            condition = "GSI1PK = :pk"
+            attr_values = values(pk=keys.order_status_pk(status, shard))
+            if before is not None:
+                condition += " AND GSI1SK < :before"
+                attr_values.update(values(before=before))
+            with translated_errors():
+                response = self.table.client.query(
+                    TableName=self.table.name,
+                    IndexName=keys.GSI1,
+                    KeyConditionExpression=condition,
+                    ExpressionAttributeValues=attr_values,
+                    ScanIndexForward=False,
+                    Limit=limit,
+                )
+            return [from_item(i) for i in response.get("Items", [])], "LastEvaluatedKey" in response
+
+        results = list(_shard_pool().map(query_shard, range(self.shards)))
+        merged = sorted((item for items, _ in results for item in items), key=lambda i: i["GSI1SK"], reverse=True)
+        more = len(merged) > limit or any(has_more for _, has_more in results)
+        taken = merged[:limit]
+        token = pagination.encode(scope, taken[-1]["GSI1SK"]) if more and taken else None
+        return Page[OrderSummary](items=[OrderSummary.model_validate(i) for i in taken], next_token=token)
+
+    def change_status(self, order: Order, new_status: OrderStatus, *, updated_at: str) -> Order:
+        """Move the order to new_status if it still has the version it was read with.
+
+        Cancelling restocks every line in the same transaction.
+        """
+        gsi = keys.order_status_gsi(new_status, order.order_id, order.created_at, self.shards)
+        update = {
+            "TableName": self.table.name,
+            "Key": to_item(keys.order_key(order.order_id)),
+            "UpdateExpression": "SET #status = :new, version = :next, updated_at = :at, GSI1PK = :gpk",
+            "ConditionExpression": "#status = :old AND version = :version",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": values(
+                new=new_status.value,
+                next=order.version + 1,
+                at=updated_at,
+                gpk=gsi[keys.GSI1PK],
+                old=order.status.value,
+                version=order.version,
+            ),
+        }
+        try:
+            with translated_errors():
+                if new_status is OrderStatus.CANCELLED:
+                    restock = [
+                        {
+                            "Update": {
+                                "TableName": self.table.name,
+                                "Key": to_item(keys.product_key(line.product_id)),
+                                "UpdateExpression": "ADD stock :qty",
+                                "ConditionExpression": "attribute_exists(PK)",
+                                "ExpressionAttributeValues": values(qty=line.quantity),
+                            }
+                        }
+                        for line in order.lines
+                    ]
+                    self.table.client.transact_write_items(TransactItems=[{"Update": update}, *restock])
+                else:
+                    self.table.client.update_item(**update)
+        except ClientError as error:
+            code = error_code(error)
+            if code == "ConditionalCheckFailedException":
+                raise errors.VersionMismatch("the order changed meanwhile") from error
+            if code == "TransactionCanceledException":
+                reasons = cancellation_reasons(error)
+                if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                    raise errors.VersionMismatch("the order changed meanwhile") from error
+                if any(r.get("Code") == "TransactionConflict" for r in reasons):
+                    raise TransactionConflict("concurrent transaction on the same items") from error
+                raise errors.ServiceUnavailable("the store rejected the change, retry later") from error
+            raise
+        return order.model_copy(update={"status": new_status, "version": order.version + 1, "updated_at": updated_at})

@@ -1,0 +1,251 @@
+"""The catalogue: products, their stock, and their reviews with the rating summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shop import errors, keys
+from shop.models import Page, Product, Review
+from shop.repository import pagination
+from shop.repository.queries import collection_page, gsi1_page
+from shop.repository.store import (
+    Table,
+    cancellation_reasons,
+    error_code,
+    from_item,
+    to_item,
+    translated_errors,
+    values,
+)
+
+BATCH_GET_LIMIT = 100
+EDITABLE_FIELDS = ("name", "category", "price_cents", "description")
+
+
+def product_from_item(item: dict[str, Any]) -> Product:
+    count = int(item.get("rating_count", 0))
+    total = int(item.get("rating_sum", 0))
+    return Product.model_validate(
+        {**item, "rating_count": count, "rating_average": round(total / count, 2) if count else None}
+    )
+
+
+def product_item(product: Product, rating_sum: int = 0) -> dict[str, Any]:
+    return {
+        **keys.product_key(product.product_id),
+        **keys.product_category_gsi(product.category, product.name, product.product_id),
+        "entity": "PRODUCT",
+        **product.model_dump(exclude={"rating_average"}),
+        "rating_sum": rating_sum,
+    }
+
+
+class ProductRepository:
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    def create(self, product: Product) -> Product:
+        with translated_errors():
+            self.table.client.put_item(
+                TableName=self.table.name,
+                Item=to_item(product_item(product)),
+                ConditionExpression="attribute_not_exists(PK)",
+            )
+        return product
+
+    def get(self, product_id: str) -> Product:
+        with translated_errors():
+            response = self.table.client.get_item(TableName=self.table.name, Key=to_item(keys.product_key(product_id)))
+        if "Item" not in response:
+            raise errors.ProductNotFound([product_id])
+        return product_from_item(from_item(response["Item"]))
+
+    def get_many(self, product_ids: list[str]) -> dict[str, Product]:
+        """One BatchGetItem (more only to fetch back keys DynamoDB left unprocessed)."""
+        wanted = list(dict.fromkeys(product_ids))[:BATCH_GET_LIMIT]
+        request: dict[str, Any] = {self.table.name: {"Keys": [to_item(keys.product_key(pid)) for pid in wanted]}}
+        found: dict[str, Product] = {}
+        while request:
+            with translated_errors():
+                response = self.table.client.batch_get_item(RequestItems=request)
+            for item in response.get("Responses", {}).get(self.table.name, []):
+                product = product_from_item(from_item(item))
+                found[product.product_id] = product
+            request = response.get("UnprocessedKeys") or {}
+        return found
+
+    def list_by_category(self, category: str, *, limit: int, next_token: str | None) -> Page[Product]:
+        page = gsi1_page(
+            self.table,
+            scope=f"category:{category}",
+            partition=keys.category_pk(category),
+            limit=limit,
+            next_token=next_token,
+            newest_first=False,
+        )
+        return Page[Product](items=[product_from_item(i) for i in page.items], next_token=page.next_token)
+
+    def update(self, current: Product, changes: dict[str, Any], updated_at: str) -> Product:
+        """Apply catalogue edits, conditional on the product not having changed since it was read."""
+        merged = current.model_copy(update={**changes, "updated_at": updated_at})
+        gsi = keys.product_category_gsi(merged.category, merged.name, merged.product_id)
+        assignments = {field: getattr(merged, field) for field in EDITABLE_FIELDS}
+        names = {f"#{field}": field for field in EDITABLE_FIELDS}
+        set_parts = [f"#{field} = :{field}" for field, value in assignments.items() if value is not None]
+        remove_parts = [f"#{field}" for field, value in assignments.items() if value is None]
+        expression = "SET " + ", ".join([*set_parts, "updated_at = :at", "GSI1PK = :gpk", "GSI1SK = :gsk"])
+        if remove_parts:
+            expression += " REMOVE " + ", ".join(remove_parts)
+        try:
+            with translated_errors():
+                response = self.table.client.update_item(
+                    TableName=self.table.name,
+                    Key=to_item(keys.product_key(current.product_id)),
+                    UpdateExpression=expression,
+                    ConditionExpression="attribute_exists(PK) AND updated_at = :seen",
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values(
+                        **{k: v for k, v in assignments.items() if v is not None},
+                        at=updated_at,
+                        gpk=gsi[keys.GSI1PK],
+                        gsk=gsi[keys.GSI1SK],
+                        seen=current.updated_at,
+                    ),
+                    ReturnValues="ALL_NEW",
+                )
+        except ClientError as error:
+            if error_code(error) == "ConditionalCheckFailedException":
+                raise errors.Conflict("the product changed meanwhile, retry") from error
+            raise
+        return product_from_item(from_item(response["Attributes"]))
+
+    def adjust_stock(self, product_id: str, delta: int) -> int:
+        condition = "attribute_exists(PK)"
+        if delta < 0:
+            condition += " AND stock >= :need"
+        try:
+            with translated_errors():
+                response = self.table.client.update_item(
+                    TableName=self.table.name,
+                    Key=to_item(keys.product_key(product_id)),
+                    UpdateExpression="ADD stock :delta",
+                    ConditionExpression=condition,
+                    ExpressionAttributeValues=values(delta=delta, **({"need": -delta} if delta < 0 else {})),
+                    ReturnValues="UPDATED_NEW",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ClientError as error:
+            if error_code(error) != "ConditionalCheckFailedException":
+                raise
+            if "Item" not in error.response:
+                raise errors.ProductNotFound([product_id]) from error
+            raise errors.InsufficientStock(
+                "stock cannot go below zero", {"stock": int(from_item(error.response["Item"])["stock"])}
+            ) from error
+        return int(from_item(response["Attributes"])["stock"])
+
+    def add_review(self, review: Review) -> Review:
+        """Review, one-per-customer marker, customer's copy and rating summary: one transaction."""
+        body = {"entity": "REVIEW", **review.model_dump()}
+        name = self.table.name
+        items = [
+            {
+                "Put": {
+                    "TableName": name,
+                    "ConditionExpression": "attribute_not_exists(PK)",
+                    "Item": to_item(
+                        {
+                            **keys.reviewer_marker_key(review.product_id, review.customer_id),
+                            "entity": "REVIEW_MARKER",
+                            "created_at": review.created_at,
+                        }
+                    ),
+                }
+            },
+            {
+                "Update": {
+                    "TableName": name,
+                    "Key": to_item(keys.product_key(review.product_id)),
+                    "UpdateExpression": "ADD rating_count :one, rating_sum :rating",
+                    "ConditionExpression": "attribute_exists(PK)",
+                    "ExpressionAttributeValues": values(one=1, rating=review.rating),
+                }
+            },
+            {
+                "Put": {
+                    "TableName": name,
+                    "Item": to_item(
+                        {
+                            **keys.product_review_key(
+                                review.product_id, review.rating, review.created_at, review.customer_id
+                            ),
+                            **body,
+                        }
+                    ),
+                }
+            },
+            {
+                "Put": {
+                    "TableName": name,
+                    "Item": to_item(
+                        {
+                            **keys.customer_review_key(review.customer_id, review.created_at, review.product_id),
+                            **body,
+                        }
+                    ),
+                }
+            },
+        ]
+        try:
+            with translated_errors():
+                self.table.client.transact_write_items(TransactItems=items)
+        except ClientError as error:
+            if error_code(error) != "TransactionCanceledException":
+                raise
+            reasons = [r.get("Code") for r in cancellation_reasons(error)]
+            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+                raise errors.ProductNotFound([review.product_id]) from error
+            if reasons and reasons[0] == "ConditionalCheckFailed":
+                raise errors.AlreadyReviewed("you have already reviewed this product") from error
+            raise errors.ServiceUnavailable("the store rejected the write, retry later") from error
+        return review
+
+    def reviews_of_product(self, product_id: str, *, limit: int, next_token: str | None) -> Page[Review]:
+        """One Query over the product's collection: the product item (first page only) proves it exists."""
+        scope = f"product-reviews:{product_id}"
+        low, high = keys.product_reviews_range()
+        first_page = not next_token
+        params: dict[str, Any] = {
+            "TableName": self.table.name,
+            "KeyConditionExpression": "PK = :pk AND SK BETWEEN :low AND :high",
+            "ExpressionAttributeValues": values(pk=keys.product_pk(product_id), low=low, high=high),
+            "ScanIndexForward": False,
+            "Limit": limit + 1 if first_page else limit,
+        }
+        if next_token:
+            params["ExclusiveStartKey"] = pagination.decode(next_token, scope)
+        with translated_errors():
+            response = self.table.client.query(**params)
+        items = [from_item(i) for i in response.get("Items", [])]
+        if first_page:
+            if not items or items[0].get("SK") != keys.PRODUCT_SK:
+                raise errors.ProductNotFound([product_id])
+            items = items[1:]
+        last = response.get("LastEvaluatedKey")
+        return Page[Review](
+            items=[Review.model_validate(i) for i in items],
+            next_token=pagination.encode(scope, last) if last else None,
+        )
+
+    def reviews_of_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[Review]:
+        page = collection_page(
+            self.table,
+            scope=f"customer-reviews:{customer_id}",
+            partition=keys.customer_pk(customer_id),
+            sk_prefix=keys.CUSTOMER_REVIEW_PREFIX,
+            limit=limit,
+            next_token=next_token,
+        )
+        return Page[Review](items=[Review.model_validate(i) for i in page.items], next_token=page.next_token)

@@ -1,0 +1,131 @@
+"""Anonymous shopping sessions: one item each, the cart as a map, expiry by TTL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shop import errors, keys
+from shop.clock import iso_from_epoch
+from shop.models import CartLine, Session
+from shop.repository.store import Table, error_code, from_item, to_item, translated_errors, values
+
+MAX_CART_LINES = 25
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    session: Session
+    cart_version: int
+
+
+def _session(item: dict[str, Any]) -> StoredSession:
+    lines = sorted(item.get("cart", {}).items(), key=lambda entry: (entry[1]["added_at"], entry[0]))
+    cart = [
+        CartLine(
+            product_id=pid,
+            name=line["name"],
+            unit_price_cents=line["unit_price_cents"],
+            quantity=line["quantity"],
+        )
+        for pid, line in lines
+    ]
+    return StoredSession(
+        session=Session(
+            session_id=item["session_id"],
+            cart=cart,
+            subtotal_cents=sum(line.unit_price_cents * line.quantity for line in cart),
+            expires_at=iso_from_epoch(int(item[keys.TTL_ATTRIBUTE])),
+        ),
+        cart_version=int(item.get("cart_version", 0)),
+    )
+
+
+class SessionRepository:
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    def create(self, session_id: str, *, created_at: str, expires_at: int) -> Session:
+        item = {
+            **keys.session_key(session_id),
+            "entity": "SESSION",
+            "session_id": session_id,
+            "cart": {},
+            "cart_version": 0,
+            "created_at": created_at,
+            keys.TTL_ATTRIBUTE: expires_at,
+        }
+        with translated_errors():
+            self.table.client.put_item(
+                TableName=self.table.name, Item=to_item(item), ConditionExpression="attribute_not_exists(PK)"
+            )
+        return _session(item).session
+
+    def get(self, session_id: str, *, now: int) -> StoredSession:
+        """Expired sessions are absent, whether or not TTL has deleted them yet."""
+        with translated_errors():
+            response = self.table.client.get_item(
+                TableName=self.table.name, Key=to_item(keys.session_key(session_id)), ConsistentRead=True
+            )
+        item = response.get("Item")
+        if item is None:
+            raise errors.SessionNotFound("session not found or expired")
+        plain = from_item(item)
+        if int(plain[keys.TTL_ATTRIBUTE]) <= now:
+            raise errors.SessionNotFound("session not found or expired")
+        return _session(plain)
+
+    def set_line(
+        self,
+        session_id: str,
+        *,
+        product_id: str,
+        name: str,
+        unit_price_cents: int,
+        quantity: int,
+        added_at: str,
+        now: int,
+        expires_at: int,
+    ) -> Session:
+        """Put, change or (quantity 0) remove one cart line; every change slides the expiry."""
+        condition = "attribute_exists(PK) AND #exp > :now"
+        names = {"#exp": keys.TTL_ATTRIBUTE, "#pid": product_id}
+        if quantity == 0:
+            expression = "REMOVE cart.#pid SET #exp = :exp ADD cart_version :one"
+            attr_values = values(now=now, exp=expires_at, one=1)
+        else:
+            expression = "SET cart.#pid = :line, #exp = :exp ADD cart_version :one"
+            condition += " AND (attribute_exists(cart.#pid) OR size(cart) < :max)"
+            line = {
+                "name": name,
+                "unit_price_cents": unit_price_cents,
+                "quantity": quantity,
+                "added_at": added_at,
+            }
+            attr_values = values(now=now, exp=expires_at, one=1, line=line, max=MAX_CART_LINES)
+        try:
+            with translated_errors():
+                response = self.table.client.update_item(
+                    TableName=self.table.name,
+                    Key=to_item(keys.session_key(session_id)),
+                    UpdateExpression=expression,
+                    ConditionExpression=condition,
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=attr_values,
+                    ReturnValues="ALL_NEW",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ClientError as error:
+            if error_code(error) != "ConditionalCheckFailedException":
+                raise
+            old = error.response.get("Item")
+            if old is None or int(from_item(old)[keys.TTL_ATTRIBUTE]) <= now:
+                raise errors.SessionNotFound("session not found or expired") from error
+            raise errors.CartFull(f"a cart holds at most {MAX_CART_LINES} lines") from error
+        return _session(from_item(response["Attributes"])).session
+
+    def delete(self, session_id: str) -> None:
+        with translated_errors():
+            self.table.client.delete_item(TableName=self.table.name, Key=to_item(keys.session_key(session_id)))

@@ -1,0 +1,130 @@
+"""The one DynamoDB client, its configuration, item (de)serialisation and error translation."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, HTTPClientError
+
+from shop import errors
+from shop.config import settings
+
+# Standard retry mode backs off with jitter on throttling and 5xx. Three attempts
+# with 1 s connect / 2 s read timeouts keep the worst case well inside the API
+# functions' 10 s timeout, so the handler still answers 503 itself.
+CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 3},
+    connect_timeout=1,
+    read_timeout=2,
+    tcp_keepalive=True,
+)
+
+UNAVAILABLE_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "LimitExceededException",
+    }
+)
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+_client_lock = threading.Lock()
+_client: Any = None
+
+
+def dynamodb_client() -> Any:
+    """The process-wide low-level client, created on first use (not at import)."""
+    global _client
+    if _client is None:
+        with _client_lock:
+            if _client is None:
+                import boto3
+
+                _client = boto3.session.Session().client("dynamodb", config=CLIENT_CONFIG)
+    return _client
+
+
+def reset_client() -> None:
+    """Forget the cached client (tests switch stores between runs)."""
+    global _client
+    with _client_lock:
+        _client = None
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | set):
+        return [_plain(v) for v in value]
+    return value
+
+
+def to_attr(value: Any) -> dict[str, Any]:
+    return _serializer.serialize(value)
+
+
+def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: to_attr(v) for k, v in values.items() if v is not None}
+
+
+def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A DynamoDB item as plain Python: numbers become int (money is cents), never Decimal."""
+    return {k: _plain(_deserializer.deserialize(v)) for k, v in item.items()}
+
+
+def values(**named: Any) -> dict[str, Any]:
+    """ExpressionAttributeValues from keyword arguments: values(q=1) -> {":q": {"N": "1"}}."""
+    return {f":{k}": to_attr(v) for k, v in named.items()}
+
+
+class Table:
+    """The table name and client, passed to every repository."""
+
+    def __init__(self, client: Any = None, table_name: str | None = None) -> None:
+        self._client = client
+        self._table_name = table_name
+
+    @property
+    def client(self) -> Any:
+        return self._client if self._client is not None else dynamodb_client()
+
+    @property
+    def name(self) -> str:
+        return self._table_name or settings().table_name
+
+
+@contextmanager
+def translated_errors() -> Iterator[None]:
+    """Turn transport failures and AWS throttling/5xx codes into ServiceUnavailable."""
+    try:
+        yield
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        if code in UNAVAILABLE_CODES or status >= 500:
+            raise errors.ServiceUnavailable("the store is unavailable, retry later") from error
+        raise
+    except (ConnectionError, HTTPClientError) as error:
+        raise errors.ServiceUnavailable("the store is unreachable, retry later") from error
+    except BotoCoreError as error:
+        raise errors.ServiceUnavailable("the store failed, retry later") from error
+
+
+def error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def cancellation_reasons(error: ClientError) -> list[dict[str, Any]]:
+    return list(error.response.get("CancellationReasons", []))

@@ -1,0 +1,182 @@
+"""Orders: catalogue pricing, atomic placement with bounded retries, the status machine."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from shop import clock, errors, ids
+from shop.models import ORDER_TRANSITIONS, Order, OrderLine, OrderStatus, OrderSummary, Page, ShippingAddress
+from shop.repository import (
+    OrderRepository,
+    ProductRepository,
+    SessionClaim,
+    SessionRepository,
+    Table,
+    TransactionConflict,
+)
+from shop.services.actor import Actor
+
+T = TypeVar("T")
+
+MAX_ORDER_LINES = 25
+CONFLICT_ATTEMPTS = 12
+REPRICE_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class RequestedLine:
+    product_id: str
+    quantity: int
+
+
+def retry_conflicts(operation: Callable[[], T], attempts: int = CONFLICT_ATTEMPTS) -> T:
+    """Re-run an operation whose transaction collided with another, with jittered backoff."""
+    for attempt in range(attempts):
+        try:
+            return operation()
+        except TransactionConflict:
+            if attempt == attempts - 1:
+                raise errors.ServiceUnavailable("the store is busy with this item, retry later") from None
+            time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
+    raise AssertionError("unreachable")
+
+
+def merge_lines(lines: list[RequestedLine]) -> dict[str, int]:
+    quantities: dict[str, int] = {}
+    for line in lines:
+        quantities[line.product_id] = quantities.get(line.product_id, 0) + line.quantity
+    return quantities
+
+
+class OrderService:
+    def __init__(self, table: Table, shards: int | None = None) -> None:
+        self.orders = OrderRepository(table, shards)
+        self.products = ProductRepository(table)
+        self.sessions = SessionRepository(table)
+
+    def _price(self, quantities: dict[str, int]) -> list[OrderLine]:
+        catalogue = self.products.get_many(list(quantities))
+        missing = [pid for pid in quantities if pid not in catalogue]
+        if missing:
+            raise errors.ProductNotFound(missing)
+        return [
+            OrderLine(
+                product_id=pid,
+                name=catalogue[pid].name,
+                unit_price_cents=catalogue[pid].price_cents,
+                quantity=qty,
+                line_total_cents=catalogue[pid].price_cents * qty,
+            )
+            for pid, qty in quantities.items()
+        ]
+
+    def _new_order(self, actor: Actor, lines: list[OrderLine], address: ShippingAddress) -> Order:
+        now = clock.iso_now()
+        return Order(
+            order_id=ids.new_id(),
+            customer_id=actor.sub,
+            status=OrderStatus.PENDING,
+            version=1,
+            lines=lines,
+            total_cents=sum(line.line_total_cents for line in lines),
+            shipping_address=address,
+            created_at=now,
+            updated_at=now,
+            history=[],
+        )
+
+    def place(
+        self,
+        actor: Actor,
+        *,
+        address: ShippingAddress,
+        lines: list[RequestedLine] | None = None,
+        session_id: str | None = None,
+    ) -> Order:
+        """Two store calls on the common path: one read (products or session), one transaction."""
+        claim: SessionClaim | None = None
+        if session_id is not None:
+            stored = self.sessions.get(session_id, now=clock.epoch(clock.now()))
+            if not stored.session.cart:
+                raise errors.InvalidRequest("the session's cart is empty", {"session_id": session_id})
+            claim = SessionClaim(session_id, stored.cart_version, clock.epoch(clock.now()))
+            priced = [
+                OrderLine(
+                    product_id=line.product_id,
+                    name=line.name,
+                    unit_price_cents=line.unit_price_cents,
+                    quantity=line.quantity,
+                    line_total_cents=line.unit_price_cents * line.quantity,
+                )
+                for line in stored.session.cart
+            ]
+            quantities = {line.product_id: line.quantity for line in stored.session.cart}
+        else:
+            quantities = merge_lines(lines or [])
+            if not quantities:
+                raise errors.InvalidRequest("an order needs at least one line")
+            if len(quantities) > MAX_ORDER_LINES:
+                raise errors.InvalidRequest(f"an order holds at most {MAX_ORDER_LINES} products")
+            priced = self._price(quantities)
+
+        for attempt in range(REPRICE_ATTEMPTS):
+            order = self._new_order(actor, priced, address)
+            try:
+                return retry_conflicts(lambda order=order: self.orders.place(order, claim))  # type: ignore[misc]
+            except errors.PriceChanged:
+                if attempt == REPRICE_ATTEMPTS - 1:
+                    raise
+                priced = self._price(quantities)
+        raise AssertionError("unreachable")
+
+    def get(self, actor: Actor, order_id: str) -> Order:
+        order = self.orders.get(order_id)
+        if not actor.may_see(order.customer_id):
+            raise errors.OrderNotFound("order not found")
+        return order
+
+    def list_for_customer(
+        self, actor: Actor, customer_id: str, *, limit: int, next_token: str | None
+    ) -> Page[OrderSummary]:
+        actor.require_self_or_admin(customer_id)
+        return self.orders.list_for_customer(customer_id, limit=limit, next_token=next_token)
+
+    def list_by_status(
+        self, actor: Actor, status: OrderStatus, *, limit: int, next_token: str | None
+    ) -> Page[OrderSummary]:
+        actor.require_admin()
+        return self.orders.list_by_status(status, limit=limit, next_token=next_token)
+
+    def change_status(self, actor: Actor, order_id: str, new_status: OrderStatus, *, expected_version: int) -> Order:
+        actor.require_admin()
+        order = self.orders.get(order_id)
+        if order.version != expected_version:
+            raise errors.VersionMismatch("the order changed since you read it", {"current_version": order.version})
+        self._check_transition(order, new_status)
+        return retry_conflicts(lambda: self.orders.change_status(order, new_status, updated_at=clock.iso_now()))
+
+    def cancel(self, actor: Actor, order_id: str) -> Order:
+        for _ in range(3):
+            order = self.get(actor, order_id)
+            self._check_transition(order, OrderStatus.CANCELLED)
+            try:
+                return retry_conflicts(
+                    lambda order=order: self.orders.change_status(  # type: ignore[misc]
+                        order, OrderStatus.CANCELLED, updated_at=clock.iso_now()
+                    )
+                )
+            except errors.VersionMismatch:
+                continue
+        raise errors.ServiceUnavailable("the order keeps changing, retry later")
+
+    @staticmethod
+    def _check_transition(order: Order, new_status: OrderStatus) -> None:
+        if new_status not in ORDER_TRANSITIONS[order.status]:
+            raise errors.InvalidTransition(
+                f"an order cannot go from {order.status} to {new_status}",
+                {"from": order.status.value, "to": new_status.value},
+            )

@@ -1,0 +1,120 @@
+"""Fixtures shared by every test: a fake AWS environment and the store backends.
+
+`store` runs a test twice: on moto's in-process DynamoDB (fast unit semantics)
+and on Amazon's DynamoDB Local (the real semantics: transactions, conditional
+failures, streams, consumed capacity). Each test gets its own fresh table.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        "TABLE_NAME": "shop-test",
+        "PAGINATION_SECRET": "test-pagination-secret",
+        "STATUS_SHARDS": "4",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "ShopTest",
+        "POWERTOOLS_SERVICE_NAME": "shop-test",
+        "POWERTOOLS_DEV": "false",
+    }
+)
+for _var in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "AWS_PROFILE"):
+    os.environ.pop(_var, None)
+
+_table_numbers = itertools.count()
+
+
+@dataclass
+class Store:
+    """One fresh table on one backend."""
+
+    backend: str
+    client: Any
+    streams: Any
+    table_name: str
+    endpoint: str | None
+
+    @property
+    def table(self) -> Any:
+        from shop.repository import Table
+
+        return Table(self.client, self.table_name)
+
+
+@pytest.fixture(scope="session")
+def dynamodb_local() -> Iterator[Any]:
+    from local_runtime.dynamodb_local import DynamoDBLocal
+
+    instance = DynamoDBLocal().start()
+    try:
+        yield instance
+    finally:
+        instance.stop()
+
+
+def _fresh_name() -> str:
+    return f"shop-{os.getpid()}-{next(_table_numbers)}"
+
+
+@pytest.fixture
+def moto_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    import boto3
+    from moto import mock_aws
+
+    from local_runtime.dynamodb_local import create_table
+    from shop.repository import store as store_module
+
+    with mock_aws():
+        client = boto3.client("dynamodb", config=store_module.CLIENT_CONFIG)
+        name = _fresh_name()
+        create_table(client, name)
+        monkeypatch.setenv("TABLE_NAME", name)
+        store_module.reset_client()
+        yield Store("moto", client, boto3.client("dynamodbstreams"), name, None)
+        store_module.reset_client()
+
+
+@pytest.fixture
+def local_store(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    from local_runtime.dynamodb_local import create_table
+    from shop.repository import store as store_module
+
+    for key, value in dynamodb_local.env().items():
+        monkeypatch.setenv(key, value)
+    client = dynamodb_local.client("dynamodb", config=store_module.CLIENT_CONFIG)
+    name = _fresh_name()
+    create_table(client, name)
+    monkeypatch.setenv("TABLE_NAME", name)
+    store_module.reset_client()
+    yield Store("local", client, dynamodb_local.client("dynamodbstreams"), name, dynamodb_local.endpoint)
+    store_module.reset_client()
+    client.delete_table(TableName=name)
+
+
+@pytest.fixture(params=["moto", pytest.param("local", marks=pytest.mark.integration)])
+def store(request: pytest.FixtureRequest) -> Store:
+    """The same test on moto and on DynamoDB Local."""
+    return request.getfixturevalue(f"{request.param}_store")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings() -> Iterator[None]:
+    from shop.config import settings
+
+    settings.cache_clear()
+    yield
+    settings.cache_clear()

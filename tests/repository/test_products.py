@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+import pytest
+
+from shop import errors
+from shop.services.catalog import CatalogService
+from tests.support.calls import counting
+from tests.support.factories import ADMIN, ALICE, BOB, product
+
+
+def test_product_read_is_one_get_item(store):
+    pid = product(store.table, name="Hammer", price_cents=1999, stock=3)
+    service = CatalogService(store.table)
+    with counting(store.client) as calls:
+        fetched = service.get(pid)
+    assert calls.operations == ["GetItem"]
+    assert (fetched.name, fetched.price_cents, fetched.stock, fetched.rating_count) == ("Hammer", 1999, 3, 0)
+    assert fetched.rating_average is None
+    with pytest.raises(errors.ProductNotFound):
+        service.get("missing")
+
+
+def test_category_listing_is_by_name_and_paginates(store):
+    for name in ["Pliers", "anvil", "Chisel", "bolt", "Drill"]:
+        product(store.table, name=name, category="tools")
+    product(store.table, name="Apple", category="food")
+    service = CatalogService(store.table)
+    names, token, pages = [], None, 0
+    while True:
+        with counting(store.client) as calls:
+            page = service.list_by_category("tools", limit=2, next_token=token)
+        assert calls.operations == ["Query"]
+        names += [p.name for p in page.items]
+        pages += 1
+        token = page.next_token
+        if token is None:
+            break
+    assert names == ["anvil", "bolt", "Chisel", "Drill", "Pliers"]
+    assert pages >= 3
+
+
+def test_tampered_or_foreign_tokens_are_rejected(store):
+    for name in ["a", "b", "c"]:
+        product(store.table, name=name, category="tools")
+        product(store.table, name=name, category="toys")
+    service = CatalogService(store.table)
+    token = service.list_by_category("tools", limit=1, next_token=None).next_token
+    assert token
+    with pytest.raises(errors.InvalidNextToken):
+        service.list_by_category("toys", limit=1, next_token=token)
+    forged = token[:-2] + ("AA" if not token.endswith("AA") else "BB")
+    with pytest.raises(errors.InvalidNextToken):
+        service.list_by_category("tools", limit=1, next_token=forged)
+    with pytest.raises(errors.InvalidNextToken):
+        service.list_by_category("tools", limit=1, next_token="not-a-token")
+
+
+def test_update_renames_and_moves_category(store):
+    pid = product(store.table, name="Hammer", category="tools")
+    service = CatalogService(store.table)
+    updated = service.update(ADMIN, pid, {"name": "Mallet", "category": "garden", "price_cents": 500})
+    assert (updated.name, updated.category, updated.price_cents) == ("Mallet", "garden", 500)
+    assert service.list_by_category("tools", limit=10, next_token=None).items == []
+    assert [p.name for p in service.list_by_category("garden", limit=10, next_token=None).items] == ["Mallet"]
+    with pytest.raises(errors.DomainError):
+        service.update(ALICE, pid, {"name": "Nope"})
+
+
+def test_stock_adjustment_never_goes_negative(store):
+    pid = product(store.table, stock=2)
+    service = CatalogService(store.table)
+    assert service.adjust_stock(ADMIN, pid, 5) == 7
+    assert service.adjust_stock(ADMIN, pid, -7) == 0
+    with pytest.raises(errors.InsufficientStock):
+        service.adjust_stock(ADMIN, pid, -1)
+    with pytest.raises(errors.ProductNotFound):
+        service.adjust_stock(ADMIN, "missing", 1)
+    assert service.get(pid).stock == 0
+
+
+def test_reviews_once_per_customer_with_rating_summary(store):
+    pid = product(store.table)
+    service = CatalogService(store.table)
+    service.review(ALICE, pid, rating=4, title="Good", body="Works")
+    with pytest.raises(errors.AlreadyReviewed):
+        service.review(ALICE, pid, rating=1, title="Again", body="Changed my mind")
+    service.review(BOB, pid, rating=5, title="Great", body="Love it")
+    fetched = service.get(pid)
+    assert (fetched.rating_count, fetched.rating_average) == (2, 4.5)
+    with pytest.raises(errors.ProductNotFound):
+        service.review(ALICE, "missing", rating=3, title="?", body="?")
+
+
+def test_product_reviews_highest_rating_then_newest(store):
+    pid = product(store.table)
+    service = CatalogService(store.table)
+    from shop.services.actor import Actor
+
+    for index, rating in enumerate([3, 5, 1, 5, 3]):
+        service.review(Actor(f"customer-{index}"), pid, rating=rating, title=f"t{index}", body="b")
+    seen, token = [], None
+    while True:
+        with counting(store.client) as calls:
+            page = service.reviews_of_product(pid, limit=2, next_token=token)
+        assert calls.operations == ["Query"]
+        seen += [(r.rating, r.customer_id) for r in page.items]
+        token = page.next_token
+        if token is None:
+            break
+    assert seen == [(5, "customer-3"), (5, "customer-1"), (3, "customer-4"), (3, "customer-0"), (1, "customer-2")]
+    with pytest.raises(errors.ProductNotFound):
+        service.reviews_of_product("missing", limit=5, next_token=None)
+    assert service.reviews_of_product(product(store.table), limit=5, next_token=None).items == []
+
+
+def test_customer_reviews_newest_first(store):
+    service = CatalogService(store.table)
+    first, second = product(store.table, name="a"), product(store.table, name="b")
+    service.review(ALICE, first, rating=2, title="x", body="y")
+    service.review(ALICE, second, rating=4, title="x", body="y")
+    with counting(store.client) as calls:
+        page = service.reviews_of_customer("alice", limit=10, next_token=None)
+    assert calls.operations == ["Query"]
+    assert [r.product_id for r in page.items] == [second, first]
