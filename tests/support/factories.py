@@ -14,8 +14,9 @@ BOB = Actor("bob")
 ADDRESS = ShippingAddress(name="Alice", line1="1 Main St", city="Springfield", postal_code="12345", country="US")
 
 
-def product(table: Any, *, name: str = "Widget", category: str = "tools", price_cents: int = 1000,
-            stock: int = 10) -> str:
+def product(
+    table: Any, *, name: str = "Widget", category: str = "tools", price_cents: int = 1000, stock: int = 10
+) -> str:
     created = CatalogService(table).create(
         ADMIN, name=name, category=category, price_cents=price_cents, description=None, stock=stock
     )

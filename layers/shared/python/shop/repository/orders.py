@@ -148,7 +148,7 @@ class OrderRepository:
                     "Update": {
                         "TableName": name,
                         "Key": to_item(keys.session_key(session.session_id)),
-                        "UpdateExpression": "SET cart = :empty ADD cart_version :one",
+                        "UpdateExpression": "SET cart = :empty, cart_added = :empty ADD cart_version :one",
                         "ConditionExpression": "attribute_exists(PK) AND cart_version = :seen AND #exp > :now",
                         "ExpressionAttributeNames": {"#exp": keys.TTL_ATTRIBUTE},
                         "ExpressionAttributeValues": values(

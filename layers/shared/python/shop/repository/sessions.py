@@ -22,7 +22,8 @@ class StoredSession:
 
 
 def _session(item: dict[str, Any]) -> StoredSession:
-    lines = sorted(item.get("cart", {}).items(), key=lambda entry: (entry[1]["added_at"], entry[0]))
+    added = item.get("cart_added", {})
+    lines = sorted(item.get("cart", {}).items(), key=lambda entry: (added.get(entry[0], ""), entry[0]))
     cart = [
         CartLine(
             product_id=pid,
@@ -53,6 +54,7 @@ class SessionRepository:
             "entity": "SESSION",
             "session_id": session_id,
             "cart": {},
+            "cart_added": {},
             "cart_version": 0,
             "created_at": created_at,
             keys.TTL_ATTRIBUTE: expires_at,
@@ -93,18 +95,20 @@ class SessionRepository:
         condition = "attribute_exists(PK) AND #exp > :now"
         names = {"#exp": keys.TTL_ATTRIBUTE, "#pid": product_id}
         if quantity == 0:
-            expression = "REMOVE cart.#pid SET #exp = :exp ADD cart_version :one"
+            expression = "REMOVE cart.#pid, cart_added.#pid SET #exp = :exp ADD cart_version :one"
             attr_values = values(now=now, exp=expires_at, one=1)
         else:
-            expression = "SET cart.#pid = :line, #exp = :exp ADD cart_version :one"
+            expression = (
+                "SET cart.#pid = :line, cart_added.#pid = if_not_exists(cart_added.#pid, :at), #exp = :exp "
+                "ADD cart_version :one"
+            )
             condition += " AND (attribute_exists(cart.#pid) OR size(cart) < :max)"
             line = {
                 "name": name,
                 "unit_price_cents": unit_price_cents,
                 "quantity": quantity,
-                "added_at": added_at,
             }
-            attr_values = values(now=now, exp=expires_at, one=1, line=line, max=MAX_CART_LINES)
+            attr_values = values(now=now, exp=expires_at, one=1, line=line, max=MAX_CART_LINES, at=added_at)
         try:
             with translated_errors():
                 response = self.table.client.update_item(

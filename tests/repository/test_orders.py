@@ -1,0 +1,183 @@
+from __future__ import annotations
+
+import pytest
+
+from shop import errors
+from shop.models import OrderStatus
+from shop.repository import OrderRepository
+from shop.services.catalog import CatalogService
+from shop.services.orders import OrderService, RequestedLine
+from shop.services.sessions import SessionService
+from tests.support.calls import counting
+from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
+
+
+def place(table, actor=ALICE, **lines):
+    return OrderService(table).place(
+        actor, address=ADDRESS, lines=[RequestedLine(pid, qty) for pid, qty in lines.items()]
+    )
+
+
+def test_placement_prices_from_catalogue_and_takes_stock(store):
+    hammer = product(store.table, name="Hammer", price_cents=1500, stock=5)
+    nails = product(store.table, name="Nails", price_cents=250, stock=100)
+    with counting(store.client) as calls:
+        order = OrderService(store.table).place(
+            ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 2), RequestedLine(nails, 10), RequestedLine(hammer, 1)]
+        )
+    assert calls.operations == ["BatchGetItem", "TransactWriteItems"]
+    assert order.status is OrderStatus.PENDING
+    assert order.version == 1
+    assert {(line.product_id, line.quantity, line.line_total_cents) for line in order.lines} == {
+        (hammer, 3, 4500),
+        (nails, 10, 2500),
+    }
+    assert order.total_cents == 7000
+    catalog = CatalogService(store.table)
+    assert catalog.get(hammer).stock == 2
+    assert catalog.get(nails).stock == 90
+    with counting(store.client) as calls:
+        fetched = OrderService(store.table).get(ALICE, order.order_id)
+    assert calls.operations == ["Query"]
+    assert fetched.lines == order.lines
+    assert [h.status for h in fetched.history] == [OrderStatus.PENDING]
+
+
+def test_out_of_stock_names_the_products_and_writes_nothing(store):
+    hammer = product(store.table, name="Hammer", stock=1)
+    nails = product(store.table, name="Nails", stock=100)
+    with pytest.raises(errors.OutOfStock) as raised:
+        place(store.table, **{hammer: 2, nails: 1})
+    assert raised.value.product_ids == [hammer]
+    assert CatalogService(store.table).get(nails).stock == 100
+    assert OrderService(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items == []
+
+
+def test_unknown_product(store):
+    hammer = product(store.table)
+    with pytest.raises(errors.ProductNotFound) as raised:
+        place(store.table, **{hammer: 1, "ghost": 1})
+    assert raised.value.product_ids == ["ghost"]
+
+
+def test_price_changed_meanwhile_is_detected_and_repriced(store, monkeypatch):
+    hammer = product(store.table, price_cents=1000, stock=5)
+    repository = OrderRepository(store.table)
+    order = OrderService(store.table)._new_order(ALICE, OrderService(store.table)._price({hammer: 1}), ADDRESS)
+    CatalogService(store.table).update(ADMIN, hammer, {"price_cents": 1200})
+    with pytest.raises(errors.PriceChanged) as raised:
+        repository.place(order)
+    assert raised.value.product_ids == [hammer]
+    assert CatalogService(store.table).get(hammer).stock == 5
+
+    service = OrderService(store.table)
+    original_price = service._price
+    calls = {"n": 0}
+
+    def stale_first(quantities):
+        calls["n"] += 1
+        lines = original_price(quantities)
+        if calls["n"] == 1:
+            return [line.model_copy(update={"unit_price_cents": 1000, "line_total_cents": 1000}) for line in lines]
+        return lines
+
+    monkeypatch.setattr(service, "_price", stale_first)
+    placed = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 1)])
+    assert placed.total_cents == 1200
+    assert calls["n"] == 2
+
+
+def test_checkout_from_session_clears_the_cart(store):
+    hammer = product(store.table, name="Hammer", price_cents=1500, stock=5)
+    sessions = SessionService(store.table)
+    session = sessions.create()
+    sessions.set_quantity(session.session_id, hammer, 2)
+    with counting(store.client) as calls:
+        order = OrderService(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
+    assert calls.operations == ["GetItem", "TransactWriteItems"]
+    assert order.total_cents == 3000
+    assert sessions.get(session.session_id).cart == []
+    with pytest.raises(errors.InvalidRequest):
+        OrderService(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
+    with pytest.raises(errors.SessionNotFound):
+        OrderService(store.table).place(ALICE, address=ADDRESS, session_id="missing")
+
+
+def test_other_customers_order_reads_as_not_found(store):
+    order = place(store.table, **{product(store.table): 1})
+    with pytest.raises(errors.OrderNotFound):
+        OrderService(store.table).get(BOB, order.order_id)
+    assert OrderService(store.table).get(ADMIN, order.order_id).order_id == order.order_id
+    with pytest.raises(errors.OrderNotFound):
+        OrderService(store.table).get(ADMIN, "missing")
+
+
+def test_customer_orders_newest_first(store):
+    pid = product(store.table, stock=100)
+    placed = [place(store.table, **{pid: 1}).order_id for _ in range(5)]
+    place(store.table, BOB, **{pid: 1})
+    seen, token = [], None
+    while True:
+        with counting(store.client) as calls:
+            page = OrderService(store.table).list_for_customer(ALICE, "alice", limit=2, next_token=token)
+        assert calls.operations == ["Query"]
+        seen += [o.order_id for o in page.items]
+        token = page.next_token
+        if not token:
+            break
+    assert seen == list(reversed(placed))
+
+
+def test_status_change_is_conditional_on_version(store):
+    order = place(store.table, **{product(store.table): 1})
+    service = OrderService(store.table)
+    confirmed = service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    assert (confirmed.status, confirmed.version) == (OrderStatus.CONFIRMED, 2)
+    with pytest.raises(errors.VersionMismatch):
+        service.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=1)
+    stale = order.model_copy()
+    with pytest.raises(errors.VersionMismatch):
+        OrderRepository(store.table).change_status(stale, OrderStatus.CANCELLED, updated_at="2026-01-01T00:00:00Z")
+    with pytest.raises(errors.InvalidTransition):
+        service.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=2)
+    with pytest.raises(errors.DomainError):
+        service.change_status(ALICE, order.order_id, OrderStatus.SHIPPED, expected_version=2)
+
+
+def test_cancel_restocks_every_line(store):
+    hammer = product(store.table, stock=5)
+    nails = product(store.table, stock=50)
+    order = place(store.table, **{hammer: 2, nails: 20})
+    cancelled = OrderService(store.table).cancel(ALICE, order.order_id)
+    assert cancelled.status is OrderStatus.CANCELLED
+    assert CatalogService(store.table).get(hammer).stock == 5
+    assert CatalogService(store.table).get(nails).stock == 50
+    with pytest.raises(errors.InvalidTransition):
+        OrderService(store.table).cancel(ALICE, order.order_id)
+    with pytest.raises(errors.OrderNotFound):
+        OrderService(store.table).cancel(BOB, place(store.table, **{hammer: 1}).order_id)
+
+
+def test_status_index_merges_shards_newest_first_and_paginates(store):
+    pid = product(store.table, stock=100)
+    service = OrderService(store.table, shards=4)
+    placed = [service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]) for _ in range(9)]
+    shipped = placed[0]
+    service.change_status(ADMIN, shipped.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    expected = [o.order_id for o in reversed(placed[1:])]
+    seen, token = [], None
+    while True:
+        with counting(store.client) as calls:
+            page = service.list_by_status(ADMIN, OrderStatus.PENDING, limit=3, next_token=token)
+        assert calls.operations == ["Query"] * 4
+        seen += [o.order_id for o in page.items]
+        token = page.next_token
+        if not token:
+            break
+    assert seen == expected
+    confirmed = service.list_by_status(ADMIN, OrderStatus.CONFIRMED, limit=10, next_token=None)
+    assert [o.order_id for o in confirmed.items] == [shipped.order_id]
+    other_shards = OrderService(store.table, shards=2)
+    first = service.list_by_status(ADMIN, OrderStatus.PENDING, limit=1, next_token=None)
+    with pytest.raises(errors.InvalidNextToken):
+        other_shards.list_by_status(ADMIN, OrderStatus.PENDING, limit=1, next_token=first.next_token)
