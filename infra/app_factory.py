@@ -1,0 +1,82 @@
+"""Build the CDK app: used by app.py (the CLI) and by the infrastructure tests."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import App, Validations
+from cdk_nag import AwsSolutionsChecks
+
+from infra.nag import suppress_findings
+from infra.settings import ROOT, DeployConfig
+from infra.stacks.shop import ApiStack, DataStack, EventsStack, MonitoringStack, tag_all
+
+# Construct ids: stable, they name the templates (cdk.out/<id>.template.json).
+STACK_IDS = {"data": "ShopData", "api": "ShopApi", "events": "ShopEvents", "monitoring": "ShopMonitoring"}
+
+
+@dataclass
+class ShopApp:
+    app: App
+    config: DeployConfig
+    data: DataStack
+    api: ApiStack
+    events: EventsStack
+    monitoring: MonitoringStack
+
+    @property
+    def stacks(self) -> list[Any]:
+        return [self.data, self.api, self.events, self.monitoring]
+
+
+def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, outdir: str | None = None) -> ShopApp:
+    """Create every stack, apply cdk-nag AwsSolutions and the acknowledged findings."""
+    if app is None:
+        # outside the CLI, cdk.json's context (feature flags, defaults) is not injected: read it
+        defaults = json.loads((ROOT / "cdk.json").read_text()).get("context", {})
+        app = App(context={**defaults, **(context or {})}, outdir=outdir)
+    config = DeployConfig.from_context(app.node.try_get_context)
+
+    def name(key: str) -> str:
+        return f"shop-{config.stage}-{key}"
+
+    data = DataStack(
+        app,
+        STACK_IDS["data"],
+        config=config,
+        stack_name=name("data"),
+        description="Serverless shop: table and pagination secret",
+    )
+    api = ApiStack(
+        app,
+        STACK_IDS["api"],
+        config=config,
+        data=data,
+        stack_name=name("api"),
+        description="Serverless shop: HTTP API, authorizer, API functions",
+    )
+    events = EventsStack(
+        app,
+        STACK_IDS["events"],
+        config=config,
+        data=data,
+        stack_name=name("events"),
+        description="Serverless shop: stream processing and event bus",
+    )
+    monitoring = MonitoringStack(
+        app,
+        STACK_IDS["monitoring"],
+        config=config,
+        data=data,
+        api=api,
+        events=events,
+        stack_name=name("monitoring"),
+        description="Serverless shop: alarms and dashboard",
+    )
+    tag_all(app, config)
+    shop = ShopApp(app, config, data, api, events, monitoring)
+    suppress_findings(shop)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True, write_suppressions_to_cloud_formation=True))
+    return shop

@@ -1,0 +1,116 @@
+"""Build the third-party dependencies layer without Docker.
+
+``python -m infra.build_layers --arch x86_64|arm64`` installs the fully pinned
+``requirements/runtime.txt`` as manylinux wheels for the Lambda runtime's
+Python version and the chosen architecture into ``build/layers/deps-<arch>/python``.
+Only binary wheels are accepted (no source builds on the wrong platform) and
+``--no-deps`` is safe because the file is a complete lock. A stamp (hash of the
+lock file, the architecture and the Python version) skips the rebuild when
+nothing changed. boto3/botocore are not bundled: the Lambda runtime provides them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from infra.settings import LAYER_PYTHON_VERSION, ROOT
+
+REQUIREMENTS = ROOT / "requirements" / "runtime.txt"
+BUILD_ROOT = ROOT / "build" / "layers"
+PLATFORMS = {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}
+# pip's tag for the machine in the compiled module's file name
+SO_MACHINE = {"x86_64": "x86_64", "arm64": "aarch64"}
+
+
+def layer_dir(arch: str) -> Path:
+    """The asset directory of the dependencies layer (contains ``python/``)."""
+    return BUILD_ROOT / f"deps-{arch}"
+
+
+def _stamp_path(arch: str) -> Path:
+    # kept outside the asset directory so it never changes the layer's hash
+    return BUILD_ROOT / f"deps-{arch}.stamp"
+
+
+def _fingerprint(arch: str) -> str:
+    digest = hashlib.sha256()
+    digest.update(REQUIREMENTS.read_bytes())
+    digest.update(f"\0{arch}\0{LAYER_PYTHON_VERSION}\0{PLATFORMS[arch]}".encode())
+    return digest.hexdigest()
+
+
+def _strip(site: Path) -> None:
+    """Drop what Lambda never needs: bytecode caches and bundled test suites."""
+    for pattern in ("__pycache__", "tests"):
+        for path in sorted(site.rglob(pattern), reverse=True):
+            # only package test folders, never a module that happens to be called tests
+            if path.is_dir() and (pattern == "__pycache__" or (path / "__init__.py").exists()):
+                shutil.rmtree(path, ignore_errors=True)
+    for path in site.rglob("*.pyc"):
+        path.unlink(missing_ok=True)
+
+
+def build(arch: str, *, force: bool = False, quiet: bool = True) -> Path:
+    """Build (or reuse) the dependencies layer for ``arch``; return its asset directory."""
+    if arch not in PLATFORMS:
+        raise ValueError(f"arch must be one of {sorted(PLATFORMS)}, got {arch!r}")
+    target = layer_dir(arch)
+    stamp = _stamp_path(arch)
+    fingerprint = _fingerprint(arch)
+    if not force and stamp.exists() and stamp.read_text().strip() == fingerprint and (target / "python").is_dir():
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    stamp.unlink(missing_ok=True)
+    site = target / "python"
+    site.mkdir(parents=True)
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-compile",
+        "--platform",
+        PLATFORMS[arch],
+        "--implementation",
+        "cp",
+        "--python-version",
+        LAYER_PYTHON_VERSION,
+        "--only-binary=:all:",
+        "--no-deps",
+        "-r",
+        str(REQUIREMENTS),
+        "-t",
+        str(site),
+    ]
+    if quiet:
+        command.append("-q")
+    subprocess.run(command, check=True)
+    _strip(site)
+    stamp.write_text(fingerprint + "\n")
+    return target
+
+
+def compiled_module_name(arch: str) -> str:
+    """File name of pydantic_core's extension module for ``arch`` (what the layer must hold)."""
+    version = LAYER_PYTHON_VERSION.replace(".", "")
+    return f"_pydantic_core.cpython-{version}-{SO_MACHINE[arch]}-linux-gnu.so"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", choices=sorted(PLATFORMS), default="arm64")
+    parser.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
+    args = parser.parse_args(argv)
+    target = build(args.arch, force=args.force)
+    print(target.relative_to(ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

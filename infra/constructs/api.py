@@ -1,0 +1,170 @@
+"""HTTP API (payload 2.0): the JWT authorizer, the routes as data, stage, CORS, access logs."""
+
+from __future__ import annotations
+
+import jsii
+from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_apigatewayv2 as apigw
+from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.settings import ROUTES, DeployConfig
+
+ACCESS_LOG_FORMAT = (
+    '{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
+    '"requestTime":"$context.requestTime","routeKey":"$context.routeKey",'
+    '"status":"$context.status","protocol":"$context.protocol",'
+    '"responseLength":"$context.responseLength","latencyMs":"$context.responseLatency",'
+    '"integrationLatencyMs":"$context.integrationLatency",'
+    '"integrationError":"$context.integrationErrorMessage",'
+    '"authorizerError":"$context.authorizer.error","sub":"$context.authorizer.claims.sub"}'
+)
+
+
+class Auth(Construct):
+    """Who may call the protected routes: a Cognito user pool by default, or an external issuer."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeployConfig) -> None:
+        super().__init__(scope, construct_id)
+        self.user_pool: cognito.UserPool | None = None
+        self.client: cognito.UserPoolClient | None = None
+        if config.jwt_issuer:
+            issuer, audience = config.jwt_issuer, list(config.jwt_audience)
+        else:
+            self.user_pool = cognito.UserPool(
+                self,
+                "UserPool",
+                self_sign_up_enabled=True,
+                sign_in_aliases=cognito.SignInAliases(email=True),
+                auto_verify=cognito.AutoVerifiedAttrs(email=True),
+                password_policy=cognito.PasswordPolicy(
+                    min_length=12,
+                    require_digits=True,
+                    require_lowercase=True,
+                    require_uppercase=True,
+                    require_symbols=True,
+                ),
+                mfa=cognito.Mfa.OPTIONAL,
+                mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
+                account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
+                deletion_protection=config.is_prod,
+                removal_policy=RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY,
+            )
+            cognito.UserPoolGroup(
+                self,
+                "AdminGroup",
+                user_pool=self.user_pool,
+                group_name="admin",
+                description="Catalogue and order administration",
+            )
+            self.client = self.user_pool.add_client(
+                "AppClient",
+                generate_secret=False,
+                auth_flows=cognito.AuthFlow(user_srp=True),
+                prevent_user_existence_errors=True,
+                access_token_validity=Duration.hours(1),
+                id_token_validity=Duration.hours(1),
+                refresh_token_validity=Duration.days(30),
+            )
+            issuer = f"https://cognito-idp.{Aws.REGION}.amazonaws.com/{self.user_pool.user_pool_id}"
+            audience = [self.client.user_pool_client_id]
+        self.issuer = issuer
+        self.audience = audience
+        self.authorizer = authorizers.HttpJwtAuthorizer(
+            "JwtAuthorizer",
+            issuer,
+            jwt_audience=audience,
+            authorizer_name="jwt",
+            identity_source=["$request.header.Authorization"],
+        )
+
+
+class HttpApi(Construct):
+    """Every route of docs/api.md, generated from infra.settings.ROUTES."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeployConfig,
+        functions: dict[str, lambda_.IFunction],
+        auth: Auth,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        cors = None
+        if config.cors_origins:
+            cors = apigw.CorsPreflightOptions(
+                allow_origins=list(config.cors_origins),
+                allow_methods=[apigw.CorsHttpMethod.ANY],
+                allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "If-Match"],
+                expose_headers=["ETag", "Retry-After"],
+                max_age=Duration.hours(1),
+            )
+        self.api = apigw.HttpApi(
+            self,
+            "Api",
+            api_name=f"shop-{config.stage}",
+            description="Serverless shop HTTP API (version 1)",
+            cors_preflight=cors,
+            create_default_stage=False,
+        )
+        self.access_logs = logs.LogGroup(
+            self,
+            "AccessLogs",
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY,
+        )
+        self.stage = apigw.HttpStage(
+            self,
+            "DefaultStage",
+            http_api=self.api,
+            stage_name="$default",
+            auto_deploy=True,
+            throttle=apigw.ThrottleSettings(rate_limit=config.throttle_rate, burst_limit=config.throttle_burst),
+            access_log_settings=_AccessLogSettings(self.access_logs),
+        )
+        integration_for = {
+            name: integrations.HttpLambdaIntegration(
+                f"{name}-integration",
+                function,
+                payload_format_version=apigw.PayloadFormatVersion.VERSION_2_0,
+            )
+            for name, function in functions.items()
+        }
+        self.routes: dict[str, apigw.HttpRoute] = {}
+        for route in ROUTES:
+            created = self.api.add_routes(
+                path=route.path,
+                methods=[apigw.HttpMethod(route.method)],
+                integration=integration_for[route.function],
+                authorizer=auth.authorizer if route.auth else apigw.HttpNoneAuthorizer(),
+            )
+            self.routes[route.route_key] = created[0]
+
+    @property
+    def url(self) -> str:
+        url = self.stage.url
+        assert url is not None
+        return url
+
+
+@jsii.implements(apigw.IAccessLogSettings)
+class _AccessLogSettings:
+    """JSON access log lines into a log group."""
+
+    def __init__(self, log_group: logs.ILogGroup) -> None:
+        self._destination = apigw.LogGroupLogDestination(log_group)
+
+    @property
+    def destination(self) -> apigw.IAccessLogDestination:
+        return self._destination
+
+    @property
+    def format(self) -> apigateway.AccessLogFormat:
+        return apigateway.AccessLogFormat.custom(ACCESS_LOG_FORMAT)

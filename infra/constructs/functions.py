@@ -1,0 +1,153 @@
+"""Layers and the one builder every Lambda function goes through."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra import build_layers
+from infra.settings import (
+    IDEMPOTENCY_TTL_SECONDS,
+    POWERTOOLS_NAMESPACE,
+    ROOT,
+    RUNTIME_NAME,
+    SESSION_TTL_SECONDS,
+    STATUS_SHARDS,
+    TABLE_INDEX,
+    DeployConfig,
+    FunctionSpec,
+    iam_actions,
+)
+
+RUNTIME = lambda_.Runtime.PYTHON_3_13
+assert RUNTIME.name == RUNTIME_NAME, "settings.RUNTIME_NAME and the CDK runtime disagree"
+ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/.pytest_cache", "**/.mypy_cache"]
+
+
+def architecture(config: DeployConfig) -> lambda_.Architecture:
+    return lambda_.Architecture.ARM_64 if config.arch == "arm64" else lambda_.Architecture.X86_64
+
+
+class Layers(Construct):
+    """The shared domain package and the third-party dependencies for one architecture.
+
+    Each consuming stack builds its own LayerVersions from the same assets: a
+    layer exported across stacks would block every layer update ("export in use").
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeployConfig) -> None:
+        super().__init__(scope, construct_id)
+        arch = architecture(config)
+        deps_dir = build_layers.layer_dir(config.arch)
+        if not (deps_dir / "python").is_dir():
+            raise RuntimeError(
+                f"{deps_dir} is missing: run `python -m infra.build_layers --arch {config.arch}` "
+                f"(or `make layers ARCH={config.arch}`) before synthesizing"
+            )
+        removal = RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY
+
+        def layer(layer_id: str, path: str, description: str) -> lambda_.LayerVersion:
+            return lambda_.LayerVersion(
+                self,
+                layer_id,
+                code=lambda_.Code.from_asset(path, exclude=ASSET_EXCLUDES),
+                description=description,
+                compatible_runtimes=[RUNTIME],
+                compatible_architectures=[arch],
+                removal_policy=removal,
+            )
+
+        self.shared = layer("Shared", str(ROOT / "layers" / "shared"), "shop: models, keys, repository, errors")
+        self.deps = layer("Deps", str(deps_dir), f"third-party packages from requirements/runtime.txt ({config.arch})")
+
+    @property
+    def all(self) -> list[lambda_.ILayerVersion]:
+        return [self.deps, self.shared]
+
+
+def build_function(
+    scope: Construct,
+    spec: FunctionSpec,
+    *,
+    config: DeployConfig,
+    table: dynamodb.ITable,
+    layers: Layers,
+    pagination_secret: str,
+    environment: dict[str, str] | None = None,
+    reserved_concurrency: int | None = None,
+) -> lambda_.Function:
+    """Create ``functions/<spec.name>`` with its log group, role and table permissions."""
+    construct_id = "".join(part.title() for part in spec.name.split("_"))
+    removal = RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY
+    log_group = logs.LogGroup(
+        scope,
+        f"{construct_id}Logs",
+        retention=logs.RetentionDays.ONE_MONTH,
+        removal_policy=removal,
+    )
+    # Own role instead of the default one: the default attaches the managed
+    # AWSLambdaBasicExecutionRole (logs:CreateLogGroup on every group).
+    role = iam.Role(
+        scope,
+        f"{construct_id}Role",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=f"{spec.name}: least privilege (infra/settings.py DYNAMODB_ACTIONS)",
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+            resources=[log_group.log_group_arn],
+        )
+    )
+    resources = [table.table_arn]
+    if spec.uses_index:
+        resources.append(f"{table.table_arn}/index/{TABLE_INDEX}")
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=iam_actions(spec.dynamodb_actions),
+            resources=resources,
+        )
+    )
+    env = {
+        "TABLE_NAME": table.table_name,
+        "STATUS_SHARDS": str(STATUS_SHARDS),
+        "PAGINATION_SECRET": pagination_secret,
+        "SESSION_TTL_SECONDS": str(SESSION_TTL_SECONDS),
+        "IDEMPOTENCY_TTL_SECONDS": str(IDEMPOTENCY_TTL_SECONDS),
+        "POWERTOOLS_SERVICE_NAME": spec.name,
+        "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_NAMESPACE,
+        "POWERTOOLS_LOG_LEVEL": "INFO",
+        "POWERTOOLS_TRACE_DISABLED": "false",
+        **(environment or {}),
+    }
+    function = lambda_.Function(
+        scope,
+        construct_id,
+        description=spec.description,
+        runtime=RUNTIME,
+        architecture=architecture(config),
+        handler="handler.handler",
+        code=lambda_.Code.from_asset(str(ROOT / "functions" / spec.name), exclude=ASSET_EXCLUDES),
+        layers=layers.all,
+        memory_size=spec.memory_mb,
+        timeout=Duration.seconds(spec.timeout_s),
+        environment=env,
+        role=role,
+        log_group=log_group,
+        tracing=lambda_.Tracing.ACTIVE,
+        reserved_concurrent_executions=reserved_concurrency,
+    )
+    # CDK makes the function depend on the role AND its policy; the role is already a
+    # GetAtt dependency (cfn-lint W3005), the policy is the one that matters.
+    policy = role.node.find_child("DefaultPolicy").node.default_child
+    assert isinstance(policy, iam.CfnPolicy)
+    cfn_function = function.node.default_child
+    assert isinstance(cfn_function, lambda_.CfnFunction)
+    cfn_function.add_override("DependsOn", [Stack.of(scope).get_logical_id(policy)])
+    # Lets a local tool find the function by name in the template without guessing logical ids.
+    cfn_function.add_metadata("shop:function", spec.name)
+    return function

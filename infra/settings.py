@@ -1,0 +1,253 @@
+"""Every declarative fact about the deployment, in one place.
+
+The constructs read these tables; nothing else in ``infra`` names a function,
+a DynamoDB action or a route. The local runtime and the tests read them too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The Lambda runtime and the dependencies layer must agree on the Python ABI
+# (pydantic_core ships a compiled module per CPython version). 3.13 is used
+# rather than 3.14 because this is the newest version the packaging test can
+# prove with a real interpreter on the build machines (see docs/infrastructure.md).
+LAYER_PYTHON_VERSION = "3.13"
+RUNTIME_NAME = "python3.13"
+
+TABLE_INDEX = "GSI1"
+STATUS_SHARDS = 4
+SESSION_TTL_SECONDS = 3600
+IDEMPOTENCY_TTL_SECONDS = 86400
+POWERTOOLS_NAMESPACE = "Shop"
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """One Lambda function: sizing, the DynamoDB actions it may call and extras."""
+
+    name: str
+    description: str
+    dynamodb_actions: tuple[str, ...]
+    uses_index: bool = False
+    memory_mb: int = 512
+    timeout_s: int = 10
+    publishes_events: bool = False
+
+
+# THE single declaration of what each function may do to the table: the DynamoDB
+# API operations it calls. They become IAM actions through iam_actions() and are
+# granted on the table ARN, and on "<table arn>/index/GSI1" only when uses_index.
+DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
+    "customers": (
+        "GetItem",
+        "Query",
+        "UpdateItem",
+        "TransactWriteItems",
+        "PutItem",
+        "DeleteItem",
+        "ConditionCheckItem",
+    ),
+    "products": ("GetItem", "Query", "PutItem", "UpdateItem", "TransactWriteItems", "ConditionCheckItem"),
+    "orders": (
+        "GetItem",
+        "BatchGetItem",
+        "Query",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "TransactWriteItems",
+        "ConditionCheckItem",
+    ),
+    "sessions": ("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
+    "order_events": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "ConditionCheckItem"),
+}
+
+API_FUNCTIONS: tuple[FunctionSpec, ...] = (
+    FunctionSpec(
+        "customers",
+        "Customer profiles and notifications",
+        DYNAMODB_ACTIONS["customers"],
+    ),
+    FunctionSpec(
+        "products",
+        "Catalogue, stock and reviews",
+        DYNAMODB_ACTIONS["products"],
+        uses_index=True,  # products by category, reviews by rating
+    ),
+    FunctionSpec(
+        "orders",
+        "Order placement, reads and status changes",
+        DYNAMODB_ACTIONS["orders"],
+        uses_index=True,  # sharded orders-by-status listing
+    ),
+    FunctionSpec(
+        "sessions",
+        "Anonymous shopping sessions and carts",
+        DYNAMODB_ACTIONS["sessions"],
+    ),
+)
+
+STREAM_FUNCTION = FunctionSpec(
+    "order_events",
+    "Table stream processor: confirmations, status history, abandoned carts",
+    DYNAMODB_ACTIONS["order_events"],
+    memory_mb=256,
+    timeout_s=30,
+    publishes_events=True,
+)
+
+# Operations IAM does not know as actions: a transaction is authorized item by
+# item with the per-item actions (PutItem, UpdateItem, DeleteItem,
+# ConditionCheckItem; GetItem for TransactGetItems), which the lists above hold.
+_NOT_IAM_ACTIONS = {"TransactWriteItems", "TransactGetItems"}
+_IMPLIED_BY = {
+    "TransactWriteItems": {"PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
+    "TransactGetItems": {"GetItem"},
+}
+
+
+def iam_actions(operations: tuple[str, ...]) -> list[str]:
+    """IAM actions for the DynamoDB operations a function calls (sorted, no wildcard)."""
+    for operation in operations:
+        if operation in _IMPLIED_BY and not _IMPLIED_BY[operation] & set(operations):
+            raise ValueError(f"{operation} needs at least one of {sorted(_IMPLIED_BY[operation])}")
+    return sorted(f"dynamodb:{op}" for op in operations if op not in _NOT_IAM_ACTIONS)
+
+
+ALL_FUNCTIONS: tuple[FunctionSpec, ...] = (*API_FUNCTIONS, STREAM_FUNCTION)
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    function: str
+    auth: bool  # True: JWT authorizer; False: public
+
+    @property
+    def route_key(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+def _r(method: str, path: str, function: str, *, public: bool = False) -> Route:
+    return Route(method, path, function, auth=not public)
+
+
+# Every route of docs/api.md (version 1), wired per docs/conventions.md.
+# Query-string variants (GET /customers?email=, GET /orders?status=) share the path.
+ROUTES: tuple[Route, ...] = (
+    _r("POST", "/customers", "customers"),
+    _r("GET", "/customers", "customers"),
+    _r("GET", "/customers/{customer_id}", "customers"),
+    _r("PATCH", "/customers/{customer_id}", "customers"),
+    _r("GET", "/customers/{customer_id}/notifications", "customers"),
+    _r("GET", "/customers/{customer_id}/orders", "orders"),
+    _r("GET", "/customers/{customer_id}/reviews", "products", public=True),
+    _r("POST", "/products", "products"),
+    _r("GET", "/products", "products", public=True),
+    _r("GET", "/products/{product_id}", "products", public=True),
+    _r("PATCH", "/products/{product_id}", "products"),
+    _r("POST", "/products/{product_id}/stock", "products"),
+    _r("GET", "/products/{product_id}/reviews", "products", public=True),
+    _r("POST", "/products/{product_id}/reviews", "products"),
+    _r("POST", "/sessions", "sessions", public=True),
+    _r("GET", "/sessions/{session_id}", "sessions", public=True),
+    _r("PUT", "/sessions/{session_id}/cart/{product_id}", "sessions", public=True),
+    _r("DELETE", "/sessions/{session_id}", "sessions", public=True),
+    _r("POST", "/orders", "orders"),
+    _r("GET", "/orders", "orders"),
+    _r("GET", "/orders/{order_id}", "orders"),
+    _r("PATCH", "/orders/{order_id}", "orders"),
+    _r("POST", "/orders/{order_id}/cancel", "orders"),
+)
+
+
+# The stream records order_events handles, as Lambda event filter patterns.
+STREAM_FILTERS: tuple[dict[str, Any], ...] = (
+    # a new order (always PENDING): confirm it
+    {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"entity": {"S": ["ORDER"]}}}},
+    # an order changed (status history, notifications)
+    {"eventName": ["MODIFY"], "dynamodb": {"NewImage": {"entity": {"S": ["ORDER"]}}}},
+    # a session removed by TTL (not by its holder): abandoned cart
+    {
+        "eventName": ["REMOVE"],
+        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+        "dynamodb": {"OldImage": {"entity": {"S": ["SESSION"]}}},
+    },
+)
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    batch_size: int = 25
+    max_batching_window_s: int = 1
+    retry_attempts: int = 5
+    max_record_age_s: int = 86400
+    bisect_batch_on_error: bool = True
+    report_batch_item_failures: bool = True
+    starting_position: str = "TRIM_HORIZON"
+
+
+STREAM = StreamSettings()
+
+
+@dataclass(frozen=True)
+class DeployConfig:
+    """Values read from CDK context (``-c key=value``)."""
+
+    stage: str = "dev"
+    arch: str = "arm64"
+    jwt_issuer: str | None = None
+    jwt_audience: tuple[str, ...] = ()
+    cors_origins: tuple[str, ...] = ()
+    order_events_concurrency: int = 5
+    throttle_rate: int = 100
+    throttle_burst: int = 200
+    alarm_email: str | None = None
+
+    @property
+    def is_prod(self) -> bool:
+        return self.stage == "prod"
+
+    @classmethod
+    def from_context(cls, get: Any) -> DeployConfig:
+        """Build from a ``node.try_get_context``-like callable, validating the values."""
+
+        def text(key: str) -> str | None:
+            value = get(key)
+            return None if value in (None, "") else str(value)
+
+        def items(key: str) -> tuple[str, ...]:
+            value = get(key)
+            if value in (None, ""):
+                return ()
+            if isinstance(value, list | tuple):
+                return tuple(str(v) for v in value)
+            return tuple(v.strip() for v in str(value).split(",") if v.strip())
+
+        arch = text("arch") or "arm64"
+        if arch not in ("arm64", "x86_64"):
+            raise ValueError(f"context arch must be arm64 or x86_64, got {arch!r}")
+        stage = text("stage") or "dev"
+        if not stage.replace("-", "").isalnum():
+            raise ValueError(f"context stage must be alphanumeric, got {stage!r}")
+        issuer, audience = text("jwt_issuer"), items("jwt_audience")
+        if bool(issuer) != bool(audience):
+            raise ValueError("context jwt_issuer and jwt_audience go together")
+        concurrency = text("order_events_concurrency")
+        return cls(
+            stage=stage,
+            arch=arch,
+            jwt_issuer=issuer,
+            jwt_audience=audience,
+            cors_origins=items("cors_origins"),
+            order_events_concurrency=int(concurrency) if concurrency is not None else 5,
+            throttle_rate=int(text("throttle_rate") or 100),
+            throttle_burst=int(text("throttle_burst") or 200),
+            alarm_email=text("alarm_email"),
+        )

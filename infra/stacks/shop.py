@@ -1,0 +1,97 @@
+"""The four stacks: data, API, event processing, monitoring."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from infra.constructs.api import Auth, HttpApi
+from infra.constructs.data import PaginationSecret, ShopTable
+from infra.constructs.events import OrderEventsProcessing
+from infra.constructs.functions import Layers, build_function
+from infra.constructs.monitoring import Monitoring
+from infra.settings import API_FUNCTIONS, DeployConfig
+
+
+class DataStack(Stack):
+    """Stateful resources: the table and the pagination secret."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeployConfig, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self.table = ShopTable(self, "Table", config=config)
+        self.secret = PaginationSecret(self, "PaginationSecret", config=config)
+        CfnOutput(self, "TableName", value=self.table.table.table_name, description="the single table")
+
+
+class ApiStack(Stack):
+    """The HTTP API, its authorizer and the four API functions."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: DeployConfig, data: DataStack, **kwargs: object
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        layers = Layers(self, "Layers", config=config)
+        secret = data.secret.env_value()
+        self.functions: dict[str, lambda_.IFunction] = {
+            spec.name: build_function(
+                self, spec, config=config, table=data.table.table, layers=layers, pagination_secret=secret
+            )
+            for spec in API_FUNCTIONS
+        }
+        self.auth = Auth(self, "Auth", config=config)
+        self.http = HttpApi(self, "Http", config=config, functions=self.functions, auth=self.auth)
+        CfnOutput(self, "ApiUrl", value=self.http.url, description="base URL of the HTTP API")
+        if self.auth.user_pool is not None and self.auth.client is not None:
+            CfnOutput(self, "UserPoolId", value=self.auth.user_pool.user_pool_id)
+            CfnOutput(self, "UserPoolClientId", value=self.auth.client.user_pool_client_id)
+
+
+class EventsStack(Stack):
+    """The stream processor, its failure queue and the event bus."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: DeployConfig, data: DataStack, **kwargs: object
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self.processing = OrderEventsProcessing(
+            self,
+            "OrderEvents",
+            config=config,
+            table=data.table.table,
+            pagination_secret=data.secret.env_value(),
+        )
+        CfnOutput(self, "EventBusName", value=self.processing.bus.event_bus_name)
+        CfnOutput(self, "StreamFailureQueueUrl", value=self.processing.failures.queue_url)
+
+
+class MonitoringStack(Stack):
+    """Alarms and the dashboard over the other three stacks."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeployConfig,
+        data: DataStack,
+        api: ApiStack,
+        events: EventsStack,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            functions=api.functions,
+            stream_function=events.processing.function,
+            failure_queue=events.processing.failures,
+            api=api.http.api,
+            table=data.table.table,
+        )
+
+
+def tag_all(scope: Construct, config: DeployConfig) -> None:
+    Tags.of(scope).add("project", "serverless-shop")
+    Tags.of(scope).add("stage", config.stage)
