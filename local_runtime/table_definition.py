@@ -157,9 +157,7 @@ def spec_from_resource(resource: dict[str, Any]) -> TableSpec:
     )
 
 
-def spec_from_template(
-    template_or_path: dict[str, Any] | pathlib.Path, logical_id: str | None = None
-) -> TableSpec:
+def spec_from_template(template_or_path: dict[str, Any] | pathlib.Path, logical_id: str | None = None) -> TableSpec:
     """The table's spec from a synthesized template (the only table, or the one named by logical_id)."""
     template = template_or_path if isinstance(template_or_path, dict) else load_template(template_or_path)
     tables = find_table_resources(template)
@@ -168,7 +166,5 @@ def spec_from_template(
             raise ValueError(f"no DynamoDB table {logical_id!r} in the template (found: {sorted(tables)})")
         return spec_from_resource(tables[logical_id])
     if len(tables) != 1:
-        raise ValueError(
-            f"expected exactly one DynamoDB table in the template, found {len(tables)}: {sorted(tables)}"
-        )
+        raise ValueError(f"expected exactly one DynamoDB table in the template, found {len(tables)}: {sorted(tables)}")
     return spec_from_resource(next(iter(tables.values())))

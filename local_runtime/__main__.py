@@ -1,0 +1,5 @@
+import sys
+
+from local_runtime.cli import main
+
+sys.exit(main())

@@ -1,0 +1,211 @@
+"""`python -m local_runtime dev|token|invoke`: the local stack, tokens, and one-off invocations."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import json
+import logging
+import os
+import pathlib
+import shutil
+import signal
+import sys
+import threading
+from typing import Any
+
+from local_runtime import auth
+from local_runtime.dynamodb_local import DynamoDBLocal, create_table
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+DEFAULT_STATE_DIR = REPO_ROOT / ".local"
+DEFAULT_TABLE_NAME = "shop-local"
+READY_LINE = "local stack ready"
+
+log = logging.getLogger("local_runtime")
+
+
+def _table_name(app: Any) -> str:
+    name = app.table.table_name
+    return name if isinstance(name, str) and len(name) >= 3 else DEFAULT_TABLE_NAME
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    keys = auth.load_or_create_keys(pathlib.Path(args.data_dir))
+    groups = [g.strip() for g in (args.groups or "").split(",") if g.strip()]
+    print(auth.issue_token(keys, args.sub, groups=groups, ttl_s=args.ttl))
+    return 0
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    from local_runtime.functions import Functions
+    from local_runtime.gateway import Gateway, swagger_assets_dir
+    from local_runtime.openapi import load_document
+    from local_runtime.poller import StreamPoller
+    from local_runtime.seed import seed_once
+    from local_runtime.template import TemplateError, load_app
+
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
+    state_dir = pathlib.Path(args.data_dir).resolve()
+    ddb_dir = state_dir / "dynamodb"
+    if args.fresh:
+        shutil.rmtree(ddb_dir, ignore_errors=True)
+        for name in ("stream-checkpoints.json", "failed-records.jsonl"):
+            (state_dir / name).unlink(missing_ok=True)
+    try:
+        app = load_app(pathlib.Path(args.cdk_out))
+    except TemplateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    table_name = _table_name(app)
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+
+    ddb = DynamoDBLocal(port=args.dynamodb_port, data_dir=ddb_dir)
+    functions = None
+    server = None
+    pollers: list[StreamPoller] = []
+    try:
+        ddb.start()
+        client = ddb.client()
+        create_table(client, table_name, spec=app.table.spec, exist_ok=True)
+        if not args.no_seed:
+            seeded = seed_once(client, table_name, ddb_dir / ".seeded")
+            if seeded:
+                print(f"seeded {len(seeded)} demo products", flush=True)
+        functions = Functions(
+            app, table_name=table_name, endpoint=ddb.endpoint, state_dir=state_dir, concurrency=args.concurrency
+        )
+        functions.warm()
+        keys = auth.load_or_create_keys(state_dir)
+        url = f"http://{args.host}:{args.port}"
+        gateway = Gateway(
+            app.routes,
+            functions.invoke,
+            auth.JwtAuthorizer(keys),
+            openapi=lambda: load_document(REPO_ROOT, servers=[url]),
+            swagger_dir=swagger_assets_dir(),
+        )
+        server = gateway.server(args.host, args.port)
+        url = f"http://{args.host}:{server.server_address[1]}"
+        threading.Thread(target=server.serve_forever, name="gateway", daemon=True).start()
+        for mapping in app.mappings:
+            if mapping.table is None or not mapping.enabled:
+                continue
+            pollers.append(
+                StreamPoller(
+                    mapping,
+                    dynamodb=client,
+                    streams=ddb.client("dynamodbstreams"),
+                    table_name=table_name,
+                    invoke=functools.partial(functions.invoke, mapping.function),
+                    state_dir=state_dir,
+                ).start()
+            )
+        customer = auth.issue_token(keys, "demo-customer")
+        admin = auth.issue_token(keys, "demo-admin", groups=["admin"])
+        print(
+            f"\nShop API      {url}\n"
+            f"API docs      {url}/docs   (OpenAPI: {url}/openapi.json)\n"
+            f"DynamoDB      {ddb.endpoint}  table {table_name}  data {ddb_dir}\n"
+            f"functions     {', '.join(sorted(app.functions))}; stream pollers: {len(pollers)}\n\n"
+            f"export CUSTOMER_TOKEN={customer}\n\n"
+            f"export ADMIN_TOKEN={admin}\n\n"
+            f"{READY_LINE} at {url} (Ctrl-C stops everything)",
+            flush=True,
+        )
+        while not stop.wait(1.0):
+            if not ddb.is_running():
+                print("error: DynamoDB Local exited; stopping", file=sys.stderr)
+                return 1
+        print("stopping...", flush=True)
+        return 0
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        for poller in pollers:
+            poller.stop()
+        if functions is not None:
+            functions.close()
+        ddb.stop()
+
+
+def cmd_invoke(args: argparse.Namespace) -> int:
+    from local_runtime.functions import function_environment, invoke_in_process
+    from local_runtime.seed import seed_catalogue
+    from local_runtime.template import TemplateError, load_app
+
+    try:
+        app = load_app(pathlib.Path(args.cdk_out))
+        fn = app.function(args.function)
+    except TemplateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    event_path = pathlib.Path(args.event)
+    if not event_path.exists() and (REPO_ROOT / args.event).exists():
+        event_path = REPO_ROOT / args.event
+    event = json.load(sys.stdin) if args.event == "-" else json.loads(event_path.read_text())
+    state_dir = pathlib.Path(args.data_dir).resolve()
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
+    with contextlib.ExitStack() as stack:
+        if endpoint:
+            table_name = os.environ.get("TABLE_NAME") or _table_name(app)
+        else:
+            ddb = stack.enter_context(DynamoDBLocal())
+            endpoint = ddb.endpoint
+            table_name = _table_name(app)
+            create_table(ddb.client(), table_name, spec=app.table.spec)
+            seed_catalogue(ddb.client(), table_name)
+        env = function_environment(app, fn, table_name=table_name, endpoint=endpoint, state_dir=state_dir)
+        result = invoke_in_process(fn, env, event)
+    json.dump(result.payload, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0 if result.ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m local_runtime", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--data-dir", default=str(DEFAULT_STATE_DIR), help="local state (keys, secrets, data)")
+
+    dev = sub.add_parser("dev", help="run the whole backend locally (foreground)")
+    common(dev)
+    dev.add_argument("--port", type=int, default=3000, help="gateway port (0: any free port)")
+    dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--fresh", action="store_true", help="start with an empty table")
+    dev.add_argument("--cdk-out", default=str(REPO_ROOT / "cdk.out"))
+    dev.add_argument("--dynamodb-port", type=int, default=None, help="DynamoDB Local port (default: free)")
+    dev.add_argument("--concurrency", type=int, default=4, help="warm workers per function, at most")
+    dev.add_argument("--no-seed", action="store_true", help="do not seed the demo catalogue")
+    dev.add_argument("-v", "--verbose", action="store_true", help="log every request")
+    dev.set_defaults(func=cmd_dev)
+
+    token = sub.add_parser("token", help="print a bearer token the local gateway accepts")
+    common(token)
+    token.add_argument("--sub", required=True)
+    token.add_argument("--groups", default="", help="comma-separated, e.g. admin")
+    token.add_argument("--ttl", type=int, default=auth.DEFAULT_TTL_S, help="lifetime in seconds")
+    token.set_defaults(func=cmd_token)
+
+    invoke = sub.add_parser("invoke", help="invoke one function in-process with an event file")
+    common(invoke)
+    invoke.add_argument("--function", required=True)
+    invoke.add_argument("--event", required=True, help="JSON file, or - for stdin")
+    invoke.add_argument("--cdk-out", default=str(REPO_ROOT / "cdk.out"))
+    invoke.set_defaults(func=cmd_invoke)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except RuntimeError as exc:  # e.g. Java or DynamoDB Local missing: one clear line
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,83 @@
+"""The demo catalogue `make dev` seeds once: a few products in three categories, through `shop`."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+from typing import Any
+
+from local_runtime.functions import SHARED_LAYER
+
+DEMO_PRODUCTS: tuple[dict[str, Any], ...] = (
+    {
+        "name": "Espresso beans 1 kg",
+        "category": "coffee",
+        "price_cents": 2490,
+        "stock": 50,
+        "description": "Dark roast, chocolate and hazelnut notes.",
+    },
+    {
+        "name": "Filter coffee 500 g",
+        "category": "coffee",
+        "price_cents": 1290,
+        "stock": 80,
+        "description": "Light roast for pour-over.",
+    },
+    {
+        "name": "Ceramic mug",
+        "category": "kitchen",
+        "price_cents": 1500,
+        "stock": 30,
+        "description": "350 ml, dishwasher safe.",
+    },
+    {
+        "name": "Hand grinder",
+        "category": "kitchen",
+        "price_cents": 5900,
+        "stock": 10,
+        "description": "Conical steel burrs.",
+    },
+    {"name": "Barista apron", "category": "apparel", "price_cents": 3200, "stock": 15, "description": "Waxed canvas."},
+    {
+        "name": "Limited edition cup",
+        "category": "apparel",
+        "price_cents": 990,
+        "stock": 2,
+        "description": "Only two left: try the oversell race.",
+    },
+)
+
+
+def seed_catalogue(client: Any, table_name: str) -> list[dict[str, Any]]:
+    """Create the demo products with the products domain code (ids and timestamps as the API makes them)."""
+    if str(SHARED_LAYER) not in sys.path:
+        sys.path.insert(0, str(SHARED_LAYER))
+    from shop.repository import Table
+    from shop.services.actor import Actor
+    from shop.services.catalog import CatalogService
+
+    service = CatalogService(Table(client, table_name))
+    admin = Actor("local-seed", is_admin=True)
+    created = []
+    for product in DEMO_PRODUCTS:
+        created.append(
+            service.create(
+                admin,
+                name=product["name"],
+                category=product["category"],
+                price_cents=product["price_cents"],
+                description=product["description"],
+                stock=product["stock"],
+            ).model_dump()
+        )
+    return created
+
+
+def seed_once(client: Any, table_name: str, marker: pathlib.Path) -> list[dict[str, Any]] | None:
+    """Seed unless `marker` says this data directory was seeded already."""
+    if marker.exists():
+        return None
+    created = seed_catalogue(client, table_name)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("\n".join(p["product_id"] for p in created) + "\n")
+    return created

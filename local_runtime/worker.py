@@ -1,0 +1,124 @@
+"""A Lambda-like execution environment for one function: import once (init), then invoke per request.
+
+Run as a separate process by `local_runtime.functions.FunctionPool` (`python -I worker.py <init json>`),
+it has the function's own environment, its own module state and a sys.path of
+[code dir, layer python dirs, site-packages] like /var/task and /opt/python on Lambda. It speaks
+one JSON object per line on a private pipe (the original stdout); the function's own stdout
+(Powertools logs) goes to stderr, which the parent shows as the function's log.
+
+Also imported in-process (`LambdaContext`, `load_handler`, `call`) by `python -m local_runtime invoke`.
+Standard library only: the worker starts with nothing but the runtime's site-packages.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+
+class LambdaContext:
+    """The attributes and method of the Python runtime's context object."""
+
+    def __init__(
+        self,
+        *,
+        function_name: str,
+        memory_limit_in_mb: int,
+        invoked_function_arn: str,
+        timeout_s: float,
+        aws_request_id: str | None = None,
+    ) -> None:
+        self.function_name = function_name
+        self.function_version = "$LATEST"
+        self.memory_limit_in_mb = int(memory_limit_in_mb)
+        self.invoked_function_arn = invoked_function_arn
+        self.aws_request_id = aws_request_id or str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{function_name}"
+        self.log_stream_name = time.strftime("%Y/%m/%d/[$LATEST]") + uuid.uuid4().hex
+        self.identity = None
+        self.client_context = None
+        self.tenant_id = None
+        self._deadline = time.monotonic() + timeout_s
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def load_handler(code_dir: str, handler: str, module_alias: str | None = None) -> Callable[..., Any]:
+    """Import `<module>.<function>` from code_dir; module_alias keeps same-named modules apart."""
+    module_name, _, attr = handler.rpartition(".")
+    path = os.path.join(code_dir, *module_name.split(".")) + ".py"
+    alias = module_alias or module_name
+    spec = importlib.util.spec_from_file_location(alias, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"Unable to import module '{module_name}': no {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[alias] = module
+    spec.loader.exec_module(module)
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise AttributeError(f"Handler '{attr}' missing on module '{module_name}'")
+    return fn
+
+
+def error_payload(exc: BaseException, request_id: str) -> dict[str, Any]:
+    return {
+        "errorMessage": str(exc),
+        "errorType": type(exc).__name__,
+        "requestId": request_id,
+        "stackTrace": traceback.format_exception(exc)[1:],
+    }
+
+
+def call(fn: Callable[..., Any], event: Any, context: LambdaContext) -> dict[str, Any]:
+    """Invoke and serialise like the runtime: {"ok": true, "result": ...} or the error payload."""
+    try:
+        result = fn(event, context)
+        return {"ok": True, "result": json.loads(json.dumps(result))}
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        return {"ok": False, "error": error_payload(exc, context.aws_request_id)}
+
+
+def main() -> None:
+    init = json.loads(sys.argv[1])
+    # Private protocol channel = the original stdout; the function's prints go to stderr.
+    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", closefd=False)
+    for entry in reversed(init["sys_path"]):
+        sys.path.insert(0, entry)
+    os.chdir(init["code_dir"])
+    fn: Callable[..., Any] | None = None
+    init_error: dict[str, Any] | None = None
+    try:
+        fn = load_handler(init["code_dir"], init["handler"])
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        init_error = error_payload(exc, "init")
+        init_error["errorType"] = "Runtime.ImportModuleError"
+    proto.write(json.dumps({"ready": init_error is None, "error": init_error}) + "\n")
+    for line in sys.stdin:
+        request = json.loads(line)
+        if fn is None:
+            proto.write(json.dumps({"ok": False, "error": init_error}) + "\n")
+            continue
+        context = LambdaContext(
+            function_name=init["function_name"],
+            memory_limit_in_mb=init["memory_mb"],
+            invoked_function_arn=init["arn"],
+            timeout_s=init["timeout_s"],
+            aws_request_id=request["request_id"],
+        )
+        proto.write(json.dumps(call(fn, request["event"], context)) + "\n")
+
+
+if __name__ == "__main__":
+    main()
