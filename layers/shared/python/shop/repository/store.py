@@ -19,7 +19,7 @@ from shop.config import settings
 # with 1 s connect / 2 s read timeouts keep the worst case well inside the API
 # functions' 10 s timeout, so the handler still answers 503 itself.
 CLIENT_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 3},
+    retries={"mode": "standard", "total_max_attempts": 3},
     connect_timeout=1,
     read_timeout=2,
     tcp_keepalive=True,

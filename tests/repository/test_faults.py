@@ -1,0 +1,62 @@
+"""Throttling and 5xx from the store: retried with backoff, then ServiceUnavailable; nothing half written.
+
+Write faults run on DynamoDB Local only: botocore emits before-send to every
+handler, so moto's stubber applies a write even when an injected fault answers it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from shop import errors
+from shop.services.catalog import CatalogService
+from shop.services.customers import CustomerService
+from shop.services.orders import OrderService, RequestedLine
+from tests.support.faults import injected
+from tests.support.factories import ADDRESS, ALICE, product
+
+
+@pytest.fixture(autouse=True)
+def _no_backoff_sleep(monkeypatch):
+    import botocore.retries.standard as standard
+
+    monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, context: 0)
+
+
+@pytest.mark.parametrize("fault", ["throttle", "capacity", "internal", "unavailable"])
+def test_reads_retry_then_report_unavailable(store, fault):
+    pid = product(store.table)
+    with injected(store.client, fault, {"GetItem"}) as injector, pytest.raises(errors.ServiceUnavailable):
+        CatalogService(store.table).get(pid)
+    assert injector.injected == 3, "standard retry mode: three attempts"
+
+
+@pytest.mark.integration
+def test_a_transient_fault_is_absorbed_by_retries(local_store):
+    store = local_store
+    pid = product(store.table, stock=3)
+    with injected(store.client, "throttle", {"TransactWriteItems"}, times=2) as injector:
+        order = OrderService(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
+    assert injector.injected == 2
+    assert OrderService(store.table).get(ALICE, order.order_id).total_cents == order.total_cents
+    assert CatalogService(store.table).get(pid).stock == 2
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("fault", ["throttle", "internal"])
+def test_failed_placement_writes_nothing(local_store, fault):
+    store = local_store
+    pid = product(store.table, stock=3)
+    with injected(store.client, fault, {"TransactWriteItems"}), pytest.raises(errors.ServiceUnavailable):
+        OrderService(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
+    assert CatalogService(store.table).get(pid).stock == 3
+    assert OrderService(store.table).list_for_customer(ALICE, "alice", limit=5, next_token=None).items == []
+
+
+@pytest.mark.integration
+def test_failed_profile_creation_leaves_no_marker(local_store):
+    store = local_store
+    with injected(store.client, "unavailable", {"TransactWriteItems"}), pytest.raises(errors.ServiceUnavailable):
+        CustomerService(store.table).create(ALICE, email="alice@example.com", name="Alice")
+    created = CustomerService(store.table).create(ALICE, email="alice@example.com", name="Alice")
+    assert created.email == "alice@example.com"
