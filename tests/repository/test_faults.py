@@ -12,13 +12,13 @@ from shop import errors
 from shop.services.catalog import CatalogService
 from shop.services.customers import CustomerService
 from shop.services.orders import OrderService, RequestedLine
-from tests.support.faults import injected
 from tests.support.factories import ADDRESS, ALICE, product
+from tests.support.faults import injected
 
 
 @pytest.fixture(autouse=True)
 def _no_backoff_sleep(monkeypatch):
-    import botocore.retries.standard as standard
+    from botocore.retries import standard
 
     monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, context: 0)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
@@ -21,7 +22,7 @@ def test_iso_timestamps_sort_as_time(a, b):
 def test_review_keys_descend_by_rating_then_recency(reviews):
     keyed = [(keys.review_rating_sk(r, clock.iso(at), f"c{who}"), r, at) for r, at, who in reviews]
     ordered = sorted(keyed, reverse=True)
-    for (_, r1, at1), (_, r2, at2) in zip(ordered, ordered[1:], strict=False):
+    for (_, r1, at1), (_, r2, at2) in itertools.pairwise(ordered):
         assert r1 > r2 or (r1 == r2 and at1 >= at2)
 
 
