@@ -10,6 +10,7 @@ concurrently (up to `concurrency` workers per function, spawned on demand and re
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import ctypes
 import json
@@ -108,6 +109,15 @@ class InvokeResult:
     request_id: str
 
 
+# Workers are spawned from this one long-lived thread: PR_SET_PDEATHSIG fires when the *thread* that
+# forked exits, and the gateway's request threads are short-lived.
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="worker-spawner")
+
+
+def _spawn(fn: FunctionDef, env: dict[str, str]) -> _Worker:
+    return _SPAWNER.submit(_Worker, fn, env).result()
+
+
 class _Worker:
     def __init__(self, fn: FunctionDef, env: dict[str, str]) -> None:
         init = {
@@ -186,7 +196,7 @@ class FunctionPool:
         with self._lock:
             if self._all or self._closed:
                 return
-            w = _Worker(self.fn, self.env)
+            w = _spawn(self.fn, self.env)
             self._all.add(w)
         self._idle.put(w)
 
@@ -232,7 +242,7 @@ class FunctionPool:
                 with self._lock:
                     if self._closed:
                         raise RuntimeError("function pool is closed") from None
-                    w = _Worker(self.fn, self.env)
+                    w = _spawn(self.fn, self.env)
                     self._all.add(w)
                 return w
             if w.alive():

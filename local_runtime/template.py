@@ -146,13 +146,21 @@ def _normal(text: str) -> str:
 
 
 def known_function_names(root: pathlib.Path = REPO_ROOT) -> list[str]:
-    names = [p.name for p in (root / "functions").iterdir() if p.is_dir() and not p.name.startswith((".", "_"))]
+    folder = root / "functions"
+    names = (
+        [p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))]
+        if folder.is_dir()
+        else []
+    )
     return names or ["customers", "products", "orders", "sessions", "order_events"]
 
 
 def _function_name(logical_id: str, resource: dict[str, Any], known: list[str]) -> str:
     """Which repo function a Lambda resource deploys: service name env, FunctionName, cdk path, id."""
     props = resource.get("Properties") or {}
+    tagged = (resource.get("Metadata") or {}).get("shop:function")
+    if isinstance(tagged, str) and tagged:
+        return tagged
     env = (props.get("Environment") or {}).get("Variables") or {}
     service = env.get("POWERTOOLS_SERVICE_NAME")
     if isinstance(service, str) and service in known:
@@ -170,10 +178,14 @@ def _function_name(logical_id: str, resource: dict[str, Any], known: list[str]) 
     return logical_id
 
 
-def _refs(value: Any) -> list[str]:
-    """Every logical id referenced (Ref / Fn::GetAtt / ${X} in Fn::Sub) anywhere in a value."""
+def _refs(value: Any, exports: dict[str, Any] | None = None) -> list[str]:
+    """Every logical id referenced (Ref / Fn::GetAtt / ${X} in Fn::Sub) anywhere in a value,
+    following Fn::ImportValue to the exporting stack's output."""
     found: list[str] = []
     if isinstance(value, dict):
+        imported = value.get("Fn::ImportValue")
+        if isinstance(imported, str) and exports and imported in exports:
+            found += _refs(exports[imported], exports)
         if "Ref" in value and isinstance(value["Ref"], str):
             found.append(value["Ref"])
         if "Fn::GetAtt" in value:
@@ -185,10 +197,10 @@ def _refs(value: Any) -> list[str]:
             if isinstance(text, str):
                 found += [m.split(".", 1)[0] for m in re.findall(r"\$\{([^}!]+)\}", text)]
         for v in value.values():
-            found += _refs(v)
+            found += _refs(v, exports)
     elif isinstance(value, list):
         for v in value:
-            found += _refs(v)
+            found += _refs(v, exports)
     return found
 
 
@@ -207,7 +219,12 @@ def load_app(
         }
     base = pathlib.Path(cdk_out) if cdk_out is not None else root / "cdk.out"
     resources: dict[str, tuple[str, dict[str, Any]]] = {}
+    exports: dict[str, Any] = {}
     for stack, template in templates.items():
+        for output in (template.get("Outputs") or {}).values():
+            export = (output.get("Export") or {}).get("Name")
+            if isinstance(export, str):
+                exports[export] = output.get("Value")
         for logical_id, res in (template.get("Resources") or {}).items():
             resources[logical_id] = (stack, res)
 
@@ -230,7 +247,8 @@ def load_app(
             continue  # CDK's own helper functions (custom resources) are Node.js
         name = _function_name(lid, res, known)
         asset = (res.get("Metadata") or {}).get("aws:asset:path")
-        if asset and (base / asset).is_dir():
+        handler_file = str(props.get("Handler", "handler.handler")).rpartition(".")[0].replace(".", "/") + ".py"
+        if asset and (base / asset / handler_file).is_file():
             code_dir = base / asset
         elif (root / "functions" / name).is_dir():
             code_dir = root / "functions" / name
@@ -246,7 +264,7 @@ def load_app(
             timeout_s=int(props.get("Timeout", 3)),
             runtime=runtime,
             stack=stack,
-            layers=[layer_dirs[r] for r in _refs(props.get("Layers")) if r in layer_dirs],
+            layers=[layer_dirs[r] for r in _refs(props.get("Layers"), exports) if r in layer_dirs],
         )
         by_logical[lid] = name
 
@@ -257,7 +275,11 @@ def load_app(
 
     integrations: dict[str, str] = {}
     for lid, (_stack, res) in of_type("AWS::ApiGatewayV2::Integration").items():
-        targets = [by_logical[r] for r in _refs((res.get("Properties") or {}).get("IntegrationUri")) if r in by_logical]
+        targets = [
+            by_logical[r]
+            for r in _refs((res.get("Properties") or {}).get("IntegrationUri"), exports)
+            if r in by_logical
+        ]
         if targets:
             integrations[lid] = targets[0]
 
@@ -277,10 +299,10 @@ def load_app(
     routes: list[RouteDef] = []
     for _lid, (_stack, res) in of_type("AWS::ApiGatewayV2::Route").items():
         props = res.get("Properties") or {}
-        targets = [integrations[r] for r in _refs(props.get("Target")) if r in integrations]
+        targets = [integrations[r] for r in _refs(props.get("Target"), exports) if r in integrations]
         if not targets:
             continue
-        auth_refs = [r for r in _refs(props.get("AuthorizerId")) if r in authorizers]
+        auth_refs = [r for r in _refs(props.get("AuthorizerId"), exports) if r in authorizers]
         routes.append(
             RouteDef(
                 route_key=str(props["RouteKey"]),
@@ -294,12 +316,12 @@ def load_app(
     mappings: list[MappingDef] = []
     for lid, (_stack, res) in of_type("AWS::Lambda::EventSourceMapping").items():
         props = res.get("Properties") or {}
-        fn_refs = [by_logical[r] for r in _refs(props.get("FunctionName")) if r in by_logical]
+        fn_refs = [by_logical[r] for r in _refs(props.get("FunctionName"), exports) if r in by_logical]
         if not fn_refs and isinstance(props.get("FunctionName"), str):
             fn_refs = [n for n in functions if _normal(n) in _normal(props["FunctionName"])]
         if not fn_refs:
             continue
-        source_tables = [r for r in _refs(props.get("EventSourceArn")) if r in tables]
+        source_tables = [r for r in _refs(props.get("EventSourceArn"), exports) if r in tables]
         from local_runtime.filters import parse_filters
 
         destination = ((props.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination")

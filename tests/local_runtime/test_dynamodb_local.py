@@ -154,9 +154,7 @@ def test_killed_parent_leaves_no_java(tmp_path):
         "time.sleep(120)\n"
     )
     root = pathlib.Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", script], cwd=root, env={**os.environ, "PYTHONPATH": str(root)}
-    )
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
     try:
         deadline = time.monotonic() + 60
         while not pid_file.exists() or not pid_file.read_text():

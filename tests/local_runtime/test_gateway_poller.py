@@ -1,0 +1,160 @@
+"""The gateway over real HTTP and the stream poller, on stand-in functions and DynamoDB Local."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import threading
+import time
+
+import pytest
+import requests
+
+from local_runtime import auth
+from local_runtime.dynamodb_local import DynamoDBLocal, create_table
+from local_runtime.functions import Functions
+from local_runtime.gateway import Gateway, swagger_assets_dir
+from local_runtime.poller import StreamPoller
+from local_runtime.template import load_app
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    root = tmp_path_factory.mktemp("root")
+    shutil.copytree(FIXTURES / "functions", root / "functions")
+    return load_app(templates={"Mini": json.loads((FIXTURES / "mini.template.json").read_text())}, root=root)
+
+
+@pytest.fixture(scope="module")
+def stack(app, tmp_path_factory):
+    state = tmp_path_factory.mktemp("state")
+    functions = Functions(app, table_name="shop-local", endpoint="http://127.0.0.1:9", state_dir=state, concurrency=2)
+    keys = auth.load_or_create_keys(state)
+    gateway = Gateway(
+        app.routes, functions.invoke, auth.JwtAuthorizer(keys), openapi=lambda: {"openapi": "3.1.0"},
+        swagger_dir=swagger_assets_dir(),
+    )  # fmt: skip
+    server = gateway.server("127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", keys, functions
+    server.shutdown()
+    server.server_close()
+    functions.close()
+
+
+def test_public_route_invokes_the_function_with_a_payload_2_event(stack):
+    url, _keys, _ = stack
+    res = requests.get(f"{url}/products/p1?x=1", headers={"Cookie": "c=1"}, timeout=30)
+    assert res.status_code == 200
+    assert res.headers["x-fn"] == "products"
+    assert res.headers["apigw-requestid"]
+    assert res.cookies.get("a") == "1"
+    body = res.json()
+    event = body["event"]
+    assert event["routeKey"] == "GET /products/{product_id}"
+    assert event["pathParameters"] == {"product_id": "p1"}
+    assert event["queryStringParameters"] == {"x": "1"}
+    assert event["cookies"] == ["c=1"]
+    assert "authorizer" not in event["requestContext"]
+    assert body["env"]["TABLE_NAME"] == "shop-local"
+    assert body["env"]["EVENT_BUS_NAME"] is None
+    assert body["env"]["AWS_ENDPOINT_URL_DYNAMODB"] == "http://127.0.0.1:9"
+    assert body["context"]["function_name"] == "shop-local-products"
+    assert body["context"]["memory_limit_in_mb"] == 512
+    assert 0 < body["context"]["remaining"] <= 10_000
+
+
+def test_protected_route_needs_a_valid_token(stack):
+    url, keys, _ = stack
+    assert requests.post(f"{url}/products", json={}, timeout=30).status_code == 401
+    bad = requests.post(f"{url}/products", json={}, headers={"Authorization": "Bearer x"}, timeout=30)
+    assert bad.status_code == 401
+    assert bad.json() == {"message": "Unauthorized"}
+    token = auth.issue_token(keys, "demo-admin", groups=["admin"])
+    ok = requests.post(f"{url}/products", json={"a": 1}, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    assert ok.status_code == 200
+    event = ok.json()["event"]
+    assert event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] == "demo-admin"
+    assert event["requestContext"]["authorizer"]["jwt"]["claims"]["cognito:groups"] == "[admin]"
+    assert json.loads(event["body"]) == {"a": 1}
+
+
+def test_unknown_route_errors_and_docs(stack):
+    url, keys, _ = stack
+    missing = requests.get(f"{url}/nope", timeout=30)
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "NOT_FOUND"
+    token = auth.issue_token(keys, "u")
+    boom = requests.get(f"{url}/products/p1/boom", headers={"Authorization": token}, timeout=30)
+    assert boom.status_code == 500
+    assert boom.json() == {"message": "Internal Server Error"}
+    raw = requests.get(f"{url}/products/p1/raw", headers={"Authorization": token}, timeout=30)
+    assert raw.status_code == 200
+    assert raw.json() == {"hello": "world"}
+    assert requests.get(f"{url}/openapi.json", timeout=30).json() == {"openapi": "3.1.0"}
+    docs = requests.get(f"{url}/docs", timeout=30)
+    assert docs.status_code == 200
+    assert "swagger-ui" in docs.text
+    assert requests.get(f"{url}/docs/swagger-ui-bundle.min.js", timeout=30).status_code == 200
+
+
+def test_concurrent_requests(stack):
+    url, _keys, _ = stack
+    results: list[int] = []
+
+    def call() -> None:
+        results.append(requests.get(f"{url}/products/p1", timeout=60).status_code)
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [200] * 8
+
+
+@pytest.mark.integration
+def test_poller_filters_batches_retries_and_dead_letters(app, tmp_path):
+    mapping = app.mappings[0]
+    batches = app.function("order_events").code_dir / "batches.jsonl"
+    batches.unlink(missing_ok=True)
+    with DynamoDBLocal() as ddb:
+        client = ddb.client()
+        create_table(client, "shop-local", spec=app.table.spec)
+        functions = Functions(app, table_name="shop-local", endpoint=ddb.endpoint, state_dir=tmp_path)
+        poller = StreamPoller(
+            mapping,
+            dynamodb=client,
+            streams=ddb.client("dynamodbstreams"),
+            table_name="shop-local",
+            invoke=lambda event: functions.invoke("order_events", event),
+            state_dir=tmp_path,
+        )
+        try:
+            for i in range(3):
+                item = {"PK": {"S": f"ORDER#{i}"}, "SK": {"S": "ORDER"}, "entity": {"S": "ORDER"}}
+                if i == 1:
+                    item["poison"] = {"BOOL": True}
+                client.put_item(TableName="shop-local", Item=item)
+            client.put_item(
+                TableName="shop-local", Item={"PK": {"S": "PRODUCT#1"}, "SK": {"S": "P"}, "entity": {"S": "PRODUCT"}}
+            )
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not poller.poll_once():
+                time.sleep(0.2)
+        finally:
+            functions.close()
+    delivered = [json.loads(line) for line in batches.read_text().splitlines()]
+    keys = [[r["dynamodb"]["Keys"]["PK"]["S"] for r in b["Records"]] for b in delivered]
+    # first the whole batch, then retries from the poison record (1 + 3 retries), never the product
+    assert keys[0] == ["ORDER#0", "ORDER#1", "ORDER#2"]
+    assert keys[1:] == [["ORDER#1", "ORDER#2"]] * 3
+    assert delivered[0]["Records"][0]["eventSource"] == "aws:dynamodb"
+    failed = [json.loads(line) for line in (tmp_path / "failed-records.jsonl").read_text().splitlines()]
+    assert len(failed) == 1
+    assert failed[0]["requestContext"]["condition"] == "RetryAttemptsExhausted"
+    assert [r["dynamodb"]["Keys"]["PK"]["S"] for r in failed[0]["records"]] == ["ORDER#1", "ORDER#2"]
+    assert json.loads((tmp_path / "stream-checkpoints.json").read_text())
