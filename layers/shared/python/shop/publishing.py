@@ -1,0 +1,161 @@
+"""EventBridge publishing: one lazily created client, batched PutEvents, failures reported per entry.
+
+Publishing is at least once: a caller retries whatever `publish` reports failed, so every event's
+detail carries a deterministic `id` that consumers dedupe on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from shop.config import settings
+
+logger = logging.getLogger(__name__)
+
+MAX_ENTRIES = 10  # PutEvents' limit per call
+MAX_REQUEST_BYTES = 256 * 1024  # PutEvents' limit on the summed entry sizes of one call
+
+# Same style as the table client: standard retries (backoff with jitter on throttling and 5xx),
+# short timeouts, so a slow bus fails a few records instead of timing the whole batch out.
+CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 3},
+    connect_timeout=1,
+    read_timeout=2,
+    tcp_keepalive=True,
+)
+
+_client_lock = threading.Lock()
+_client: Any = None
+
+
+def events_client() -> Any:
+    """The process-wide EventBridge client, created on first use (not at import)."""
+    global _client
+    if _client is None:
+        with _client_lock:
+            if _client is None:
+                import boto3
+
+                _client = boto3.session.Session().client("events", config=CLIENT_CONFIG)
+    return _client
+
+
+def reset_client() -> None:
+    """Forget the cached client (tests switch mocks between runs)."""
+    global _client
+    with _client_lock:
+        _client = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """One domain event. `detail["id"]` is deterministic so consumers can dedupe redeliveries."""
+
+    source: str
+    detail_type: str
+    detail: dict[str, Any]
+
+    def entry(self, bus_name: str) -> dict[str, Any]:
+        return {
+            "EventBusName": bus_name,
+            "Source": self.source,
+            "DetailType": self.detail_type,
+            "Detail": json.dumps(self.detail, separators=(",", ":"), sort_keys=True),
+        }
+
+
+def entry_size(entry: dict[str, Any]) -> int:
+    """PutEvents' size rule: UTF-8 bytes of Source, DetailType, Detail and resources, plus 14 for Time."""
+    size = 14
+    for name in ("Source", "DetailType", "Detail"):
+        size += len(entry.get(name, "").encode())
+    size += sum(len(resource.encode()) for resource in entry.get("Resources", []))
+    return size
+
+
+def chunks(entries: Sequence[dict[str, Any]]) -> Iterator[list[int]]:
+    """Indexes of `entries` grouped into PutEvents calls: at most 10 entries and 256 KB each."""
+    current: list[int] = []
+    current_bytes = 0
+    for index, entry in enumerate(entries):
+        size = entry_size(entry)
+        if current and (len(current) == MAX_ENTRIES or current_bytes + size > MAX_REQUEST_BYTES):
+            yield current
+            current, current_bytes = [], 0
+        current.append(index)
+        current_bytes += size
+    if current:
+        yield current
+
+
+class EventPublisher:
+    def __init__(self, bus_name: str, client: Any = None) -> None:
+        self.bus_name = bus_name
+        self._client = client
+
+    @classmethod
+    def from_settings(cls) -> EventPublisher | None:
+        """The publisher for EVENT_BUS_NAME, or None when no bus is configured (nothing is published)."""
+        bus = settings().event_bus_name
+        return cls(bus) if bus else None
+
+    @property
+    def client(self) -> Any:
+        return self._client if self._client is not None else events_client()
+
+    def publish(self, events: Sequence[Event]) -> list[int]:
+        """Put every event, 10 per call; the indexes of the events that were not accepted."""
+        entries = [event.entry(self.bus_name) for event in events]
+        failed: list[int] = []
+        for indexes in chunks(entries):
+            try:
+                response = self.client.put_events(Entries=[entries[i] for i in indexes])
+            except (ClientError, BotoCoreError) as error:
+                logger.warning("PutEvents failed for %d entries: %s", len(indexes), error)
+                failed.extend(indexes)
+                continue
+            if not response.get("FailedEntryCount"):
+                continue
+            results = response.get("Entries", [])
+            for position, index in enumerate(indexes):
+                result = results[position] if position < len(results) else {"ErrorCode": "Missing"}
+                if result.get("ErrorCode") or not result.get("EventId"):
+                    logger.warning(
+                        "PutEvents rejected an entry: %s %s", result.get("ErrorCode"), result.get("ErrorMessage")
+                    )
+                    failed.append(index)
+        return failed
+
+
+@dataclass
+class Outbox:
+    """The events of one batch, each tagged with the record that produced it, published together.
+
+    `flush` returns the tags (record ids) with at least one event not accepted, so the caller can
+    report those records failed and have them redelivered.
+    """
+
+    publisher: EventPublisher | None
+    pending: list[tuple[str, Event]] = field(default_factory=list)
+
+    def add(self, origin: str, events: Iterable[Event]) -> None:
+        if self.publisher is not None:
+            self.pending.extend((origin, event) for event in events)
+
+    def clear(self) -> None:
+        self.pending.clear()
+
+    def flush(self) -> set[str]:
+        pending, self.pending = self.pending, []
+        if self.publisher is None or not pending:
+            return set()
+        failed = self.publisher.publish([event for _, event in pending])
+        return {pending[i][0] for i in failed}

@@ -1,0 +1,121 @@
+"""Fixtures of the stream processor tests: the handler as Lambda calls it, table dumps, a recording bus."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from shop import publishing
+from shop.repository.store import from_item
+
+
+@dataclass
+class FakeContext:
+    """The attributes Powertools' Logger reads from the Lambda context."""
+
+    function_name: str = "order_events"
+    function_version: str = "$LATEST"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:order_events"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    log_group_name: str = "/aws/lambda/order_events"
+    log_stream_name: str = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+@pytest.fixture
+def invoke() -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Call order_events' handler the way Lambda does."""
+    from functions.order_events.handler import handler
+
+    def call(event: dict[str, Any]) -> dict[str, Any]:
+        return handler(event, FakeContext())
+
+    return call
+
+
+@pytest.fixture(autouse=True)
+def _fresh_events_client() -> Iterator[None]:
+    publishing.reset_client()
+    yield
+    publishing.reset_client()
+
+
+def dump(store: Any) -> list[dict[str, Any]]:
+    """Every item of the test table, sorted by key (a Scan: tests only)."""
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"TableName": store.table_name, "ConsistentRead": True}
+    while True:
+        page = store.client.scan(**kwargs)
+        items += [from_item(item) for item in page.get("Items", [])]
+        if "LastEvaluatedKey" not in page:
+            break
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return sorted(items, key=lambda item: (item["PK"], item["SK"]))
+
+
+class RecordingEvents:
+    """An EventBridge client double: records PutEvents, optionally rejects chosen entries or calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[dict[str, Any]]] = []
+        self.reject: Callable[[dict[str, Any]], str | None] = lambda entry: None
+
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        self.calls.append(Entries)
+        results: list[dict[str, Any]] = []
+        for entry in Entries:
+            code = self.reject(entry)
+            results.append({"ErrorCode": code, "ErrorMessage": "rejected"} if code else {"EventId": str(uuid.uuid4())})
+        return {"FailedEntryCount": sum(1 for r in results if "ErrorCode" in r), "Entries": results}
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return [
+            {"type": entry["DetailType"], "source": entry["Source"], **json.loads(entry["Detail"])}
+            for call in self.calls
+            for entry in call
+        ]
+
+
+@pytest.fixture
+def recorded_bus(monkeypatch: pytest.MonkeyPatch) -> RecordingEvents:
+    """EVENT_BUS_NAME set, PutEvents recorded in memory (works beside either store backend)."""
+    fake = RecordingEvents()
+    monkeypatch.setenv("EVENT_BUS_NAME", "shop-test-bus")
+    monkeypatch.setattr(publishing, "events_client", lambda: fake)
+    return fake
+
+
+def emitted_metrics(output: str) -> dict[str, float]:
+    """Sum of each metric over the EMF documents Powertools printed."""
+    totals: dict[str, float] = {}
+    for line in output.splitlines():
+        if '"_aws"' not in line:
+            continue
+        document = json.loads(line)
+        for directive in document["_aws"]["CloudWatchMetrics"]:
+            for metric in directive["Metrics"]:
+                value = document[metric["Name"]]
+                values = value if isinstance(value, list) else [value]
+                totals[metric["Name"]] = totals.get(metric["Name"], 0) + sum(values)
+    return totals
+
+
+@pytest.fixture
+def logs(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[dict[str, Any]]]:
+    """The handler's structured log lines (JSON), captured from its Powertools Logger."""
+    import io
+
+    from functions.order_events import handler
+
+    buffer = io.StringIO()
+    monkeypatch.setattr(handler.logger.registered_handler, "stream", buffer)
+    return lambda: [json.loads(line) for line in buffer.getvalue().splitlines() if line.startswith("{")]

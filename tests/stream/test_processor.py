@@ -1,0 +1,269 @@
+"""The stream processor on real stream records read from the table's stream, on moto and DynamoDB Local."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from shop.models import OrderStatus
+from shop.repository import OrderEffectsRepository
+from shop.services import order_events
+from shop.services.customers import CustomerService
+from shop.services.order_events import OrderEventsService
+from shop.services.orders import OrderService, RequestedLine
+from shop.services.sessions import SessionService
+from tests.stream.conftest import dump, emitted_metrics
+from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
+from tests.support.streams import StreamReader, lambda_event, only, ttl_removal
+
+
+def place(store: Any, actor: Any = ALICE, *, quantity: int = 2, price_cents: int = 1250) -> str:
+    pid = product(store.table, name=f"Widget {quantity}", price_cents=price_cents, stock=50)
+    return OrderService(store.table).place(actor, address=ADDRESS, lines=[RequestedLine(pid, quantity)]).order_id
+
+
+def notifications(store: Any, customer_id: str = "alice") -> list[Any]:
+    return CustomerService(store.table).notifications(ADMIN, customer_id, limit=100, next_token=None).items
+
+
+def history(store: Any, order_id: str) -> list[str]:
+    return [entry.status.value for entry in OrderService(store.table).get(ADMIN, order_id).history]
+
+
+def no_failures(response: dict[str, Any]) -> None:
+    assert response == {"batchItemFailures": []}
+
+
+def test_new_order_is_confirmed_with_notification_and_history_once(store, invoke, capsys):
+    order_id = place(store)
+    reader = StreamReader(store)
+    placed = reader.read()
+    assert only(placed, entity="ORDER", event_name="INSERT"), "the placement's INSERT is on the stream"
+
+    no_failures(invoke(lambda_event(placed)))
+
+    order = OrderService(store.table).get(ALICE, order_id)
+    assert (order.status, order.version) == (OrderStatus.CONFIRMED, 2)
+    assert order.updated_at > order.created_at
+    assert [entry.status for entry in order.history] == [OrderStatus.PENDING, OrderStatus.CONFIRMED]
+    assert order.history[1].at == order.updated_at
+    [note] = notifications(store)
+    assert (note.type, note.order_id, note.created_at) == ("ORDER_CONFIRMED", order_id, order.updated_at)
+    assert "total 25.00" in note.message
+    assert "1 line (2 items)" in note.message
+    [listed] = OrderService(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items
+    assert (listed.status, listed.version) == (OrderStatus.CONFIRMED, 2)
+    assert emitted_metrics(capsys.readouterr().out).get("OrdersConfirmed") == 1
+
+    # The confirmation's own records (order MODIFY, history, notification, index) come next: nothing new.
+    confirmed = reader.read()
+    assert only(confirmed, entity="ORDER", event_name="MODIFY"), "the confirmation's MODIFY is on the stream"
+    before = dump(store)
+    no_failures(invoke(lambda_event(confirmed)))
+    assert dump(store) == before
+
+    # The same records delivered again, together and in any split: nothing changes.
+    no_failures(invoke(lambda_event(placed + confirmed)))
+    no_failures(invoke(lambda_event(placed)))
+    assert dump(store) == before
+    assert len(notifications(store)) == 1
+    assert history(store, order_id) == ["PENDING", "CONFIRMED"]
+    metrics = emitted_metrics(capsys.readouterr().out)
+    assert "OrdersConfirmed" not in metrics
+    assert "StatusChanges" not in metrics
+
+
+def test_admin_status_change_records_history_notification_and_index(store, invoke):
+    order_id = place(store)
+    reader = StreamReader(store)
+    no_failures(invoke(lambda_event(reader.read())))
+    no_failures(invoke(lambda_event(reader.read())))
+
+    OrderService(store.table).change_status(ADMIN, order_id, OrderStatus.SHIPPED, expected_version=2)
+    shipped = reader.read()
+    no_failures(invoke(lambda_event(shipped)))
+
+    assert history(store, order_id) == ["PENDING", "CONFIRMED", "SHIPPED"]
+    types = [(n.type, n.order_id) for n in notifications(store)]
+    assert sorted(types) == [("ORDER_CONFIRMED", order_id), ("ORDER_STATUS_CHANGED", order_id)]
+    changed = next(n for n in notifications(store) if n.type == "ORDER_STATUS_CHANGED")
+    assert "shipped" in changed.message
+    [listed] = OrderService(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items
+    assert (listed.status, listed.version) == (OrderStatus.SHIPPED, 3)
+
+    before = dump(store)
+    no_failures(invoke(lambda_event(shipped)))
+    no_failures(invoke(lambda_event(reader.read())))
+    assert dump(store) == before
+
+
+def test_order_cancelled_before_confirmation_is_not_confirmed(store, invoke):
+    order_id = place(store)
+    OrderService(store.table).cancel(ALICE, order_id)
+    reader = StreamReader(store)
+    no_failures(invoke(lambda_event(reader.read())))
+
+    order = OrderService(store.table).get(ALICE, order_id)
+    assert (order.status, order.version) == (OrderStatus.CANCELLED, 2)
+    assert history(store, order_id) == ["PENDING", "CANCELLED"]
+    assert [n.type for n in notifications(store)] == ["ORDER_STATUS_CHANGED"]
+    [listed] = OrderService(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items
+    assert listed.status is OrderStatus.CANCELLED
+
+
+def poison_of(record: dict[str, Any]) -> dict[str, Any]:
+    """An order INSERT we must handle but cannot read (no customer, a version that is no number)."""
+    poison = copy.deepcopy(record)
+    image = poison["dynamodb"]["NewImage"]
+    del image["customer_id"]
+    image["version"] = {"S": "one"}
+    poison["eventID"] = "poison"
+    poison["dynamodb"]["SequenceNumber"] = "4" + record["dynamodb"]["SequenceNumber"][1:]
+    return poison
+
+
+def test_poison_record_in_the_middle_fails_alone(store, invoke, capsys, logs):
+    first, second = place(store), place(store, BOB, quantity=3)
+    records = StreamReader(store).read()
+    inserts = only(records, entity="ORDER", event_name="INSERT")
+    poison = poison_of(inserts[0])
+    batch = [*records[:3], poison, *records[3:]]
+
+    response = invoke(lambda_event(batch))
+
+    assert response == {"batchItemFailures": [{"itemIdentifier": poison["dynamodb"]["SequenceNumber"]}]}
+    for order_id in (first, second):
+        assert OrderService(store.table).get(ADMIN, order_id).status is OrderStatus.CONFIRMED
+    output = capsys.readouterr().out
+    assert emitted_metrics(output) == {"OrdersConfirmed": 2, "StatusChanges": 2, "RecordsFailed": 1}
+    poisoned_order = poison["dynamodb"]["Keys"]["PK"]["S"].split("#", 1)[1]
+    [failure] = [line for line in logs() if line["level"] == "ERROR"]
+    assert failure["order_id"] == poisoned_order
+    assert failure["sequence_number"] == poison["dynamodb"]["SequenceNumber"]
+    confirmed = [line for line in logs() if line["message"] == "confirmed"]
+    assert sorted(line["order_id"] for line in confirmed) == sorted([first, second])
+
+
+class Crash(BaseException):
+    """The function dying mid-batch (timeout, out of memory): not an Exception the processor catches."""
+
+
+def test_crash_after_half_the_batch_then_full_retry_confirms_each_order_once(store, invoke, monkeypatch):
+    order_ids = [place(store, quantity=q) for q in (1, 2, 3, 4)]
+    reader = StreamReader(store)
+    records = reader.read()
+    assert len(only(records, entity="ORDER", event_name="INSERT")) == 4
+
+    real_handle = OrderEventsService.handle
+    seen = {"orders": 0}
+
+    def dying_handle(self: OrderEventsService, record: Any) -> Any:
+        if record.entity == "ORDER":
+            seen["orders"] += 1
+            if seen["orders"] == 3:
+                raise Crash("killed after half the orders")
+        return real_handle(self, record)
+
+    monkeypatch.setattr(OrderEventsService, "handle", dying_handle)
+    with pytest.raises(Crash):
+        invoke(lambda_event(records))
+    monkeypatch.setattr(OrderEventsService, "handle", real_handle)
+    assert [OrderService(store.table).get(ADMIN, o).status for o in order_ids].count(OrderStatus.CONFIRMED) == 2
+
+    no_failures(invoke(lambda_event(records)))  # Lambda retries the whole batch
+    no_failures(invoke(lambda_event(reader.read())))  # then the confirmations' own records
+
+    for order_id in order_ids:
+        order = OrderService(store.table).get(ADMIN, order_id)
+        assert (order.status, order.version) == (OrderStatus.CONFIRMED, 2)
+        assert history(store, order_id) == ["PENDING", "CONFIRMED"]
+    confirmations = [n.order_id for n in notifications(store) if n.type == "ORDER_CONFIRMED"]
+    assert sorted(confirmations) == sorted(order_ids)
+
+
+def test_crash_between_confirming_and_notifying_is_completed_by_the_modify_record(store, invoke, monkeypatch):
+    order_id = place(store)
+    reader = StreamReader(store)
+    placed = reader.read()
+
+    def dying(self: Any, change: Any, **_: Any) -> Any:
+        raise Crash("killed after the confirmation was written")
+
+    monkeypatch.setattr(OrderEffectsRepository, "notify", dying)
+    with pytest.raises(Crash):
+        invoke(lambda_event(placed))
+    monkeypatch.undo()
+    assert notifications(store) == []
+
+    no_failures(invoke(lambda_event(placed)))  # the retry loses the conditional confirm: no effects
+    assert notifications(store) == []
+    no_failures(invoke(lambda_event(reader.read())))  # the confirmation's MODIFY writes them, same keys
+
+    assert history(store, order_id) == ["PENDING", "CONFIRMED"]
+    [note] = notifications(store)
+    assert note.type == "ORDER_CONFIRMED"
+    assert note.created_at == OrderService(store.table).get(ADMIN, order_id).updated_at
+
+
+def session_with_cart(store: Any) -> str:
+    sessions = SessionService(store.table)
+    session_id = sessions.create().session_id
+    sessions.set_quantity(session_id, product(store.table, name="Gadget", price_cents=300), 2)
+    sessions.set_quantity(session_id, product(store.table, name="Gizmo", price_cents=450), 1)
+    return session_id
+
+
+def test_session_deleted_by_its_holder_publishes_nothing(store, invoke, recorded_bus):
+    session_id = session_with_cart(store)
+    reader = StreamReader(store)
+    reader.read()
+    SessionService(store.table).delete(session_id)
+    [removal] = reader.read()
+    assert removal["eventName"] == "REMOVE"
+    assert "userIdentity" not in removal
+
+    no_failures(invoke(lambda_event([removal])))
+    assert recorded_bus.calls == []
+
+
+def test_session_removed_by_ttl_with_a_cart_publishes_cart_abandoned(store, invoke, recorded_bus, capsys):
+    session_id = session_with_cart(store)
+    reader = StreamReader(store)
+    reader.read()
+    SessionService(store.table).delete(session_id)
+    [removal] = reader.read()
+    ttl = ttl_removal(session_id, removal["dynamodb"]["OldImage"])  # the real image, TTL's identity
+
+    no_failures(invoke(lambda_event([ttl])))
+
+    [event] = recorded_bus.events
+    assert event["type"] == "CartAbandoned"
+    assert event["session_id"] == session_id
+    assert [(line["name"], line["quantity"]) for line in event["lines"]] == [("Gadget", 2), ("Gizmo", 1)]
+    assert event["subtotal_cents"] == 2 * 300 + 450
+    assert event["id"] == f"{session_id}:2"
+    assert emitted_metrics(capsys.readouterr().out) == {"CartsAbandoned": 1}
+
+
+def test_ttl_removal_of_an_empty_cart_publishes_nothing(store, invoke, recorded_bus):
+    session_id = SessionService(store.table).create().session_id
+    reader = StreamReader(store)
+    reader.read()
+    SessionService(store.table).delete(session_id)
+    [removal] = reader.read()
+    no_failures(invoke(lambda_event([ttl_removal(session_id, removal["dynamodb"]["OldImage"])])))
+    assert recorded_bus.calls == []
+
+
+def test_records_that_are_not_ours_cost_no_store_call(store, monkeypatch):
+    place(store)
+    records = StreamReader(store).read()
+    others = [r for r in records if not (r["dynamodb"]["Keys"]["SK"]["S"] == "ORDER" and r["eventName"] == "INSERT")]
+    assert others, "products and the customer's order index are on the stream too"
+    service = OrderEventsService(store.table)
+    monkeypatch.setattr(service.effects.table, "_client", None)  # any store call would now fail loudly
+    monkeypatch.setattr(order_events, "from_item", None)  # and so would deserialising an image
+    for record in others:
+        assert service.handle(order_events.StreamRecord.from_lambda(record)).action is order_events.Action.SKIPPED
