@@ -36,7 +36,9 @@ def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, 
     if app is None:
         # outside the CLI, cdk.json's context (feature flags, defaults) is not injected: read it
         defaults = json.loads((ROOT / "cdk.json").read_text()).get("context", {})
-        app = App(context={**defaults, **(context or {})}, outdir=outdir)
+        # what the CLI turns on: aws:asset:path metadata (the local runtime and the tests read it)
+        cli_like = {"aws:cdk:enable-asset-metadata": True, "aws:cdk:enable-path-metadata": True}
+        app = App(context={**defaults, **cli_like, **(context or {})}, outdir=outdir)
     config = DeployConfig.from_context(app.node.try_get_context)
 
     def name(key: str) -> str:

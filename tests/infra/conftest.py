@@ -1,0 +1,89 @@
+"""Synthesized cloud assemblies, built once per test session (synth is slow).
+
+``arm64`` is the default (deployed) architecture; ``x86_64`` is this machine's,
+used by the packaging test; ``prod_external`` is a production-stage synth with
+an external JWT issuer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
+os.environ.setdefault("JSII_RUNTIME_PACKAGE_CACHE_ROOT", str(Path(__file__).resolve().parents[2] / ".cache" / "jsii"))
+
+
+@dataclass
+class Assembly:
+    """A synthesized app: its output folder and every template by stack id."""
+
+    outdir: Path
+    templates: dict[str, dict[str, Any]]
+    shop: Any
+
+    def resources(self, cfn_type: str) -> dict[str, tuple[str, dict[str, Any]]]:
+        """``{logical id: (stack id, resource)}`` of one CloudFormation type over all stacks."""
+        found: dict[str, tuple[str, dict[str, Any]]] = {}
+        for stack_id, template in self.templates.items():
+            for logical_id, resource in template.get("Resources", {}).items():
+                if resource["Type"] == cfn_type:
+                    found[logical_id] = (stack_id, resource)
+        return found
+
+    def functions(self) -> dict[str, tuple[str, str, dict[str, Any]]]:
+        """``{function name: (stack id, logical id, resource)}`` via the shop:function metadata."""
+        return {
+            resource["Metadata"]["shop:function"]: (stack_id, logical_id, resource)
+            for logical_id, (stack_id, resource) in self.resources("AWS::Lambda::Function").items()
+            if "shop:function" in resource.get("Metadata", {})
+        }
+
+    def asset_dir(self, resource: dict[str, Any]) -> Path:
+        return self.outdir / resource["Metadata"]["aws:asset:path"]
+
+
+def _synth(tmp_path_factory: pytest.TempPathFactory, name: str, context: dict[str, Any]) -> Assembly:
+    from infra import build_layers
+    from infra.app_factory import STACK_IDS, build_app
+
+    build_layers.build(context.get("arch", "arm64"))
+    outdir = tmp_path_factory.mktemp(f"cdk-{name}")
+    shop = build_app(context=context, outdir=str(outdir))
+    shop.app.synth()  # raises when cdk-nag reports an unacknowledged finding
+    templates = {
+        stack_id: json.loads((outdir / f"{stack_id}.template.json").read_text()) for stack_id in STACK_IDS.values()
+    }
+    return Assembly(outdir=outdir, templates=templates, shop=shop)
+
+
+@pytest.fixture(scope="session")
+def arm64(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """The default synth (no context): what `make deploy` ships."""
+    return _synth(tmp_path_factory, "arm64", {})
+
+
+@pytest.fixture(scope="session")
+def x86_64(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    return _synth(tmp_path_factory, "x86_64", {"arch": "x86_64"})
+
+
+@pytest.fixture(scope="session")
+def prod_external(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    return _synth(
+        tmp_path_factory,
+        "prod",
+        {
+            "arch": "x86_64",
+            "stage": "prod",
+            "jwt_issuer": "https://issuer.example.com/",
+            "jwt_audience": "shop-api,shop-admin",
+            "cors_origins": "https://shop.example.com",
+        },
+    )

@@ -1,0 +1,141 @@
+"""The HTTP API: every route of docs/api.md, its function and authorizer; stage, CORS, outputs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
+
+# Written from docs/api.md (routes table) and docs/conventions.md (which function
+# serves which path), independently of infra/settings.py ROUTES.
+PUBLIC = "public"
+JWT = "jwt"
+EXPECTED_ROUTES = {
+    "POST /customers": ("customers", JWT),
+    "GET /customers/{customer_id}": ("customers", JWT),
+    "PATCH /customers/{customer_id}": ("customers", JWT),
+    "GET /customers": ("customers", JWT),  # ?email=
+    "GET /customers/{customer_id}/orders": ("orders", JWT),
+    "GET /customers/{customer_id}/notifications": ("customers", JWT),
+    "GET /customers/{customer_id}/reviews": ("products", PUBLIC),
+    "POST /products": ("products", JWT),
+    "GET /products": ("products", PUBLIC),  # ?category=
+    "GET /products/{product_id}": ("products", PUBLIC),
+    "PATCH /products/{product_id}": ("products", JWT),
+    "POST /products/{product_id}/stock": ("products", JWT),
+    "GET /products/{product_id}/reviews": ("products", PUBLIC),
+    "POST /products/{product_id}/reviews": ("products", JWT),
+    "POST /sessions": ("sessions", PUBLIC),
+    "GET /sessions/{session_id}": ("sessions", PUBLIC),
+    "PUT /sessions/{session_id}/cart/{product_id}": ("sessions", PUBLIC),
+    "DELETE /sessions/{session_id}": ("sessions", PUBLIC),
+    "POST /orders": ("orders", JWT),
+    "GET /orders/{order_id}": ("orders", JWT),
+    "GET /orders": ("orders", JWT),  # ?status=
+    "PATCH /orders/{order_id}": ("orders", JWT),
+    "POST /orders/{order_id}/cancel": ("orders", JWT),
+}
+
+
+def _api(assembly: Any) -> dict[str, Any]:
+    return assembly.templates["ShopApi"]
+
+
+def _wiring(assembly: Any) -> dict[str, tuple[str, str]]:
+    """route key -> (function name, "jwt"|"public"), read from the template only."""
+    resources = _api(assembly)["Resources"]
+    function_names = {logical_id: name for name, (_, logical_id, _) in assembly.functions().items()}
+    wiring = {}
+    for resource in resources.values():
+        if resource["Type"] != "AWS::ApiGatewayV2::Route":
+            continue
+        props = resource["Properties"]
+        target = props["Target"]["Fn::Join"][1]
+        assert target[0] == "integrations/"
+        integration = resources[target[1]["Ref"]]["Properties"]
+        assert integration["IntegrationType"] == "AWS_PROXY"
+        assert integration["PayloadFormatVersion"] == "2.0"
+        function = function_names[integration["IntegrationUri"]["Fn::GetAtt"][0]]
+        auth = props.get("AuthorizationType", "NONE")
+        if auth == "JWT":
+            assert "AuthorizerId" in props
+            wiring[props["RouteKey"]] = (function, JWT)
+        else:
+            assert auth == "NONE"
+            assert "AuthorizerId" not in props
+            wiring[props["RouteKey"]] = (function, PUBLIC)
+    return wiring
+
+
+def test_every_contract_route_is_wired_to_its_function_and_authorizer(arm64) -> None:
+    assert _wiring(arm64) == EXPECTED_ROUTES
+
+
+def test_http_api_is_payload_2_with_one_jwt_authorizer_on_cognito(arm64) -> None:
+    template = Template.from_json(_api(arm64))
+    template.has_resource_properties("AWS::ApiGatewayV2::Api", {"ProtocolType": "HTTP"})
+    template.resource_count_is("AWS::ApiGatewayV2::Authorizer", 1)
+    (authorizer,) = template.find_resources("AWS::ApiGatewayV2::Authorizer").values()
+    props = authorizer["Properties"]
+    assert props["AuthorizerType"] == "JWT"
+    assert props["IdentitySource"] == ["$request.header.Authorization"]
+    issuer = json.dumps(props["JwtConfiguration"]["Issuer"])
+    assert "cognito-idp." in issuer
+    assert "UserPool" in issuer
+    (audience,) = props["JwtConfiguration"]["Audience"]
+    assert "AppClient" in audience["Ref"]
+    template.has_resource_properties("AWS::Cognito::UserPoolGroup", {"GroupName": "admin"})
+    template.has_resource_properties("AWS::Cognito::UserPoolClient", {"GenerateSecret": False})
+
+
+def test_external_issuer_replaces_the_user_pool(prod_external) -> None:
+    template = Template.from_json(_api(prod_external))
+    template.resource_count_is("AWS::Cognito::UserPool", 0)
+    template.has_resource_properties(
+        "AWS::ApiGatewayV2::Authorizer",
+        {
+            "AuthorizerType": "JWT",
+            "JwtConfiguration": {
+                "Issuer": "https://issuer.example.com/",
+                "Audience": ["shop-api", "shop-admin"],
+            },
+        },
+    )
+    assert _wiring(prod_external) == EXPECTED_ROUTES
+    outputs = _api(prod_external)["Outputs"]
+    assert "ApiUrl" in outputs
+    assert "UserPoolId" not in outputs
+
+
+def test_cors_comes_from_context(arm64, prod_external) -> None:
+    (api,) = Template.from_json(_api(arm64)).find_resources("AWS::ApiGatewayV2::Api").values()
+    assert "CorsConfiguration" not in api["Properties"]
+    Template.from_json(_api(prod_external)).has_resource_properties(
+        "AWS::ApiGatewayV2::Api",
+        {"CorsConfiguration": Match.object_like({"AllowOrigins": ["https://shop.example.com"]})},
+    )
+
+
+def test_default_stage_throttles_and_logs_access(arm64) -> None:
+    template = Template.from_json(_api(arm64))
+    template.has_resource_properties(
+        "AWS::ApiGatewayV2::Stage",
+        {
+            "StageName": "$default",
+            "AutoDeploy": True,
+            "DefaultRouteSettings": {"ThrottlingRateLimit": 100, "ThrottlingBurstLimit": 200},
+            "AccessLogSettings": {
+                "DestinationArn": Match.any_value(),
+                "Format": Match.string_like_regexp(r"\$context\.requestId"),
+            },
+        },
+    )
+
+
+def test_outputs(arm64) -> None:
+    assert {"ApiUrl", "UserPoolId", "UserPoolClientId"} <= set(_api(arm64)["Outputs"])
+    assert "TableName" in arm64.templates["ShopData"]["Outputs"]
