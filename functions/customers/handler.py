@@ -1,0 +1,81 @@
+"""customers: profiles (created for the token's sub, unique email) and the customer's notifications."""
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from shop.api import schemas as s
+from shop.api.observability import lambda_handler
+from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, Request, caller
+from shop.api.resolver import BEARER, create_app, declare, json_response
+from shop.repository import Table
+from shop.services.customers import CustomerService
+
+app = create_app()
+customers = CustomerService(Table())
+TAGS = ["customers"]
+
+
+@app.post(
+    "/customers",
+    summary="Create the profile of the token's subject",
+    responses=declare(201, s.Customer, 401, 409, errors_described={409: "CUSTOMER_EXISTS or EMAIL_TAKEN"}),
+    security=BEARER,
+    tags=TAGS,
+)
+def create_customer(body: s.CustomerIn, request: Request):
+    created = customers.create(caller(request), email=body.email, name=body.name)
+    return json_response(201, created)
+
+
+@app.get(
+    "/customers",
+    summary="Find a customer by email (admin)",
+    responses=declare(200, s.Customer, 401, 403, 404),
+    security=BEARER,
+    tags=TAGS,
+)
+def find_customer(
+    request: Request, email: Annotated[str, Query(min_length=3, max_length=254, description="case-insensitive")]
+):
+    return json_response(200, customers.find_by_email(caller(request), email))
+
+
+@app.get(
+    "/customers/<customer_id>",
+    summary="Read a profile (self or admin)",
+    responses=declare(200, s.Customer, 401, 403, 404),
+    security=BEARER,
+    tags=TAGS,
+)
+def get_customer(customer_id: CustomerId, request: Request):
+    return json_response(200, customers.get(caller(request), customer_id))
+
+
+@app.patch(
+    "/customers/<customer_id>",
+    summary="Change name and/or email (self or admin)",
+    responses=declare(200, s.Customer, 401, 403, 404, 409, errors_described={409: "EMAIL_TAKEN"}),
+    security=BEARER,
+    tags=TAGS,
+)
+def update_customer(customer_id: CustomerId, body: s.CustomerPatch, request: Request):
+    updated = customers.update(caller(request), customer_id, email=body.email, name=body.name)
+    return json_response(200, updated)
+
+
+@app.get(
+    "/customers/<customer_id>/notifications",
+    summary="The customer's notifications, newest first (self or admin)",
+    responses=declare(200, s.NotificationPage, 401, 403),
+    security=BEARER,
+    tags=TAGS,
+)
+def list_notifications(
+    customer_id: CustomerId, request: Request, limit: Limit = DEFAULT_LIMIT, next_token: NextToken = None
+):
+    page = customers.notifications(caller(request), customer_id, limit=limit, next_token=next_token)
+    return json_response(200, page)
+
+
+handler = lambda_handler(app.resolve)

@@ -1,0 +1,121 @@
+"""products: the catalogue (admin writes, public reads), stock adjustments and reviews."""
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from shop.api import schemas as s
+from shop.api.observability import lambda_handler
+from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, ProductId, Request, caller
+from shop.api.resolver import BEARER, create_app, declare, json_response
+from shop.repository import Table
+from shop.services.catalog import CatalogService
+
+app = create_app()
+catalog = CatalogService(Table())
+TAGS = ["products"]
+
+
+@app.post(
+    "/products",
+    summary="Add a product to the catalogue (admin)",
+    responses=declare(201, s.Product, 401, 403, body=True),
+    security=BEARER,
+    tags=TAGS,
+)
+def create_product(body: s.ProductIn, request: Request):
+    product = catalog.create(
+        caller(request),
+        name=body.name,
+        category=body.category,
+        price_cents=body.price_cents,
+        description=body.description,
+        stock=body.stock,
+    )
+    return json_response(201, product)
+
+
+@app.get(
+    "/products",
+    summary="Products of a category, by name",
+    responses=declare(200, s.ProductPage),
+    tags=TAGS,
+)
+def list_products(
+    category: Annotated[str, Query(min_length=1, max_length=100)],
+    limit: Limit = DEFAULT_LIMIT,
+    next_token: NextToken = None,
+):
+    return json_response(200, catalog.list_by_category(category, limit=limit, next_token=next_token))
+
+
+@app.get(
+    "/products/<product_id>",
+    summary="One product with its stock and rating summary",
+    responses=declare(200, s.Product, 404),
+    tags=TAGS,
+)
+def get_product(product_id: ProductId):
+    return json_response(200, catalog.get(product_id))
+
+
+@app.patch(
+    "/products/<product_id>",
+    summary="Edit name, category, price or description (admin; stock has its own route)",
+    responses=declare(
+        200, s.Product, 401, 403, 404, 409, body=True, errors_described={409: "CONFLICT: edited meanwhile"}
+    ),
+    security=BEARER,
+    tags=TAGS,
+)
+def update_product(product_id: ProductId, body: s.ProductPatch, request: Request):
+    return json_response(200, catalog.update(caller(request), product_id, body.changes()))
+
+
+@app.post(
+    "/products/<product_id>/stock",
+    summary="Add to or take from the stock (admin)",
+    responses=declare(
+        200, s.StockOut, 401, 403, 404, 409, body=True, errors_described={409: "INSUFFICIENT_STOCK: would go below 0"}
+    ),
+    security=BEARER,
+    tags=TAGS,
+)
+def adjust_stock(product_id: ProductId, body: s.StockIn, request: Request):
+    stock = catalog.adjust_stock(caller(request), product_id, body.delta)
+    return json_response(200, s.StockOut(product_id=product_id, stock=stock))
+
+
+@app.get(
+    "/products/<product_id>/reviews",
+    summary="A product's reviews, highest rating first, then newest",
+    responses=declare(200, s.ReviewPage, 404),
+    tags=TAGS,
+)
+def list_product_reviews(product_id: ProductId, limit: Limit = DEFAULT_LIMIT, next_token: NextToken = None):
+    return json_response(200, catalog.reviews_of_product(product_id, limit=limit, next_token=next_token))
+
+
+@app.post(
+    "/products/<product_id>/reviews",
+    summary="Review a product (once per customer)",
+    responses=declare(201, s.Review, 401, 404, 409, body=True, errors_described={409: "ALREADY_REVIEWED"}),
+    security=BEARER,
+    tags=TAGS,
+)
+def create_review(product_id: ProductId, body: s.ReviewIn, request: Request):
+    review = catalog.review(caller(request), product_id, rating=body.rating, title=body.title, body=body.body)
+    return json_response(201, review)
+
+
+@app.get(
+    "/customers/<customer_id>/reviews",
+    summary="A customer's reviews, newest first",
+    responses=declare(200, s.ReviewPage),
+    tags=TAGS,
+)
+def list_customer_reviews(customer_id: CustomerId, limit: Limit = DEFAULT_LIMIT, next_token: NextToken = None):
+    return json_response(200, catalog.reviews_of_customer(customer_id, limit=limit, next_token=next_token))
+
+
+handler = lambda_handler(app.resolve)

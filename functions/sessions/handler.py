@@ -1,0 +1,65 @@
+"""sessions: anonymous shopping sessions; the unguessable id is the capability, every change slides the expiry."""
+
+from shop.api import schemas as s
+from shop.api.observability import lambda_handler
+from shop.api.params import ProductId, SessionId
+from shop.api.resolver import create_app, declare, json_response
+from shop.repository import Table
+from shop.services.sessions import SessionService
+
+app = create_app()
+sessions = SessionService(Table())
+TAGS = ["sessions"]
+
+
+@app.post(
+    "/sessions",
+    summary="Open an anonymous session with an empty cart",
+    responses=declare(201, s.Session),
+    tags=TAGS,
+)
+def create_session():
+    return json_response(201, sessions.create())
+
+
+@app.get(
+    "/sessions/<session_id>",
+    summary="The session's cart and subtotal (holder of the id)",
+    responses=declare(200, s.Session, 404, errors_described={404: "SESSION_NOT_FOUND: unknown or expired"}),
+    tags=TAGS,
+)
+def get_session(session_id: SessionId):
+    return json_response(200, sessions.get(session_id))
+
+
+@app.put(
+    "/sessions/<session_id>/cart/<product_id>",
+    summary="Set a cart line's quantity (0 removes it); slides the expiry",
+    responses=declare(
+        200,
+        s.Session,
+        404,
+        body=True,
+        errors_described={
+            404: "SESSION_NOT_FOUND or PRODUCT_NOT_FOUND",
+            422: "VALIDATION_ERROR, or CART_FULL (more than 25 lines)",
+        },
+    ),
+    tags=TAGS,
+)
+def set_cart_line(session_id: SessionId, product_id: ProductId, body: s.CartQuantityIn):
+    return json_response(200, sessions.set_quantity(session_id, product_id, body.quantity))
+
+
+@app.delete(
+    "/sessions/<session_id>",
+    summary="End the session",
+    responses=declare(204, None, description="deleted (also when it did not exist)"),
+    tags=TAGS,
+)
+def delete_session(session_id: SessionId):
+    sessions.delete(session_id)
+    return json_response(204, None)
+
+
+handler = lambda_handler(app.resolve)

@@ -1,0 +1,154 @@
+"""Powertools idempotency persisted in the shop's single table.
+
+Records live at ``PK = IDEMPOTENCY#<name>``, ``SK = <name>#<md5(idempotency key)>`` with the TTL
+attribute ``expires_at`` (``IDEMPOTENCY_TTL_SECONDS``), written through the shop's one boto3 client
+(same retries and timeouts). The idempotency key is the caller's ``sub`` plus the client's
+``Idempotency-Key`` header, so two customers never share a key; the request body is the validated
+payload, so a key sent again with a different body is 409 ``IDEMPOTENCY_KEY_REUSED``.
+
+Each :class:`IdempotentOperation` owns ONE persistence layer, built on first use (no AWS work at
+import) and rebuilt only if the table or client changes (tests switch stores). A concurrent repeat
+that finds the first attempt still in progress polls with bounded backoff until the first response
+is stored, and answers 409 ``IDEMPOTENCY_IN_PROGRESS`` only if it never completes in time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyInconsistentStateError,
+    IdempotencyPersistenceLayerError,
+    IdempotencyValidationError,
+)
+from aws_lambda_powertools.utilities.idempotency.idempotency import idempotent_function
+
+from shop import errors, keys
+from shop.api.errors import IdempotencyInProgress, IdempotencyKeyReused, InternalError
+from shop.api.observability import logger
+from shop.config import settings
+from shop.repository import Table
+from shop.repository.store import translated_errors
+
+# In-progress locks of an attempt whose Lambda died expire after its remaining time; without a
+# Lambda context (local runs) assume the API functions' timeout.
+DEFAULT_REMAINING_MS = 10_000
+POLL_BUDGET_SECONDS = 8.0
+POLL_FIRST_DELAY = 0.05
+POLL_MAX_DELAY = 0.5
+
+
+class _Remaining:
+    def __init__(self, millis: int) -> None:
+        self._deadline = time.monotonic() + millis / 1000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+@dataclass(frozen=True)
+class _Built:
+    client: Any
+    table_name: str
+    decorated: Callable[..., Any]
+    config: IdempotencyConfig
+
+
+def _translated(error: IdempotencyPersistenceLayerError) -> errors.DomainError:
+    """A failure of the idempotency store is 503 when the store is unavailable, else a bug (500)."""
+    cause = error.__cause__
+    try:
+        with translated_errors():
+            if isinstance(cause, BaseException):
+                raise cause
+    except errors.ServiceUnavailable as unavailable:
+        return unavailable
+    except Exception:  # noqa: S110 - anything else is reported as the internal error below
+        pass
+    logger.exception("idempotency store failed", exc_info=error)
+    return InternalError("internal error")
+
+
+class IdempotentOperation:
+    """``function(request=..., **kwargs)`` run at most once per key; repeats return its stored result.
+
+    ``function`` must return a JSON-serialisable dict (it is stored as the response).
+    """
+
+    def __init__(self, name: str, function: Callable[..., dict[str, Any]]) -> None:
+        self.name = name
+        self.function = function
+        self._built: _Built | None = None
+        self._lock = threading.Lock()
+
+    def _build(self, table: Table) -> _Built:
+        client, table_name = table.client, table.name
+        built = self._built
+        if built is not None and built.client is client and built.table_name == table_name:
+            return built
+        with self._lock:
+            built = self._built
+            if built is not None and built.client is client and built.table_name == table_name:
+                return built
+            persistence = DynamoDBPersistenceLayer(
+                table_name=table_name,
+                key_attr=keys.PK,
+                sort_key_attr=keys.SK,
+                static_pk_value=keys.idempotency_pk(self.name),
+                expiry_attr=keys.TTL_ATTRIBUTE,
+                in_progress_expiry_attr="in_progress_expires_at_ms",
+                status_attr="idempotency_status",
+                data_attr="response",
+                validation_key_attr="payload_hash",
+                boto3_client=client,
+            )
+            config = IdempotencyConfig(
+                event_key_jmespath="key",
+                payload_validation_jmespath="payload",
+                raise_on_no_idempotency_key=True,
+                expires_after_seconds=settings().idempotency_ttl_seconds,
+            )
+            decorated = idempotent_function(
+                self.function,
+                data_keyword_argument="request",
+                persistence_store=persistence,
+                config=config,
+                key_prefix=self.name,
+            )
+            self._built = built = _Built(client, table_name, decorated, config)
+            return built
+
+    def __call__(
+        self, table: Table, *, key: str, payload: dict[str, Any], context: Any = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        built = self._build(table)
+        lambda_context = context if hasattr(context, "get_remaining_time_in_millis") else None
+        built.config.register_lambda_context(lambda_context or _Remaining(DEFAULT_REMAINING_MS))  # type: ignore[arg-type]
+        remaining = (lambda_context or _Remaining(DEFAULT_REMAINING_MS)).get_remaining_time_in_millis() / 1000
+        deadline = time.monotonic() + max(0.5, min(POLL_BUDGET_SECONDS, remaining - 1.5))
+        delay = POLL_FIRST_DELAY
+        request = {"key": key, "payload": payload}
+        while True:
+            try:
+                return built.decorated(request=request, **kwargs)
+            except IdempotencyValidationError:
+                raise IdempotencyKeyReused(
+                    "this Idempotency-Key was already used with a different request body"
+                ) from None
+            except IdempotencyAlreadyInProgressError:
+                if time.monotonic() + delay > deadline:
+                    raise IdempotencyInProgress(
+                        "a request with this Idempotency-Key is still being processed, retry later"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, POLL_MAX_DELAY)
+            except IdempotencyInconsistentStateError:
+                raise errors.ServiceUnavailable("the idempotency record changed meanwhile, retry") from None
+            except IdempotencyPersistenceLayerError as error:
+                raise _translated(error) from error

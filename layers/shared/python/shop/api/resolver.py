@@ -1,0 +1,256 @@
+"""The resolver every API function uses: Powertools' HTTP API resolver with validation and our errors.
+
+- ``create_app()`` returns a :class:`ShopResolver` with request validation enabled and the error
+  handlers registered: domain errors through the one table in ``shop.api.errors``; malformed JSON
+  400 ``BAD_REQUEST``; schema violations 422 ``VALIDATION_ERROR`` with the offending fields; unknown
+  routes 404 ``NOT_FOUND``; anything else 500 ``INTERNAL_ERROR`` (logged, never echoed).
+- ``ShopResolver`` keeps the per-request state (event, context, routing context) per thread, so one
+  module-level ``app`` can serve concurrent in-process invocations (tests, the local gateway); on
+  Lambda there is only ever one invocation per process and this costs nothing.
+- ``declare()`` builds a route's OpenAPI responses so the generated document lists every status.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
+from pydantic import BaseModel
+
+from shop import errors
+from shop.api import errors as http_errors
+from shop.api import observability
+from shop.api.schemas import ErrorResponse, ValidationErrorResponse
+
+JSON = content_types.APPLICATION_JSON
+
+ERROR_DESCRIPTIONS = {
+    400: "BAD_REQUEST (malformed JSON) or INVALID_NEXT_TOKEN",
+    401: "UNAUTHORIZED: no valid bearer token",
+    403: "FORBIDDEN: signed in but not allowed",
+    404: "not found",
+    409: "conflict with the current state",
+    412: "VERSION_MISMATCH: If-Match names an old version",
+    415: "UNSUPPORTED_MEDIA_TYPE: send application/json",
+    422: "VALIDATION_ERROR: the offending fields are in details",
+    428: "PRECONDITION_REQUIRED: send If-Match",
+    500: "INTERNAL_ERROR",
+    503: "SERVICE_UNAVAILABLE: the store is throttled or down; see Retry-After",
+}
+ALWAYS = (400, 422, 500, 503)
+WITH_BODY = (415,)
+API_TITLE = "Serverless Shop API"
+API_VERSION = "1"
+SECURITY_SCHEME = "bearerAuth"
+# Declared on every route that needs a token; API Gateway's JWT authorizer enforces it.
+BEARER: list[dict[str, list[str]]] = [{SECURITY_SCHEME: []}]
+
+
+def security_schemes() -> dict[str, Any]:
+    from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+
+    return {SECURITY_SCHEME: HTTPBearer(bearerFormat="JWT", description="the JWT API Gateway's authorizer verifies")}
+
+
+def declare(
+    success: int,
+    model: type[BaseModel] | None,
+    *error_statuses: int,
+    description: str = "success",
+    headers: Mapping[str, str] | None = None,
+    errors_described: Mapping[int, str] | None = None,
+    body: bool = False,
+) -> dict[int, Any]:
+    """The OpenAPI ``responses`` of a route: its success and every error status it can answer."""
+    ok: dict[str, Any] = {"description": description}
+    if model is not None:
+        ok["content"] = {JSON: {"model": model}}
+    if headers:
+        ok["headers"] = {name: {"description": text, "schema": {"type": "string"}} for name, text in headers.items()}
+    declared: dict[int, Any] = {success: ok}
+    described = {**ERROR_DESCRIPTIONS, **(errors_described or {})}
+    for status in sorted({*error_statuses, *ALWAYS, *(WITH_BODY if body else ())}):
+        entry: dict[str, Any] = {
+            "description": described[status],
+            "content": {JSON: {"model": ValidationErrorResponse if status == 422 else ErrorResponse}},
+        }
+        if status == 503:
+            entry["headers"] = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
+        declared[status] = entry
+    return declared
+
+
+def json_response(
+    status: int, body: BaseModel | Mapping[str, Any] | None, headers: Mapping[str, str] | None = None
+) -> Response:
+    payload: Any = body.model_dump(mode="json") if isinstance(body, BaseModel) else body
+    return Response(
+        status_code=status,
+        content_type=JSON if payload is not None else None,
+        body=payload if payload is not None else "",
+        headers=dict(headers or {}),
+    )
+
+
+def _error_response(status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Response:
+    return Response(status_code=status, content_type=JSON, body=body, headers=dict(headers or {}))
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("JSON nested too deeply", text, 0) from None
+
+
+def _field_errors(exc: RequestValidationError) -> list[dict[str, str]]:
+    details = []
+    for error in exc.errors():
+        loc = [str(part) for part in error.get("loc", ())]
+        location = loc[0] if loc else "body"
+        field = ".".join(loc[1:]) if len(loc) > 1 else ""
+        details.append(
+            {
+                "location": location,
+                "field": field,
+                "message": str(error.get("msg", "invalid value")),
+                "type": str(error.get("type", "invalid")),
+            }
+        )
+    return details
+
+
+class ShopResolver(APIGatewayHttpResolver):
+    """APIGatewayHttpResolver whose per-request state lives in thread-locals.
+
+    Powertools keeps the current event on the class ``BaseRouter`` and the routing context on the
+    instance; both are replaced here by thread-local storage so concurrent ``resolve`` calls on one
+    instance do not see each other's requests.
+    """
+
+    _state = threading.local()
+
+    @property
+    def current_event(self) -> Any:
+        return getattr(self._state, "event", None)
+
+    @current_event.setter
+    def current_event(self, value: Any) -> None:
+        self._state.event = value
+
+    @property
+    def lambda_context(self) -> Any:
+        return getattr(self._state, "lambda_context", None)
+
+    @lambda_context.setter
+    def lambda_context(self, value: Any) -> None:
+        self._state.lambda_context = value
+
+    @property
+    def context(self) -> dict[str, Any]:
+        contexts: dict[int, dict[str, Any]] | None = getattr(self._state, "contexts", None)
+        if contexts is None:
+            contexts = self._state.contexts = {}
+        return contexts.setdefault(id(self), {})
+
+    @context.setter
+    def context(self, value: dict[str, Any]) -> None:
+        self.context.clear()
+        self.context.update(value)
+
+    _build_lock = threading.Lock()
+
+    def _prepare(self) -> None:
+        """Build every route's middleware stack once, before threads race to build it twice."""
+        if getattr(self, "_prepared", False):
+            return
+        with self._build_lock:
+            if getattr(self, "_prepared", False):
+                return
+            for route in [*self._static_routes, *self._dynamic_routes]:
+                if not route._middleware_stack_built:
+                    route._build_middleware_stack(router_middlewares=self._router_middlewares, app=self)
+            self._prepared = True
+
+    def get_openapi_schema(self, **kwargs: Any) -> Any:
+        """This function's part of the API document (``shop.api.openapi`` merges the four)."""
+        if not kwargs.get("security_schemes"):
+            kwargs["security_schemes"] = security_schemes()
+        kwargs.setdefault("title", API_TITLE)
+        kwargs.setdefault("version", API_VERSION)
+        return super().get_openapi_schema(**kwargs)
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        self._prepare()
+        event = dict(event)
+        if event.get("isBase64Encoded") and event.get("body"):
+            try:
+                event["body"] = base64.b64decode(str(event["body"]), validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                status, body, _ = http_errors.describe(http_errors.BadRequest("the body is not valid base64 UTF-8"))
+                return {
+                    "statusCode": status,
+                    "headers": {"Content-Type": JSON},
+                    "body": json.dumps(body),
+                    "isBase64Encoded": False,
+                }
+            event["isBase64Encoded"] = False
+        self.current_event = self._to_proxy_event(event)
+        self.lambda_context = context
+        return super().resolve(event, context)
+
+
+def _on_domain_error(error: errors.DomainError) -> Response:
+    status, body, headers = http_errors.describe(error)
+    if status >= 500:
+        observability.logger.warning(
+            "store unavailable" if status == 503 else "unmapped domain error",
+            extra={"error_code": error.code},
+            exc_info=error,
+        )
+    return _error_response(status, body, headers)
+
+
+def _on_validation_error(exc: RequestValidationError) -> Response:
+    if any(error.get("type") == "json_invalid" for error in exc.errors()):
+        return _on_domain_error(http_errors.BadRequest("the body is not valid JSON"))
+    details = _field_errors(exc)
+    observability.count("ValidationFailures")
+    fields = ", ".join(f"{d['location']}.{d['field']}".rstrip(".") for d in details)
+    return _error_response(
+        422, http_errors.error_body(http_errors.ValidationFailed.code, f"invalid request: {fields}", details)
+    )
+
+
+def _on_unsupported_media(exc: RequestUnsupportedContentType) -> Response:
+    return _on_domain_error(http_errors.UnsupportedMediaType("send the body as application/json"))
+
+
+def _on_not_found(exc: NotFoundError) -> Response:
+    return _on_domain_error(http_errors.RouteNotFound("no such route"))
+
+
+def _on_unexpected(exc: Exception) -> Response:
+    observability.logger.exception("unhandled error")
+    return _on_domain_error(http_errors.InternalError("internal error"))
+
+
+def create_app(**kwargs: Any) -> ShopResolver:
+    app = ShopResolver(enable_validation=True, json_body_deserializer=_loads, **kwargs)
+    handlers: list[tuple[type[Exception], Callable[[Any], Response]]] = [
+        (errors.DomainError, _on_domain_error),
+        (RequestValidationError, _on_validation_error),
+        (RequestUnsupportedContentType, _on_unsupported_media),
+        (NotFoundError, _on_not_found),
+        (Exception, _on_unexpected),
+    ]
+    for exc_class, handle in handlers:
+        app.exception_handler(exc_class)(handle)
+    return app
