@@ -18,6 +18,8 @@ from tests.stream.conftest import dump, emitted_metrics
 from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
 from tests.support.streams import StreamReader, lambda_event, only, ttl_removal
 
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
+
 
 def place(store: Any, actor: Any = ALICE, *, quantity: int = 2, price_cents: int = 1250) -> str:
     pid = product(store.table, name=f"Widget {quantity}", price_cents=price_cents, stock=50)

@@ -1,0 +1,60 @@
+"""Every sample event in events/order_events/ runs through the handler with the expected outcome."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+import pytest
+
+SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "events" / "order_events"
+POISON = "100000000000000000005"
+
+# file -> (batchItemFailures' identifiers, detail types published)
+EXPECTED: dict[str, tuple[list[str], list[str]]] = {
+    "new_order.json": ([], []),  # no such order in the table: the conditional confirm loses, nothing happens
+    "status_change.json": ([], ["OrderStatusChanged"]),
+    "session_ttl_removal.json": ([], ["CartAbandoned"]),
+    "session_user_delete.json": ([], []),
+    "poison_record.json": ([POISON], []),
+    "mixed_batch.json": ([POISON], ["OrderStatusChanged", "CartAbandoned"]),
+}
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
+
+
+def test_every_sample_has_an_expectation():
+    assert sorted(p.name for p in SAMPLES.glob("*.json")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_sample_event_is_a_lambda_stream_event(name):
+    event = json.loads((SAMPLES / name).read_text())
+    for record in event["Records"]:
+        assert {
+            "eventID",
+            "eventName",
+            "eventVersion",
+            "eventSource",
+            "awsRegion",
+            "dynamodb",
+            "eventSourceARN",
+        } <= set(record)
+        assert record["eventSource"] == "aws:dynamodb"
+        assert record["eventName"] in {"INSERT", "MODIFY", "REMOVE"}
+        data = record["dynamodb"]
+        assert {"ApproximateCreationDateTime", "Keys", "SequenceNumber", "SizeBytes", "StreamViewType"} <= set(data)
+        assert ("NewImage" in data) == (record["eventName"] != "REMOVE")
+        assert ("OldImage" in data) == (record["eventName"] != "INSERT")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_sample_event_runs_through_the_handler(name, moto_store, invoke, recorded_bus):
+    failures, published = EXPECTED[name]
+    event: dict[str, Any] = json.loads((SAMPLES / name).read_text())
+
+    response = invoke(event)
+
+    assert response == {"batchItemFailures": [{"itemIdentifier": i} for i in failures]}
+    assert [e["type"] for e in recorded_bus.events] == published
