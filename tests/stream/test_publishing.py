@@ -139,7 +139,7 @@ def test_a_failed_put_events_call_fails_only_the_records_with_events(moto_store,
         def put_events(self, **_: Any) -> dict[str, Any]:
             raise ClientError({"Error": {"Code": "InternalException", "Message": "down"}}, "PutEvents")
 
-    monkeypatch.setattr(publishing, "events_client", lambda: Down())
+    monkeypatch.setattr(publishing, "events_client", Down)
     response = invoke(lambda_event(confirmed))
     [modify] = only(confirmed, entity="ORDER", event_name="MODIFY")
     assert response == {"batchItemFailures": [{"itemIdentifier": modify["dynamodb"]["SequenceNumber"]}]}
