@@ -88,7 +88,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             count(outcome)
             outbox.add(parsed.sequence_number, outcome.events)
             if outcome.action is not Action.SKIPPED:
-                logger.info(outcome.action.value, status=outcome.status, new_history=outcome.history_written)
+                if outcome.order_id is not None:
+                    logger.info(outcome.action.value, status=outcome.status, new_history=outcome.history_written)
+                else:
+                    logger.info(outcome.action.value, events=len(outcome.events))
         return outcome.action.value
 
     response = process_partial_response(

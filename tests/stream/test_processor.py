@@ -259,13 +259,34 @@ def test_ttl_removal_of_an_empty_cart_publishes_nothing(store, invoke, recorded_
     assert recorded_bus.calls == []
 
 
+class NoStore:
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"store call {name} for a record that is not ours")
+
+
 def test_records_that_are_not_ours_cost_no_store_call(store, monkeypatch):
     place(store)
     records = StreamReader(store).read()
     others = [r for r in records if not (r["dynamodb"]["Keys"]["SK"]["S"] == "ORDER" and r["eventName"] == "INSERT")]
     assert others, "products and the customer's order index are on the stream too"
     service = OrderEventsService(store.table)
-    monkeypatch.setattr(service.effects.table, "_client", None)  # any store call would now fail loudly
+    monkeypatch.setattr(service.effects.table, "_client", NoStore())  # any store call would now fail loudly
+    [insert] = only(records, entity="ORDER", event_name="INSERT")
+    with pytest.raises(AssertionError, match="store call"):  # the guard works
+        service.handle(order_events.StreamRecord.from_lambda(insert))
     monkeypatch.setattr(order_events, "from_item", None)  # and so would deserialising an image
     for record in others:
         assert service.handle(order_events.StreamRecord.from_lambda(record)).action is order_events.Action.SKIPPED
+
+
+def test_order_modify_without_a_status_change_is_skipped_without_store_calls(store, invoke, monkeypatch):
+    place(store)
+    reader = StreamReader(store)
+    invoke(lambda_event(reader.read()))
+    [modify] = only(reader.read(), entity="ORDER", event_name="MODIFY")
+    modify["dynamodb"]["OldImage"]["status"] = modify["dynamodb"]["NewImage"]["status"]
+    service = OrderEventsService(store.table)
+    monkeypatch.setattr(service.effects.table, "_client", NoStore())
+    outcome = service.handle(order_events.StreamRecord.from_lambda(modify))
+    assert outcome.action is order_events.Action.SKIPPED
+    assert outcome.events == ()
