@@ -1,0 +1,401 @@
+"""End-to-end fixtures: the real local stack (`python -m local_runtime dev`) as a subprocess, driven over HTTP.
+
+The stack is started exactly as `make dev` starts it after set-up and synth, on free ports
+(`--port 0`; DynamoDB Local picks its own free port), with its own data directory, and is stopped
+the way a person stops it: SIGINT (Ctrl-C). Stopping asserts a clean exit and that no process of
+that run (DynamoDB Local's Java, function workers) is left behind, found by a /proc scan (no psutil).
+
+Which code runs: the stack reads routes, authorizer, environment and the stream mapping from the
+synthesized templates. By default the templates are copied without their asset folders, so the
+runtime loads each function from `functions/<name>/` (the source synth packages) and a stale
+`cdk.out` can never make these tests pass on yesterday's handlers. `E2E_CDK_OUT=cdk.out` runs
+the synthesized assets as they are instead.
+
+Tokens are issued in-process with `local_runtime.auth` from the stack's own key pair (what
+`python -m local_runtime token` does); `cli_token` goes through the CLI for the one test that
+proves that path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import requests
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+READY_MARK = "local stack ready at "
+START_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 30.0
+HTTP_TIMEOUT_S = 60.0
+# Variables the root conftest sets for moto/unit tests; the stack must not inherit any of them.
+_SCRUB_PREFIXES = ("AWS_ENDPOINT_URL",)
+_SCRUB = {"TABLE_NAME", "PAGINATION_SECRET", "STATUS_SHARDS", "POWERTOOLS_SERVICE_NAME"}
+
+
+# --------------------------------------------------------------------------- /proc helpers
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    ppid: int
+    state: str
+    start: int  # clock ticks since boot: tells a live process from a reused pid
+    cmdline: str
+
+
+def _read_proc(pid: int) -> Proc | None:
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+        raw = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return Proc(pid, int(fields[1]), fields[0], int(fields[19]), raw.replace(b"\0", b" ").decode(errors="replace"))
+
+
+def process_table() -> dict[int, Proc]:
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            proc = _read_proc(int(entry))
+            if proc is not None:
+                table[proc.pid] = proc
+    return table
+
+
+def descendants(root: int) -> list[Proc]:
+    table = process_table()
+    children: dict[int, list[Proc]] = {}
+    for proc in table.values():
+        children.setdefault(proc.ppid, []).append(proc)
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child.pid)
+    return found
+
+
+def still_alive(proc: Proc) -> bool:
+    now = _read_proc(proc.pid)
+    return now is not None and now.start == proc.start and now.state not in ("Z", "X")
+
+
+def processes_mentioning(text: str) -> list[Proc]:
+    return [p for p in process_table().values() if text in p.cmdline and p.pid != os.getpid() and p.state != "Z"]
+
+
+# --------------------------------------------------------------------------- the HTTP client
+
+
+class Api:
+    """A small requests wrapper: base URL, bearer tokens, bounded timeouts, one Session per thread."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._local = threading.local()
+
+    @property
+    def session(self) -> requests.Session:
+        s = getattr(self._local, "session", None)
+        if s is None:
+            s = self._local.session = requests.Session()
+        return s
+
+    def request(
+        self, method: str, path: str, *, token: str | None = None, headers: dict[str, str] | None = None, **kw: Any
+    ) -> requests.Response:
+        all_headers = dict(headers or {})
+        if token is not None:
+            all_headers["Authorization"] = f"Bearer {token}"
+        kw.setdefault("timeout", HTTP_TIMEOUT_S)
+        return self.session.request(method, self.base_url + path, headers=all_headers, **kw)
+
+    def get(self, path: str, **kw: Any) -> requests.Response:
+        return self.request("GET", path, **kw)
+
+    def post(self, path: str, **kw: Any) -> requests.Response:
+        return self.request("POST", path, **kw)
+
+    def put(self, path: str, **kw: Any) -> requests.Response:
+        return self.request("PUT", path, **kw)
+
+    def patch(self, path: str, **kw: Any) -> requests.Response:
+        return self.request("PATCH", path, **kw)
+
+    def delete(self, path: str, **kw: Any) -> requests.Response:
+        return self.request("DELETE", path, **kw)
+
+
+# --------------------------------------------------------------------------- the stack
+
+
+def cdk_out_dir(workdir: pathlib.Path) -> pathlib.Path:
+    override = os.environ.get("E2E_CDK_OUT")
+    if override:
+        return (REPO_ROOT / override).resolve()
+    source = REPO_ROOT / "cdk.out"
+    templates = sorted(source.glob("*.template.json"))
+    if not templates:
+        pytest.fail("no synthesized templates in cdk.out: run `make synth` first (make test does)")
+    target = workdir / "cdk.out"
+    target.mkdir(parents=True, exist_ok=True)
+    for path in templates:
+        shutil.copy2(path, target / path.name)
+    return target
+
+
+def stack_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUB and not k.startswith(_SCRUB_PREFIXES)}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@dataclass
+class Stack:
+    """One `python -m local_runtime dev` process and what it printed."""
+
+    data_dir: pathlib.Path
+    cdk_out: pathlib.Path
+    log_path: pathlib.Path
+    fresh: bool = True
+    seed: bool = False
+    proc: subprocess.Popen[bytes] | None = None
+    url: str = ""
+    api: Api = field(default_factory=lambda: Api("http://invalid"))
+    _keys: Any = None
+
+    # ---- life cycle
+
+    def start(self, timeout: float = START_TIMEOUT_S) -> Stack:
+        cmd = [sys.executable, "-m", "local_runtime", "dev", "--port", "0", "--data-dir", str(self.data_dir)]
+        cmd += ["--cdk-out", str(self.cdk_out)]
+        if self.fresh:
+            cmd.append("--fresh")
+        if not self.seed:
+            cmd.append("--no-seed")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            log.write(f"\n$ {' '.join(cmd)}\n".encode())
+            log.flush()
+            # Its own process group: a Ctrl-C in the terminal running pytest does not hit it twice,
+            # and `interrupt(group=True)` can send SIGINT to the group as a terminal would.
+            self.proc = subprocess.Popen(
+                cmd, cwd=REPO_ROOT, env=stack_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            url = self._ready_url()
+            if url:
+                self.url = url
+                self.api = Api(url)
+                return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.2)
+        rc = self.proc.poll()
+        self.kill()
+        pytest.fail(f"local stack not ready within {timeout:.0f}s (exit code {rc}); log tail:\n{self.log_tail()}")
+
+    def _ready_url(self) -> str | None:
+        text = self.log_path.read_text(errors="replace")
+        start = text.rfind("$ ")  # only this run's output counts
+        for line in text[start:].splitlines():
+            if READY_MARK in line:
+                return line.split(READY_MARK, 1)[1].split()[0]
+        return None
+
+    def log_tail(self, chars: int = 4000) -> str:
+        with contextlib.suppress(FileNotFoundError):
+            return self.log_path.read_text(errors="replace")[-chars:]
+        return ""
+
+    def run_processes(self) -> list[Proc]:
+        """The stack process and everything it started (Java, workers), alive now."""
+        assert self.proc is not None
+        me = _read_proc(self.proc.pid)
+        return ([me] if me else []) + descendants(self.proc.pid)
+
+    def interrupt(self, *, group: bool = False, timeout: float = STOP_TIMEOUT_S) -> tuple[int | None, list[Proc]]:
+        """Ctrl-C: SIGINT to the process (or to its whole process group, as a terminal does).
+
+        Returns the exit code (None if it did not exit in time) and the processes of this run that are
+        still alive afterwards (given a few seconds to go, bounded)."""
+        assert self.proc is not None
+        tracked = self.run_processes()
+        if group:
+            os.killpg(self.proc.pid, signal.SIGINT)
+        else:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            rc: int | None = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            rc = None
+        deadline = time.monotonic() + 10.0
+        while True:
+            left = [p for p in tracked if still_alive(p)]
+            left += [p for p in processes_mentioning(str(self.data_dir)) if p not in left]
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if rc is None or left:
+            self.kill(extra=left)
+        return rc, left
+
+    def kill(self, extra: list[Proc] = ()) -> None:  # type: ignore[assignment]
+        """Last resort, only for this run's own processes (by pid, never by name)."""
+        if self.proc is not None:
+            for p in [*self.run_processes(), *extra]:
+                if still_alive(p):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(p.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
+
+    def stop_cleanly(self, *, group: bool = False) -> None:
+        rc, left = self.interrupt(group=group)
+        assert rc == 0, f"the stack did not exit 0 after SIGINT (exit code {rc}); log tail:\n{self.log_tail()}"
+        assert not left, "processes of this run left behind after SIGINT: " + "; ".join(
+            f"{p.pid} {p.cmdline[:160]}" for p in left
+        )
+
+    # ---- tokens
+
+    def token(self, sub: str, *, groups: tuple[str, ...] = (), **kw: Any) -> str:
+        from local_runtime import auth
+
+        if self._keys is None:
+            self._keys = auth.load_or_create_keys(self.data_dir)
+        return auth.issue_token(self._keys, sub, groups=list(groups), **kw)
+
+    def admin_token(self, sub: str = "e2e-admin") -> str:
+        return self.token(sub, groups=("admin",))
+
+    def cli_token(self, sub: str, groups: str = "") -> str:
+        cmd = [sys.executable, "-m", "local_runtime", "token", "--sub", sub, "--data-dir", str(self.data_dir)]
+        if groups:
+            cmd += ["--groups", groups]
+        out = subprocess.run(
+            cmd, cwd=REPO_ROOT, env=stack_env(), capture_output=True, text=True, timeout=60, check=True
+        )
+        return out.stdout.strip()
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def e2e_workdir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    return tmp_path_factory.mktemp("e2e")
+
+
+@pytest.fixture(scope="session")
+def cdk_out(e2e_workdir: pathlib.Path) -> pathlib.Path:
+    return cdk_out_dir(e2e_workdir)
+
+
+@pytest.fixture(scope="session")
+def stack(e2e_workdir: pathlib.Path, cdk_out: pathlib.Path) -> Iterator[Stack]:
+    """The shared stack for every e2e test: started once, stopped with SIGINT, nothing left behind."""
+    s = Stack(data_dir=e2e_workdir / "stack", cdk_out=cdk_out, log_path=e2e_workdir / "stack.log").start()
+    try:
+        yield s
+    finally:
+        s.stop_cleanly()
+
+
+@pytest.fixture
+def new_stack(
+    tmp_path: pathlib.Path, cdk_out: pathlib.Path
+) -> Iterator[Callable[..., Stack]]:  # a factory for tests that start and stop their own stacks
+    started: list[Stack] = []
+
+    def factory(data_dir: pathlib.Path | None = None, *, fresh: bool = True) -> Stack:
+        s = Stack(
+            data_dir=data_dir or tmp_path / "stack", cdk_out=cdk_out, log_path=tmp_path / "stack.log", fresh=fresh
+        )
+        started.append(s)
+        return s.start()
+
+    yield factory
+    for s in started:
+        if s.proc is not None and s.proc.poll() is None:
+            s.kill()
+
+
+@pytest.fixture
+def api(stack: Stack) -> Api:
+    return stack.api
+
+
+@pytest.fixture
+def uid() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+# --------------------------------------------------------------------------- helpers used by the tests
+
+ADDRESS = {
+    "name": "Ada Lovelace",
+    "line1": "12 St James's Square",
+    "city": "London",
+    "postal_code": "SW1Y 4JH",
+    "country": "GB",
+}
+
+
+def error_code(resp: requests.Response) -> str | None:
+    try:
+        body = resp.json()
+    except ValueError:
+        return None
+    err = body.get("error") if isinstance(body, dict) else None
+    return err.get("code") if isinstance(err, dict) else None
+
+
+def expect(resp: requests.Response, status: int, code: str | None = None) -> Any:
+    """Assert the status (and the contract's error envelope and code for errors); return the JSON body."""
+    detail = f"{resp.request.method} {resp.request.url} -> {resp.status_code} {resp.text[:500]}"
+    assert resp.status_code == status, detail
+    if status == 204 or not resp.content:
+        return None
+    body = resp.json()
+    if status >= 400 and status != 401:  # 401 is the authorizer's own `{"message": "Unauthorized"}`
+        assert isinstance(body.get("error"), dict), detail
+        assert isinstance(body["error"].get("code"), str), detail
+        assert isinstance(body["error"].get("message"), str), detail
+        if code is not None:
+            assert body["error"]["code"] == code, detail
+    return body
+
+
+def eventually(probe: Callable[[], Any], *, timeout: float = 30.0, interval: float = 0.25, what: str = "") -> Any:
+    """Call `probe` until it returns something truthy, at most `timeout` seconds; return that value."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"not within {timeout:.0f}s: {what or probe!r} (last: {json.dumps(last, default=str)[:500]})")
+
+
+def create_product(api: Api, admin: str, *, category: str, name: str, price_cents: int, stock: int) -> dict[str, Any]:
+    body = {"name": name, "category": category, "price_cents": price_cents, "stock": stock, "description": "e2e"}
+    return expect(api.post("/products", token=admin, json=body), 201)
