@@ -80,9 +80,15 @@ deploy: setup
 destroy: setup
 	npx cdk destroy --no-notices --all -c arch=arm64 $(CDK_ARGS)
 
+# Re-resolve both locks from the hand-edited .in files (needs the registry).
 lock:
-	$(PYTHON) -m venv /tmp/shop-lock && /tmp/shop-lock/bin/pip install -q -r requirements/dev.in
-	/tmp/shop-lock/bin/pip freeze > requirements/dev.txt
+	rm -rf /tmp/shop-lock-rt /tmp/shop-lock-dev
+	$(PYTHON) -m venv /tmp/shop-lock-rt && /tmp/shop-lock-rt/bin/pip install -q -r requirements/runtime.in
+	(echo "# Lock of runtime.in (every transitive pin). Regenerate: make lock"; \
+	 /tmp/shop-lock-rt/bin/pip freeze --exclude pip --exclude setuptools) > requirements/runtime.txt
+	$(PYTHON) -m venv /tmp/shop-lock-dev && /tmp/shop-lock-dev/bin/pip install -q -r requirements/dev.in
+	(echo "# Lock of dev.in (every transitive pin). Regenerate: make lock"; \
+	 /tmp/shop-lock-dev/bin/pip freeze --exclude pip --exclude setuptools) > requirements/dev.txt
 
 clean:
 	rm -rf cdk.out build .cache .pytest_cache .mypy_cache .ruff_cache
