@@ -84,8 +84,10 @@ destroy: setup
 lock:
 	rm -rf /tmp/shop-lock-rt /tmp/shop-lock-dev
 	$(PYTHON) -m venv /tmp/shop-lock-rt && /tmp/shop-lock-rt/bin/pip install -q -r requirements/runtime.in
-	(echo "# Lock of runtime.in (every transitive pin). Regenerate: make lock"; \
-	 /tmp/shop-lock-rt/bin/pip freeze --exclude pip --exclude setuptools) > requirements/runtime.txt
+	(echo "# Lock of runtime.in (every transitive pin but the AWS SDK, which the Lambda runtime provides)."; \
+	 echo "# Regenerate: make lock"; \
+	 /tmp/shop-lock-rt/bin/pip freeze --exclude pip --exclude setuptools --exclude boto3 --exclude botocore \
+	   --exclude s3transfer --exclude urllib3 --exclude python-dateutil --exclude six) > requirements/runtime.txt
 	$(PYTHON) -m venv /tmp/shop-lock-dev && /tmp/shop-lock-dev/bin/pip install -q -r requirements/dev.in
 	(echo "# Lock of dev.in (every transitive pin). Regenerate: make lock"; \
 	 /tmp/shop-lock-dev/bin/pip freeze --exclude pip --exclude setuptools) > requirements/dev.txt
