@@ -1,0 +1,1 @@
+"""Benchmarks: the performance figures of ../shared/design/quality.md, measured side by side in one run."""

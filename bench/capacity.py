@@ -1,0 +1,105 @@
+"""Capacity per operation and for the life of one order, and what it costs on demand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.hooks import Measurement
+
+PRICES = {
+    "region": "us-east-1",
+    "mode": "on-demand (PAY_PER_REQUEST), standard table class",
+    "usd_per_million_write_request_units": 0.625,
+    "usd_per_million_read_request_units": 0.125,
+}
+ASSUMPTIONS = [
+    "read request units = the CapacityUnits DynamoDB Local returns with ReturnConsumedCapacity=INDEXES; write "
+    "request units are modelled per written item from the stream's old/new images (bench/model.py) because "
+    "DynamoDB Local reports a multi-item transaction as if it held one item per operation type",
+    "a standard write is 1 WRU per started 1 KB of item, a transactional write 2 WRU per 1 KB (DynamoDB Local "
+    "reports transactions doubled, GSI1 propagation included); each GSI1 entry written, rewritten or removed is "
+    "a write too (an update that moves an item to another GSI1 key is a delete plus a put in the index)",
+    "reads: eventually consistent 0.5 RRU per 4 KB, strongly consistent 1 RRU, transactional 2 RRU",
+    "a conditional write that fails still consumes 1 WRU (items under 1 KB); GSI1 writes inside a transaction are "
+    "priced at the transactional rate as DynamoDB Local reports them (an upper bound)",
+    "the idempotency record's writes (Powertools, same table) are included in the placement",
+    "not included: DynamoDB Streams reads by Lambda (free), storage, Lambda, API Gateway, EventBridge, PITR or backups",
+]
+LIFE_PARTS = (
+    "placement",
+    "confirmation",
+    "status_change",
+    "status_change_stream_effects",
+    "read_order",
+    "read_customer_orders",
+    "read_notifications",
+)
+
+
+def usd_per_million(wru: float, rru: float) -> float:
+    return round(
+        wru * PRICES["usd_per_million_write_request_units"] + rru * PRICES["usd_per_million_read_request_units"],  # type: ignore[operator]
+        4,
+    )
+
+
+def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]) -> dict[str, Any]:
+    life: dict[str, Any] = {}
+    missing = []
+    total_w = total_r = reported_w = 0.0
+    for name in LIFE_PARTS:
+        m = parts.get(name)
+        if m is None or not m.calls:
+            life[name] = None
+            missing.append(name)
+            continue
+        wcu, rcu = round(m.modelled_wru(), 2), round(m.rcu(), 2)
+        total_w += wcu
+        total_r += rcu
+        reported_w += m.wcu()
+        life[name] = {
+            "wcu": wcu,
+            "wcu_reported_by_dynamodb_local": round(m.wcu(), 2),
+            "rcu": rcu,
+            "calls": [c.as_dict() for c in m.calls],
+        }
+    return {
+        "order_life": {
+            "order": "3 lines, placed from a line list with an Idempotency-Key; confirmed by order_events; "
+            "one status change (CONFIRMED -> SHIPPED) with its stream effects; read by the customer: "
+            "the order, their order list, their notifications",
+            "parts": life,
+            "total_wcu": round(total_w, 2),
+            "total_rcu": round(total_r, 2),
+            "total_wcu_reported_by_dynamodb_local": round(reported_w, 2),
+            "wcu_source": "modelled from the stream's old/new images (bench/model.py): DynamoDB Local "
+            "undercounts multi-item transactions (one entry per operation type); reads as DynamoDB Local reports",
+            "missing_parts": missing,
+        },
+        "per_operation": per_operation,
+        "target": "as low as the design allows; the breakdown is in docs/performance.md",
+    }
+
+
+def cost(cap: dict[str, Any]) -> dict[str, Any]:
+    parts = cap["order_life"]["parts"]
+
+    def units(names: tuple[str, ...]) -> tuple[float, float]:
+        w = sum(parts[n]["wcu"] for n in names if parts.get(n))
+        r = sum(parts[n]["rcu"] for n in names if parts.get(n))
+        return w, r
+
+    place_confirm_read = units(
+        ("placement", "confirmation", "read_order", "read_customer_orders", "read_notifications")
+    )
+    full = units(LIFE_PARTS)
+    return {
+        "value": usd_per_million(*full),
+        "scope": "full life: placement + confirmation + one status change with its stream effects + 3 reads",
+        "placing_confirming_reading": usd_per_million(*place_confirm_read),
+        "units_per_order": {"wru": full[0], "rru": full[1]},
+        "units_placing_confirming_reading": {"wru": place_confirm_read[0], "rru": place_confirm_read[1]},
+        "prices": PRICES,
+        "assumptions": ASSUMPTIONS,
+        "missing_parts": cap["order_life"]["missing_parts"],
+    }

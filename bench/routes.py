@@ -1,0 +1,405 @@
+"""Round trips, scans, read amplification and capacity: every route of api.md, driven in-process.
+
+Set-up data goes in through the domain services (uncounted); then each route is called once through
+its function's handler with a payload 2.0 event while the recorder counts the DynamoDB calls (the
+idempotency record's included) and the capacity DynamoDB Local reports. The life of one 3-line
+order (placement, confirmation by order_events fed the real stream records, one status change and
+its stream effects, the customer's reads) is measured along the way.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.hooks import Measurement, Recorder
+from bench.lambdas import Functions, Response, match_route
+from bench.model import Accountant
+from bench.streams import StreamFeeder
+
+ADMIN = ("bench-admin", ["admin"])
+ALICE = ("bench-alice", None)
+CAROL = ("bench-carol", None)
+CATEGORY = "bench-tools"
+ADDRESS = {"name": "Alice", "line1": "1 Main St", "city": "Springfield", "postal_code": "12345", "country": "US"}
+PAGE = 5  # list routes are read with ?limit=5 over lists holding more than 5 items
+
+# Calls on the success path as docs/access-patterns.md states them (reads are the quality target).
+EXPECTED = {
+    "POST /customers": 1,
+    "GET /customers/{customer_id}": 1,
+    "PATCH /customers/{customer_id}": 2,
+    "GET /customers": 1,
+    "GET /customers/{customer_id}/orders": 1,
+    "GET /customers/{customer_id}/notifications": 1,
+    "GET /customers/{customer_id}/reviews": 1,
+    "POST /products": 1,
+    "GET /products": 1,
+    "GET /products/{product_id}": 1,
+    "PATCH /products/{product_id}": 2,
+    "POST /products/{product_id}/stock": 1,
+    "GET /products/{product_id}/reviews": 1,
+    "POST /products/{product_id}/reviews": 1,
+    "POST /sessions": 1,
+    "GET /sessions/{session_id}": 1,
+    "PUT /sessions/{session_id}/cart/{product_id}": 2,
+    "DELETE /sessions/{session_id}": 1,
+    "POST /orders": 2,
+    "GET /orders": 4,
+    "GET /orders/{order_id}": 1,
+    "PATCH /orders/{order_id}": 2,
+    "POST /orders/{order_id}/cancel": 2,
+}
+LIST_ROUTES = (
+    "GET /customers/{customer_id}/orders",
+    "GET /customers/{customer_id}/notifications",
+    "GET /customers/{customer_id}/reviews",
+    "GET /products",
+    "GET /products/{product_id}/reviews",
+    "GET /orders",
+)
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Step:
+    key: str
+    status: int | None = None
+    expected_status: int | None = None
+    measurement: Measurement | None = None
+    skipped: str | None = None
+    returned: int | None = None
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.skipped:
+            return {"skipped": self.skipped}
+        assert self.measurement is not None
+        out: dict[str, Any] = {"status": self.status, "expected_status": self.expected_status}
+        out.update(self.measurement.summary())
+        if self.returned is not None:
+            out["items_returned"] = self.returned
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass
+class Scenario:
+    functions: Functions
+    recorder: Recorder
+    table_name: str
+    dynamodb: Any
+    streams: Any
+    shards: int = 4
+    steps: dict[str, Step] = field(default_factory=dict)
+    stream_steps: dict[str, Measurement] = field(default_factory=dict)
+    ids: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    feeder: Any = None
+    accountant: Any = None
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def call(
+        self,
+        label: str,
+        method: str,
+        path: str,
+        actor: tuple[str, list[str] | None] | None,
+        expect: int,
+        **kwargs: Any,
+    ) -> Response | None:
+        matched = match_route(method, path)
+        assert matched is not None, path
+        route_key, function, _ = matched
+        key = label or route_key
+        if not self.functions.has(function):
+            self.steps[key] = Step(key, skipped=self.functions.errors.get(function, "missing"))
+            return None
+        if actor is not None:
+            kwargs.update(sub=actor[0], groups=actor[1])
+        self.accountant.skip()
+        with self.recorder.measure() as measurement:
+            response = self.functions.request(method, path, **kwargs)
+        self.accountant.attribute(measurement)
+        step = Step(key, response.status, expect, measurement)
+        if isinstance(response.body, dict) and isinstance(response.body.get("items"), list):
+            step.returned = len(response.body["items"])
+        if response.status != expect:
+            step.note = f"unexpected status {response.status}: {str(response.body)[:300]}"
+            self.problems.append(f"{key}: {step.note}")
+        self.steps[key] = step
+        return response
+
+    def drain(self, label: str | None) -> Measurement:
+        """Deliver every new (filtered) stream record to order_events until the stream is quiet."""
+        total = Measurement()
+        if not self.functions.has("order_events"):
+            if label:
+                self.problems.append(f"{label}: {self.functions.errors.get('order_events')}")
+            return total
+        self.accountant.skip()
+        for _ in range(6):
+            records = self.feeder.pending()
+            if not records:
+                break
+            for batch in self.feeder.batches(records):
+                with self.recorder.measure() as measurement:
+                    result = self.functions.invoke("order_events", batch)
+                total.calls += measurement.calls
+                failures = (result or {}).get("batchItemFailures") if isinstance(result, dict) else None
+                if failures:
+                    self.problems.append(f"order_events reported failures: {failures}")
+        self.accountant.attribute(total)
+        if label:
+            self.stream_steps[label] = total
+        return total
+
+    # -- data ------------------------------------------------------------------------------------
+    def setup(self) -> None:
+        """Lists longer than a page, through the services (not counted)."""
+        from shop.models import ShippingAddress
+        from shop.repository import Table
+        from shop.services.actor import Actor
+        from shop.services.catalog import CatalogService
+        from shop.services.customers import CustomerService
+        from shop.services.orders import OrderService, RequestedLine
+
+        self.feeder = StreamFeeder(self.dynamodb, self.streams, self.table_name)
+        self.accountant = Accountant(self.dynamodb, self.streams, self.table_name)
+        table = Table()
+        admin, alice = Actor(ADMIN[0], is_admin=True), Actor(ALICE[0])
+        catalog, customers, orders = CatalogService(table), CustomerService(table), OrderService(table)
+        customers.create(alice, email="alice@bench.example", name="Alice")
+        products = [
+            catalog.create(
+                admin,
+                name=f"Bench item {i:02d}",
+                category=CATEGORY,
+                price_cents=1000 + 100 * i,
+                description=None,
+                stock=10_000,
+            ).product_id
+            for i in range(9)
+        ]
+        self.ids["products"] = products
+        for i in range(PAGE + 2):  # reviews of product 0 by several customers, and Alice's own reviews
+            catalog.review(Actor(f"bench-reviewer-{i}"), products[0], rating=1 + i % 5, title="t", body="b")
+            catalog.review(alice, products[1 + i], rating=4, title="t", body="b")
+        address = ShippingAddress.model_validate(ADDRESS)
+        for i in range(PAGE + 3):  # Alice's order history, confirmed by the stream processor
+            orders.place(alice, address=address, lines=[RequestedLine(products[i % 4], 1)])
+        self.drain(None)
+
+    # -- the routes ------------------------------------------------------------------------------
+    def run(self) -> None:
+        p = self.ids["products"]
+        alice_id = ALICE[0]
+        log("round trips: customers")
+        self.call("", "POST", "/customers", CAROL, 201, body={"email": "carol@bench.example", "name": "Carol"})
+        self.call("", "GET", f"/customers/{alice_id}", ALICE, 200)
+        self.call("", "PATCH", f"/customers/{alice_id}", ALICE, 200, body={"name": "Alice B."})
+        self.call(
+            "PATCH /customers/{customer_id} (email change)",
+            "PATCH",
+            f"/customers/{alice_id}",
+            ALICE,
+            200,
+            body={"email": "alice.b@bench.example"},
+        )
+        self.call("", "GET", "/customers", ADMIN, 200, query={"email": "alice.b@bench.example"})
+        log("round trips: products")
+        self.call(
+            "",
+            "POST",
+            "/products",
+            ADMIN,
+            201,
+            body={"name": "Bench new", "category": CATEGORY, "price_cents": 999, "stock": 5},
+        )
+        self.call("", "GET", "/products", None, 200, query={"category": CATEGORY, "limit": str(PAGE)})
+        self.call("", "GET", f"/products/{p[0]}", None, 200)
+        self.call("", "PATCH", f"/products/{p[0]}", ADMIN, 200, body={"description": "Sturdy."})
+        self.call("", "POST", f"/products/{p[0]}/stock", ADMIN, 200, body={"delta": 10})
+        self.call("", "GET", f"/products/{p[0]}/reviews", None, 200, query={"limit": str(PAGE)})
+        self.call(
+            "", "POST", f"/products/{p[8]}/reviews", ALICE, 201, body={"rating": 5, "title": "Good", "body": "Yes."}
+        )
+        self.call("", "GET", f"/customers/{alice_id}/reviews", None, 200, query={"limit": str(PAGE)})
+        log("round trips: sessions")
+        created = self.call("", "POST", "/sessions", None, 201)
+        session_id = created.body["session_id"] if created is not None and created.status == 201 else "missing"
+        self.call("", "PUT", f"/sessions/{session_id}/cart/{p[4]}", None, 200, body={"quantity": 2})
+        self.call("", "GET", f"/sessions/{session_id}", None, 200)
+        log("round trips: the life of a 3-line order")
+        self.drain(None)
+        order_body = {
+            "lines": [
+                {"product_id": p[1], "quantity": 1},
+                {"product_id": p[2], "quantity": 2},
+                {"product_id": p[3], "quantity": 1},
+            ],
+            "shipping_address": ADDRESS,
+        }
+        key = f"bench-{uuid.uuid4()}"
+        placed = self.call("", "POST", "/orders", ALICE, 201, body=order_body, headers={"Idempotency-Key": key})
+        order_id = placed.body.get("order_id") if placed is not None and placed.status == 201 else None
+        self.ids["order_id"] = order_id
+        self.drain("confirmation")
+        self.call(
+            "POST /orders (same Idempotency-Key again)",
+            "POST",
+            "/orders",
+            ALICE,
+            201,
+            body=order_body,
+            headers={"Idempotency-Key": key},
+        )
+        order_id = order_id or "missing"
+        got = self.call("", "GET", f"/orders/{order_id}", ALICE, 200)
+        etag = got.headers.get("etag", '"2"') if got is not None else '"2"'
+        self.call("", "GET", "/orders", ADMIN, 200, query={"status": "CONFIRMED", "limit": str(PAGE)})
+        self.call(
+            "", "PATCH", f"/orders/{order_id}", ADMIN, 200, body={"status": "SHIPPED"}, headers={"If-Match": etag}
+        )
+        self.drain("status_change_effects")
+        self.call("reads: GET /orders/{order_id}", "GET", f"/orders/{order_id}", ALICE, 200)
+        self.call(
+            "reads: GET /customers/{customer_id}/orders",
+            "GET",
+            f"/customers/{alice_id}/orders",
+            ALICE,
+            200,
+            query={"limit": str(PAGE)},
+        )
+        self.call(
+            "reads: GET /customers/{customer_id}/notifications",
+            "GET",
+            f"/customers/{alice_id}/notifications",
+            ALICE,
+            200,
+            query={"limit": str(PAGE)},
+        )
+        self.call("", "GET", f"/customers/{alice_id}/orders", ALICE, 200, query={"limit": str(PAGE)})
+        self.call("", "GET", f"/customers/{alice_id}/notifications", ALICE, 200, query={"limit": str(PAGE)})
+        log("round trips: checkout from a session, cancel, end the session")
+        checkout = self.call(
+            "POST /orders (from a session)",
+            "POST",
+            "/orders",
+            ALICE,
+            201,
+            body={"session_id": session_id, "shipping_address": ADDRESS},
+            headers={"Idempotency-Key": f"bench-{uuid.uuid4()}"},
+        )
+        second = checkout.body.get("order_id") if checkout is not None and checkout.status == 201 else "missing"
+        self.drain(None)
+        self.call("", "POST", f"/orders/{second}/cancel", ALICE, 200)
+        self.drain(None)
+        self.call("", "DELETE", f"/sessions/{session_id}", None, 204)
+
+    # -- figures ---------------------------------------------------------------------------------
+    def round_trips(self) -> dict[str, Any]:
+        by_route = {key: step.as_dict() for key, step in self.steps.items()}
+        misses: list[str] = []
+        for key, step in self.steps.items():
+            route = key.split(": ", 1)[-1].split(" (", 1)[0]
+            if step.skipped or step.measurement is None:
+                misses.append(f"{key}: not measured ({step.skipped})")
+                continue
+            store_calls = len(step.measurement.store_calls())
+            if route == "GET /orders":
+                if store_calls != self.shards or not step.measurement.concurrent():
+                    misses.append(f"{key}: {store_calls} queries (want {self.shards}, one per shard, in parallel)")
+            elif route.startswith("GET "):
+                if store_calls != 1:
+                    misses.append(f"{key}: {store_calls} calls (want 1)")
+            elif route == "POST /orders" and store_calls > 2:
+                misses.append(f"{key}: {store_calls} store calls (want at most 2 plus the idempotency record's)")
+            if step.status != step.expected_status:
+                misses.append(f"{key}: status {step.status}, expected {step.expected_status}")
+        for key, entry in by_route.items():
+            route = key.split(": ", 1)[-1].split(" (", 1)[0]
+            if route in EXPECTED:
+                entry["documented_calls"] = EXPECTED[route]
+        status_step = self.steps.get("GET /orders")
+        missing_routes = sorted(set(EXPECTED) - {k.split(" (", 1)[0] for k in self.steps})
+        misses += [f"{route}: not driven" for route in missing_routes]
+        return {
+            "by_route": by_route,
+            "stream": {label: m.summary() for label, m in self.stream_steps.items()},
+            "status_listing_parallelism": status_step.measurement.parallelism()
+            if status_step and status_step.measurement
+            else None,
+            "stream_records_not_attributed": self.accountant.unattributed if self.accountant else None,
+            "target": "every read route 1 call (GET /orders?status=: one Query per shard, in parallel); "
+            "POST /orders at most 2 store calls plus the idempotency record's",
+            "met": not misses,
+            "misses": misses,
+            "problems": self.problems,
+        }
+
+    def scans(self) -> dict[str, Any]:
+        per_route = {k: s.measurement.scans() for k, s in self.steps.items() if s.measurement is not None}
+        per_route.update({f"stream: {k}": m.scans() for k, m in self.stream_steps.items()})
+        total = sum(per_route.values())
+        return {
+            "total": total,
+            "by_route": per_route,
+            "requests_observed": len(per_route),
+            "target": 0,
+            "met": total == 0 and bool(per_route),
+        }
+
+    def read_amplification(self) -> dict[str, Any]:
+        routes: dict[str, Any] = {}
+        misses = []
+        for route in LIST_ROUTES:
+            step = self.steps.get(route)
+            if step is None or step.measurement is None:
+                routes[route] = {"skipped": step.skipped if step else "not driven"}
+                misses.append(f"{route}: not measured")
+                continue
+            scanned = step.measurement.scanned()
+            returned = step.returned or 0
+            ratio = round(scanned / returned, 2) if returned else None
+            routes[route] = {
+                "items_read": scanned,
+                "items_returned": returned,
+                "limit": PAGE,
+                "ratio": ratio,
+                "queries": len(step.measurement.store_calls()),
+            }
+            if ratio is None or ratio > 1.0:
+                misses.append(f"{route}: read {scanned} items to return {returned}")
+        return {"routes": routes, "target": 1.0, "met": not misses, "misses": misses}
+
+    def capacity_parts(self) -> dict[str, Measurement | None]:
+        def step(key: str) -> Measurement | None:
+            s = self.steps.get(key)
+            return s.measurement if s else None
+
+        return {
+            "placement": step("POST /orders"),
+            "confirmation": self.stream_steps.get("confirmation"),
+            "status_change": step("PATCH /orders/{order_id}"),
+            "status_change_stream_effects": self.stream_steps.get("status_change_effects"),
+            "read_order": step("reads: GET /orders/{order_id}"),
+            "read_customer_orders": step("reads: GET /customers/{customer_id}/orders"),
+            "read_notifications": step("reads: GET /customers/{customer_id}/notifications"),
+        }
+
+    def per_operation(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, step in self.steps.items():
+            if step.measurement is not None:
+                m = step.measurement
+                out[key] = {"wru_modelled": m.modelled_wru(), "wcu_reported": m.wcu(), "rcu": m.rcu()}
+        for label, m in self.stream_steps.items():
+            out[f"stream: {label}"] = {"wru_modelled": m.modelled_wru(), "wcu_reported": m.wcu(), "rcu": m.rcu()}
+        return out

@@ -1,0 +1,220 @@
+"""Orchestrate the phases, evaluate the targets, write bench/results.json and print a summary."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import pathlib
+import platform
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bench.lambdas import REPO_ROOT
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results.json"
+PHASES = ("packages", "routes", "overhead", "cold_start", "scale", "load")
+
+
+@dataclass(frozen=True)
+class Config:
+    smoke: bool = False
+    scale_small: int = 1_000
+    scale_large: int = 100_000
+    scale_samples: int = 60
+    overhead_rounds: int = 300
+    cold_samples: int = 7
+    load_clients: int = 8
+    load_seconds: float = 20.0
+    load_budget_s: float = 120.0
+
+    @classmethod
+    def tiny(cls) -> Config:
+        return cls(
+            smoke=True,
+            scale_small=60,
+            scale_large=240,
+            scale_samples=5,
+            overhead_rounds=10,
+            cold_samples=1,
+            load_clients=2,
+            load_seconds=2.0,
+            load_budget_s=60.0,
+        )
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def _phase_routes(config: Config, results: dict[str, Any], ctx: dict[str, Any]) -> None:
+    from bench.capacity import capacity, cost
+    from bench.hooks import Recorder
+    from bench.lambdas import Functions
+    from bench.routes import Scenario
+    from bench.store import quiet_stdout
+
+    store = ctx["store"]
+    table = store.create_table("bench-routes")
+    store.use(table)
+    with quiet_stdout(ctx["log"]):
+        functions = Functions()
+    ctx["functions"] = functions
+    with Recorder() as recorder:
+        scenario = Scenario(functions, recorder, table, store.client(), store.client("dynamodbstreams"))
+        with quiet_stdout(ctx["log"]):
+            scenario.setup()
+            scenario.run()
+    ctx["scenario"] = scenario
+    results["round_trips"] = scenario.round_trips()
+    results["scans"] = scenario.scans()
+    results["read_amplification"] = scenario.read_amplification()
+    results["capacity"] = capacity(scenario.capacity_parts(), scenario.per_operation())
+    results["cost_per_million_orders_usd"] = cost(results["capacity"])
+    if functions.errors:
+        results["round_trips"]["functions_missing"] = functions.errors
+
+
+def _phase_overhead(config: Config, results: dict[str, Any], ctx: dict[str, Any]) -> None:
+    from bench.overhead import overhead
+
+    results["overhead_ratio"] = overhead(config, ctx)
+
+
+def _phase_cold_start(config: Config, results: dict[str, Any], ctx: dict[str, Any]) -> None:
+    from bench.coldstart import cold_start
+
+    results["cold_start"] = cold_start(config, ctx)
+
+
+def _phase_scale(config: Config, results: dict[str, Any], ctx: dict[str, Any]) -> None:
+    from bench.scale import scale
+
+    results["scale"] = scale(config, ctx)
+
+
+def _phase_packages(config: Config, results: dict[str, Any], ctx: dict[str, Any]) -> None:
+    from bench.packages import package_bytes
+
+    results["package_bytes"] = package_bytes()
+
+
+def _phase_load(config: Config, results: dict[str, Any], ctx: dict[str, Any]) -> None:
+    from bench.load import load
+
+    results["load"] = load(config, ctx)
+
+
+RUNNERS = {
+    "packages": _phase_packages,
+    "routes": _phase_routes,
+    "overhead": _phase_overhead,
+    "cold_start": _phase_cold_start,
+    "scale": _phase_scale,
+    "load": _phase_load,
+}
+RESULT_KEYS = {
+    "packages": ["package_bytes"],
+    "routes": ["round_trips", "scans", "read_amplification", "capacity", "cost_per_million_orders_usd"],
+    "overhead": ["overhead_ratio"],
+    "cold_start": ["cold_start"],
+    "scale": ["scale"],
+    "load": ["load"],
+}
+TARGETS = {
+    "round_trips": "every read route 1 (status listing: one per shard, in parallel); POST /orders <= 2 + idempotency",
+    "scans": "0",
+    "read_amplification": "1.00 per list route",
+    "capacity": "reported with its breakdown",
+    "cost_per_million_orders_usd": "reported",
+    "scale": "p50 large/small <= 1.2",
+    "overhead_ratio": "<= 1.25",
+    "cold_start": "<= 1.5x the bare handler",
+    "package_bytes": "function code < 100 KB each; all layers < 15 MB",
+    "load": "0 errors",
+}
+
+
+def evaluate(results: dict[str, Any]) -> dict[str, Any]:
+    targets: dict[str, Any] = {}
+    for key, target in TARGETS.items():
+        figure = results.get(key)
+        if not isinstance(figure, dict):
+            targets[key] = {"target": target, "met": False, "why": "not measured"}
+            continue
+        if "error" in figure:
+            targets[key] = {"target": target, "met": False, "why": f"phase failed: {figure['error']}"}
+            continue
+        if key in ("capacity", "cost_per_million_orders_usd"):
+            missing = figure.get("missing_parts") or figure.get("order_life", {}).get("missing_parts")
+            entry: dict[str, Any] = {"target": target, "met": not missing}
+            if missing:
+                entry["why"] = f"parts not measured: {missing}"
+            targets[key] = entry
+            continue
+        entry = {"target": target, "met": bool(figure.get("met"))}
+        if not entry["met"]:
+            entry["why"] = figure.get("why") or figure.get("misses") or "see the figure"
+        targets[key] = entry
+    return targets
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes (the smoke test); not a real result")
+    parser.add_argument("--out", type=pathlib.Path, help="results file (default bench/results.json)")
+    parser.add_argument("--only", nargs="+", choices=PHASES, help="run only these phases")
+    parser.add_argument("--scale-large", type=int, help="items in the large table (default 100000)")
+    args = parser.parse_args(argv)
+    config = Config.tiny() if args.smoke else Config()
+    if args.scale_large:
+        config = Config(**{**asdict(config), "scale_large": args.scale_large})
+    out = args.out or (pathlib.Path(tempfile.gettempdir()) / "bench-smoke.json" if args.smoke else RESULTS)
+    phases = args.only or list(PHASES)
+    started = time.monotonic()
+    results: dict[str, Any] = {
+        "meta": {
+            "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "smoke": config.smoke,
+            "config": asdict(config),
+            "python": platform.python_version(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+            "phases": phases,
+        }
+    }
+    log_file = pathlib.Path(tempfile.gettempdir()) / f"bench-functions-{os.getpid()}.log"
+    ctx: dict[str, Any] = {"log": log_file, "root": REPO_ROOT}
+    needs_store = any(p in phases for p in ("routes", "overhead", "cold_start", "scale"))
+    try:
+        if needs_store:
+            from bench.store import Store
+
+            log("starting DynamoDB Local")
+            ctx["store"] = Store()
+        for phase in phases:
+            log(f"phase {phase}")
+            phase_started = time.monotonic()
+            try:
+                RUNNERS[phase](config, results, ctx)
+            except Exception as exc:
+                traceback.print_exc(file=sys.stderr)
+                for key in RESULT_KEYS[phase]:
+                    results.setdefault(key, {"error": f"{type(exc).__name__}: {exc}"})
+            results["meta"].setdefault("phase_seconds", {})[phase] = round(time.monotonic() - phase_started, 1)
+    finally:
+        if "store" in ctx:
+            ctx["store"].stop()
+    results["targets"] = evaluate(results)
+    results["meta"]["duration_s"] = round(time.monotonic() - started, 1)
+    results["meta"]["functions_log"] = str(log_file)
+    out.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+    from bench.summary import summary
+
+    print(summary(results))
+    print(f"\nwrote {out} in {results['meta']['duration_s']} s")
+    return 0
