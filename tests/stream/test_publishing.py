@@ -87,10 +87,10 @@ class RejectingClient:
     def __init__(self, reject: Any) -> None:
         self.real = boto3.client("events")
         self.reject = reject
-        self.calls = 0
+        self.calls: list[int] = []
 
     def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
-        self.calls += 1
+        self.calls.append(len(Entries))
         accepted = [entry for entry in Entries if not self.reject(entry)]
         real = iter(self.real.put_events(Entries=accepted)["Entries"] if accepted else [])
         results = [
@@ -115,7 +115,7 @@ def test_partial_put_events_failure_reports_that_record_failed(moto_store, bus, 
 
     failed_sequence = modifies[f"ORDER#{unlucky}"]["dynamodb"]["SequenceNumber"]
     assert response == {"batchItemFailures": [{"itemIdentifier": failed_sequence}]}
-    assert client.calls == 1, "the batch's three events go out in one PutEvents call"
+    assert client.calls == [3, 1], "the batch's events go out in one call; the rejected one is tried once more"
     assert sorted(e["order_id"] for e in bus()) == sorted(set(orders) - {unlucky})
     assert emitted_metrics(capsys.readouterr().out).get("RecordsFailed") == 1
 
@@ -178,3 +178,21 @@ def test_rejected_entries_are_reported_by_position():
     publisher = EventPublisher("bus", client=fake)
     events = [Event("shop.orders", "OrderStatusChanged", {"id": str(i)}) for i in range(15)]
     assert publisher.publish(events) == [3, 12]
+    assert [len(call) for call in fake.calls] == [10, 5, 2], "the two rejected entries are tried once more"
+
+
+def test_an_entry_rejected_once_is_accepted_on_the_second_try():
+    fake = RecordingEvents()
+    rejected: set[str] = set()
+
+    def once(entry: dict[str, Any]) -> str | None:
+        event_id = json.loads(entry["Detail"])["id"]
+        if event_id == "1" and event_id not in rejected:
+            rejected.add(event_id)
+            return "ThrottlingException"
+        return None
+
+    fake.reject = once
+    events = [Event("shop.orders", "OrderStatusChanged", {"id": str(i)}) for i in range(3)]
+    assert EventPublisher("bus", client=fake).publish(events) == []
+    assert [[json.loads(e["Detail"])["id"] for e in call] for call in fake.calls] == [["0", "1", "2"], ["1"]]

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,9 +113,26 @@ class EventPublisher:
     def client(self) -> Any:
         return self._client if self._client is not None else events_client()
 
-    def publish(self, events: Sequence[Event]) -> list[int]:
-        """Put every event, 10 per call; the indexes of the events that were not accepted."""
+    def publish(self, events: Sequence[Event], *, attempts: int = 2) -> list[int]:
+        """Put every event, 10 per call; the indexes of the events that were not accepted.
+
+        Entries PutEvents rejects (throttling, internal failures) are sent again up to `attempts`
+        times in all, after a short jittered pause: cheaper than failing their records, which makes
+        Lambda redeliver the rest of the shard's batch too.
+        """
         entries = [event.entry(self.bus_name) for event in events]
+        pending = list(range(len(entries)))
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(random.uniform(0.05, 0.2))
+            rejected = self._put([entries[i] for i in pending])
+            pending = [pending[position] for position in rejected]
+            if not pending:
+                break
+        return pending
+
+    def _put(self, entries: list[dict[str, Any]]) -> list[int]:
+        """One pass over `entries` in PutEvents-sized calls; the positions not accepted."""
         failed: list[int] = []
         for indexes in chunks(entries):
             try:
