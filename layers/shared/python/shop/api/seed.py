@@ -1,0 +1,131 @@
+"""The fixed data the sample events (``events/<function>/*.json``) rely on, loaded through the repositories.
+
+``events/seed.json`` is the one definition: customers ``alice`` and ``bob``, products with fixed
+ids (``prod-keyboard``, ``prod-mouse``, ``prod-soldout`` with stock 0, ``prod-cable``), a review,
+orders ``ord-alice-pending`` (version 1) and ``ord-alice-shipped`` (version 3) and two sessions.
+
+``load_seed(table=None, path=None)`` writes it into the table (default: ``Table()``, i.e. TABLE_NAME
+and the shop's client) and returns the parsed seed. It is idempotent: anything that already
+exists is left alone, so running it twice is harmless; for a pristine state use a fresh table.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shop import clock, errors
+from shop.models import Customer, Order, OrderLine, OrderStatus, Product, Review, ShippingAddress
+from shop.repository import CustomerRepository, OrderRepository, ProductRepository, SessionRepository, Table
+
+SEED_PATH = pathlib.Path(__file__).resolve().parents[5] / "events" / "seed.json"
+SESSION_TTL_SECONDS = 7 * 24 * 3600
+_PATH_TO_STATUS = {
+    OrderStatus.PENDING: [],
+    OrderStatus.CONFIRMED: [OrderStatus.CONFIRMED],
+    OrderStatus.SHIPPED: [OrderStatus.CONFIRMED, OrderStatus.SHIPPED],
+    OrderStatus.DELIVERED: [OrderStatus.CONFIRMED, OrderStatus.SHIPPED, OrderStatus.DELIVERED],
+    OrderStatus.CANCELLED: [OrderStatus.CANCELLED],
+}
+
+
+def read_seed(path: pathlib.Path | str | None = None) -> dict[str, Any]:
+    return json.loads(pathlib.Path(path or SEED_PATH).read_text())  # type: ignore[no-any-return]
+
+
+def _exists(error: ClientError) -> bool:
+    return error.response.get("Error", {}).get("Code") in {
+        "ConditionalCheckFailedException",
+        "TransactionCanceledException",
+    }
+
+
+def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None) -> dict[str, Any]:
+    """Write the seed into ``table``; returns the seed as read from ``path`` (default events/seed.json)."""
+    table = table or Table()
+    seed = read_seed(path)
+    now = clock.iso_now()
+    customers, products = CustomerRepository(table), ProductRepository(table)
+    orders, sessions = OrderRepository(table), SessionRepository(table)
+
+    for entry in seed.get("customers", []):
+        try:
+            customers.create(Customer(**entry, created_at=now, updated_at=now))
+        except (errors.CustomerExists, errors.EmailTaken):
+            pass
+
+    catalogue: dict[str, Product] = {}
+    for entry in seed.get("products", []):
+        product = Product(**entry, created_at=now, updated_at=now)
+        catalogue[product.product_id] = product
+        try:
+            products.create(product)
+        except ClientError as error:
+            if not _exists(error):
+                raise
+
+    for entry in seed.get("reviews", []):
+        try:
+            products.add_review(Review(**entry, created_at=now))
+        except errors.AlreadyReviewed:
+            pass
+
+    address = ShippingAddress(**seed["shipping_address"])
+    for entry in seed.get("orders", []):
+        try:
+            orders.get(entry["order_id"])
+            continue
+        except errors.OrderNotFound:
+            pass
+        lines = [
+            OrderLine(
+                product_id=line["product_id"],
+                name=catalogue[line["product_id"]].name,
+                unit_price_cents=catalogue[line["product_id"]].price_cents,
+                quantity=line["quantity"],
+                line_total_cents=catalogue[line["product_id"]].price_cents * line["quantity"],
+            )
+            for line in entry["lines"]
+        ]
+        order = Order(
+            order_id=entry["order_id"],
+            customer_id=entry["customer_id"],
+            status=OrderStatus.PENDING,
+            version=1,
+            lines=lines,
+            total_cents=sum(line.line_total_cents for line in lines),
+            shipping_address=address,
+            created_at=now,
+            updated_at=now,
+            history=[],
+        )
+        orders.place(order)
+        for status in _PATH_TO_STATUS[OrderStatus(entry.get("status", "PENDING"))]:
+            order = orders.change_status(order, status, updated_at=clock.iso_now())
+
+    moment = clock.now()
+    for entry in seed.get("sessions", []):
+        session_id = entry["session_id"]
+        try:
+            sessions.get(session_id, now=clock.epoch(moment))
+            continue
+        except errors.SessionNotFound:
+            sessions.delete(session_id)  # an expired leftover, if any
+        expires_at = clock.epoch(moment) + SESSION_TTL_SECONDS
+        sessions.create(session_id, created_at=clock.iso(moment), expires_at=expires_at)
+        for line in entry.get("cart", []):
+            product = catalogue[line["product_id"]]
+            sessions.set_line(
+                session_id,
+                product_id=product.product_id,
+                name=product.name,
+                unit_price_cents=product.price_cents,
+                quantity=line["quantity"],
+                added_at=clock.iso_now(),
+                now=clock.epoch(moment),
+                expires_at=expires_at,
+            )
+    return seed

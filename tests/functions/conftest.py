@@ -1,0 +1,87 @@
+"""Fixtures of the HTTP API tests: fresh seeded tables on moto and DynamoDB Local, handlers in-process.
+
+`api` is the HTTP-test counterpart of the root `store` fixture (same backends, same `Store`
+object, same env: TABLE_NAME and the shop's global client point at a fresh table) but it keeps one
+boto3 client (and one moto mock) per module instead of one per test: creating a client costs ~100 ms,
+which over a few hundred handler tests is most of the run. Every test still gets its own table,
+loaded with events/seed.json.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import Store
+from tests.functions.apigw import FUNCTIONS, load_handler
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _handlers_loaded() -> None:
+    for name in FUNCTIONS:
+        load_handler(name)
+
+
+@pytest.fixture(scope="module")
+def _moto_client() -> Iterator[Any]:
+    import boto3
+    from moto import mock_aws
+
+    from shop.repository.store import CLIENT_CONFIG
+
+    with mock_aws():
+        yield boto3.client("dynamodb", config=CLIENT_CONFIG)
+
+
+@pytest.fixture(scope="module")
+def _local_client(dynamodb_local: Any) -> tuple[Any, dict[str, str]]:
+    from shop.repository.store import CLIENT_CONFIG
+
+    return dynamodb_local.client("dynamodb", config=CLIENT_CONFIG), dynamodb_local.env()
+
+
+def _fresh_store(backend: str, client: Any, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    from local_runtime.dynamodb_local import create_table
+    from shop.api.seed import load_seed
+    from shop.config import settings
+    from shop.repository import store as store_module
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    name = f"api-{os.getpid()}-{next(_names)}"
+    create_table(client, name)
+    monkeypatch.setenv("TABLE_NAME", name)
+    monkeypatch.setattr(store_module, "_client", client)
+    settings.cache_clear()
+    fresh = Store(backend, client, None, name, env.get("AWS_ENDPOINT_URL_DYNAMODB"))
+    load_seed(fresh.table)
+    try:
+        yield fresh
+    finally:
+        if backend == "local":
+            client.delete_table(TableName=name)
+
+
+@pytest.fixture
+def moto_api(_moto_client: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    """A fresh moto table with the seed."""
+    yield from _fresh_store("moto", _moto_client, {}, monkeypatch)
+
+
+@pytest.fixture
+def local_api(_local_client: tuple[Any, dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    """A fresh DynamoDB Local table with the seed."""
+    client, env = _local_client
+    yield from _fresh_store("local", client, env, monkeypatch)
+
+
+@pytest.fixture(params=["moto", pytest.param("local", marks=pytest.mark.integration)])
+def api(request: pytest.FixtureRequest) -> Store:
+    """The same HTTP test on moto and on DynamoDB Local, each on a fresh seeded table."""
+    return request.getfixturevalue(f"{request.param}_api")  # type: ignore[no-any-return]

@@ -1,0 +1,444 @@
+"""Writes events/<function>/*.json: API Gateway HTTP API (2.0) sample events, named <what>_<status>.json.
+
+Run ``python -m tests.functions.generate_events`` after changing the list; the events rely on
+``events/seed.json`` (load it with ``shop.api.seed.load_seed``). ``test_sample_events.py`` invokes
+every file against a freshly seeded table and checks the status its name promises.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from tests.functions.apigw import ADMIN, ALICE, BOB, REPO, event
+
+DAVE = {"sub": "dave"}
+ADDRESS = {
+    "name": "Alice Example",
+    "line1": "1 Main Street",
+    "city": "Springfield",
+    "postal_code": "12345",
+    "country": "US",
+}
+SESSION = "sess-demo-cart-0123456789abcdef"
+EMPTY_SESSION = "sess-empty-cart-0123456789abcdef"
+KEY = {"Idempotency-Key": "8a4f3c2e-sample-key"}
+FIXED_EPOCH_MS = 1767225600000  # 2026-01-01T00:00:00Z
+
+
+def order_lines(product: str, quantity: int = 1) -> dict[str, Any]:
+    return {"lines": [{"product_id": product, "quantity": quantity}], "shipping_address": ADDRESS}
+
+
+# name -> (method, path, keyword arguments of apigw.event); the route key is API Gateway's template form.
+SAMPLES: dict[str, dict[str, tuple[str, str, str, dict[str, Any]]]] = {
+    "customers": {
+        "post_customer_201": (
+            "POST",
+            "/customers",
+            "/customers",
+            {"claims": DAVE, "body": {"email": "dave@example.com", "name": "Dave"}},
+        ),
+        "post_customer_exists_409": (
+            "POST",
+            "/customers",
+            "/customers",
+            {"claims": ALICE, "body": {"email": "alice.new@example.com", "name": "Alice"}},
+        ),
+        "post_customer_email_taken_409": (
+            "POST",
+            "/customers",
+            "/customers",
+            {"claims": DAVE, "body": {"email": "ALICE@example.com", "name": "Dave"}},
+        ),
+        "post_customer_malformed_json_400": (
+            "POST",
+            "/customers",
+            "/customers",
+            {"claims": DAVE, "raw_body": '{"email": '},
+        ),
+        "post_customer_invalid_email_422": (
+            "POST",
+            "/customers",
+            "/customers",
+            {"claims": DAVE, "body": {"email": "not-an-email", "name": "Dave"}},
+        ),
+        "post_customer_anonymous_401": (
+            "POST",
+            "/customers",
+            "/customers",
+            {"body": {"email": "x@example.com", "name": "X"}},
+        ),
+        "get_customer_200": ("GET", "/customers/alice", "/customers/{customer_id}", {"claims": ALICE}),
+        "get_customer_as_admin_200": ("GET", "/customers/alice", "/customers/{customer_id}", {"claims": ADMIN}),
+        "get_customer_other_customer_403": ("GET", "/customers/alice", "/customers/{customer_id}", {"claims": BOB}),
+        "get_customer_missing_404": ("GET", "/customers/nobody", "/customers/{customer_id}", {"claims": ADMIN}),
+        "patch_customer_200": (
+            "PATCH",
+            "/customers/alice",
+            "/customers/{customer_id}",
+            {"claims": ALICE, "body": {"name": "Alice B. Example"}},
+        ),
+        "patch_customer_email_taken_409": (
+            "PATCH",
+            "/customers/alice",
+            "/customers/{customer_id}",
+            {"claims": ALICE, "body": {"email": "bob@example.com"}},
+        ),
+        "patch_customer_empty_422": (
+            "PATCH",
+            "/customers/alice",
+            "/customers/{customer_id}",
+            {"claims": ALICE, "body": {}},
+        ),
+        "find_customer_by_email_200": (
+            "GET",
+            "/customers",
+            "/customers",
+            {"claims": ADMIN, "query": {"email": "Bob@Example.com"}},
+        ),
+        "find_customer_by_email_not_admin_403": (
+            "GET",
+            "/customers",
+            "/customers",
+            {"claims": ALICE, "query": {"email": "bob@example.com"}},
+        ),
+        "find_customer_by_email_unknown_404": (
+            "GET",
+            "/customers",
+            "/customers",
+            {"claims": ADMIN, "query": {"email": "nobody@example.com"}},
+        ),
+        "list_notifications_200": (
+            "GET",
+            "/customers/alice/notifications",
+            "/customers/{customer_id}/notifications",
+            {"claims": ALICE, "query": {"limit": "10"}},
+        ),
+        "list_notifications_tampered_token_400": (
+            "GET",
+            "/customers/alice/notifications",
+            "/customers/{customer_id}/notifications",
+            {"claims": ALICE, "query": {"next_token": "eyJzIjoieCJ9.forged"}},
+        ),
+        "list_notifications_limit_too_big_422": (
+            "GET",
+            "/customers/alice/notifications",
+            "/customers/{customer_id}/notifications",
+            {"claims": ALICE, "query": {"limit": "1000"}},
+        ),
+        "list_notifications_other_customer_403": (
+            "GET",
+            "/customers/alice/notifications",
+            "/customers/{customer_id}/notifications",
+            {"claims": BOB},
+        ),
+    },
+    "products": {
+        "list_products_200": ("GET", "/products", "/products", {"query": {"category": "peripherals", "limit": "2"}}),
+        "list_products_without_category_422": ("GET", "/products", "/products", {}),
+        "get_product_200": ("GET", "/products/prod-keyboard", "/products/{product_id}", {}),
+        "get_product_404": ("GET", "/products/prod-missing", "/products/{product_id}", {}),
+        "post_product_201": (
+            "POST",
+            "/products",
+            "/products",
+            {
+                "claims": ADMIN,
+                "body": {
+                    "name": "Webcam",
+                    "category": "peripherals",
+                    "price_cents": 4900,
+                    "stock": 12,
+                    "description": "1080p",
+                },
+            },
+        ),
+        "post_product_not_admin_403": (
+            "POST",
+            "/products",
+            "/products",
+            {"claims": ALICE, "body": {"name": "Webcam", "category": "peripherals", "price_cents": 4900}},
+        ),
+        "post_product_string_price_422": (
+            "POST",
+            "/products",
+            "/products",
+            {"claims": ADMIN, "body": {"name": "Webcam", "category": "peripherals", "price_cents": "4900"}},
+        ),
+        "post_product_anonymous_401": (
+            "POST",
+            "/products",
+            "/products",
+            {"body": {"name": "Webcam", "category": "peripherals", "price_cents": 4900}},
+        ),
+        "patch_product_200": (
+            "PATCH",
+            "/products/prod-cable",
+            "/products/{product_id}",
+            {"claims": ADMIN, "body": {"price_cents": 990, "description": None}},
+        ),
+        "patch_product_404": (
+            "PATCH",
+            "/products/prod-missing",
+            "/products/{product_id}",
+            {"claims": ADMIN, "body": {"price_cents": 990}},
+        ),
+        "patch_product_stock_field_422": (
+            "PATCH",
+            "/products/prod-cable",
+            "/products/{product_id}",
+            {"claims": ADMIN, "body": {"stock": 5}},
+        ),
+        "post_stock_200": (
+            "POST",
+            "/products/prod-soldout/stock",
+            "/products/{product_id}/stock",
+            {"claims": ADMIN, "body": {"delta": 10}},
+        ),
+        "post_stock_insufficient_409": (
+            "POST",
+            "/products/prod-keyboard/stock",
+            "/products/{product_id}/stock",
+            {"claims": ADMIN, "body": {"delta": -1000}},
+        ),
+        "post_stock_non_integer_422": (
+            "POST",
+            "/products/prod-keyboard/stock",
+            "/products/{product_id}/stock",
+            {"claims": ADMIN, "body": {"delta": 1.5}},
+        ),
+        "list_product_reviews_200": ("GET", "/products/prod-mouse/reviews", "/products/{product_id}/reviews", {}),
+        "list_product_reviews_404": ("GET", "/products/prod-missing/reviews", "/products/{product_id}/reviews", {}),
+        "post_review_201": (
+            "POST",
+            "/products/prod-mouse/reviews",
+            "/products/{product_id}/reviews",
+            {"claims": BOB, "body": {"rating": 4, "title": "Good", "body": "Battery lasts."}},
+        ),
+        "post_review_already_reviewed_409": (
+            "POST",
+            "/products/prod-mouse/reviews",
+            "/products/{product_id}/reviews",
+            {"claims": ALICE, "body": {"rating": 1, "title": "Again", "body": "Second try."}},
+        ),
+        "post_review_unknown_product_404": (
+            "POST",
+            "/products/prod-missing/reviews",
+            "/products/{product_id}/reviews",
+            {"claims": BOB, "body": {"rating": 4, "title": "Good", "body": "Fine."}},
+        ),
+        "post_review_rating_out_of_range_422": (
+            "POST",
+            "/products/prod-mouse/reviews",
+            "/products/{product_id}/reviews",
+            {"claims": BOB, "body": {"rating": 6, "title": "Wow", "body": "Six stars."}},
+        ),
+        "list_customer_reviews_200": ("GET", "/customers/alice/reviews", "/customers/{customer_id}/reviews", {}),
+    },
+    "sessions": {
+        "post_session_201": ("POST", "/sessions", "/sessions", {}),
+        "get_session_200": ("GET", f"/sessions/{SESSION}", "/sessions/{session_id}", {}),
+        "get_session_unknown_404": ("GET", "/sessions/sess-unknown", "/sessions/{session_id}", {}),
+        "put_cart_line_200": (
+            "PUT",
+            f"/sessions/{SESSION}/cart/prod-mouse",
+            "/sessions/{session_id}/cart/{product_id}",
+            {"body": {"quantity": 3}},
+        ),
+        "put_cart_line_remove_200": (
+            "PUT",
+            f"/sessions/{SESSION}/cart/prod-keyboard",
+            "/sessions/{session_id}/cart/{product_id}",
+            {"body": {"quantity": 0}},
+        ),
+        "put_cart_line_unknown_product_404": (
+            "PUT",
+            f"/sessions/{SESSION}/cart/prod-missing",
+            "/sessions/{session_id}/cart/{product_id}",
+            {"body": {"quantity": 1}},
+        ),
+        "put_cart_line_unknown_session_404": (
+            "PUT",
+            "/sessions/sess-unknown/cart/prod-mouse",
+            "/sessions/{session_id}/cart/{product_id}",
+            {"body": {"quantity": 1}},
+        ),
+        "put_cart_line_quantity_too_big_422": (
+            "PUT",
+            f"/sessions/{SESSION}/cart/prod-mouse",
+            "/sessions/{session_id}/cart/{product_id}",
+            {"body": {"quantity": 100}},
+        ),
+        "delete_session_204": ("DELETE", f"/sessions/{SESSION}", "/sessions/{session_id}", {}),
+    },
+    "orders": {
+        "post_order_201": (
+            "POST",
+            "/orders",
+            "/orders",
+            {"claims": ALICE, "headers": KEY, "body": order_lines("prod-keyboard", 2)},
+        ),
+        "post_order_from_session_201": (
+            "POST",
+            "/orders",
+            "/orders",
+            {"claims": ALICE, "headers": KEY, "body": {"session_id": SESSION, "shipping_address": ADDRESS}},
+        ),
+        "post_order_out_of_stock_409": (
+            "POST",
+            "/orders",
+            "/orders",
+            {"claims": ALICE, "headers": KEY, "body": order_lines("prod-soldout")},
+        ),
+        "post_order_unknown_product_404": (
+            "POST",
+            "/orders",
+            "/orders",
+            {"claims": ALICE, "headers": KEY, "body": order_lines("prod-missing")},
+        ),
+        "post_order_unknown_session_404": (
+            "POST",
+            "/orders",
+            "/orders",
+            {"claims": ALICE, "headers": KEY, "body": {"session_id": "sess-unknown", "shipping_address": ADDRESS}},
+        ),
+        "post_order_empty_session_422": (
+            "POST",
+            "/orders",
+            "/orders",
+            {"claims": ALICE, "headers": KEY, "body": {"session_id": EMPTY_SESSION, "shipping_address": ADDRESS}},
+        ),
+        "post_order_without_idempotency_key_422": (
+            "POST",
+            "/orders",
+            "/orders",
+            {"claims": ALICE, "body": order_lines("prod-keyboard")},
+        ),
+        "post_order_both_sources_422": (
+            "POST",
+            "/orders",
+            "/orders",
+            {"claims": ALICE, "headers": KEY, "body": {**order_lines("prod-keyboard"), "session_id": SESSION}},
+        ),
+        "post_order_client_price_422": (
+            "POST",
+            "/orders",
+            "/orders",
+            {
+                "claims": ALICE,
+                "headers": KEY,
+                "body": {
+                    "lines": [{"product_id": "prod-keyboard", "quantity": 1, "unit_price_cents": 1}],
+                    "shipping_address": ADDRESS,
+                },
+            },
+        ),
+        "post_order_anonymous_401": (
+            "POST",
+            "/orders",
+            "/orders",
+            {"headers": KEY, "body": order_lines("prod-keyboard")},
+        ),
+        "get_order_200": ("GET", "/orders/ord-alice-pending", "/orders/{order_id}", {"claims": ALICE}),
+        "get_order_as_admin_200": ("GET", "/orders/ord-alice-pending", "/orders/{order_id}", {"claims": ADMIN}),
+        "get_order_other_customer_404": ("GET", "/orders/ord-alice-pending", "/orders/{order_id}", {"claims": BOB}),
+        "get_order_unknown_404": ("GET", "/orders/ord-missing", "/orders/{order_id}", {"claims": ADMIN}),
+        "list_orders_by_status_200": ("GET", "/orders", "/orders", {"claims": ADMIN, "query": {"status": "PENDING"}}),
+        "list_orders_unknown_status_422": ("GET", "/orders", "/orders", {"claims": ADMIN, "query": {"status": "LOST"}}),
+        "list_orders_not_admin_403": ("GET", "/orders", "/orders", {"claims": ALICE, "query": {"status": "PENDING"}}),
+        "patch_order_200": (
+            "PATCH",
+            "/orders/ord-alice-pending",
+            "/orders/{order_id}",
+            {"claims": ADMIN, "headers": {"If-Match": '"1"'}, "body": {"status": "CONFIRMED"}},
+        ),
+        "patch_order_without_if_match_428": (
+            "PATCH",
+            "/orders/ord-alice-pending",
+            "/orders/{order_id}",
+            {"claims": ADMIN, "body": {"status": "CONFIRMED"}},
+        ),
+        "patch_order_version_mismatch_412": (
+            "PATCH",
+            "/orders/ord-alice-pending",
+            "/orders/{order_id}",
+            {"claims": ADMIN, "headers": {"If-Match": '"7"'}, "body": {"status": "CONFIRMED"}},
+        ),
+        "patch_order_invalid_transition_409": (
+            "PATCH",
+            "/orders/ord-alice-shipped",
+            "/orders/{order_id}",
+            {"claims": ADMIN, "headers": {"If-Match": 'W/"3"'}, "body": {"status": "CANCELLED"}},
+        ),
+        "patch_order_not_admin_403": (
+            "PATCH",
+            "/orders/ord-alice-pending",
+            "/orders/{order_id}",
+            {"claims": ALICE, "headers": {"If-Match": '"1"'}, "body": {"status": "CONFIRMED"}},
+        ),
+        "cancel_order_200": (
+            "POST",
+            "/orders/ord-alice-pending/cancel",
+            "/orders/{order_id}/cancel",
+            {"claims": ALICE},
+        ),
+        "cancel_order_invalid_transition_409": (
+            "POST",
+            "/orders/ord-alice-shipped/cancel",
+            "/orders/{order_id}/cancel",
+            {"claims": ALICE},
+        ),
+        "cancel_order_other_customer_404": (
+            "POST",
+            "/orders/ord-alice-pending/cancel",
+            "/orders/{order_id}/cancel",
+            {"claims": BOB},
+        ),
+        "list_customer_orders_200": (
+            "GET",
+            "/customers/alice/orders",
+            "/customers/{customer_id}/orders",
+            {"claims": ALICE},
+        ),
+        "list_customer_orders_other_customer_403": (
+            "GET",
+            "/customers/alice/orders",
+            "/customers/{customer_id}/orders",
+            {"claims": BOB},
+        ),
+    },
+}
+
+
+def sample(name: str, method: str, path: str, route: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    evt = event(method, path, route_key=f"{method} {route}", **kwargs)
+    request_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"shop-sample/{name}"))
+    evt["requestContext"].update(requestId=request_id, time="01/Jan/2026:00:00:00 +0000", timeEpoch=FIXED_EPOCH_MS)
+    if "authorizer" in evt["requestContext"]:
+        claims = evt["requestContext"]["authorizer"]["jwt"]["claims"]
+        claims.update(iat=str(FIXED_EPOCH_MS // 1000), exp=str(FIXED_EPOCH_MS // 1000 + 3600))
+    # Path parameters as API Gateway extracts them from the route key.
+    names = [part[1:-1] for part in route.split("/") if part.startswith("{")]
+    values = [value for part, value in zip(route.split("/"), path.split("/"), strict=True) if part.startswith("{")]
+    if names:
+        evt["pathParameters"] = dict(zip(names, values, strict=True))
+    return evt
+
+
+def write_all() -> int:
+    written = 0
+    for function, samples in SAMPLES.items():
+        folder = REPO / "events" / function
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("*.json"):
+            old.unlink()
+        for name, (method, path, route, kwargs) in samples.items():
+            (folder / f"{name}.json").write_text(json.dumps(sample(name, method, path, route, kwargs), indent=2) + "\n")
+            written += 1
+    return written
+
+
+if __name__ == "__main__":
+    print(f"wrote {write_all()} events")
