@@ -1,0 +1,151 @@
+"""Races through the gateway: the oversell race and the idempotent repeat, with real concurrent HTTP clients.
+
+The local stack runs up to 4 warm workers per function (Lambda-like execution environments in their
+own processes), so these requests really overlap in the store.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import requests
+
+from tests.e2e.conftest import ADDRESS, Api, Stack, create_product, error_code, eventually, expect
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+
+def all_at_once(n: int, fn: Any) -> list[requests.Response]:
+    """Run fn(i) for i in 0..n-1 on n threads released together by a barrier (bounded waits)."""
+    barrier = threading.Barrier(n, timeout=30)
+
+    def run(i: int) -> requests.Response:
+        barrier.wait()
+        return fn(i)
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(run, range(n), timeout=180))
+
+
+def test_oversell_race_exactly_the_stock_succeeds(stack: Stack, api: Api, uid: str) -> None:
+    admin = stack.admin_token()
+    pid = create_product(api, admin, category=f"e2e-race-{uid}", name="Scarce", price_cents=1999, stock=5)["product_id"]
+    tokens = [stack.token(f"e2e-race-{uid}-{i}") for i in range(20)]
+
+    def order(i: int) -> requests.Response:
+        return api.post(
+            "/orders",
+            token=tokens[i],
+            headers={"Idempotency-Key": f"race-{uid}-{i}"},
+            json={"lines": [{"product_id": pid, "quantity": 1}], "shipping_address": ADDRESS},
+        )
+
+    responses = all_at_once(20, order)
+    outcomes = Counter((r.status_code, error_code(r)) for r in responses)
+    assert outcomes == {(201, None): 5, (409, "OUT_OF_STOCK"): 15}, [r.text[:200] for r in responses]
+    for r in responses:
+        if r.status_code == 409:
+            assert pid in str(r.json()["error"].get("details")), r.text  # names the product
+    assert expect(api.get(f"/products/{pid}"), 200)["stock"] == 0
+    winners = {r.json()["order_id"] for r in responses if r.status_code == 201}
+    assert len(winners) == 5
+    # every winner's order exists, belongs to its customer, and gets confirmed by the stream processor
+    for i, r in enumerate(responses):
+        if r.status_code == 201:
+            oid = r.json()["order_id"]
+            eventually(
+                lambda i=i, oid=oid: expect(api.get(f"/orders/{oid}", token=tokens[i]), 200)["status"] == "CONFIRMED",
+                what=f"order {oid} CONFIRMED",
+            )
+    # a winner repeating its key and body gets its first answer again, no new order...
+    first = next(i for i, r in enumerate(responses) if r.status_code == 201)
+    assert expect(order(first), 201)["order_id"] == responses[first].json()["order_id"]
+    late = api.post(
+        "/orders",
+        token=tokens[first],
+        headers={"Idempotency-Key": f"race-{uid}-late"},
+        json={"lines": [{"product_id": pid, "quantity": 1}], "shipping_address": ADDRESS},
+    )
+    expect(late, 409, "OUT_OF_STOCK")  # ...and a new key is refused
+    assert expect(api.get(f"/products/{pid}"), 200)["stock"] == 0
+
+
+def test_idempotent_repeat_concurrent_same_key_one_order(stack: Stack, api: Api, uid: str) -> None:
+    admin = stack.admin_token()
+    pid = create_product(api, admin, category=f"e2e-idem-{uid}", name="Once", price_cents=700, stock=10)["product_id"]
+    customer_id = f"e2e-idem-{uid}"
+    customer = stack.token(customer_id)
+    key = f"idem-{uid}"
+    body = {"lines": [{"product_id": pid, "quantity": 2}], "shipping_address": ADDRESS}
+
+    responses = all_at_once(
+        10, lambda _i: api.post("/orders", token=customer, headers={"Idempotency-Key": key}, json=body)
+    )
+    statuses = Counter(r.status_code for r in responses)
+    assert statuses == {201: 10}, [f"{r.status_code} {r.text[:200]}" for r in responses]
+    order_ids = {r.json()["order_id"] for r in responses}
+    assert len(order_ids) == 1, order_ids
+    [order_id] = order_ids
+    assert {r.json()["total_cents"] for r in responses} == {1400}
+
+    listed = expect(api.get(f"/customers/{customer_id}/orders", token=customer), 200)["items"]
+    assert [o["order_id"] for o in listed] == [order_id]
+    assert expect(api.get(f"/products/{pid}"), 200)["stock"] == 8  # taken once, not ten times
+
+    # a later repeat (sequential) still answers the first response
+    again = expect(api.post("/orders", token=customer, headers={"Idempotency-Key": key}, json=body), 201)
+    assert again["order_id"] == order_id
+
+    # the same key with a different body is refused, and places nothing
+    other = {"lines": [{"product_id": pid, "quantity": 3}], "shipping_address": ADDRESS}
+    expect(
+        api.post("/orders", token=customer, headers={"Idempotency-Key": key}, json=other),
+        409,
+        "IDEMPOTENCY_KEY_REUSED",
+    )
+    assert expect(api.get(f"/products/{pid}"), 200)["stock"] == 8
+    listed = expect(api.get(f"/customers/{customer_id}/orders", token=customer), 200)["items"]
+    assert [o["order_id"] for o in listed] == [order_id]
+
+    # keys belong to their customer: another customer's identical key and body is a new order
+    other_customer = stack.token(f"e2e-idem-other-{uid}")
+    theirs = expect(api.post("/orders", token=other_customer, headers={"Idempotency-Key": key}, json=body), 201)
+    assert theirs["order_id"] != order_id
+    assert expect(api.get(f"/products/{pid}"), 200)["stock"] == 6
+
+    # a missing Idempotency-Key is a validation error
+    expect(api.post("/orders", token=customer, json=body), 422, "VALIDATION_ERROR")
+
+
+def test_lost_update_concurrent_status_changes_one_wins(stack: Stack, api: Api, uid: str) -> None:
+    """Five admins ship the same order with the same If-Match at once: one 200, the rest 412."""
+    admin = stack.admin_token()
+    pid = create_product(api, admin, category=f"e2e-lost-{uid}", name="Contended", price_cents=100, stock=3)[
+        "product_id"
+    ]
+    customer = stack.token(f"e2e-lost-{uid}")
+    oid = expect(
+        api.post(
+            "/orders",
+            token=customer,
+            headers={"Idempotency-Key": f"lost-{uid}"},
+            json={"lines": [{"product_id": pid, "quantity": 1}], "shipping_address": ADDRESS},
+        ),
+        201,
+    )["order_id"]
+
+    def confirmed_etag() -> str | None:
+        r = api.get(f"/orders/{oid}", token=admin)
+        return r.headers["ETag"] if expect(r, 200)["status"] == "CONFIRMED" else None
+
+    etag = eventually(confirmed_etag, what="order CONFIRMED")
+    responses = all_at_once(
+        5,
+        lambda _i: api.patch(f"/orders/{oid}", token=admin, headers={"If-Match": etag}, json={"status": "SHIPPED"}),
+    )
+    outcomes = Counter((r.status_code, error_code(r)) for r in responses)
+    assert outcomes == {(200, None): 1, (412, "VERSION_MISMATCH"): 4}, [r.text[:200] for r in responses]
