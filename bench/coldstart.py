@@ -1,0 +1,258 @@
+"""Cold start: each function in a fresh process (import + first invocation) against a bare boto3 handler.
+
+The bare handler is a module that imports boto3 and makes a DynamoDB client at import, and whose
+handler makes the same single call the function's first request needs. Both run in a fresh
+`python -I` per sample with the environment the deployed function gets (pointed at DynamoDB Local),
+samples alternate function/bare, and the medians are compared. A function over the target is
+profiled with `python -X importtime`: the heaviest imports are reported for its owners.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from bench.lambdas import FUNCTIONS_DIR, SHARED_LAYER, available, http_event
+from bench.stats import median
+from bench.store import function_env
+
+TARGET = 1.5
+CHILD = pathlib.Path(__file__).resolve().parent / "coldchild.py"
+BARE = """import os
+
+import boto3
+
+client = boto3.client("dynamodb")
+
+
+def handler(event, context):
+    return {"statusCode": 200, "body": str(len(getattr(client, event["operation"])(**event["params"])))}
+"""
+
+
+def _run_child(request: dict[str, Any], env: dict[str, str], importtime: bool = False) -> tuple[dict[str, Any], str]:
+    with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
+        req, res = pathlib.Path(tmp) / "request.json", pathlib.Path(tmp) / "result.json"
+        req.write_text(json.dumps(request))
+        cmd = [sys.executable, "-I", *(["-X", "importtime"] if importtime else []), str(CHILD), str(req), str(res)]
+        started = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, check=False)
+        wall = (time.perf_counter() - started) * 1000
+        if proc.returncode != 0 or not res.exists():
+            raise RuntimeError(f"cold start child failed ({proc.returncode}): {proc.stderr[-1500:]}")
+        result = json.loads(res.read_text())
+        result["wall_ms"] = wall
+        return result, proc.stderr
+
+
+def top_imports(stderr: str, limit: int = 15) -> dict[str, Any]:
+    """From `-X importtime` output: self time summed per top-level package, and the heaviest direct imports."""
+    by_package: dict[str, int] = {}
+    direct: list[dict[str, Any]] = []
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        parts = line[len("import time:") :].split("|")
+        try:
+            self_us, cumulative_us = int(parts[0]), int(parts[1])
+        except ValueError:
+            continue
+        name = parts[2].rstrip()
+        module = name.strip()
+        package = module.split(".", 1)[0]
+        by_package[package] = by_package.get(package, 0) + self_us
+        if len(name) - len(name.lstrip(" ")) <= 1:
+            direct.append({"module": module, "cumulative_ms": round(cumulative_us / 1000, 1)})
+    direct.sort(key=lambda r: r["cumulative_ms"], reverse=True)
+    packages = sorted(by_package.items(), key=lambda kv: kv[1], reverse=True)[:limit]
+    return {
+        "self_ms_by_package": {name: round(us / 1000, 1) for name, us in packages},
+        "heaviest_direct_imports_ms": direct[:limit],
+        "note": "one `python -X importtime` run; a module is charged to whoever imported it first",
+    }
+
+
+def _requests(ctx: dict[str, Any], table: str) -> dict[str, dict[str, Any]]:
+    """Per function: the first event it gets and the equivalent single raw call for the bare handler."""
+    from shop import keys
+    from shop.repository.store import to_item
+
+    scenario = ctx["scenario"]
+    product_id = scenario.ids["products"][0]
+    order_id = scenario.ids.get("order_id") or "missing"
+    out: dict[str, dict[str, Any]] = {
+        "customers": {
+            "event": http_event("GET", "/customers/bench-alice", sub="bench-alice"),
+            "bare": {
+                "operation": "get_item",
+                "params": {"TableName": table, "Key": to_item(keys.customer_key("bench-alice"))},
+            },
+        },
+        "products": {
+            "event": http_event("GET", f"/products/{product_id}"),
+            "bare": {
+                "operation": "get_item",
+                "params": {"TableName": table, "Key": to_item(keys.product_key(product_id))},
+            },
+        },
+        "orders": {
+            "event": http_event("GET", f"/orders/{order_id}", sub="bench-alice"),
+            "bare": {
+                "operation": "query",
+                "params": {
+                    "TableName": table,
+                    "KeyConditionExpression": "PK = :pk",
+                    "ExpressionAttributeValues": {":pk": {"S": keys.order_pk(order_id)}},
+                },
+            },
+        },
+    }
+    session_id = ctx.get("cold_session_id")
+    if session_id:
+        out["sessions"] = {
+            "event": http_event("GET", f"/sessions/{session_id}"),
+            "bare": {
+                "operation": "get_item",
+                "params": {"TableName": table, "Key": to_item(keys.session_key(session_id)), "ConsistentRead": True},
+            },
+        }
+    return out
+
+
+def _stream_request(ctx: dict[str, Any], table: str) -> dict[str, Any]:
+    """A fresh PENDING order and its real INSERT stream record (each sample confirms its own order)."""
+    from bench.routes import ADDRESS
+    from bench.streams import StreamFeeder
+    from shop import keys
+    from shop.models import ShippingAddress
+    from shop.repository import Table
+    from shop.repository.store import to_item
+    from shop.services.actor import Actor
+    from shop.services.orders import OrderService, RequestedLine
+
+    store = ctx["store"]
+    feeder = ctx.setdefault("cold_feeder", StreamFeeder(store.client(), store.client("dynamodbstreams"), table))
+    feeder.skip_to_now()
+    order = OrderService(Table()).place(
+        Actor("bench-cold"),
+        address=ShippingAddress.model_validate(ADDRESS),
+        lines=[RequestedLine(ctx["scenario"].ids["products"][5], 1)],
+    )
+    records = [r for r in feeder.pending() if r["dynamodb"]["Keys"]["PK"]["S"] == keys.order_pk(order.order_id)]
+    return {
+        "event": {"Records": records[:1]},
+        "bare": {
+            "operation": "update_item",
+            "params": {
+                "TableName": table,
+                "Key": to_item(keys.order_key(order.order_id)),
+                "UpdateExpression": "SET updated_at = :at",
+                "ExpressionAttributeValues": {":at": {"S": order.created_at}},
+            },
+        },
+    }
+
+
+def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
+    scenario = ctx.get("scenario")
+    if scenario is None:
+        return {"met": False, "why": "needs the routes phase (its table and ids)"}
+    store = ctx["store"]
+    table = scenario.table_name
+    store.use(table)
+    from shop.repository import Table
+    from shop.services.sessions import SessionService
+
+    ctx["cold_session_id"] = SessionService(Table()).create().session_id
+    requests = _requests(ctx, table)
+    bare_dir = pathlib.Path(tempfile.mkdtemp(prefix="bench-bare-"))
+    (bare_dir / "handler.py").write_text(BARE)
+    results: dict[str, Any] = {}
+    misses: list[str] = []
+    for function in ("customers", "products", "orders", "sessions", "order_events"):
+        if not available(function):
+            results[function] = {"skipped": f"missing: functions/{function}/handler.py"}
+            misses.append(f"{function}: not measured")
+            continue
+        env = {
+            **{k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ},
+            **function_env(store.endpoint, table, service=function),
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
+            "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
+            "TZ": ":UTC",
+        }
+        code_dir = str(FUNCTIONS_DIR / function)
+        fn_samples: list[dict[str, Any]] = []
+        bare_samples: list[dict[str, Any]] = []
+        for i in range(config.cold_samples):
+            request = _stream_request(ctx, table) if function == "order_events" else requests[function]
+            fn_request = {
+                "name": function,
+                "code_dir": code_dir,
+                "sys_path": [code_dir, str(SHARED_LAYER)],
+                "event": request["event"],
+            }
+            bare_request = {
+                "name": "bare",
+                "code_dir": str(bare_dir),
+                "sys_path": [str(bare_dir)],
+                "event": request["bare"],
+            }
+            pair = [(fn_samples, fn_request), (bare_samples, bare_request)]
+            for samples, req in pair if i % 2 == 0 else reversed(pair):
+                samples.append(_run_child(req, env)[0])
+        fn_total = median([s["total_ms"] for s in fn_samples])
+        bare_total = median([s["total_ms"] for s in bare_samples])
+        ratio = round(fn_total / bare_total, 2) if bare_total else None
+        entry: dict[str, Any] = {
+            "median_ms": round(fn_total, 1),
+            "import_median_ms": round(median([s["import_ms"] for s in fn_samples]), 1),
+            "first_invoke_median_ms": round(median([s["first_invoke_ms"] for s in fn_samples]), 1),
+            "bare_median_ms": round(bare_total, 1),
+            "bare_import_median_ms": round(median([s["import_ms"] for s in bare_samples]), 1),
+            "bare_first_invoke_median_ms": round(median([s["first_invoke_ms"] for s in bare_samples]), 1),
+            "ratio": ratio,
+            "wall_median_ms": round(median([s["wall_ms"] for s in fn_samples]), 1),
+            "bare_wall_median_ms": round(median([s["wall_ms"] for s in bare_samples]), 1),
+            "wall_ratio": round(
+                median([s["wall_ms"] for s in fn_samples]) / median([s["wall_ms"] for s in bare_samples]), 2
+            ),
+            "samples": len(fn_samples),
+            "first_status": fn_samples[0].get("status"),
+            "modules_loaded": fn_samples[0].get("modules"),
+            "bare_modules_loaded": bare_samples[0].get("modules"),
+        }
+        if ratio is None or ratio > TARGET:
+            misses.append(f"{function}: {ratio}x")
+            request = _stream_request(ctx, table) if function == "order_events" else requests[function]
+            profile_request = {
+                "name": function,
+                "code_dir": code_dir,
+                "sys_path": [code_dir, str(SHARED_LAYER)],
+                "event": request["event"],
+            }
+            _, stderr = _run_child(profile_request, env, importtime=True)
+            entry["heaviest_imports"] = top_imports(stderr)
+        results[function] = entry
+    shutil.rmtree(bare_dir, ignore_errors=True)
+    worst = max((r["ratio"] for r in results.values() if r.get("ratio")), default=None)
+    return {
+        "value": worst,
+        "functions": results,
+        "target": TARGET,
+        "met": not misses,
+        "misses": misses,
+        "method": "fresh `python -I` per sample; median of (handler module import + first invocation) measured inside "
+        "the process, against a bare module that imports boto3, makes a client and makes the same single call; "
+        "wall_* includes interpreter start (the same for both); the deps layer is built for Lambda's Python 3.13, "
+        "so the venv's site-packages stand in for it (as in the local runtime)",
+        "env": "TABLE_NAME, PAGINATION_SECRET, STATUS_SHARDS, POWERTOOLS_SERVICE_NAME/METRICS_NAMESPACE/LOG_LEVEL=INFO, "
+        "POWERTOOLS_TRACE_DISABLED=true, AWS_ENDPOINT_URL_DYNAMODB -> DynamoDB Local",
+    }

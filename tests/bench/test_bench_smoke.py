@@ -1,0 +1,93 @@
+"""`make bench`'s code still runs: every phase on a tiny size, and the results keep their shape.
+
+Not the benchmark (no timing is asserted): `python -m bench --smoke` in a subprocess, so the
+benchmark's own DynamoDB Local, local stack and cold-start processes are isolated from the test run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+KEYS = (
+    "round_trips",
+    "scans",
+    "read_amplification",
+    "capacity",
+    "cost_per_million_orders_usd",
+    "scale",
+    "overhead_ratio",
+    "cold_start",
+    "package_bytes",
+    "load",
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bench")]
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("bench") / "results.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "TABLE_NAME", "POWERTOOLS_"))}
+    env["PYTHONPATH"] = f"{REPO / 'layers' / 'shared' / 'python'}{os.pathsep}{REPO}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--smoke", "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "bench summary" in proc.stdout
+    return json.loads(out.read_text())
+
+
+def test_every_figure_and_target_is_reported(smoke):
+    assert smoke["meta"]["smoke"] is True
+    for key in KEYS:
+        assert key in smoke, key
+        assert "error" not in smoke[key], (key, smoke[key])
+        assert key in smoke["targets"]
+        assert isinstance(smoke["targets"][key]["met"], bool)
+
+
+def test_round_trips_cover_every_route_and_nothing_scans(smoke):
+    by_route = smoke["round_trips"]["by_route"]
+    routes = {key.split(": ", 1)[-1].split(" (", 1)[0] for key in by_route}
+    assert len(routes) == 23
+    assert smoke["scans"]["total"] == 0
+    for key, step in by_route.items():
+        assert "round_trips" in step, (key, step)
+        assert step["status"] == step["expected_status"], (key, step)
+    assert smoke["round_trips"]["stream"]["confirmation"]["round_trips"] >= 1
+
+
+def test_capacity_and_cost_have_their_breakdown(smoke):
+    life = smoke["capacity"]["order_life"]
+    assert not life["missing_parts"]
+    assert life["total_wcu"] > 0
+    assert life["total_rcu"] > 0
+    assert smoke["cost_per_million_orders_usd"]["value"] > 0
+    assert smoke["cost_per_million_orders_usd"]["prices"]["usd_per_million_write_request_units"] > 0
+
+
+def test_timings_are_ratios_with_their_numbers(smoke):
+    for name, route in smoke["overhead_ratio"]["routes"].items():
+        assert route["handler_p50_ms"] > 0, name
+        assert route["raw_p50_ms"] > 0, name
+    for name, route in smoke["scale"]["routes"].items():
+        assert route["ratio"] > 0, name
+        assert route["status"] == 200, name
+    for name, fn in smoke["cold_start"]["functions"].items():
+        assert fn["median_ms"] > 0, name
+        assert fn["bare_median_ms"] > 0, name
+    assert smoke["package_bytes"]["functions"]
+    assert smoke["load"]["requests"] > 0
