@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -257,7 +257,7 @@ class Stack:
             self.kill(extra=left)
         return rc, left
 
-    def kill(self, extra: list[Proc] = ()) -> None:  # type: ignore[assignment]
+    def kill(self, extra: Sequence[Proc] = ()) -> None:
         """Last resort, only for this run's own processes (by pid, never by name)."""
         if self.proc is not None:
             for p in [*self.run_processes(), *extra]:
