@@ -179,6 +179,7 @@ class Stack:
     url: str = ""
     api: Api = field(default_factory=lambda: Api("http://invalid"))
     _keys: Any = None
+    _log_offset: int = 0
 
     # ---- life cycle
 
@@ -191,6 +192,7 @@ class Stack:
             cmd.append("--no-seed")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
+            self._log_offset = log.tell()  # only this run's output counts
             log.write(f"\n$ {' '.join(cmd)}\n".encode())
             log.flush()
             # Its own process group: a Ctrl-C in the terminal running pytest does not hit it twice,
@@ -212,10 +214,14 @@ class Stack:
         self.kill()
         pytest.fail(f"local stack not ready within {timeout:.0f}s (exit code {rc}); log tail:\n{self.log_tail()}")
 
+    def output(self) -> str:
+        """What this run printed so far."""
+        with self.log_path.open("rb") as log:
+            log.seek(self._log_offset)
+            return log.read().decode(errors="replace")
+
     def _ready_url(self) -> str | None:
-        text = self.log_path.read_text(errors="replace")
-        start = text.rfind("$ ")  # only this run's output counts
-        for line in text[start:].splitlines():
+        for line in self.output().splitlines():
             if READY_MARK in line:
                 return line.split(READY_MARK, 1)[1].split()[0]
         return None
@@ -325,9 +331,13 @@ def new_stack(
 ) -> Iterator[Callable[..., Stack]]:  # a factory for tests that start and stop their own stacks
     started: list[Stack] = []
 
-    def factory(data_dir: pathlib.Path | None = None, *, fresh: bool = True) -> Stack:
+    def factory(data_dir: pathlib.Path | None = None, *, fresh: bool = True, seed: bool = False) -> Stack:
         s = Stack(
-            data_dir=data_dir or tmp_path / "stack", cdk_out=cdk_out, log_path=tmp_path / "stack.log", fresh=fresh
+            data_dir=data_dir or tmp_path / "stack",
+            cdk_out=cdk_out,
+            log_path=tmp_path / "stack.log",
+            fresh=fresh,
+            seed=seed,
         )
         started.append(s)
         return s.start()

@@ -27,7 +27,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
 def test_restart_keeps_the_data(new_stack: Any, tmp_path: pathlib.Path) -> None:
     data_dir = tmp_path / "kept"
-    first: Stack = new_stack(data_dir, fresh=True)
+    first: Stack = new_stack(data_dir, fresh=True, seed=True)
+    assert "seeded 6 demo products" in first.output()
+    demo = expect(first.api.get("/products", params={"category": "coffee"}), 200)["items"]
+    assert demo
     admin = first.admin_token()
     customer_id = "e2e-restart-customer"
     customer = first.token(customer_id)
@@ -48,8 +51,11 @@ def test_restart_keeps_the_data(new_stack: Any, tmp_path: pathlib.Path) -> None:
     )
     first.stop_cleanly()
 
-    second: Stack = new_stack(data_dir, fresh=False)  # same data dir, no --fresh
+    second: Stack = new_stack(data_dir, fresh=False, seed=True)  # same data dir, no --fresh
     api = second.api
+    # the demo catalogue is seeded once per data dir, not again on a restart
+    assert "seeded" not in second.output()
+    assert expect(api.get("/products", params={"category": "coffee"}), 200)["items"] == demo
     # tokens survive the restart: the key pair is kept in the data dir
     again = expect(api.get(f"/products/{pid}"), 200)
     for field in ("name", "category", "price_cents", "description", "created_at"):
