@@ -27,7 +27,7 @@ class Config:
     scale_small: int = 1_000
     scale_large: int = 100_000
     scale_samples: int = 60
-    overhead_rounds: int = 300
+    overhead_rounds: int = 200
     cold_samples: int = 7
     load_clients: int = 8
     load_seconds: float = 20.0

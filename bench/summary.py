@@ -83,7 +83,7 @@ def summary(results: dict[str, Any]) -> str:
     for route, figure in (sc.get("routes") or {}).items():
         lines.append(
             f"        {route:<58} {figure.get('p50_ms_small')} -> {figure.get('p50_ms_large')}  "
-            f"ratio {_fmt(figure.get('ratio'))}"
+            f"ratio {_fmt(figure.get('ratio'))} (interleaved; sequential {_fmt(figure.get('sequential_ratio'))})"
         )
     if sc.get("load_seconds"):
         lines.append(f"        bulk load: {sc.get('load_seconds')} s ({sc.get('load_items_per_s')} items/s)")
