@@ -46,7 +46,7 @@ def usd_per_million(wru: float, rru: float) -> float:
 def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]) -> dict[str, Any]:
     life: dict[str, Any] = {}
     missing = []
-    total_w = total_r = reported_w = 0.0
+    total_w = total_r = reported_w = wasted = 0.0
     for name in LIFE_PARTS:
         m = parts.get(name)
         if m is None or not m.calls:
@@ -57,7 +57,10 @@ def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]
         total_w += wcu
         total_r += rcu
         reported_w += m.wcu()
+        failed = [c for c in m.calls if c.is_write and c.error == "ConditionalCheckFailedException"]
+        wasted += sum(c.modelled_wru for c in failed)
         life[name] = {
+            "failed_conditional_writes": len(failed),
             "wcu": wcu,
             "wcu_reported_by_dynamodb_local": round(m.wcu(), 2),
             "rcu": rcu,
@@ -75,6 +78,7 @@ def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]
             "wcu_source": "modelled from the stream's old/new images (bench/model.py): DynamoDB Local "
             "undercounts multi-item transactions (one entry per operation type); reads as DynamoDB Local reports",
             "missing_parts": missing,
+            "wru_spent_on_failed_conditional_writes": wasted,
         },
         "per_operation": per_operation,
         "target": "as low as the design allows; the breakdown is in docs/performance.md",

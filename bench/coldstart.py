@@ -231,6 +231,7 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
         }
         if ratio is None or ratio > TARGET:
             misses.append(f"{function}: {ratio}x")
+        if (ratio is None or ratio > TARGET) and config.profile:
             request = _stream_request(ctx, table) if function == "order_events" else requests[function]
             profile_request = {
                 "name": function,

@@ -122,7 +122,8 @@ def overhead(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
             }
             if ratio is None or ratio > TARGET:
                 misses.append(f"{name}: {ratio}")
-            routes[name]["profile_ms_per_request"] = profile(handler_call, max(20, config.overhead_rounds // 3))
+            if config.profile:
+                routes[name]["profile_ms_per_request"] = profile(handler_call, max(20, config.overhead_rounds // 3))
     for function in ("products", "orders"):
         if not functions.has(function):
             misses.append(f"{function}: {functions.errors.get(function)}")

@@ -32,6 +32,7 @@ class Config:
     load_clients: int = 8
     load_seconds: float = 20.0
     load_budget_s: float = 120.0
+    profile: bool = True
 
     @classmethod
     def tiny(cls) -> Config:
@@ -45,6 +46,7 @@ class Config:
             load_clients=2,
             load_seconds=2.0,
             load_budget_s=60.0,
+            profile=False,
         )
 
 
