@@ -228,3 +228,32 @@ def test_public_route_errors_keep_the_contract(api: Api) -> None:
     assert bad.status_code in (201, 400), bad.text  # POST /sessions takes no body; if it reads one, 400
     forged = api.get("/products", params={"category": "x", "next_token": "forged-token"})
     expect(forged, 400, "INVALID_NEXT_TOKEN")
+
+
+def test_the_banner_prints_the_url_docs_and_working_tokens(stack: Stack, api: Api, world: dict[str, Any]) -> None:
+    """`make dev` prints the URL, the docs URL and ready-to-paste tokens for a demo customer and an admin."""
+    out = stack.output()
+    assert f"{stack.url}/docs" in out
+    assert f"{stack.url}/openapi.json" in out
+    tokens = dict(line.removeprefix("export ").split("=", 1) for line in out.splitlines() if line.startswith("export "))
+    assert set(tokens) >= {"CUSTOMER_TOKEN", "ADMIN_TOKEN"}, out
+    create_product(api, tokens["ADMIN_TOKEN"], category=f"e2e-banner-{world['uid']}", name="B", price_cents=1, stock=0)
+    expect(api.get("/customers/demo-customer/orders", token=tokens["CUSTOMER_TOKEN"]), 200)
+    expect(api.post("/products", token=tokens["CUSTOMER_TOKEN"], json=PROTECTED[6][2]), 403)
+
+
+def test_swagger_ui_works_offline(api: Api) -> None:
+    """GET /docs is a Swagger UI whose assets the gateway serves itself (no CDN)."""
+    import re
+
+    page = api.get("/docs")
+    assert page.status_code == 200
+    assert "text/html" in page.headers["Content-Type"]
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert assets
+    assert not [a for a in assets if a.startswith(("http:", "https:", "//"))], assets
+    for asset in assets:
+        resp = api.get(asset)
+        assert resp.status_code == 200, asset
+        assert len(resp.content) > 1000, asset
+    assert "/openapi.json" in page.text
