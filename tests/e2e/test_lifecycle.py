@@ -111,9 +111,8 @@ def test_ctrl_c_on_the_foreground_stack_leaves_nothing_behind(new_stack: Any, tm
     assert any("java" in c and str(stack.data_dir) in c for c in cmdlines), cmdlines  # DynamoDB Local, ours
     assert sum("worker.py" in c for c in cmdlines) >= 5, cmdlines  # one warm worker per function at least
 
-    started = time.monotonic()
-    stack.stop_cleanly(group=True)  # asserts exit code 0 and none of `running` (or anything on its data dir) left
-    assert time.monotonic() - started < 30
+    # bounded (30 s to exit, 10 s for children); asserts exit code 0 and nothing of the run left
+    stack.stop_cleanly(group=True)
     assert not processes_mentioning(str(stack.data_dir))
     assert "stopping" in stack.log_tail()
 
