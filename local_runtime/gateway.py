@@ -193,6 +193,13 @@ class Gateway:
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
 
+            def __getattr__(self, name: str) -> Any:
+                # Any other method (TRACE, QUERY, ...) reaches the router, which answers
+                # 404 NOT_FOUND for it as API Gateway does, instead of http.server's 501 page.
+                if name.startswith("do_"):
+                    return self._serve
+                raise AttributeError(name)
+
             def log_message(self, format: str, *args: Any) -> None:
                 log.info("%s %s", self.address_string(), format % args)
 

@@ -38,13 +38,6 @@ GATEWAY_401 = {"message": "Unauthorized"}
 # TEMPORARY, reported (see test_known_deviations_*): two findings of this fuzz run in others' code are
 # tolerated inside the checks, each for exactly its own response, and each is asserted by its own test
 # below (xfail until fixed), so the rest of the run still counts for every operation.
-# The local gateway (http.server) answers methods it has no do_<METHOD> for (TRACE, QUERY, ...) with its
-# own 501 HTML page instead of the contract's 404 NOT_FOUND for a route that does not exist.
-GATEWAY_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"}
-
-
-def _is_known_trace_501(response: Any, case: schemathesis.Case) -> bool:
-    return case.method.upper() not in GATEWAY_METHODS and response.status_code == 501
 
 
 def _is_gateway_401(response: Any) -> bool:
@@ -64,13 +57,13 @@ def _is_known_multipart_500(response: Any) -> bool:
 
 
 def no_server_error(ctx: Any, response: Any, case: schemathesis.Case) -> bool | None:
-    if _is_known_trace_501(response, case) or _is_known_multipart_500(response):
+    if _is_known_multipart_500(response):
         return None
     return not_a_server_error(ctx, response, case)
 
 
 def conforms_to_the_document(ctx: Any, response: Any, case: schemathesis.Case) -> bool | None:
-    if _is_known_trace_501(response, case) or _is_known_multipart_500(response) or _is_gateway_401(response):
+    if _is_known_multipart_500(response) or _is_gateway_401(response):
         return None
     return response_schema_conformance(ctx, response, case)
 
@@ -174,14 +167,10 @@ def test_the_document_covers_every_route_of_the_contract(stack: Stack) -> None:
 # ----- the findings the checks above tolerate, one test each: each xfails while the bug is there -----
 
 
-def test_known_deviation_unknown_methods_are_404_not_501(stack: Stack) -> None:
+def test_unknown_methods_are_404_not_501(stack: Stack) -> None:
     resp = requests.request("TRACE", f"{stack.url}/products", timeout=30)
-    if resp.status_code == 501:
-        pytest.xfail(  # TEMPORARY, reported: local_runtime/gateway.py has no do_<METHOD> for TRACE, QUERY, ...
-            "local gateway answers TRACE with http.server's 501 HTML, not the contract's 404 NOT_FOUND"
-        )
-    assert resp.status_code in (404, 405), resp.text[:300]
-    assert resp.json()["error"]["code"] in ("NOT_FOUND", "METHOD_NOT_ALLOWED")
+    assert resp.status_code == 404, resp.text[:300]
+    assert resp.json()["error"]["code"] == "NOT_FOUND"
 
 
 def test_known_deviation_multipart_without_boundary_is_a_client_error(stack: Stack) -> None:

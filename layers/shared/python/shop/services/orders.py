@@ -9,7 +9,16 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from shop import clock, errors, ids
-from shop.models import ORDER_TRANSITIONS, Order, OrderLine, OrderStatus, OrderSummary, Page, ShippingAddress
+from shop.models import (
+    ORDER_TRANSITIONS,
+    Order,
+    OrderLine,
+    OrderStatus,
+    OrderSummary,
+    Page,
+    ShippingAddress,
+    StatusEntry,
+)
 from shop.repository import (
     OrderRepository,
     ProductRepository,
@@ -86,7 +95,7 @@ class OrderService:
             shipping_address=address,
             created_at=now,
             updated_at=now,
-            history=[],
+            history=[StatusEntry(status=OrderStatus.PENDING, at=now)],
         )
 
     def place(
