@@ -29,14 +29,16 @@ def _handlers_loaded() -> None:
 
 
 @pytest.fixture(scope="module")
-def _moto_client() -> Iterator[Any]:
+def _moto_session() -> Any:
+    """One boto3 session: its loader caches the service model, so each test's client is cheap to make.
+
+    moto's request hook joins botocore's built-in handlers when moto.core.models is imported, and a
+    session only picks up the built-in handlers it sees when it is created: import moto first.
+    """
     import boto3
-    from moto import mock_aws
+    import moto.core.models  # noqa: F401
 
-    from shop.repository.store import CLIENT_CONFIG
-
-    with mock_aws():
-        yield boto3.client("dynamodb", config=CLIENT_CONFIG)
+    return boto3.session.Session()
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +71,15 @@ def _fresh_store(backend: str, client: Any, env: dict[str, str], monkeypatch: py
 
 
 @pytest.fixture
-def moto_api(_moto_client: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
-    """A fresh moto table with the seed."""
-    yield from _fresh_store("moto", _moto_client, {}, monkeypatch)
+def moto_api(_moto_session: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    """A fresh moto mock, client and table with the seed."""
+    from moto import mock_aws
+
+    from shop.repository.store import CLIENT_CONFIG
+
+    with mock_aws():
+        client = _moto_session.client("dynamodb", config=CLIENT_CONFIG)
+        yield from _fresh_store("moto", client, {}, monkeypatch)
 
 
 @pytest.fixture

@@ -48,7 +48,7 @@ def load_function(name: str, root: pathlib.Path | None = None) -> Any:
 
 def function_document(name: str, root: pathlib.Path | None = None) -> dict[str, Any]:
     app = load_function(name, root).app
-    return json.loads(app.get_openapi_schema().model_dump_json(by_alias=True, exclude_none=True))  # type: ignore[no-any-return]
+    return json.loads(app.get_openapi_schema().model_dump_json(by_alias=True, exclude_none=True))
 
 
 def build_openapi(root: pathlib.Path | None = None) -> dict[str, Any]:

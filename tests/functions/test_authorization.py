@@ -1,0 +1,121 @@
+"""The authorization matrix: every route as anonymous, customer A (alice), customer B (bob) and admin.
+
+Each cell runs on a fresh seeded table (events/seed.json), on moto and on DynamoDB Local. The
+status is what the contract names for that caller with that data: e.g. POST /customers is allowed
+for anyone signed in, and alice and bob already have profiles, so they get 409 (not 401/403).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.functions.apigw import ADMIN, ALICE, BOB, call
+
+ADDRESS = {"name": "A", "line1": "1 Main", "city": "X", "postal_code": "1", "country": "US"}
+CALLERS = {"anonymous": None, "alice": ALICE, "bob": BOB, "admin": ADMIN}
+SESSION = "sess-demo-cart-0123456789abcdef"
+
+# (method, path, request kwargs) -> expected status for anonymous, alice, bob, admin
+MATRIX: list[tuple[str, str, dict[str, Any], tuple[int, int, int, int]]] = [
+    ("POST", "/customers", {"body": {"email": "new@example.com", "name": "N"}}, (401, 409, 409, 201)),
+    ("GET", "/customers/alice", {}, (401, 200, 403, 200)),
+    ("PATCH", "/customers/alice", {"body": {"name": "Alice 2"}}, (401, 200, 403, 200)),
+    ("GET", "/customers", {"query": {"email": "alice@example.com"}}, (401, 403, 403, 200)),
+    ("GET", "/customers/alice/orders", {}, (401, 200, 403, 200)),
+    ("GET", "/customers/alice/notifications", {}, (401, 200, 403, 200)),
+    ("GET", "/customers/alice/reviews", {}, (200, 200, 200, 200)),
+    ("POST", "/products", {"body": {"name": "P", "category": "c", "price_cents": 1}}, (401, 403, 403, 201)),
+    ("GET", "/products", {"query": {"category": "peripherals"}}, (200, 200, 200, 200)),
+    ("GET", "/products/prod-keyboard", {}, (200, 200, 200, 200)),
+    ("PATCH", "/products/prod-keyboard", {"body": {"name": "K2"}}, (401, 403, 403, 200)),
+    ("POST", "/products/prod-keyboard/stock", {"body": {"delta": 1}}, (401, 403, 403, 200)),
+    ("GET", "/products/prod-mouse/reviews", {}, (200, 200, 200, 200)),
+    (
+        "POST",
+        "/products/prod-keyboard/reviews",
+        {"body": {"rating": 5, "title": "t", "body": "b"}},
+        (401, 201, 201, 201),
+    ),
+    ("POST", "/sessions", {}, (201, 201, 201, 201)),
+    ("GET", f"/sessions/{SESSION}", {}, (200, 200, 200, 200)),
+    ("PUT", f"/sessions/{SESSION}/cart/prod-mouse", {"body": {"quantity": 1}}, (200, 200, 200, 200)),
+    ("DELETE", f"/sessions/{SESSION}", {}, (204, 204, 204, 204)),
+    (
+        "POST",
+        "/orders",
+        {
+            "body": {"lines": [{"product_id": "prod-cable", "quantity": 1}], "shipping_address": ADDRESS},
+            "headers": {"Idempotency-Key": "k"},
+        },
+        (401, 201, 201, 201),
+    ),
+    ("GET", "/orders/00-alice-pending", {}, (401, 200, 404, 200)),
+    ("GET", "/orders", {"query": {"status": "PENDING"}}, (401, 403, 403, 200)),
+    (
+        "PATCH",
+        "/orders/00-alice-pending",
+        {"body": {"status": "CONFIRMED"}, "headers": {"If-Match": '"1"'}},
+        (401, 403, 403, 200),
+    ),
+    ("POST", "/orders/00-alice-pending/cancel", {}, (401, 200, 404, 200)),
+]
+
+CASES = [
+    pytest.param(method, path, kwargs, caller, expected[index], id=f"{method} {path} as {caller}")
+    for method, path, kwargs, expected in MATRIX
+    for index, caller in enumerate(CALLERS)
+]
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs", "caller", "expected"), CASES)
+def test_authorization_matrix(api, method, path, kwargs, caller, expected):  # noqa: PLR0917
+    reply = call(method, path, claims=CALLERS[caller], **kwargs)
+    assert reply.status == expected, reply.body
+    codes = {401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "ORDER_NOT_FOUND"}
+    if expected in codes:
+        assert reply.code == codes[expected]
+
+
+def test_matrix_covers_every_route_of_the_contract():
+    from shop.api.openapi import build_openapi
+
+    documented = {(method.upper(), path) for path, ops in build_openapi()["paths"].items() for method in ops}
+    tested = set()
+    for method, path, _, _ in MATRIX:
+        template = path
+        for concrete, name in [
+            ("/customers/alice", "/customers/{customer_id}"),
+            ("/products/prod-keyboard", "/products/{product_id}"),
+            ("/products/prod-mouse", "/products/{product_id}"),
+            (f"/sessions/{SESSION}", "/sessions/{session_id}"),
+            ("/orders/00-alice-pending", "/orders/{order_id}"),
+            ("/cart/prod-mouse", "/cart/{product_id}"),
+        ]:
+            template = template.replace(concrete, name)
+        tested.add((method, template))
+    assert tested == documented
+
+
+@pytest.mark.parametrize(
+    ("groups", "is_admin"),
+    [
+        ("[admin]", True),
+        ("[customer admin]", True),
+        ("[admin,customer]", True),
+        ('["admin"]', True),
+        (["admin", "customer"], True),
+        ("[customer]", False),
+        ("[administrators]", False),
+        ("", False),
+        ([], False),
+    ],
+)
+def test_groups_claim_forms(moto_api, groups, is_admin):
+    reply = call("GET", "/orders", claims={"sub": "someone", "cognito:groups": groups}, query={"status": "PENDING"})
+    assert reply.status == (200 if is_admin else 403)
+
+
+def test_claims_without_sub_are_anonymous(moto_api):
+    assert call("GET", "/customers/alice", claims={"cognito:groups": "[admin]"}).status == 401

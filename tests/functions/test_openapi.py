@@ -1,0 +1,46 @@
+"""The committed openapi.json is what the code generates (`make openapi`), and it is complete."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.functions.apigw import REPO
+
+
+def _generator() -> str:
+    """The module `make openapi` runs (python -m <module> > openapi.json)."""
+    recipe = (REPO / "Makefile").read_text()
+    found = re.search(r"-m ([\w.]+) > openapi\.json", recipe)
+    return found.group(1) if found else "shop.api.openapi"
+
+
+def _generate() -> dict:
+    module = _generator()
+    if module == "local_runtime.openapi":
+        from local_runtime.openapi import build
+
+        return build()
+    from shop.api.openapi import build_openapi
+
+    return build_openapi()
+
+
+def test_committed_document_matches_the_code():
+    committed = json.loads((REPO / "openapi.json").read_text())
+    assert committed == _generate(), "openapi.json is stale: run `make openapi` and commit it"
+
+
+def test_every_operation_declares_its_errors_with_our_schema():
+    from shop.api.openapi import build_openapi
+
+    document = build_openapi()
+    operations = [(path, method, op) for path, ops in document["paths"].items() for method, op in ops.items()]
+    assert len(operations) == 23
+    for path, method, op in operations:
+        responses = op["responses"]
+        assert {"400", "422", "500", "503"} <= set(responses), (method, path)
+        assert responses["422"]["content"]["application/json"]["schema"]["$ref"].endswith("/ValidationErrorResponse")
+        if op.get("security"):
+            assert "401" in responses, (method, path)
+    assert "HTTPValidationError" not in json.dumps(document)
