@@ -102,12 +102,20 @@ class Accountant:
         for call in measurement.calls:
             if call.is_write and call.error == "ConditionalCheckFailedException":
                 call.modelled_wru += 1
+        # Records come in write order; several writes to one key (the idempotency record's put, then its
+        # update) get the records of that key one by one, in call order.
+        queues: dict[str, list[Any]] = {}
+        for call in measurement.calls:
+            if call.is_write and not call.error:
+                for written in dict.fromkeys(call.write_keys):
+                    queues.setdefault(written, []).append(call)
         for record in records:
             key = key_of(record.get("dynamodb", {}).get("Keys"))
-            owner = next((c for c in reversed(measurement.calls) if key in c.write_keys and not c.error), None)
-            if owner is None:
+            owners = queues.get(key or "")
+            if not owners:
                 self.unattributed += 1
                 continue
+            owner = owners.pop(0) if len(owners) > 1 else owners[0]
             table, gsi = record_units(record)
             factor = 2 if owner.transactional else 1
             owner.modelled_wru += factor * (table + gsi)
