@@ -40,6 +40,7 @@ class Call:
     write_keys: list[str] = field(default_factory=list)
     modelled_wru: float = 0.0
     thread: int = 0
+    written_bytes: list[int] = field(default_factory=list)
 
     @property
     def transactional(self) -> bool:
@@ -53,6 +54,8 @@ class Call:
         out: dict[str, Any] = {"operation": self.operation, "capacity": self.capacity}
         if self.is_write:
             out["modelled_wru"] = self.modelled_wru
+            if self.written_bytes:
+                out["item_bytes"] = self.written_bytes
         if self.index:
             out["index"] = self.index
         if self.idempotency:

@@ -119,3 +119,5 @@ class Accountant:
             table, gsi = record_units(record)
             factor = 2 if owner.transactional else 1
             owner.modelled_wru += factor * (table + gsi)
+            ddb = record.get("dynamodb", {})
+            owner.written_bytes.append(max(item_size(ddb.get("OldImage")), item_size(ddb.get("NewImage"))))
