@@ -35,36 +35,11 @@ SEED = int(os.environ.get("E2E_FUZZ_SEED", "20260126"))
 GATEWAY_401 = {"message": "Unauthorized"}
 
 
-# TEMPORARY, reported (see test_known_deviations_*): two findings of this fuzz run in others' code are
-# tolerated inside the checks, each for exactly its own response, and each is asserted by its own test
-# below (xfail until fixed), so the rest of the run still counts for every operation.
-
-
-def _is_gateway_401(response: Any) -> bool:
-    if response.status_code != 401:
-        return False
-    try:
-        return response.json() == GATEWAY_401
-    except ValueError:
-        return False
-
-
-# The functions answer 500 INTERNAL_ERROR to `Content-Type: multipart/form-data` without a boundary:
-# Powertools' validation middleware tries to parse the body as a form and raises ValueError.
-def _is_known_multipart_500(response: Any) -> bool:
-    content_type = str(response.request.headers.get("Content-Type", "")).lower()
-    return response.status_code == 500 and content_type.startswith("multipart/") and "boundary=" not in content_type
-
-
 def no_server_error(ctx: Any, response: Any, case: schemathesis.Case) -> bool | None:
-    if _is_known_multipart_500(response):
-        return None
     return not_a_server_error(ctx, response, case)
 
 
 def conforms_to_the_document(ctx: Any, response: Any, case: schemathesis.Case) -> bool | None:
-    if _is_known_multipart_500(response) or _is_gateway_401(response):
-        return None
     return response_schema_conformance(ctx, response, case)
 
 
@@ -164,7 +139,7 @@ def test_the_document_covers_every_route_of_the_contract(stack: Stack) -> None:
     assert served == contract, {"undocumented": sorted(contract - served), "not fuzzed": sorted(served - contract)}
 
 
-# ----- the findings the checks above tolerate, one test each: each xfails while the bug is there -----
+# ----- findings of earlier fuzz runs, each kept as a regression test -----
 
 
 def test_unknown_methods_are_404_not_501(stack: Stack) -> None:
@@ -173,21 +148,18 @@ def test_unknown_methods_are_404_not_501(stack: Stack) -> None:
     assert resp.json()["error"]["code"] == "NOT_FOUND"
 
 
-def test_known_deviation_multipart_without_boundary_is_a_client_error(stack: Stack) -> None:
+def test_multipart_without_boundary_is_unsupported_media(stack: Stack) -> None:
     resp = requests.post(
         f"{stack.url}/products",
         headers={"Authorization": f"Bearer {stack.admin_token()}", "Content-Type": "multipart/form-data"},
         data=b'{"name": "n", "category": "c", "price_cents": 1}',
         timeout=30,
     )
-    if resp.status_code == 500:
-        pytest.xfail(  # TEMPORARY, reported: shop/api/resolver.py lets Powertools parse non-JSON bodies
-            "POST /products with Content-Type multipart/form-data (no boundary) answers 500 INTERNAL_ERROR"
-        )
-    assert resp.status_code in (400, 415), resp.text[:300]
+    assert resp.status_code == 415, resp.text[:300]
+    assert resp.json()["error"]["code"] == "UNSUPPORTED_MEDIA_TYPE"
 
 
-def test_known_deviation_the_document_describes_the_gateways_401(stack: Stack, api_schema: Any) -> None:
+def test_the_document_describes_the_gateways_401(stack: Stack, api_schema: Any) -> None:
     """API Gateway's JWT authorizer answers `{"message": "Unauthorized"}` (HTTP APIs cannot customise it);
     the document must describe that body for 401, or every 401 breaks the documented schema."""
     operation = api_schema["/products"]["POST"]
@@ -195,9 +167,4 @@ def test_known_deviation_the_document_describes_the_gateways_401(stack: Stack, a
     resp = requests.post(f"{stack.url}/products", json=case.body, timeout=30)
     assert resp.status_code == 401
     assert resp.json() == GATEWAY_401
-    try:
-        case.validate_response(resp, checks=[response_schema_conformance])
-    except schemathesis.errors.FailureGroup as exc:
-        pytest.xfail(  # TEMPORARY, reported: shop/api/resolver.py declares 401 with the ErrorResponse schema
-            f"the document's 401 schema rejects the gateway's 401 body: {str(exc).splitlines()[0]}"
-        )
+    case.validate_response(resp, checks=[response_schema_conformance])

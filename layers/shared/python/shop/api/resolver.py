@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from shop import errors
 from shop.api import errors as http_errors
 from shop.api import observability
-from shop.api.schemas import ErrorResponse, ValidationErrorResponse
+from shop.api.schemas import ErrorResponse, UnauthorizedResponse, ValidationErrorResponse
 
 JSON = content_types.APPLICATION_JSON
 
@@ -45,6 +45,7 @@ ERROR_DESCRIPTIONS = {
     503: "SERVICE_UNAVAILABLE: the store is throttled or down; see Retry-After",
 }
 ALWAYS = (400, 422, 500, 503)
+ERROR_MODELS: dict[int, type[BaseModel]] = {401: UnauthorizedResponse, 422: ValidationErrorResponse}
 WITH_BODY = (415,)
 API_TITLE = "Serverless Shop API"
 API_VERSION = "1"
@@ -79,7 +80,7 @@ def declare(
     for status in sorted({*error_statuses, *ALWAYS, *(WITH_BODY if body else ())}):
         entry: dict[str, Any] = {
             "description": described[status],
-            "content": {JSON: {"model": ValidationErrorResponse if status == 422 else ErrorResponse}},
+            "content": {JSON: {"model": ERROR_MODELS.get(status, ErrorResponse)}},
         }
         if status == 503:
             entry["headers"] = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
@@ -190,21 +191,35 @@ class ShopResolver(APIGatewayHttpResolver):
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         self._prepare()
         event = dict(event)
+        if event.get("body") and not _is_json(event.get("headers") or {}):
+            return _raw_error(http_errors.UnsupportedMediaType("send the body as application/json"))
         if event.get("isBase64Encoded") and event.get("body"):
             try:
                 event["body"] = base64.b64decode(str(event["body"]), validate=True).decode("utf-8")
             except (binascii.Error, ValueError):
-                status, body, _ = http_errors.describe(http_errors.BadRequest("the body is not valid base64 UTF-8"))
-                return {
-                    "statusCode": status,
-                    "headers": {"Content-Type": JSON},
-                    "body": json.dumps(body),
-                    "isBase64Encoded": False,
-                }
+                return _raw_error(http_errors.BadRequest("the body is not valid base64 UTF-8"))
             event["isBase64Encoded"] = False
         self.current_event = self._to_proxy_event(event)
         self.lambda_context = context
         return super().resolve(event, context)
+
+
+def _is_json(headers: Mapping[str, str]) -> bool:
+    """A body is JSON unless its Content-Type names another media type (forms, text, multipart...)."""
+    content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return media_type in ("", JSON) or (media_type.startswith("application/") and media_type.endswith("+json"))
+
+
+def _raw_error(error: errors.DomainError) -> dict[str, Any]:
+    """An answer given before routing (Powertools' validation would otherwise parse a non-JSON body)."""
+    status, body, headers = http_errors.describe(error)
+    return {
+        "statusCode": status,
+        "headers": {**headers, "Content-Type": JSON},
+        "body": json.dumps(body),
+        "isBase64Encoded": False,
+    }
 
 
 def _on_domain_error(error: errors.DomainError) -> Response:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictInt, model_validator
 
 from shop.models import (
     Customer,
@@ -58,6 +58,16 @@ class ErrorDetail(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorDetail
+
+
+class GatewayUnauthorized(BaseModel):
+    """What API Gateway's JWT authorizer answers itself (HTTP APIs cannot change this body)."""
+
+    message: str = Field(description='"Unauthorized"')
+
+
+class UnauthorizedResponse(RootModel[GatewayUnauthorized | ErrorResponse]):
+    """401: the gateway's own body, or ours when a function is reached without claims."""
 
 
 class ValidationErrorDetail(BaseModel):
