@@ -92,6 +92,10 @@ def function_environment(
     env["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
     env["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] = endpoint
     env["POWERTOOLS_TRACE_DISABLED"] = "true"
+    # DynamoDB Local on a busy 2-core machine answers far slower than DynamoDB; the deployed
+    # 1 s / 2 s timeouts would turn that into 503s that AWS would not give.
+    env.setdefault("DYNAMODB_CONNECT_TIMEOUT", "5")
+    env.setdefault("DYNAMODB_READ_TIMEOUT", "15")
     return env
 
 

@@ -30,6 +30,9 @@ os.environ.update(
         "POWERTOOLS_METRICS_NAMESPACE": "ShopTest",
         "POWERTOOLS_SERVICE_NAME": "shop-test",
         "POWERTOOLS_DEV": "false",
+        # DynamoDB Local under a parallel test run is far slower than DynamoDB (see shop.aws_config).
+        "DYNAMODB_CONNECT_TIMEOUT": "5",
+        "DYNAMODB_READ_TIMEOUT": "15",
     }
 )
 for _var in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "AWS_PROFILE"):
@@ -76,10 +79,11 @@ def moto_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     from moto import mock_aws
 
     from local_runtime.dynamodb_local import create_table
+    from shop.aws_config import client_config
     from shop.repository import store as store_module
 
     with mock_aws():
-        client = boto3.client("dynamodb", config=store_module.CLIENT_CONFIG)
+        client = boto3.client("dynamodb", config=client_config())
         name = _fresh_name()
         create_table(client, name)
         monkeypatch.setenv("TABLE_NAME", name)
@@ -91,11 +95,12 @@ def moto_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
 @pytest.fixture
 def local_store(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     from local_runtime.dynamodb_local import create_table
+    from shop.aws_config import client_config
     from shop.repository import store as store_module
 
     for key, value in dynamodb_local.env().items():
         monkeypatch.setenv(key, value)
-    client = dynamodb_local.client("dynamodb", config=store_module.CLIENT_CONFIG)
+    client = dynamodb_local.client("dynamodb", config=client_config())
     name = _fresh_name()
     create_table(client, name)
     monkeypatch.setenv("TABLE_NAME", name)

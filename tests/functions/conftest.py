@@ -43,9 +43,9 @@ def _moto_session() -> Any:
 
 @pytest.fixture(scope="module")
 def _local_client(dynamodb_local: Any) -> tuple[Any, dict[str, str]]:
-    from shop.repository.store import CLIENT_CONFIG
+    from shop.aws_config import client_config
 
-    return dynamodb_local.client("dynamodb", config=CLIENT_CONFIG), dynamodb_local.env()
+    return dynamodb_local.client("dynamodb", config=client_config()), dynamodb_local.env()
 
 
 def _fresh_store(backend: str, client: Any, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
@@ -75,10 +75,10 @@ def moto_api(_moto_session: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[St
     """A fresh moto mock, client and table with the seed."""
     from moto import mock_aws
 
-    from shop.repository.store import CLIENT_CONFIG
+    from shop.aws_config import client_config
 
     with mock_aws():
-        client = _moto_session.client("dynamodb", config=CLIENT_CONFIG)
+        client = _moto_session.client("dynamodb", config=client_config())
         yield from _fresh_store("moto", client, {}, monkeypatch)
 
 

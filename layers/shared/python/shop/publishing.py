@@ -15,24 +15,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from shop.aws_config import client_config
 from shop.config import settings
 
 logger = logging.getLogger(__name__)
 
 MAX_ENTRIES = 10  # PutEvents' limit per call
 MAX_REQUEST_BYTES = 256 * 1024  # PutEvents' limit on the summed entry sizes of one call
-
-# Same style as the table client: standard retries (backoff with jitter on throttling and 5xx),
-# short timeouts, so a slow bus fails a few records instead of timing the whole batch out.
-CLIENT_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 3},
-    connect_timeout=1,
-    read_timeout=2,
-    tcp_keepalive=True,
-)
 
 _client_lock = threading.Lock()
 _client: Any = None
@@ -46,7 +37,7 @@ def events_client() -> Any:
             if _client is None:
                 import boto3
 
-                _client = boto3.session.Session().client("events", config=CLIENT_CONFIG)
+                _client = boto3.session.Session().client("events", config=client_config())
     return _client
 
 

@@ -9,21 +9,14 @@ from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, HTTPClientError
 
 from shop import errors
+from shop.aws_config import client_config
 from shop.config import settings
 
-# Standard retry mode backs off with jitter on throttling and 5xx. Three attempts
-# with 1 s connect / 2 s read timeouts keep the worst case well inside the API
-# functions' 10 s timeout, so the handler still answers 503 itself.
-CLIENT_CONFIG = Config(
-    retries={"mode": "standard", "total_max_attempts": 3},
-    connect_timeout=1,
-    read_timeout=2,
-    tcp_keepalive=True,
-)
+# Kept for callers that build their own client against another endpoint (tests, benchmarks).
+CLIENT_CONFIG = client_config()
 
 UNAVAILABLE_CODES = frozenset(
     {
@@ -50,7 +43,7 @@ def dynamodb_client() -> Any:
             if _client is None:
                 import boto3
 
-                _client = boto3.session.Session().client("dynamodb", config=CLIENT_CONFIG)
+                _client = boto3.session.Session().client("dynamodb", config=client_config())
     return _client
 
 
