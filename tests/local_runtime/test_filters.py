@@ -52,17 +52,23 @@ def test_grammar(pattern, expected):
     assert matches(pattern, DOC) is expected
 
 
-@pytest.mark.parametrize(("pattern", "expected"), CASES)
-def test_agrees_with_moto_eventbridge_matcher(pattern, expected):
-    moto_events = pytest.importorskip("moto.events.models")
-    if "$or" in pattern or any(
+def _moto_understands(pattern: dict) -> bool:
+    """moto's EventBridge matcher knows neither `$or` nor `anything-but` over a prefix."""
+    if "$or" in pattern:
+        return False
+    return not any(
         isinstance(alt, dict) and "anything-but" in alt and isinstance(alt["anything-but"], dict)
         for leaf in pattern.values()
         if isinstance(leaf, list)
         for alt in leaf
-    ):
-        pytest.skip("moto's matcher does not cover this operator form")
-    assert moto_events.EventPattern.load(json.dumps(pattern)).matches_event(DOC) is expected
+    )
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [case for case in CASES if _moto_understands(case[0])])
+def test_agrees_with_moto_eventbridge_matcher(pattern, expected):
+    from moto.events.models import EventPattern
+
+    assert EventPattern.load(json.dumps(pattern)).matches_event(DOC) is expected
 
 
 def test_nested_dynamodb_record_patterns():
