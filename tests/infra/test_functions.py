@@ -14,7 +14,7 @@ from infra.settings import DYNAMODB_ACTIONS, iam_actions
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
 FUNCTIONS = {"customers", "products", "orders", "sessions", "order_events"}
-USES_INDEX = {"products", "orders"}
+USES_INDEX = {"customers", "products", "orders"}  # email lookup, category list, status index
 COMMON_ENV = {
     "STATUS_SHARDS": "4",
     "SESSION_TTL_SECONDS": "3600",

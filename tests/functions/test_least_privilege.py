@@ -1,0 +1,105 @@
+"""Each function's IAM grant (infra.settings.DYNAMODB_ACTIONS) is exactly what its code calls.
+
+The API functions run every sample event of events/<function>/; order_events confirms, ships and
+records a real order from the stream. A botocore hook records each DynamoDB operation, the item
+actions inside each transaction (IAM authorizes a transaction item by item) and whether GSI1 was
+queried. A function calling something it was not granted fails here, not on AWS; a grant no code
+uses fails too, so the roles cannot drift wider than the code.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from infra.settings import ALL_FUNCTIONS, DYNAMODB_ACTIONS, iam_actions
+from tests.functions.apigw import REPO, invoke
+
+TRANSACTION_ITEM_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.operations: set[str] = set()
+        self.uses_index = False
+
+    def __call__(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self.operations.add(model.name)
+        if params.get("IndexName"):
+            self.uses_index = True
+        for item in params.get("TransactItems", []):
+            self.operations.update(TRANSACTION_ITEM_ACTIONS[kind] for kind in item)
+
+    def iam(self) -> list[str]:
+        return iam_actions(tuple(sorted(self.operations)))
+
+
+def record(client: Any) -> Recorder:
+    recorder = Recorder()
+    client.meta.events.register("provide-client-params.dynamodb.*", recorder)
+    return recorder
+
+
+def granted(function: str) -> tuple[list[str], bool]:
+    spec = next(spec for spec in ALL_FUNCTIONS if spec.name == function)
+    return iam_actions(DYNAMODB_ACTIONS[function]), spec.uses_index
+
+
+def fresh_seeded_table(client: Any, monkeypatch: pytest.MonkeyPatch, number: int) -> None:
+    """Each sample event assumes the seed as it is, so each one gets its own table."""
+    from local_runtime.dynamodb_local import create_table
+    from shop.api.seed import load_seed
+    from shop.config import settings
+    from shop.repository import Table
+
+    name = f"privilege-{number}"
+    create_table(client, name)
+    monkeypatch.setenv("TABLE_NAME", name)
+    settings.cache_clear()
+    load_seed(Table(client, name))
+
+
+@pytest.mark.parametrize("function", ["customers", "products", "orders", "sessions"])
+def test_api_function_grants_match_its_calls(moto_api, monkeypatch, function):
+    paths = sorted((REPO / "events" / function).glob("*.json"))
+    recorder = Recorder()
+    for number, path in enumerate(paths):
+        fresh_seeded_table(moto_api.client, monkeypatch, number)
+        moto_api.client.meta.events.register("provide-client-params.dynamodb.*", recorder)
+        try:
+            invoke(function, json.loads(path.read_text()))
+        finally:
+            moto_api.client.meta.events.unregister("provide-client-params.dynamodb.*", recorder)
+    actions, uses_index = granted(function)
+    assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
+    assert recorder.uses_index == uses_index
+
+
+def test_order_events_grants_match_its_calls(store):
+    from functions.order_events.handler import handler
+    from shop.models import OrderStatus
+    from shop.repository.store import dynamodb_client
+    from shop.services.orders import OrderService, RequestedLine
+    from tests.stream.conftest import FakeContext
+    from tests.support.factories import ADDRESS, ADMIN, ALICE, product
+    from tests.support.streams import StreamReader, lambda_event
+
+    orders = OrderService(store.table)
+    order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
+    stream = StreamReader(store)
+    recorder = record(dynamodb_client())  # the handler's client; the test's own calls use store.client
+    handler(lambda_event(stream.read()), FakeContext())  # INSERT: confirm and record
+    handler(lambda_event(stream.read()), FakeContext())  # the confirmation's MODIFY
+    orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2)
+    handler(lambda_event(stream.read()), FakeContext())  # a status change
+    assert orders.get(ALICE, order.order_id).history[-1].status is OrderStatus.SHIPPED
+    actions, uses_index = granted("order_events")
+    assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
+    assert recorder.uses_index == uses_index
