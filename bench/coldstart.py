@@ -244,7 +244,16 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
         results[function] = entry
     shutil.rmtree(bare_dir, ignore_errors=True)
     worst = max((r["ratio"] for r in results.values() if r.get("ratio")), default=None)
+    why = None
+    if misses:
+        why = (
+            f"{misses}: the handlers import ~640 modules against the bare handler's ~394: Powertools' event_handler "
+            "with OpenAPI validation (openapi.params, pulling pydantic machinery and every resolver incl. AppSync "
+            "-> asyncio), the shop's pydantic response schemas built at import, pydantic plugin discovery "
+            "(importlib.metadata); see functions.*.heaviest_imports and docs/performance.md"
+        )
     return {
+        "why": why,
         "value": worst,
         "functions": results,
         "target": TARGET,

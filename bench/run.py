@@ -26,7 +26,7 @@ class Config:
     smoke: bool = False
     scale_small: int = 1_000
     scale_large: int = 100_000
-    scale_samples: int = 60
+    scale_samples: int = 150
     overhead_rounds: int = 200
     cold_samples: int = 7
     load_clients: int = 8
@@ -40,7 +40,7 @@ class Config:
             smoke=True,
             scale_small=60,
             scale_large=240,
-            scale_samples=5,
+            scale_samples=6,
             overhead_rounds=10,
             cold_samples=1,
             load_clients=2,
