@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from shop import errors
-from shop.repository.orders import TransactionConflict
+from shop.repository import TransactionConflict
 from shop.services.actor import Forbidden
 
 

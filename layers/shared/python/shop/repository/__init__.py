@@ -2,10 +2,10 @@
 
 from shop.repository.customers import CustomerRepository
 from shop.repository.order_effects import OrderEffectsRepository, StatusChange
-from shop.repository.orders import OrderRepository, SessionClaim, TransactionConflict
+from shop.repository.orders import OrderRepository, SessionClaim
 from shop.repository.products import ProductRepository
 from shop.repository.sessions import SessionRepository, StoredSession
-from shop.repository.store import Table
+from shop.repository.store import Table, TransactionConflict
 
 __all__ = [
     "CustomerRepository",

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from shop import errors, keys
 from shop.models import Customer, Notification, Page
 from shop.repository.queries import collection_page
 from shop.repository.store import (
     Table,
-    cancellation_reasons,
-    error_code,
+    TransactionCancelled,
     from_item,
     to_item,
+    transact_write,
     translated_errors,
     values,
 )
@@ -41,35 +39,21 @@ class CustomerRepository:
             "entity": "EMAIL",
             "customer_id": customer.customer_id,
         }
+        put_new = "attribute_not_exists(PK)"
         try:
-            with translated_errors():
-                self.table.client.transact_write_items(
-                    TransactItems=[
-                        {
-                            "Put": {
-                                "TableName": self.table.name,
-                                "Item": to_item(profile),
-                                "ConditionExpression": "attribute_not_exists(PK)",
-                            }
-                        },
-                        {
-                            "Put": {
-                                "TableName": self.table.name,
-                                "Item": to_item(marker),
-                                "ConditionExpression": "attribute_not_exists(PK)",
-                            }
-                        },
-                    ]
-                )
-        except ClientError as error:
-            if error_code(error) != "TransactionCanceledException":
-                raise
-            reasons = [r.get("Code") for r in cancellation_reasons(error)]
-            if reasons and reasons[0] == "ConditionalCheckFailed":
-                raise errors.CustomerExists("this customer already has a profile") from error
-            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
-                raise errors.EmailTaken("this email belongs to another customer") from error
-            raise errors.ServiceUnavailable("the store rejected the write, retry later") from error
+            transact_write(
+                self.table,
+                [
+                    {"Put": {"TableName": self.table.name, "Item": to_item(profile), "ConditionExpression": put_new}},
+                    {"Put": {"TableName": self.table.name, "Item": to_item(marker), "ConditionExpression": put_new}},
+                ],
+            )
+        except TransactionCancelled as cancelled:
+            if cancelled.failed_condition(0):
+                raise errors.CustomerExists("this customer already has a profile") from cancelled
+            if cancelled.failed_condition(1):
+                raise errors.EmailTaken("this email belongs to another customer") from cancelled
+            raise cancelled.unexplained() from cancelled
         return customer
 
     def get(self, customer_id: str) -> Customer:
@@ -147,28 +131,21 @@ class CustomerRepository:
                 }
             )
         try:
-            with translated_errors():
-                self.table.client.transact_write_items(TransactItems=items)
-        except ClientError as error:
-            if error_code(error) != "TransactionCanceledException":
-                raise
-            reasons = [r.get("Code") for r in cancellation_reasons(error)]
-            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
-                raise errors.EmailTaken("this email belongs to another customer") from error
-            if reasons and reasons[0] == "ConditionalCheckFailed":
-                raise errors.Conflict("the profile changed meanwhile, retry") from error
-            raise errors.ServiceUnavailable("the store rejected the write, retry later") from error
+            transact_write(self.table, items)
+        except TransactionCancelled as cancelled:
+            if cancelled.failed_condition(1):
+                raise errors.EmailTaken("this email belongs to another customer") from cancelled
+            if cancelled.failed_condition(0):
+                raise errors.Conflict("the profile changed meanwhile, retry") from cancelled
+            raise cancelled.unexplained() from cancelled
         return current.model_copy(update={"name": new_name, "email": new_email, "updated_at": updated_at})
 
     def notifications(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[Notification]:
-        page = collection_page(
+        return collection_page(
             self.table,
             scope=f"notifications:{customer_id}",
             partition=keys.customer_pk(customer_id),
             sk_prefix=keys.NOTIFICATION_PREFIX,
             limit=limit,
             next_token=next_token,
-        )
-        return Page[Notification](
-            items=[Notification.model_validate(item) for item in page.items], next_token=page.next_token
-        )
+        ).as_page(Notification.model_validate)

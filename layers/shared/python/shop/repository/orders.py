@@ -16,21 +16,16 @@ from shop.repository import pagination
 from shop.repository.queries import collection_page
 from shop.repository.store import (
     Table,
-    cancellation_reasons,
+    TransactionCancelled,
     error_code,
     from_item,
     to_item,
+    transact_write,
     translated_errors,
     values,
 )
 
 SUMMARY_FIELDS = ("order_id", "customer_id", "status", "version", "total_cents", "created_at", "updated_at")
-
-
-class TransactionConflict(errors.DomainError):
-    """Another transaction touched the same items at the same moment; the caller may retry."""
-
-    code = "TRANSACTION_CONFLICT"
 
 
 @dataclass(frozen=True)
@@ -158,31 +153,23 @@ class OrderRepository:
                 }
             )
         try:
-            with translated_errors():
-                self.table.client.transact_write_items(TransactItems=items, ClientRequestToken=order.order_id)
-        except ClientError as error:
-            if error_code(error) != "TransactionCanceledException":
-                raise
-            self._raise_placement_failure(order, cancellation_reasons(error), session, error)
+            transact_write(self.table, items, ClientRequestToken=order.order_id)
+        except TransactionCancelled as cancelled:
+            self._raise_placement_failure(order, cancelled, session)
         return order
 
     @staticmethod
-    def _raise_placement_failure(
-        order: Order, reasons: list[dict[str, Any]], session: SessionClaim | None, error: ClientError
-    ) -> None:
-        missing, short, repriced = _stock_check_failures(order.lines, reasons, 1)
+    def _raise_placement_failure(order: Order, cancelled: TransactionCancelled, session: SessionClaim | None) -> None:
+        missing, short, repriced = _stock_check_failures(order.lines, cancelled.reasons, 1)
         if missing:
-            raise errors.ProductNotFound(missing) from error
+            raise errors.ProductNotFound(missing) from cancelled
         if short:
-            raise errors.OutOfStock(short) from error
+            raise errors.OutOfStock(short) from cancelled
         if repriced:
-            raise errors.PriceChanged(repriced) from error
-        if session is not None and reasons and reasons[-1].get("Code") == "ConditionalCheckFailed":
-            raise errors.SessionNotFound("the session expired or its cart changed during checkout") from error
-        codes = {reason.get("Code") for reason in reasons}
-        if "TransactionConflict" in codes:
-            raise TransactionConflict("concurrent transaction on the same items") from error
-        raise errors.ServiceUnavailable("the store rejected the order, retry later") from error
+            raise errors.PriceChanged(repriced) from cancelled
+        if session is not None and cancelled.failed_condition(len(cancelled.reasons) - 1):
+            raise errors.SessionNotFound("the session expired or its cart changed during checkout") from cancelled
+        raise cancelled.unexplained() from cancelled
 
     def get(self, order_id: str) -> Order:
         """One Query over the order's collection: the order item and its status history items."""
@@ -195,17 +182,14 @@ class OrderRepository:
         return _order_from_items([from_item(i) for i in response.get("Items", [])])
 
     def list_for_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
-        page = collection_page(
+        return collection_page(
             self.table,
             scope=f"customer-orders:{customer_id}",
             partition=keys.customer_pk(customer_id),
             sk_prefix=keys.CUSTOMER_ORDER_PREFIX,
             limit=limit,
             next_token=next_token,
-        )
-        return Page[OrderSummary](
-            items=[OrderSummary.model_validate(i) for i in page.items], next_token=page.next_token
-        )
+        ).as_page(OrderSummary.model_validate)
 
     def list_by_status(self, status: OrderStatus, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
         """One Query per shard, in parallel, merged newest first; the token is the last key returned."""
@@ -257,34 +241,31 @@ class OrderRepository:
                 version=order.version,
             ),
         }
-        try:
-            with translated_errors():
-                if new_status is OrderStatus.CANCELLED:
-                    restock = [
-                        {
-                            "Update": {
-                                "TableName": self.table.name,
-                                "Key": to_item(keys.product_key(line.product_id)),
-                                "UpdateExpression": "ADD stock :qty",
-                                "ConditionExpression": "attribute_exists(PK)",
-                                "ExpressionAttributeValues": values(qty=line.quantity),
-                            }
-                        }
-                        for line in order.lines
-                    ]
-                    self.table.client.transact_write_items(TransactItems=[{"Update": update}, *restock])
-                else:
+        if new_status is OrderStatus.CANCELLED:
+            restock = [
+                {
+                    "Update": {
+                        "TableName": self.table.name,
+                        "Key": to_item(keys.product_key(line.product_id)),
+                        "UpdateExpression": "ADD stock :qty",
+                        "ConditionExpression": "attribute_exists(PK)",
+                        "ExpressionAttributeValues": values(qty=line.quantity),
+                    }
+                }
+                for line in order.lines
+            ]
+            try:
+                transact_write(self.table, [{"Update": update}, *restock])
+            except TransactionCancelled as cancelled:
+                if cancelled.failed_condition(0):
+                    raise errors.VersionMismatch("the order changed meanwhile") from cancelled
+                raise cancelled.unexplained() from cancelled
+        else:
+            try:
+                with translated_errors():
                     self.table.client.update_item(**update)
-        except ClientError as error:
-            code = error_code(error)
-            if code == "ConditionalCheckFailedException":
-                raise errors.VersionMismatch("the order changed meanwhile") from error
-            if code == "TransactionCanceledException":
-                reasons = cancellation_reasons(error)
-                if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+            except ClientError as error:
+                if error_code(error) == "ConditionalCheckFailedException":
                     raise errors.VersionMismatch("the order changed meanwhile") from error
-                if any(r.get("Code") == "TransactionConflict" for r in reasons):
-                    raise TransactionConflict("concurrent transaction on the same items") from error
-                raise errors.ServiceUnavailable("the store rejected the change, retry later") from error
-            raise
+                raise
         return order.model_copy(update={"status": new_status, "version": order.version + 1, "updated_at": updated_at})

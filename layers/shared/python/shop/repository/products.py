@@ -12,10 +12,11 @@ from shop.repository import pagination
 from shop.repository.queries import collection_page, gsi1_page
 from shop.repository.store import (
     Table,
-    cancellation_reasons,
+    TransactionCancelled,
     error_code,
     from_item,
     to_item,
+    transact_write,
     translated_errors,
     values,
 )
@@ -77,15 +78,14 @@ class ProductRepository:
         return found
 
     def list_by_category(self, category: str, *, limit: int, next_token: str | None) -> Page[Product]:
-        page = gsi1_page(
+        return gsi1_page(
             self.table,
             scope=f"category:{category}",
             partition=keys.category_pk(category),
             limit=limit,
             next_token=next_token,
             newest_first=False,
-        )
-        return Page[Product](items=[product_from_item(i) for i in page.items], next_token=page.next_token)
+        ).as_page(product_from_item)
 
     def update(self, current: Product, changes: dict[str, Any], updated_at: str) -> Product:
         """Apply catalogue edits, conditional on the product not having changed since it was read."""
@@ -199,17 +199,13 @@ class ProductRepository:
             },
         ]
         try:
-            with translated_errors():
-                self.table.client.transact_write_items(TransactItems=items)
-        except ClientError as error:
-            if error_code(error) != "TransactionCanceledException":
-                raise
-            reasons = [r.get("Code") for r in cancellation_reasons(error)]
-            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
-                raise errors.ProductNotFound([review.product_id]) from error
-            if reasons and reasons[0] == "ConditionalCheckFailed":
-                raise errors.AlreadyReviewed("you have already reviewed this product") from error
-            raise errors.ServiceUnavailable("the store rejected the write, retry later") from error
+            transact_write(self.table, items)
+        except TransactionCancelled as cancelled:
+            if cancelled.failed_condition(1):
+                raise errors.ProductNotFound([review.product_id]) from cancelled
+            if cancelled.failed_condition(0):
+                raise errors.AlreadyReviewed("you have already reviewed this product") from cancelled
+            raise cancelled.unexplained() from cancelled
         return review
 
     def reviews_of_product(self, product_id: str, *, limit: int, next_token: str | None) -> Page[Review]:
@@ -240,12 +236,11 @@ class ProductRepository:
         )
 
     def reviews_of_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[Review]:
-        page = collection_page(
+        return collection_page(
             self.table,
             scope=f"customer-reviews:{customer_id}",
             partition=keys.customer_pk(customer_id),
             sk_prefix=keys.CUSTOMER_REVIEW_PREFIX,
             limit=limit,
             next_token=next_token,
-        )
-        return Page[Review](items=[Review.model_validate(i) for i in page.items], next_token=page.next_token)
+        ).as_page(Review.model_validate)

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from shop.keys import GSI1
+from shop.models import Page
 from shop.repository import pagination
 from shop.repository.store import Table, from_item, translated_errors
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class QueryPage:
     items: list[dict[str, Any]]
     next_token: str | None
+
+    def as_page(self, build: Callable[[dict[str, Any]], T]) -> Page[T]:
+        return Page[T](items=[build(item) for item in self.items], next_token=self.next_token)
 
 
 def query_page(

@@ -119,5 +119,35 @@ def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
-def cancellation_reasons(error: ClientError) -> list[dict[str, Any]]:
-    return list(error.response.get("CancellationReasons", []))
+class TransactionConflict(errors.DomainError):
+    """Another transaction touched the same items at the same moment; the caller may retry."""
+
+    code = "TRANSACTION_CONFLICT"
+
+
+class TransactionCancelled(Exception):
+    """A cancelled TransactWriteItems with its per-item reasons, in the order the items were sent."""
+
+    def __init__(self, reasons: list[dict[str, Any]]) -> None:
+        super().__init__([reason.get("Code") for reason in reasons])
+        self.reasons = reasons
+
+    def failed_condition(self, index: int) -> bool:
+        return index < len(self.reasons) and self.reasons[index].get("Code") == "ConditionalCheckFailed"
+
+    def unexplained(self) -> errors.DomainError:
+        """What a cancellation no condition explains means: a conflict to retry, or an unavailable store."""
+        if any(reason.get("Code") == "TransactionConflict" for reason in self.reasons):
+            return TransactionConflict("concurrent transaction on the same items")
+        return errors.ServiceUnavailable("the store rejected the write, retry later")
+
+
+def transact_write(table: Table, items: list[dict[str, Any]], **extra: Any) -> None:
+    """One TransactWriteItems; a cancellation is raised as TransactionCancelled for the caller to explain."""
+    try:
+        with translated_errors():
+            table.client.transact_write_items(TransactItems=items, **extra)
+    except ClientError as error:
+        if error_code(error) == "TransactionCanceledException":
+            raise TransactionCancelled(list(error.response.get("CancellationReasons", []))) from error
+        raise
