@@ -158,6 +158,28 @@ def test_cancel_restocks_every_line(store):
         OrderService(store.table).cancel(BOB, place(store.table, **{hammer: 1}).order_id)
 
 
+def walk_status(service, status, limit):
+    seen, token, pages = [], None, 0
+    while True:
+        page = service.list_by_status(ADMIN, status, limit=limit, next_token=token)
+        assert len(page.items) <= limit
+        seen += [o.order_id for o in page.items]
+        pages += 1
+        token = page.next_token
+        if not token:
+            return seen, pages
+
+
+def test_every_page_size_walks_the_shards_in_order(store):
+    pid = product(store.table, stock=100)
+    service = OrderService(store.table, shards=4)
+    placed = [service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]).order_id for _ in range(13)]
+    for limit in (1, 2, 5, 13, 20):
+        seen, pages = walk_status(service, OrderStatus.PENDING, limit)
+        assert seen == list(reversed(placed)), limit
+        assert pages <= 13, limit
+
+
 def test_status_index_merges_shards_newest_first_and_paginates(store):
     pid = product(store.table, stock=100)
     service = OrderService(store.table, shards=4)

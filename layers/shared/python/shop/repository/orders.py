@@ -192,9 +192,16 @@ class OrderRepository:
         ).as_page(OrderSummary.model_validate)
 
     def list_by_status(self, status: OrderStatus, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
-        """One Query per shard, in parallel, merged newest first; the token is the last key returned."""
+        """One Query per shard, in parallel, merged newest first; the token is the last key returned.
+
+        Each shard is asked for a share of the page (plus one), not the whole page, so the listing
+        reads little more than it returns. A shard with more to give may hide items just below its
+        last one, so the page stops at the highest such boundary: pages can be shorter than `limit`,
+        never out of order.
+        """
         scope = f"orders-by-status:{status}:{self.shards}"
         before = pagination.decode(next_token, scope) if next_token else None
+        per_shard = -(-limit // self.shards) + 1
 
         def query_shard(shard: int) -> tuple[list[dict[str, Any]], bool]:
             condition = "GSI1PK = :pk"
@@ -209,14 +216,17 @@ class OrderRepository:
                     KeyConditionExpression=condition,
                     ExpressionAttributeValues=attr_values,
                     ScanIndexForward=False,
-                    Limit=limit,
+                    Limit=per_shard,
                 )
             return [from_item(i) for i in response.get("Items", [])], "LastEvaluatedKey" in response
 
         results = list(_shard_pool().map(query_shard, range(self.shards)))
+        boundaries = [items[-1]["GSI1SK"] for items, has_more in results if has_more and items]
+        floor = max(boundaries) if boundaries else None
         merged = sorted((item for items, _ in results for item in items), key=lambda i: i["GSI1SK"], reverse=True)
-        more = len(merged) > limit or any(has_more for _, has_more in results)
-        taken = merged[:limit]
+        certain = [item for item in merged if floor is None or item["GSI1SK"] >= floor]
+        taken = certain[:limit]
+        more = len(certain) > limit or floor is not None
         token = pagination.encode(scope, taken[-1]["GSI1SK"]) if more and taken else None
         return Page[OrderSummary](items=[OrderSummary.model_validate(i) for i in taken], next_token=token)
 
