@@ -49,7 +49,7 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     # PutItem/UpdateItem/DeleteItem/GetItem also serve the idempotency records.
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     "sessions": ("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
-    "order_events": ("PutItem", "UpdateItem"),
+    "order_events": ("GetItem", "PutItem", "UpdateItem"),
 }
 
 API_FUNCTIONS: tuple[FunctionSpec, ...] = (

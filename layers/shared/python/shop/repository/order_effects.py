@@ -74,6 +74,17 @@ class OrderEffectsRepository:
             raise
         return True
 
+    def history_recorded(self, change: StatusChange) -> bool:
+        """Whether this version's history entry exists (an eventually consistent read is enough:
+        a stale miss only costs writes that their conditions then refuse)."""
+        with translated_errors():
+            response = self.table.client.get_item(
+                TableName=self.table.name,
+                Key=to_item(keys.order_history_key(change.order_id, change.version)),
+                ProjectionExpression="PK",
+            )
+        return "Item" in response
+
     def append_history(self, change: StatusChange) -> bool:
         return self._put_once(
             {

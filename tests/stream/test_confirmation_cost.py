@@ -1,0 +1,36 @@
+"""The confirmation's own MODIFY record costs one read, not three refused writes."""
+
+from __future__ import annotations
+
+from shop.models import OrderStatus
+from shop.repository.store import dynamodb_client
+from shop.services.orders import OrderService, RequestedLine
+from tests.support.calls import counting
+from tests.support.factories import ADDRESS, ADMIN, ALICE, product
+from tests.support.streams import StreamReader, lambda_event, only
+
+
+def test_the_confirmations_modify_reads_once_and_writes_nothing(store, invoke):
+    orders = OrderService(store.table)
+    order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
+    stream = StreamReader(store)
+    invoke(lambda_event(stream.read()))  # the INSERT: confirm, index, notification, history
+    confirm_modify = only(stream.read(), entity="ORDER", event_name="MODIFY")
+    assert len(confirm_modify) == 1
+    with counting(dynamodb_client()) as calls:
+        assert invoke(lambda_event(confirm_modify)) == {"batchItemFailures": []}
+    assert calls.operations == ["GetItem"]
+    assert orders.get(ALICE, order.order_id).status is OrderStatus.CONFIRMED
+
+
+def test_a_confirmation_by_hand_is_recorded_by_its_modify(store, invoke):
+    orders = OrderService(store.table)
+    order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
+    stream = StreamReader(store)
+    stream.read()  # the INSERT never reaches the processor (say it went to the failure queue)
+    orders.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    with counting(dynamodb_client()) as calls:
+        invoke(lambda_event(only(stream.read(), entity="ORDER", event_name="MODIFY")))
+    assert calls.operations == ["GetItem", "UpdateItem", "PutItem", "PutItem"]
+    recorded = orders.get(ALICE, order.order_id)
+    assert [h.status for h in recorded.history] == [OrderStatus.PENDING, OrderStatus.CONFIRMED]
