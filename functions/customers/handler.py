@@ -1,5 +1,11 @@
 """customers: profiles (created for the token's sub, unique email) and the customer's notifications."""
 
+# ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
+from shop.api import coldstart
+
+coldstart.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.api.coldstart)
+
+# isort: split
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
@@ -79,3 +85,4 @@ def list_notifications(
 
 
 handler = lambda_handler(app.resolve)
+coldstart.done()

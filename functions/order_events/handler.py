@@ -7,6 +7,12 @@ failed like a record that raised, so Lambda redelivers it (its table writes are 
 
 from __future__ import annotations
 
+# ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
+from shop.api import coldstart
+
+coldstart.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.api.coldstart)
+
+# isort: split
 import os
 import sys
 from typing import Any
@@ -107,3 +113,6 @@ if os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() != "true":
     from aws_lambda_powertools import Tracer
 
     handler = Tracer().capture_lambda_handler(handler)
+
+handler = coldstart.paused_first_call(handler)
+coldstart.done()

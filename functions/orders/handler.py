@@ -1,5 +1,11 @@
 """orders: idempotent placement priced from the catalogue, reads with ETag, the admin status machine, cancel."""
 
+# ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
+from shop.api import coldstart
+
+coldstart.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.api.coldstart)
+
+# isort: split
 import re
 from typing import Annotated
 
@@ -193,3 +199,4 @@ def list_customer_orders(
 
 
 handler = lambda_handler(app.resolve)
+coldstart.done()

@@ -1,5 +1,11 @@
 """products: the catalogue (admin writes, public reads), stock adjustments and reviews."""
 
+# ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
+from shop.api import coldstart
+
+coldstart.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.api.coldstart)
+
+# isort: split
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
@@ -119,3 +125,4 @@ def list_customer_reviews(customer_id: CustomerId, limit: Limit = DEFAULT_LIMIT,
 
 
 handler = lambda_handler(app.resolve)
+coldstart.done()

@@ -1,5 +1,11 @@
 """sessions: anonymous shopping sessions; the unguessable id is the capability, every change slides the expiry."""
 
+# ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
+from shop.api import coldstart
+
+coldstart.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.api.coldstart)
+
+# isort: split
 from shop.api import schemas as s
 from shop.api.observability import lambda_handler
 from shop.api.params import ProductId, SessionId
@@ -63,3 +69,4 @@ def delete_session(session_id: SessionId):
 
 
 handler = lambda_handler(app.resolve)
+coldstart.done()

@@ -7,6 +7,7 @@
   ValidationFailures.
 - Tracing: ``aws_xray_sdk`` is imported only when ``POWERTOOLS_TRACE_DISABLED`` is not ``true``;
   otherwise the handler is not wrapped at all and the X-Ray SDK stays unimported (~120 ms saved).
+- Cold start: the first invocation runs with the cyclic collector paused (``shop.api.coldstart``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import Metrics, MetricUnit
+
+from shop.api import coldstart
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "shop-api"))
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Shop"))
@@ -70,8 +73,8 @@ def lambda_handler(resolve: Handler) -> Handler:
             import aws_xray_sdk  # noqa: F401 - not in the runtime lock; present where tracing is wanted
         except ImportError:
             logger.warning("tracing requested but aws_xray_sdk is not installed: not tracing")
-            return handler
+            return coldstart.paused_first_call(handler)
         from aws_lambda_powertools import Tracer
 
-        return Tracer().capture_lambda_handler(handler)
-    return handler
+        return coldstart.paused_first_call(Tracer().capture_lambda_handler(handler))
+    return coldstart.paused_first_call(handler)

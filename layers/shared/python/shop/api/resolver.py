@@ -91,13 +91,16 @@ def declare(
 def json_response(
     status: int, body: BaseModel | Mapping[str, Any] | None, headers: Mapping[str, str] | None = None
 ) -> Response:
-    payload: Any = body.model_dump(mode="json") if isinstance(body, BaseModel) else body
-    return Response(
-        status_code=status,
-        content_type=JSON if payload is not None else None,
-        body=payload if payload is not None else "",
-        headers=dict(headers or {}),
-    )
+    """A success response whose body is serialised here, once.
+
+    Powertools passes a ``str`` body through as it is; given a dict it would first walk it with its
+    ``jsonable_encoder`` and then ``json.dumps`` it, twice the work for a body that is already plain
+    JSON data. A model is serialised by pydantic's own (compiled) serialiser.
+    """
+    if body is None:
+        return Response(status_code=status, content_type=None, body="", headers=dict(headers or {}))
+    text = body.model_dump_json() if isinstance(body, BaseModel) else json.dumps(body, separators=(",", ":"))
+    return Response(status_code=status, content_type=JSON, body=text, headers=dict(headers or {}))
 
 
 def _error_response(status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Response:

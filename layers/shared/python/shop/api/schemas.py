@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictInt, model_validator
+from pydantic import ConfigDict, Field, RootModel, StrictInt, model_validator
 
 from shop.models import (
     Customer,
@@ -22,6 +22,7 @@ from shop.models import (
     Session,
     ShippingAddress,
 )
+from shop.models.common import Model
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 20
@@ -34,7 +35,7 @@ MAX_ORDER_LINES = 25
 EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 
 
-class Body(BaseModel):
+class Body(Model):
     """Base of every request body: unknown fields are a validation error."""
 
     model_config = ConfigDict(extra="forbid")
@@ -43,24 +44,24 @@ class Body(BaseModel):
 # ----- errors -----
 
 
-class FieldError(BaseModel):
+class FieldError(Model):
     location: str = Field(description="where the field is: body, query, path or header")
     field: str = Field(description="dotted path of the offending field, e.g. lines.0.quantity")
     message: str
     type: str = Field(description="machine-readable error type, e.g. missing, int_type, extra_forbidden")
 
 
-class ErrorDetail(BaseModel):
+class ErrorDetail(Model):
     code: str = Field(description="SNAKE_UPPER_CASE error code")
     message: str
     details: Any | None = Field(default=None, description="optional; a list of FieldError for VALIDATION_ERROR")
 
 
-class ErrorResponse(BaseModel):
+class ErrorResponse(Model):
     error: ErrorDetail
 
 
-class GatewayUnauthorized(BaseModel):
+class GatewayUnauthorized(Model):
     """What API Gateway's JWT authorizer answers itself (HTTP APIs cannot change this body)."""
 
     message: str = Field(description='"Unauthorized"')
@@ -69,14 +70,16 @@ class GatewayUnauthorized(BaseModel):
 class UnauthorizedResponse(RootModel[GatewayUnauthorized | ErrorResponse]):
     """401: the gateway's own body, or ours when a function is reached without claims."""
 
+    model_config = ConfigDict(defer_build=True)
 
-class ValidationErrorDetail(BaseModel):
+
+class ValidationErrorDetail(Model):
     code: str = Field(description="VALIDATION_ERROR")
     message: str
     details: list[FieldError] | None = None
 
 
-class ValidationErrorResponse(BaseModel):
+class ValidationErrorResponse(Model):
     error: ValidationErrorDetail
 
 
@@ -141,7 +144,7 @@ class StockIn(Body):
     delta: Annotated[StrictInt, Field(ge=-MAX_STOCK, le=MAX_STOCK)]
 
 
-class StockOut(BaseModel):
+class StockOut(Model):
     product_id: str
     stock: int
 
@@ -192,22 +195,22 @@ class OrderStatusPatch(Body):
 # ----- pages -----
 
 
-class ProductPage(BaseModel):
+class ProductPage(Model):
     items: list[Product]
     next_token: str | None
 
 
-class ReviewPage(BaseModel):
+class ReviewPage(Model):
     items: list[Review]
     next_token: str | None
 
 
-class NotificationPage(BaseModel):
+class NotificationPage(Model):
     items: list[Notification]
     next_token: str | None
 
 
-class OrderSummaryPage(BaseModel):
+class OrderSummaryPage(Model):
     items: list[OrderSummary]
     next_token: str | None
 

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from pydantic import BaseModel
+from shop.models.common import Model
 
 
-class Customer(BaseModel):
+class Customer(Model):
     customer_id: str
     email: str
     name: str

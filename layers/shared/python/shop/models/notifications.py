@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from pydantic import BaseModel
+from shop.models.common import Model
 
 
-class Notification(BaseModel):
+class Notification(Model):
     notification_id: str
     type: str
     order_id: str

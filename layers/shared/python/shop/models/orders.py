@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from shop.models.common import Model
 
 
 class OrderStatus(StrEnum):
@@ -22,7 +24,7 @@ ORDER_TRANSITIONS: dict[OrderStatus, frozenset[OrderStatus]] = {
 }
 
 
-class ShippingAddress(BaseModel):
+class ShippingAddress(Model):
     name: str = Field(min_length=1, max_length=200)
     line1: str = Field(min_length=1, max_length=200)
     line2: str | None = Field(default=None, max_length=200)
@@ -31,7 +33,7 @@ class ShippingAddress(BaseModel):
     country: str = Field(pattern=r"^[A-Z]{2}$")
 
 
-class OrderLine(BaseModel):
+class OrderLine(Model):
     product_id: str
     name: str
     unit_price_cents: int
@@ -39,12 +41,12 @@ class OrderLine(BaseModel):
     line_total_cents: int
 
 
-class StatusEntry(BaseModel):
+class StatusEntry(Model):
     status: OrderStatus
     at: str
 
 
-class OrderSummary(BaseModel):
+class OrderSummary(Model):
     order_id: str
     customer_id: str
     status: OrderStatus

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from pydantic import BaseModel
+from shop.models.common import Model
 
 
-class Product(BaseModel):
+class Product(Model):
     product_id: str
     name: str
     category: str

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from pydantic import BaseModel
+from shop.models.common import Model
 
 
-class Review(BaseModel):
+class Review(Model):
     product_id: str
     customer_id: str
     rating: int

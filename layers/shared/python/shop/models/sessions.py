@@ -1,16 +1,16 @@
 from __future__ import annotations
 
-from pydantic import BaseModel
+from shop.models.common import Model
 
 
-class CartLine(BaseModel):
+class CartLine(Model):
     product_id: str
     name: str
     unit_price_cents: int
     quantity: int
 
 
-class Session(BaseModel):
+class Session(Model):
     session_id: str
     cart: list[CartLine]
     subtotal_cents: int
