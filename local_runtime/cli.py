@@ -135,8 +135,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
 
 def cmd_invoke(args: argparse.Namespace) -> int:
-    from local_runtime.functions import function_environment, invoke_in_process
-    from local_runtime.seed import seed_catalogue
+    from local_runtime.functions import function_environment, invoke_in_process, layer_paths
     from local_runtime.template import TemplateError, load_app
 
     try:
@@ -152,6 +151,7 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     state_dir = pathlib.Path(args.data_dir).resolve()
     endpoint = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
     with contextlib.ExitStack() as stack:
+        fresh_store = not endpoint
         if endpoint:
             table_name = os.environ.get("TABLE_NAME") or _table_name(app)
         else:
@@ -159,12 +159,27 @@ def cmd_invoke(args: argparse.Namespace) -> int:
             endpoint = ddb.endpoint
             table_name = _table_name(app)
             create_table(ddb.client(), table_name, spec=app.table.spec)
-            seed_catalogue(ddb.client(), table_name)
         env = function_environment(app, fn, table_name=table_name, endpoint=endpoint, state_dir=state_dir)
-        result = invoke_in_process(fn, env, event)
+        if fresh_store:
+            _load_sample_seed(env, layer_paths(fn))
+        # As `sam local invoke` does: the function's own output (logs, EMF metrics) goes to stderr,
+        # the response alone to stdout.
+        with contextlib.redirect_stdout(sys.stderr):
+            result = invoke_in_process(fn, env, event)
     json.dump(result.payload, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0 if result.ok else 1
+
+
+def _load_sample_seed(env: dict[str, str], paths: list[str]) -> None:
+    """The data the sample events in events/ refer to (events/seed.json), written as the functions would."""
+    os.environ.update(env)
+    sys.path[:0] = [p for p in paths if p not in sys.path]
+    from shop.api.seed import load_seed
+    from shop.config import settings
+
+    settings.cache_clear()
+    load_seed()
 
 
 def build_parser() -> argparse.ArgumentParser:
