@@ -15,9 +15,9 @@ unexpected falls back to the ordinary import.
 
 from __future__ import annotations
 
-import ast
 import importlib
 import importlib.util
+import re
 import sys
 import threading
 from types import ModuleType
@@ -26,20 +26,27 @@ from typing import Any
 PACKAGES = ("aws_lambda_powertools.event_handler", "aws_lambda_powertools.utilities.data_classes")
 
 
+_FROM_IMPORT = re.compile(r"^from\s+(\.?[\w.]+)\s+import\s+(?:\(([^)]*)\)|([^\n#]+))", re.MULTILINE)
+
+
 def _exported(package: str, source: str) -> dict[str, str]:
-    """``name -> submodule`` for every ``from <package>.x import name`` / ``from .x import name``."""
+    """``name -> submodule`` for every ``from <package>.x import name`` / ``from .x import name``.
+
+    A regular expression over the ``__init__``'s top-level imports (``ast`` would cost an import of its own).
+    """
     names: dict[str, str] = {}
-    for node in ast.parse(source).body:
-        if not isinstance(node, ast.ImportFrom) or node.module is None:
+    for found in _FROM_IMPORT.finditer(source):
+        module, listed = found.group(1), found.group(2) or found.group(3)
+        if module.startswith("."):
+            module = f"{package}{module}"
+        elif not module.startswith(package + "."):
             continue
-        if node.level == 1:
-            module = f"{package}.{node.module}"
-        elif node.level == 0 and node.module.startswith(package + "."):
-            module = node.module
-        else:
-            continue
-        for alias in node.names:
-            names[alias.asname or alias.name] = module
+        for item in listed.split(","):
+            words = item.split("#", 1)[0].split()
+            if len(words) == 1:
+                names[words[0]] = module
+            elif len(words) == 3 and words[1] == "as":
+                names[words[2]] = module
     return names
 
 
@@ -86,7 +93,7 @@ def install() -> None:
         try:
             parent = importlib.import_module(parent_name)
             module = _lazy(package)
-        except (ImportError, OSError, SyntaxError, ValueError):
+        except (ImportError, OSError, ValueError):
             continue
         if module is None:
             continue
