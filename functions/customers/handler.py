@@ -10,7 +10,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from shop.api import schemas as s
+from shop.api import customer_schemas as s
 from shop.api.observability import lambda_handler
 from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, Request, caller
 from shop.api.resolver import BEARER, create_app, declare, json_response

@@ -12,7 +12,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 
 from shop import errors
-from shop.api import schemas as s
+from shop.api import order_schemas as s
 from shop.api.errors import PreconditionRequired
 from shop.api.idempotency import IdempotentOperation
 from shop.api.observability import count, lambda_handler

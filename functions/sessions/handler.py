@@ -6,7 +6,7 @@ from shop.api import coldstart
 coldstart.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.api.coldstart)
 
 # isort: split
-from shop.api import schemas as s
+from shop.api import session_schemas as s
 from shop.api.observability import lambda_handler
 from shop.api.params import ProductId, SessionId
 from shop.api.resolver import create_app, declare, json_response

@@ -1,0 +1,54 @@
+"""Bodies of the orders function (shared parts in shop.api.schemas)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import ConfigDict, Field, StrictInt, model_validator
+
+from shop.api.schemas import MAX_ID_LENGTH, MAX_ORDER_LINES, MAX_QUANTITY, Body
+from shop.models import Order, OrderStatus, OrderSummary, ShippingAddress
+from shop.models.common import Model
+
+
+class AddressIn(ShippingAddress):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OrderLineIn(Body):
+    product_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    quantity: Annotated[StrictInt, Field(ge=1, le=MAX_QUANTITY)]
+
+
+class OrderIn(Body):
+    """Exactly one of ``session_id`` (check out a session's cart) or ``lines``, plus the address."""
+
+    session_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH)
+    lines: list[OrderLineIn] | None = Field(default=None, min_length=1, max_length=MAX_ORDER_LINES)
+    shipping_address: AddressIn
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> OrderIn:
+        if (self.session_id is None) == (self.lines is None):
+            raise ValueError("give exactly one of session_id or lines")
+        return self
+
+
+class OrderStatusPatch(Body):
+    status: OrderStatus
+
+
+class OrderSummaryPage(Model):
+    items: list[OrderSummary]
+    next_token: str | None
+
+
+__all__ = [
+    "AddressIn",
+    "Order",
+    "OrderIn",
+    "OrderLineIn",
+    "OrderStatusPatch",
+    "OrderSummary",
+    "OrderSummaryPage",
+]

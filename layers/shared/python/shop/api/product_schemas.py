@@ -1,0 +1,83 @@
+"""Bodies of the products function (shared parts in shop.api.schemas)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, StrictInt, model_validator
+
+from shop.api.schemas import MAX_PRICE_CENTS, MAX_STOCK, Body
+from shop.models import Product, Review
+from shop.models.common import Model
+
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+Category = Annotated[str, Field(min_length=1, max_length=100)]
+Description = Annotated[str, Field(max_length=4000)]
+PriceCents = Annotated[StrictInt, Field(ge=0, le=MAX_PRICE_CENTS)]
+
+
+class ProductIn(Body):
+    name: Name
+    category: Category
+    price_cents: PriceCents
+    description: Description | None = None
+    stock: Annotated[StrictInt, Field(ge=0, le=MAX_STOCK)] = 0
+
+
+class ProductPatch(Body):
+    """Any catalogue field but stock; ``description: null`` removes the description."""
+
+    name: Name | None = None
+    category: Category | None = None
+    price_cents: PriceCents | None = None
+    description: Description | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> ProductPatch:
+        if not self.model_fields_set:
+            raise ValueError("give at least one of name, category, price_cents, description")
+        for field in ("name", "category", "price_cents"):
+            if field in self.model_fields_set and getattr(self, field) is None:
+                raise ValueError(f"{field} cannot be null")
+        return self
+
+    def changes(self) -> dict[str, Any]:
+        return self.model_dump(include=self.model_fields_set)
+
+
+class StockIn(Body):
+    delta: Annotated[StrictInt, Field(ge=-MAX_STOCK, le=MAX_STOCK)]
+
+
+class StockOut(Model):
+    product_id: str
+    stock: int
+
+
+class ReviewIn(Body):
+    rating: Annotated[StrictInt, Field(ge=1, le=5)]
+    title: str = Field(min_length=1, max_length=200)
+    body: str = Field(min_length=1, max_length=4000)
+
+
+class ProductPage(Model):
+    items: list[Product]
+    next_token: str | None
+
+
+class ReviewPage(Model):
+    items: list[Review]
+    next_token: str | None
+
+
+__all__ = [
+    "Product",
+    "ProductIn",
+    "ProductPage",
+    "ProductPatch",
+    "Review",
+    "ReviewIn",
+    "ReviewPage",
+    "StockIn",
+    "StockOut",
+]

@@ -1,0 +1,20 @@
+"""Bodies of the sessions function (shared parts in shop.api.schemas)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StrictInt
+
+from shop.api.schemas import MAX_QUANTITY, Body
+from shop.models import Session
+
+
+class CartQuantityIn(Body):
+    quantity: Annotated[StrictInt, Field(ge=0, le=MAX_QUANTITY, description="0 removes the line")]
+
+
+__all__ = [
+    "CartQuantityIn",
+    "Session",
+]
