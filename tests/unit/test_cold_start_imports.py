@@ -1,0 +1,62 @@
+"""The cold-start measures keep every import working and keep unused packages out of the process."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+ENV = {
+    "PYTHONPATH": f"{REPO / 'layers/shared/python'}:{REPO}",
+    "TABLE_NAME": "shop-test",
+    "PAGINATION_SECRET": "x",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "PATH": "/usr/bin:/bin",
+}
+
+
+def fresh_python(code: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=ENV, cwd=REPO, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("function", ["customers", "products", "orders", "sessions", "order_events"])
+def test_a_handler_import_leaves_out_what_it_does_not_use(function):
+    loaded = fresh_python(
+        "import importlib.util, json, sys\n"
+        f"spec = importlib.util.spec_from_file_location('handler', 'functions/{function}/handler.py')\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "print(json.dumps({'asyncio': 'asyncio' in sys.modules, 'xray': 'aws_xray_sdk' in sys.modules,"
+        " 'appsync': any('appsync' in name for name in sys.modules), 'handler': callable(module.handler)}))"
+    )
+    # Powertools' batch module (the stream processor's) defines its async processor at import.
+    uses_asyncio = function == "order_events"
+    assert loaded == {"asyncio": uses_asyncio, "xray": False, "appsync": False, "handler": True}
+
+
+def test_every_name_of_the_lazily_loaded_packages_still_imports():
+    loaded = fresh_python(
+        "import json\n"
+        "from shop.api import lazy_packages\n"
+        "lazy_packages.install()\n"
+        "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, AppSyncResolver, Response\n"
+        "from aws_lambda_powertools.event_handler import content_types\n"
+        "from aws_lambda_powertools.utilities.data_classes import DynamoDBStreamEvent, SQSEvent\n"
+        "import aws_lambda_powertools.event_handler as eh\n"
+        "print(json.dumps({'names': [c.__name__ for c in (APIGatewayHttpResolver, AppSyncResolver, Response,"
+        " DynamoDBStreamEvent, SQSEvent)], 'json': content_types.APPLICATION_JSON,"
+        " 'all': 'APIGatewayHttpResolver' in eh.__all__}))"
+    )
+    assert loaded == {
+        "names": ["APIGatewayHttpResolver", "AppSyncResolver", "Response", "DynamoDBStreamEvent", "SQSEvent"],
+        "json": "application/json",
+        "all": True,
+    }
