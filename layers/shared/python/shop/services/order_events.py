@@ -5,10 +5,10 @@ Delivery is at least once, so every table write is keyed by order id and version
 at least once, each with a deterministic `id` in its detail for consumers to dedupe on.
 
 - INSERT of a PENDING order: confirm it (conditional on status and version); when this record won,
-  write the confirmed version's effects at once (history, customer index, ORDER_CONFIRMED).
+  write the confirmed version's effects at once (customer index, ORDER_CONFIRMED, history last).
   When it lost, do nothing: the MODIFY record of whoever changed the order covers it.
-- MODIFY of an order whose status changed: write that version's effects (no-ops when the INSERT
-  path already wrote them) and publish OrderConfirmed / OrderStatusChanged.
+- MODIFY of an order whose status changed: write that version's effects (for CONFIRMED, only if
+  one read shows the INSERT path did not already) and publish OrderConfirmed / OrderStatusChanged.
 - REMOVE of a session by TTL with a non-empty cart: publish CartAbandoned. A holder's delete: nothing.
 - Anything else is skipped, decided from the record's keys without deserialising the images.
 """
@@ -49,7 +49,7 @@ class MalformedRecord(ValueError):
 class OrderImage(BaseModel):
     """The order item as a stream image holds it (extra attributes such as keys are ignored)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     order_id: str
     customer_id: str
@@ -73,7 +73,7 @@ class OrderImage(BaseModel):
 
 
 class CartItem(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     name: str
     unit_price_cents: int
@@ -82,7 +82,7 @@ class CartItem(BaseModel):
 
 
 class SessionImage(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     session_id: str
     cart: dict[str, CartItem] = {}
