@@ -1,7 +1,7 @@
 """The only code that knows keys, items and boto3. Every method is one GetItem, Query or transaction."""
 
 from shop.repository.customers import CustomerRepository
-from shop.repository.order_effects import OrderEffectsRepository, StatusChange
+from shop.repository.order_effects import OrderEffectsRepository
 from shop.repository.orders import OrderRepository, SessionClaim
 from shop.repository.products import ProductRepository
 from shop.repository.sessions import SessionRepository, StoredSession
@@ -14,7 +14,6 @@ __all__ = [
     "ProductRepository",
     "SessionClaim",
     "SessionRepository",
-    "StatusChange",
     "StoredSession",
     "Table",
     "TransactionConflict",

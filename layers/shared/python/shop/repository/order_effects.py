@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from botocore.exceptions import ClientError
 
 from shop import keys
-from shop.models import Notification, OrderStatus
+from shop.models import Notification, OrderStatus, OrderSummary
 from shop.repository.orders import OrderRepository
 from shop.repository.store import Table, error_code, to_item, translated_errors, values
-
-
-@dataclass(frozen=True)
-class StatusChange:
-    """One order version as a stream record's new image shows it."""
-
-    order_id: str
-    customer_id: str
-    status: OrderStatus
-    version: int
-    total_cents: int
-    created_at: str
-    updated_at: str
 
 
 def notification_id(order_id: str, version: int) -> str:
@@ -74,7 +59,7 @@ class OrderEffectsRepository:
             raise
         return True
 
-    def history_recorded(self, change: StatusChange) -> bool:
+    def history_recorded(self, change: OrderSummary) -> bool:
         """Whether this version's history entry exists (an eventually consistent read is enough:
         a stale miss only costs writes that their conditions then refuse)."""
         with translated_errors():
@@ -85,7 +70,7 @@ class OrderEffectsRepository:
             )
         return "Item" in response
 
-    def append_history(self, change: StatusChange) -> bool:
+    def append_history(self, change: OrderSummary) -> bool:
         return self._put_once(
             {
                 **keys.order_history_key(change.order_id, change.version),
@@ -96,7 +81,7 @@ class OrderEffectsRepository:
             }
         )
 
-    def notify(self, change: StatusChange, *, kind: str, message: str) -> Notification:
+    def notify(self, change: OrderSummary, *, kind: str, message: str) -> Notification:
         notification = Notification(
             notification_id=notification_id(change.order_id, change.version),
             type=kind,
@@ -114,7 +99,7 @@ class OrderEffectsRepository:
         )
         return notification
 
-    def update_customer_index(self, change: StatusChange) -> bool:
+    def update_customer_index(self, change: OrderSummary) -> bool:
         """Newer versions only: an older or repeated record never moves the index backwards."""
         try:
             with translated_errors():

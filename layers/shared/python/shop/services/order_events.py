@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from shop import clock, keys
-from shop.models import OrderLine, OrderStatus
+from shop.models import OrderLine, OrderStatus, OrderSummary
 from shop.publishing import Event
-from shop.repository import OrderEffectsRepository, StatusChange, Table
+from shop.repository import OrderEffectsRepository, Table
 from shop.repository.store import from_item
 
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
@@ -46,30 +46,12 @@ class MalformedRecord(ValueError):
 # -- typed views of the stream images ------------------------------------------------------------
 
 
-class OrderImage(BaseModel):
-    """The order item as a stream image holds it (extra attributes such as keys are ignored)."""
+class OrderImage(OrderSummary):
+    """The order item as a stream image holds it: one order version (keys and the rest are ignored)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
-    order_id: str
-    customer_id: str
-    status: OrderStatus
-    version: int
-    total_cents: int
-    created_at: str
-    updated_at: str
     lines: list[OrderLine] = []
-
-    def change(self) -> StatusChange:
-        return StatusChange(
-            order_id=self.order_id,
-            customer_id=self.customer_id,
-            status=self.status,
-            version=self.version,
-            total_cents=self.total_cents,
-            created_at=self.created_at,
-            updated_at=self.updated_at,
-        )
 
 
 class CartItem(BaseModel):
@@ -309,12 +291,11 @@ class OrderEventsService:
 
         The history entry is written last, so its presence means the other two are done as well.
         """
-        change = order.change()
-        if unless_recorded and self.effects.history_recorded(change):
+        if unless_recorded and self.effects.history_recorded(order):
             return False
-        self.effects.update_customer_index(change)
+        self.effects.update_customer_index(order)
         if order.status is OrderStatus.CONFIRMED:
-            self.effects.notify(change, kind=ORDER_CONFIRMED, message=confirmation_message(order))
+            self.effects.notify(order, kind=ORDER_CONFIRMED, message=confirmation_message(order))
         else:
-            self.effects.notify(change, kind=ORDER_STATUS_CHANGED, message=status_message(order))
-        return self.effects.append_history(change)
+            self.effects.notify(order, kind=ORDER_STATUS_CHANGED, message=status_message(order))
+        return self.effects.append_history(order)
