@@ -203,3 +203,17 @@ def test_status_index_merges_shards_newest_first_and_paginates(store):
     first = service.list_by_status(ADMIN, OrderStatus.PENDING, limit=1, next_token=None)
     with pytest.raises(errors.InvalidNextToken):
         other_shards.list_by_status(ADMIN, OrderStatus.PENDING, limit=1, next_token=first.next_token)
+
+
+def test_restore_writes_an_order_without_touching_stock_once(store):
+    pid = product(store.table, stock=5)
+    service = OrderService(store.table)
+    order = service._new_order(ALICE, service._price({pid: 2}), ADDRESS)
+    OrderRepository(store.table).restore(order)
+    assert service.get(ALICE, order.order_id).total_cents == order.total_cents
+    assert [o.order_id for o in service.list_for_customer(ALICE, "alice", limit=5, next_token=None).items] == [
+        order.order_id
+    ]
+    assert CatalogService(store.table).get(pid).stock == 5
+    with pytest.raises(errors.OrderExists):
+        OrderRepository(store.table).restore(order)

@@ -122,3 +122,12 @@ def test_customer_reviews_newest_first(store):
         page = service.reviews_of_customer("alice", limit=10, next_token=None)
     assert calls.operations == ["Query"]
     assert [r.product_id for r in page.items] == [second, first]
+
+
+def test_creating_an_existing_product_is_a_conflict(store):
+    from shop.repository import ProductRepository
+
+    pid = product(store.table)
+    existing = CatalogService(store.table).get(pid)
+    with pytest.raises(errors.ProductExists):
+        ProductRepository(store.table).create(existing)

@@ -51,6 +51,14 @@ class CustomerExists(Conflict):
     code = "CUSTOMER_EXISTS"
 
 
+class OrderExists(Conflict):
+    code = "ORDER_EXISTS"
+
+
+class ProductExists(Conflict):
+    code = "PRODUCT_EXISTS"
+
+
 class EmailTaken(Conflict):
     code = "EMAIL_TAKEN"
 

@@ -16,13 +16,9 @@ import json
 import pathlib
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from shop import clock, errors, keys
+from shop import clock, errors
 from shop.models import Customer, Order, OrderLine, OrderStatus, Product, Review, ShippingAddress
 from shop.repository import CustomerRepository, OrderRepository, ProductRepository, SessionRepository, Table
-from shop.repository.orders import SUMMARY_FIELDS, order_item
-from shop.repository.store import to_item
 
 SEED_PATH = pathlib.Path(__file__).resolve().parents[5] / "events" / "seed.json"
 SESSION_TTL_SECONDS = 7 * 24 * 3600
@@ -37,30 +33,6 @@ _PATH_TO_STATUS = {
 
 def read_seed(path: pathlib.Path | str | None = None) -> dict[str, Any]:
     return json.loads(pathlib.Path(path or SEED_PATH).read_text())
-
-
-def _exists(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") in {
-        "ConditionalCheckFailedException",
-        "TransactionCanceledException",
-    }
-
-
-def _write_order(table: Table, orders: OrderRepository, order: Order) -> None:
-    """The order item and the customer's index entry, as OrderRepository.place writes them.
-
-    Not through ``place``: it uses the order id as the transaction's ClientRequestToken, and seeding
-    the same fixed ids into a second table within 10 minutes would be refused as a token mismatch.
-    Seeded stock is taken as given (no decrement).
-    """
-    summary = {field: getattr(order, field) for field in SUMMARY_FIELDS}
-    index_entry = {**keys.customer_order_key(order.customer_id, order.order_id), "entity": "CUSTOMER_ORDER", **summary}
-    table.client.transact_write_items(
-        TransactItems=[
-            {"Put": {"TableName": table.name, "Item": to_item(order_item(order, orders.shards))}},
-            {"Put": {"TableName": table.name, "Item": to_item(index_entry)}},
-        ]
-    )
 
 
 def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None) -> dict[str, Any]:
@@ -79,11 +51,8 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
     for entry in seed.get("products", []):
         product = Product(**entry, created_at=now, updated_at=now)
         catalogue[product.product_id] = product
-        try:
+        with contextlib.suppress(errors.ProductExists):
             products.create(product)
-        except ClientError as error:
-            if not _exists(error):
-                raise
 
     for entry in seed.get("reviews", []):
         with contextlib.suppress(errors.AlreadyReviewed):
@@ -118,7 +87,7 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
             updated_at=now,
             history=[],
         )
-        _write_order(table, orders, order)
+        orders.restore(order)
         for status in _PATH_TO_STATUS[OrderStatus(entry.get("status", "PENDING"))]:
             order = orders.change_status(order, status, updated_at=clock.iso_now())
 

@@ -158,6 +158,35 @@ class OrderRepository:
             self._raise_placement_failure(order, cancelled, session)
         return order
 
+    def restore(self, order: Order) -> Order:
+        """Write an order and its customer entry as placement does, without touching stock.
+
+        For seeding and data migrations only: no stock check, no idempotency token (a fixed id may be
+        restored into several tables). Raises OrderExists when the order is already there.
+        """
+        summary = {field: getattr(order, field) for field in SUMMARY_FIELDS}
+        entry = {**keys.customer_order_key(order.customer_id, order.order_id), "entity": "CUSTOMER_ORDER", **summary}
+        put_new = "attribute_not_exists(PK)"
+        try:
+            transact_write(
+                self.table,
+                [
+                    {
+                        "Put": {
+                            "TableName": self.table.name,
+                            "Item": to_item(order_item(order, self.shards)),
+                            "ConditionExpression": put_new,
+                        }
+                    },
+                    {"Put": {"TableName": self.table.name, "Item": to_item(entry), "ConditionExpression": put_new}},
+                ],
+            )
+        except TransactionCancelled as cancelled:
+            if cancelled.failed_condition(0):
+                raise errors.OrderExists(f"order {order.order_id} exists") from cancelled
+            raise cancelled.unexplained() from cancelled
+        return order
+
     @staticmethod
     def _raise_placement_failure(order: Order, cancelled: TransactionCancelled, session: SessionClaim | None) -> None:
         missing, short, repriced = _stock_check_failures(order.lines, cancelled.reasons, 1)

@@ -48,12 +48,17 @@ class ProductRepository:
         self.table = table
 
     def create(self, product: Product) -> Product:
-        with translated_errors():
-            self.table.client.put_item(
-                TableName=self.table.name,
-                Item=to_item(product_item(product)),
-                ConditionExpression="attribute_not_exists(PK)",
-            )
+        try:
+            with translated_errors():
+                self.table.client.put_item(
+                    TableName=self.table.name,
+                    Item=to_item(product_item(product)),
+                    ConditionExpression="attribute_not_exists(PK)",
+                )
+        except ClientError as error:
+            if error_code(error) == "ConditionalCheckFailedException":
+                raise errors.ProductExists(f"product {product.product_id} exists") from error
+            raise
         return product
 
     def get(self, product_id: str) -> Product:
