@@ -217,3 +217,12 @@ def test_restore_writes_an_order_without_touching_stock_once(store):
     assert CatalogService(store.table).get(pid).stock == 5
     with pytest.raises(errors.OrderExists):
         OrderRepository(store.table).restore(order)
+
+
+def test_history_ends_with_the_current_status_before_the_stream_records_it(store):
+    order = place(store.table, **{product(store.table): 1})
+    service = OrderService(store.table)
+    service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    fetched = service.get(ALICE, order.order_id)
+    assert [h.status for h in fetched.history] == [OrderStatus.PENDING, OrderStatus.CONFIRMED]
+    assert fetched.history[-1].at == fetched.updated_at

@@ -52,15 +52,18 @@ def order_item(order: Order, shards: int) -> dict[str, Any]:
 
 
 def _order_from_items(items: list[dict[str, Any]]) -> Order:
+    """The order with its history: the implicit PENDING entry, the recorded entries, and the
+    current version's entry if the stream processor has not recorded it yet, so the history
+    always ends with the status the order has."""
     header = next((i for i in items if i["SK"] == keys.ORDER_SK), None)
     if header is None:
         raise errors.OrderNotFound("order not found")
+    recorded = sorted((i for i in items if i["SK"].startswith(keys.HISTORY_PREFIX)), key=lambda i: i["SK"])
     history = [StatusEntry(status=OrderStatus.PENDING, at=header["created_at"])]
-    history += [
-        StatusEntry(status=i["status"], at=i["at"])
-        for i in sorted(items, key=lambda i: i["SK"])
-        if i["SK"].startswith(keys.HISTORY_PREFIX)
-    ]
+    history += [StatusEntry(status=i["status"], at=i["at"]) for i in recorded]
+    latest_recorded = int(recorded[-1]["version"]) if recorded else 1
+    if int(header["version"]) > latest_recorded:
+        history.append(StatusEntry(status=header["status"], at=header["updated_at"]))
     return Order.model_validate({**header, "history": [h.model_dump() for h in history]})
 
 
