@@ -32,7 +32,7 @@ LOCAL_TABLE_NAME = "shop-local"
 LOCAL_DYNAMODB_PORT = 8000
 LOCAL_DYNAMODB_ENDPOINT = f"http://host.docker.internal:{LOCAL_DYNAMODB_PORT}"
 # Not a secret: it signs the page tokens of a throwaway local table only.
-LOCAL_PAGINATION_SECRET = "local-only-pagination-key"
+LOCAL_PAGINATION_KEY = "local-only-pagination-key"
 
 
 @dataclass(frozen=True)

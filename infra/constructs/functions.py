@@ -12,7 +12,7 @@ from constructs import Construct
 from infra import build_layers
 from infra.settings import (
     IDEMPOTENCY_TTL_SECONDS,
-    LOCAL_PAGINATION_SECRET,
+    LOCAL_PAGINATION_KEY,
     LOCAL_TABLE_NAME,
     POWERTOOLS_NAMESPACE,
     ROOT,
@@ -84,7 +84,7 @@ def local_environment(env: dict[str, str], config: DeployConfig) -> dict[str, st
     local.update(
         {
             "TABLE_NAME": LOCAL_TABLE_NAME,
-            "PAGINATION_SECRET": LOCAL_PAGINATION_SECRET,
+            "PAGINATION_SECRET": LOCAL_PAGINATION_KEY,
             "AWS_ENDPOINT_URL_DYNAMODB": config.local_dynamodb_endpoint,
             "AWS_ENDPOINT_URL": config.local_dynamodb_endpoint,
             "POWERTOOLS_TRACE_DISABLED": "true",

@@ -157,7 +157,8 @@ def test_the_deployable_templates_would_reach_aws_under_sam(x86_64: Any, monkeyp
 
 def test_make_dev_and_synth_local_share_the_dynamodb_port() -> None:
     default = re.search(r"^DYNAMODB_PORT \?= (\d+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
-    assert default is not None and int(default.group(1)) == LOCAL_DYNAMODB_PORT
+    assert default is not None
+    assert int(default.group(1)) == LOCAL_DYNAMODB_PORT
 
     def dry_run(target: str) -> str:
         command = ["make", "-n", "-o", "setup", "-o", "layers", "-o", "synth", target, "DYNAMODB_PORT=8123"]
@@ -168,4 +169,5 @@ def test_make_dev_and_synth_local_share_the_dynamodb_port() -> None:
     assert "-c local=true" in synth_local
     assert "-c local_dynamodb_endpoint=http://host.docker.internal:8123" in synth_local
     output = re.search(r"--output (\S+)", synth_local)
-    assert output is not None and Path(output.group(1)).name != "cdk.out"
+    assert output is not None
+    assert Path(output.group(1)).name != "cdk.out"
