@@ -106,9 +106,9 @@ def unreachable_aws(template: dict[str, Any], resource: dict[str, Any], monkeypa
     return problems
 
 
-def test_the_code_creates_clients_the_checks_know() -> None:
-    # if this changes, every service in it is checked below as well: nothing to update by hand
-    assert client_services() == {"dynamodb", "events"}
+def test_the_scan_finds_the_clients_the_code_creates() -> None:
+    # a client added later is found the same way and checked below without editing this file
+    assert client_services() >= {"dynamodb", "events"}
 
 
 def test_no_function_of_the_local_templates_can_reach_aws(sam_local: Any, monkeypatch: pytest.MonkeyPatch) -> None:
