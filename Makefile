@@ -7,6 +7,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ARCH ?= x86_64
 PORT ?= 3000
+# DynamoDB Local's port under `make dev`; `make synth-local` points the functions at it (docs/deploy.md)
+DYNAMODB_PORT ?= 8000
+LOCAL_OUT := cdk.out.local
 SUB ?= demo-customer
 GROUPS ?=
 FN ?=
@@ -20,7 +23,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
-.PHONY: setup dev test unit integration infra e2e lint typecheck synth layers openapi \
+.PHONY: setup dev test unit integration infra e2e lint typecheck synth synth-local layers openapi \
         invoke token bench deploy destroy lock clean
 
 setup: $(VENV)/.installed node_modules/.installed
@@ -40,6 +43,11 @@ layers: setup
 
 synth: setup layers
 	npx cdk synth --no-notices -q -c arch=$(ARCH) > /dev/null
+
+# Templates for `sam local invoke` only (never deploy them): every function on `make dev`'s DynamoDB Local.
+synth-local: setup layers
+	npx cdk synth --no-notices -q -c arch=$(ARCH) -c local=true \
+	  -c local_dynamodb_endpoint=http://host.docker.internal:$(DYNAMODB_PORT) --output $(LOCAL_OUT) > /dev/null
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -62,7 +70,7 @@ openapi: setup
 	$(PY) -m local_runtime.openapi > openapi.json
 
 dev: setup synth
-	$(PY) -m local_runtime dev --port $(PORT) $(if $(FRESH),--fresh,)
+	$(PY) -m local_runtime dev --port $(PORT) --dynamodb-port $(DYNAMODB_PORT) $(if $(FRESH),--fresh,)
 
 token: setup
 	@$(PY) -m local_runtime token --sub "$(SUB)" $(if $(GROUPS),--groups "$(GROUPS)",)
@@ -93,4 +101,4 @@ lock:
 	 /tmp/shop-lock-dev/bin/pip freeze --exclude pip --exclude setuptools) > requirements/dev.txt
 
 clean:
-	rm -rf cdk.out build .cache .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out $(LOCAL_OUT) build .cache .pytest_cache .mypy_cache .ruff_cache

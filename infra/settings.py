@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,6 +25,14 @@ STATUS_SHARDS = 4
 SESSION_TTL_SECONDS = 3600
 IDEMPOTENCY_TTL_SECONDS = 86400
 POWERTOOLS_NAMESPACE = "Shop"
+
+# `make dev` and the `-c local=true` synth (docs/deploy.md, `sam local invoke`) agree on these:
+# DynamoDB Local's port, the table the local runtime creates, and how a container reaches the host.
+LOCAL_TABLE_NAME = "shop-local"
+LOCAL_DYNAMODB_PORT = 8000
+LOCAL_DYNAMODB_ENDPOINT = f"http://host.docker.internal:{LOCAL_DYNAMODB_PORT}"
+# Not a secret: it signs the page tokens of a throwaway local table only.
+LOCAL_PAGINATION_KEY = "local-only-pagination-key"
 
 
 @dataclass(frozen=True)
@@ -195,6 +204,9 @@ class DeployConfig:
     throttle_rate: int = 100
     throttle_burst: int = 200
     alarm_email: str | None = None
+    # `-c local=true`: a template for `sam local invoke` only (never deployed), see local_environment()
+    local: bool = False
+    local_dynamodb_endpoint: str = LOCAL_DYNAMODB_ENDPOINT
 
     @property
     def is_prod(self) -> bool:
@@ -226,6 +238,12 @@ class DeployConfig:
         if bool(issuer) != bool(audience):
             raise ValueError("context jwt_issuer and jwt_audience go together")
         concurrency = text("order_events_concurrency")
+        local = (text("local") or "false").lower()
+        if local not in ("true", "false"):
+            raise ValueError(f"context local must be true or false, got {local!r}")
+        endpoint = text("local_dynamodb_endpoint") or LOCAL_DYNAMODB_ENDPOINT
+        if urlsplit(endpoint).scheme not in ("http", "https") or not urlsplit(endpoint).hostname:
+            raise ValueError(f"context local_dynamodb_endpoint must be an http(s) URL, got {endpoint!r}")
         return cls(
             stage=stage,
             arch=arch,
@@ -236,4 +254,6 @@ class DeployConfig:
             throttle_rate=int(text("throttle_rate") or 100),
             throttle_burst=int(text("throttle_burst") or 200),
             alarm_email=text("alarm_email"),
+            local=local == "true",
+            local_dynamodb_endpoint=endpoint,
         )

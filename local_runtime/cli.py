@@ -15,12 +15,13 @@ import sys
 import threading
 from typing import Any
 
+from infra.settings import LOCAL_TABLE_NAME
 from local_runtime import auth
 from local_runtime.dynamodb_local import DynamoDBLocal, create_table
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_STATE_DIR = REPO_ROOT / ".local"
-DEFAULT_TABLE_NAME = "shop-local"
+DEFAULT_TABLE_NAME = LOCAL_TABLE_NAME  # the `-c local=true` synth names it too (sam local invoke)
 READY_LINE = "local stack ready"
 
 log = logging.getLogger("local_runtime")

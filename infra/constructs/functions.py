@@ -12,6 +12,8 @@ from constructs import Construct
 from infra import build_layers
 from infra.settings import (
     IDEMPOTENCY_TTL_SECONDS,
+    LOCAL_PAGINATION_KEY,
+    LOCAL_TABLE_NAME,
     POWERTOOLS_NAMESPACE,
     ROOT,
     RUNTIME_NAME,
@@ -69,6 +71,28 @@ class Layers(Construct):
         return [self.deps, self.shared]
 
 
+def local_environment(env: dict[str, str], config: DeployConfig) -> dict[str, str]:
+    """The variables of a `-c local=true` function: literals only, every AWS client on DynamoDB Local.
+
+    `sam local invoke` passes only the variables a function declares, gives an intrinsic it cannot
+    resolve (the table's cross-stack import, the secret's dynamic reference) the value "" and a Ref
+    to a resource its logical id. So the table becomes `make dev`'s, the pagination key a local
+    literal, no bus is named (nothing is published) and AWS_ENDPOINT_URL sends any other client to
+    DynamoDB Local too, where it fails instead of reaching the account whose credentials SAM passes.
+    """
+    local = {name: value for name, value in env.items() if name != "EVENT_BUS_NAME"}
+    local.update(
+        {
+            "TABLE_NAME": LOCAL_TABLE_NAME,
+            "PAGINATION_SECRET": LOCAL_PAGINATION_KEY,
+            "AWS_ENDPOINT_URL_DYNAMODB": config.local_dynamodb_endpoint,
+            "AWS_ENDPOINT_URL": config.local_dynamodb_endpoint,
+            "POWERTOOLS_TRACE_DISABLED": "true",
+        }
+    )
+    return local
+
+
 def build_function(
     scope: Construct,
     spec: FunctionSpec,
@@ -124,6 +148,8 @@ def build_function(
         "POWERTOOLS_TRACE_DISABLED": "false",
         **(environment or {}),
     }
+    if config.local:
+        env = local_environment(env, config)
     function = lambda_.Function(
         scope,
         construct_id,

@@ -2,7 +2,8 @@
 
 ``arm64`` is the default (deployed) architecture; ``x86_64`` is this machine's,
 used by the packaging test; ``prod_external`` is a production-stage synth with
-an external JWT issuer.
+an external JWT issuer; ``sam_local`` is the ``-c local=true`` synth for
+`sam local invoke`.
 """
 
 from __future__ import annotations
@@ -87,3 +88,9 @@ def prod_external(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
             "cors_origins": "https://shop.example.com",
         },
     )
+
+
+@pytest.fixture(scope="session")
+def sam_local(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """`make synth-local`: the template `sam local invoke` reads (never deployed)."""
+    return _synth(tmp_path_factory, "local", {"arch": "x86_64", "local": "true"})
