@@ -158,6 +158,14 @@ def test_keys_are_kept(keys, tmp_path):
     assert first.kid != keys.kid
 
 
+def _without_kid(keys: auth.KeyPair) -> str:
+    """A token signed by the right key whose header does not say which key (API Gateway needs `kid`)."""
+    import jwt
+
+    claims = jwt.decode(auth.issue_token(keys, "u"), options={"verify_signature": False})
+    return jwt.encode(claims, keys.private_pem, algorithm="RS256")
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -168,7 +176,7 @@ def test_keys_are_kept(keys, tmp_path):
         lambda k: auth.issue_token(k, "u", audience="other-client"),
         lambda k: auth.issue_token(k, "u", now=time.time() + 3600),  # nbf in the future
         lambda k: auth.issue_token(auth.load_or_create_keys(pathlib.Path("/tmp/other-keys-lr")), "u"),
-        lambda k: _without_kid(k),
+        _without_kid,
         lambda k: auth.issue_token(k, "u", audience="other-client", extra={"client_id": auth.LOCAL_AUDIENCE}),
     ],
     ids=[
@@ -179,14 +187,6 @@ def test_keys_are_kept(keys, tmp_path):
 def test_rejections(keys, make):
     with pytest.raises(auth.Unauthorized):
         auth.JwtAuthorizer(keys).verify(make(keys))
-
-
-def _without_kid(keys: auth.KeyPair) -> str:
-    """A token signed by the right key whose header does not say which key (API Gateway needs `kid`)."""
-    import jwt
-
-    claims = jwt.decode(auth.issue_token(keys, "u"), options={"verify_signature": False})
-    return jwt.encode(claims, keys.private_pem, algorithm="RS256")
 
 
 def test_client_id_is_the_audience_only_without_aud(keys):

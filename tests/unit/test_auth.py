@@ -29,7 +29,9 @@ def test_group_claim_forms(value, groups):
     assert parse_groups(value) == frozenset(groups)
 
 
-@pytest.mark.parametrize("value", ["ops,admin", "[ops,admin]", ["ops,admin"], "ops admin", '["admin"]', "[ admin,ops ]"])
+@pytest.mark.parametrize(
+    "value", ["ops,admin", "[ops,admin]", ["ops,admin"], "ops admin", '["admin"]', "[ admin,ops ]"]
+)
 def test_a_group_whose_name_merely_contains_admin_is_not_admin(value):
     actor = actor_from_claims({"sub": "u1", "cognito:groups": value})
     assert actor is not None

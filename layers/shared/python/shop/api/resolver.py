@@ -207,7 +207,7 @@ class ShopResolver(APIGatewayHttpResolver):
     def _convert_matches_into_route_keys(self, match: re.Match[str]) -> dict[str, str]:
         """The decoded values API Gateway put in ``pathParameters``, else the values in the path."""
         given = self.current_event.get("pathParameters") or {}
-        return {name: given.get(name, value) for name, value in match.groupdict().items()}
+        return {name: str(given.get(name, value)) for name, value in match.groupdict().items()}
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         self._prepare()
