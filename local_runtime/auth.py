@@ -103,7 +103,7 @@ def issue_token(
 
 
 class JwtAuthorizer:
-    """Validates like API Gateway's JWT authorizer: RS256 signature by a known key (kid), `iss`
+    """Validates like API Gateway's JWT authorizer: RS256 signature by the key its `kid` names, `iss`
     equal to the issuer, `aud` or `client_id` among the audiences, `exp`/`nbf`/`iat` against the
     clock, and the route's scopes (any of them in `scope`/`scp`)."""
 
@@ -126,8 +126,8 @@ class JwtAuthorizer:
             raise Unauthorized(f"malformed token: {exc}") from None
         if header.get("alg") != "RS256":
             raise Unauthorized("token must be signed with RS256")
-        if header.get("kid") not in (None, self.keys.kid):
-            raise Unauthorized("unknown signing key")
+        if header.get("kid") != self.keys.kid:
+            raise Unauthorized("the token's kid names no known signing key")
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,
@@ -139,10 +139,9 @@ class JwtAuthorizer:
             )
         except jwt.PyJWTError as exc:
             raise Unauthorized(str(exc)) from None
-        aud = claims.get("aud")
+        # `client_id` counts only when the token has no `aud` (Cognito's access tokens).
+        aud = claims.get("aud", claims.get("client_id"))
         audiences = aud if isinstance(aud, list) else [aud]
-        if claims.get("client_id") is not None:
-            audiences.append(claims["client_id"])
         if not any(a in self.audiences for a in audiences if a is not None):
             raise Unauthorized("audience not allowed")
         token_scopes = str(claims.get("scope") or claims.get("scp") or "").split()

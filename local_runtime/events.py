@@ -38,6 +38,14 @@ def is_text(content_type: str | None) -> bool:
     return media.startswith(TEXT_TYPES) or media.endswith(TEXT_SUFFIXES)
 
 
+def decode_path(raw_path: str) -> str:
+    """The path as API Gateway HTTP APIs route on it and pass it on: percent-decoded, as UTF-8.
+
+    Raises ValueError for a path whose escapes do not decode to UTF-8 (the gateway answers 400).
+    """
+    return unquote(raw_path, errors="strict")
+
+
 def _request_id() -> str:
     return base64.b64encode(secrets.token_bytes(12)).decode().rstrip("=")[:14] + "="
 
@@ -78,7 +86,11 @@ def http_api_event(
     stage: str = "$default",
     now: float | None = None,
 ) -> dict[str, Any]:
-    """A payload format 2.0 event, as the HTTP API's Lambda proxy integration sends it."""
+    """A payload format 2.0 event, as the HTTP API's Lambda proxy integration sends it.
+
+    ``rawPath`` and ``requestContext.http.path`` carry the decoded path, as API Gateway sends them
+    (despite the name); ``pathParameters`` are the decoded segments the route matched.
+    """
     now = time.time() if now is None else now
     headers: dict[str, str] = {}
     cookies: list[str] = []
@@ -98,10 +110,11 @@ def http_api_event(
     for key, value in parse_qsl(request.raw_query, keep_blank_values=True):
         query[key] = f"{query[key]},{value}" if key in query else value
     request_id = _request_id()
+    path = decode_path(request.raw_path)
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": route_key,
-        "rawPath": request.raw_path,
+        "rawPath": path,
         "rawQueryString": request.raw_query,
     }
     if cookies:
@@ -116,7 +129,7 @@ def http_api_event(
         "domainPrefix": host.split(".", 1)[0].split(":", 1)[0],
         "http": {
             "method": request.method.upper(),
-            "path": unquote(request.raw_path),
+            "path": path,
             "protocol": request.protocol,
             "sourceIp": request.source_ip,
             "userAgent": headers.get("user-agent", ""),

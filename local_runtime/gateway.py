@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from local_runtime import events
 from local_runtime.auth import JwtAuthorizer, Unauthorized
@@ -21,6 +21,9 @@ from local_runtime.template import RouteDef
 
 log = logging.getLogger("local_runtime.gateway")
 JSON = "application/json"
+# HTTP APIs accept bodies up to 10 MB; Lambda takes a synchronous invocation's event up to 6 MB.
+MAX_HTTP_BODY_BYTES = 10 * 1024 * 1024
+MAX_LAMBDA_EVENT_BYTES = 6 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -62,12 +65,13 @@ class Router:
         self._compiled.sort(key=lambda c: c[0])
 
     def match(self, method: str, path: str) -> Match | None:
+        """The route for a decoded path; its variables are the decoded segments they matched."""
         for _rank, regex, names, route in self._compiled:
             if route.method not in (method.upper(), "ANY"):
                 continue
             found = regex.match(path)
             if found:
-                return Match(route, {n: unquote(found.group(n)) for n in names})
+                return Match(route, {n: found.group(n) for n in names})
         if self.default is not None:
             return Match(self.default, {})
         return None
@@ -102,7 +106,11 @@ class Gateway:
             local = self._local_route(request)
             if local is not None:
                 return local
-        match = self.router.match(request.method, request.raw_path)
+        try:
+            path = events.decode_path(request.raw_path)
+        except ValueError:
+            return _json(400, {"message": "Bad Request"})
+        match = self.router.match(request.method, path)
         if match is None:
             return _json(
                 404, {"error": {"code": "NOT_FOUND", "message": f"no route for {request.method} {request.raw_path}"}}
@@ -124,8 +132,11 @@ class Gateway:
             claims=claims,
             scopes=scopes,
         )
-        result = self.invoke(match.route.function, event)
         request_id = event["requestContext"]["requestId"]
+        if _payload_bytes(event) > MAX_LAMBDA_EVENT_BYTES:
+            log.info("413 %s %s: the event exceeds Lambda's request payload limit", request.method, request.raw_path)
+            return _json(413, {"message": "Request Too Long"}, [("apigw-requestid", request_id)])
+        result = self.invoke(match.route.function, event)
         if not result.ok:
             log.error("%s %s -> %s failed: %s", request.method, request.raw_path, match.route.function, result.payload)
             return _json(500, {"message": "Internal Server Error"}, [("apigw-requestid", request_id)])
@@ -168,6 +179,11 @@ class Gateway:
             def _serve(self) -> None:
                 parts = urlsplit(self.path)
                 length = int(self.headers.get("content-length") or 0)
+                if length > MAX_HTTP_BODY_BYTES:
+                    # Refused before reading: the unread body leaves the connection unusable.
+                    self.close_connection = True
+                    self._send(_json(413, {"message": "Request Entity Too Large"}))
+                    return
                 body = self.rfile.read(length) if length else b""
                 request = events.HttpRequest(
                     method=self.command,
@@ -183,6 +199,9 @@ class Gateway:
                 except Exception:
                     log.exception("gateway error")
                     response = _json(500, {"message": "Internal Server Error"})
+                self._send(response)
+
+            def _send(self, response: events.HttpResponse) -> None:
                 self.send_response(response.status)
                 for key, value in response.headers:
                     self.send_header(key, value)
@@ -209,6 +228,11 @@ class Gateway:
             request_queue_size = 128
 
         return Server((host, port), Handler)
+
+
+def _payload_bytes(event: dict[str, Any]) -> int:
+    """The size of the event as Lambda's Invoke request carries it (compact UTF-8 JSON)."""
+    return len(json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 def _json(status: int, body: Any, headers: list[tuple[str, str]] | None = None) -> events.HttpResponse:

@@ -45,7 +45,7 @@ def test_http_api_event_shape():
     )
     assert event["version"] == "2.0"
     assert event["routeKey"] == "POST /products/{product_id}"
-    assert event["rawPath"] == "/products/p%201"
+    assert event["rawPath"] == "/products/p 1"  # decoded, as API Gateway HTTP APIs send it
     assert event["rawQueryString"] == "a=1&a=2&b="
     assert event["cookies"] == ["s=1", "t=2"]
     assert "cookie" not in event["headers"]
@@ -158,6 +158,14 @@ def test_keys_are_kept(keys, tmp_path):
     assert first.kid != keys.kid
 
 
+def _without_kid(keys: auth.KeyPair) -> str:
+    """A token signed by the right key whose header does not say which key (API Gateway needs `kid`)."""
+    import jwt
+
+    claims = jwt.decode(auth.issue_token(keys, "u"), options={"verify_signature": False})
+    return jwt.encode(claims, keys.private_pem, algorithm="RS256")
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -168,12 +176,26 @@ def test_keys_are_kept(keys, tmp_path):
         lambda k: auth.issue_token(k, "u", audience="other-client"),
         lambda k: auth.issue_token(k, "u", now=time.time() + 3600),  # nbf in the future
         lambda k: auth.issue_token(auth.load_or_create_keys(pathlib.Path("/tmp/other-keys-lr")), "u"),
+        _without_kid,
+        lambda k: auth.issue_token(k, "u", audience="other-client", extra={"client_id": auth.LOCAL_AUDIENCE}),
     ],
-    ids=["missing", "garbage", "expired", "issuer", "audience", "not-yet-valid", "foreign-key"],
-)
+    ids=[
+        "missing", "garbage", "expired", "issuer", "audience", "not-yet-valid", "foreign-key", "no-kid",
+        "aud-wrong-client-id-right",
+    ],
+)  # fmt: skip
 def test_rejections(keys, make):
     with pytest.raises(auth.Unauthorized):
         auth.JwtAuthorizer(keys).verify(make(keys))
+
+
+def test_client_id_is_the_audience_only_without_aud(keys):
+    import jwt
+
+    claims = jwt.decode(auth.issue_token(keys, "u"), options={"verify_signature": False})
+    del claims["aud"]
+    token = jwt.encode(claims, keys.private_pem, algorithm="RS256", headers={"kid": keys.kid})
+    assert auth.JwtAuthorizer(keys).verify(token)[0]["client_id"] == auth.LOCAL_AUDIENCE
 
 
 def test_hs256_token_is_rejected(keys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 import shutil
+import socket
 import threading
 import time
 
@@ -114,6 +115,66 @@ def test_concurrent_requests(stack):
     for t in threads:
         t.join()
     assert results == [200] * 8
+
+
+@pytest.mark.parametrize(
+    ("segment", "decoded"),
+    [
+        ("auth0%7C123", "auth0|123"),
+        ("auth0|123", "auth0|123"),
+        ("jos%C3%A9", "josé"),
+        ("a%20b", "a b"),
+        ("a+b", "a+b"),
+        ("a%2Bb", "a+b"),
+        ("%E2%82%AC%5Bx%5D%23", "€[x]#"),
+    ],
+)
+def test_paths_are_decoded_before_routing_as_api_gateway_does(stack, segment, decoded):
+    url, _keys, _ = stack
+    res = requests.get(f"{url}/products/{segment}", timeout=30)
+    assert res.status_code == 200
+    event = res.json()["event"]
+    assert event["routeKey"] == "GET /products/{product_id}"
+    assert event["pathParameters"] == {"product_id": decoded}
+    assert event["rawPath"] == event["requestContext"]["http"]["path"] == f"/products/{decoded}"
+
+
+def test_an_encoded_slash_separates_segments_as_api_gateway_does(stack):
+    url, keys, _ = stack
+    token = auth.issue_token(keys, "u")
+    res = requests.get(f"{url}/products/a%2Fb", headers={"Authorization": token}, timeout=30)
+    assert res.status_code == 200
+    event = res.json()["event"]
+    assert event["routeKey"] == "ANY /products/{product_id}/{proxy+}"
+    assert event["pathParameters"] == {"product_id": "a", "proxy": "b"}
+
+
+def test_a_path_that_does_not_decode_to_utf8_is_400(stack):
+    url, _keys, _ = stack
+    res = requests.get(f"{url}/products/%FF", timeout=30)
+    assert res.status_code == 400
+    assert res.json() == {"message": "Bad Request"}
+
+
+def test_an_event_over_lambdas_6_mb_request_limit_is_413(stack):
+    url, keys, _ = stack
+    headers = {"Authorization": f"Bearer {auth.issue_token(keys, 'u')}", "Content-Type": "application/json"}
+    too_big = b'{"pad": "' + b"x" * (6 * 1024 * 1024) + b'"}'
+    refused = requests.post(f"{url}/products", data=too_big, headers=headers, timeout=60)
+    assert refused.status_code == 413
+    assert refused.json() == {"message": "Request Too Long"}
+    fits = b'{"pad": "' + b"x" * 6_000_000 + b'"}'
+    assert requests.post(f"{url}/products", data=fits, headers=headers, timeout=60).status_code == 200
+
+
+def test_a_body_over_the_http_apis_10_mb_limit_is_413_without_reading_it(stack):
+    url, _keys, _ = stack
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        conn.sendall(b"POST /products HTTP/1.1\r\nHost: local\r\nContent-Length: 10485761\r\n\r\n")
+        reply = conn.makefile("rb").read()
+    assert reply.startswith(b"HTTP/1.1 413 ")
+    assert reply.endswith(b'{"message": "Request Entity Too Large"}')
 
 
 @pytest.mark.integration

@@ -1,23 +1,37 @@
 """Who is calling, from the claims API Gateway's JWT authorizer put in ``requestContext.authorizer.jwt``.
 
 API Gateway has already verified the token (and rejected a missing or invalid one with 401) on
-protected routes; the function only reads the verified claims. The groups claim arrives either as
-a JSON list or, from API Gateway, as a string such as ``"[admin]"`` or ``"[admin customer]"``.
+protected routes; the function only reads the verified claims. An array claim such as
+``cognito:groups`` reaches a payload-2.0 integration flattened into one string, ``"[admin]"`` or
+``"[admin ops]"`` (space-separated inside brackets); events built by hand or by other tools may
+carry it as a JSON list. Those are the only two forms read as lists: any other string is one group
+name, so ``"ops,admin"`` names the group ``ops,admin``, never ``admin``.
+
+The token's ``sub`` is the customer id in keys and paths, so it is checked before anything reads
+it: 1..128 characters, no control characters, and none of ``/ ? %``, which API Gateway cannot carry
+intact in a path segment (it decodes the path before routing, so a ``/`` splits the segment, a
+``?`` ends the path and a ``%`` is decoded a second time).
 """
 
 from __future__ import annotations
 
-import json
-import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
 from shop.api.errors import Unauthorized
-from shop.services.actor import Actor
+from shop.services.actor import Actor, Forbidden
 
 GROUP_CLAIMS = ("cognito:groups", "groups")
 ADMIN_GROUP = "admin"
-_SEPARATORS = re.compile(r"[\s,]+")
+MAX_SUB_LENGTH = 128
+SUB_FORBIDDEN_CHARACTERS = frozenset("/?%")
+
+
+class InvalidSubject(Forbidden):
+    """The token is valid but its ``sub`` cannot name a customer (403: a new token will not help)."""
+
+    code = "INVALID_SUBJECT"
 
 
 def claims_of(event: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -30,21 +44,22 @@ def claims_of(event: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def parse_groups(value: Any) -> frozenset[str]:
-    """Groups from a list, a JSON list string, or API Gateway's ``[a b]`` / ``[a,b]`` string form."""
-    if value is None:
+    """Group names from a JSON list or API Gateway's flattened ``"[a b]"``; another string is one name."""
+    if isinstance(value, list):
+        return frozenset(item for item in value if isinstance(item, str) and item)
+    if not isinstance(value, str) or not value:
         return frozenset()
-    if isinstance(value, list | tuple | set | frozenset):
-        return frozenset(str(item).strip() for item in value if str(item).strip())
-    text = str(value).strip()
-    if text.startswith("[") and '"' in text:
-        try:
-            decoded = json.loads(text)
-        except ValueError:
-            decoded = None
-        if isinstance(decoded, list):
-            return parse_groups(decoded)
-    text = text.removeprefix("[").removesuffix("]")
-    return frozenset(part.strip("\"'") for part in _SEPARATORS.split(text) if part.strip("\"'"))
+    if value.startswith("[") and value.endswith("]"):
+        return frozenset(value[1:-1].split())
+    return frozenset({value})
+
+
+def check_subject(sub: str) -> None:
+    """Refuse a ``sub`` that cannot be stored as a customer id or addressed in a path."""
+    if len(sub) > MAX_SUB_LENGTH:
+        raise InvalidSubject(f"the token's sub must be at most {MAX_SUB_LENGTH} characters")
+    if any(char in SUB_FORBIDDEN_CHARACTERS or unicodedata.category(char) == "Cc" for char in sub):
+        raise InvalidSubject("the token's sub must not contain control characters, '/', '?' or '%'")
 
 
 def actor_from_claims(claims: Mapping[str, Any] | None) -> Actor | None:
@@ -53,6 +68,7 @@ def actor_from_claims(claims: Mapping[str, Any] | None) -> Actor | None:
     sub = claims.get("sub")
     if not isinstance(sub, str) or not sub:
         return None
+    check_subject(sub)
     groups: frozenset[str] = frozenset()
     for name in GROUP_CLAIMS:
         groups |= parse_groups(claims.get(name))
@@ -60,6 +76,7 @@ def actor_from_claims(claims: Mapping[str, Any] | None) -> Actor | None:
 
 
 def optional_actor(event: Mapping[str, Any]) -> Actor | None:
+    """The caller, or None when anonymous; 403 INVALID_SUBJECT for a token whose ``sub`` breaks the limits."""
     return actor_from_claims(claims_of(event))
 
 

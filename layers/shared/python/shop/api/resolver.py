@@ -8,6 +8,9 @@
   module-level ``app`` can serve concurrent in-process invocations (tests, the local gateway); on
   Lambda there is only ever one invocation per process and this costs nothing.
 - ``declare()`` builds a route's OpenAPI responses so the generated document lists every status.
+- Path parameters are API Gateway's decoded ``pathParameters`` when the event has them, so a
+  handler sees ``auth0|123`` whether the event's ``rawPath`` carries it encoded or decoded; a
+  variable matches any decoded segment (everything but ``/``), as API Gateway's routes do.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -34,7 +38,7 @@ JSON = content_types.APPLICATION_JSON
 ERROR_DESCRIPTIONS = {
     400: "BAD_REQUEST (malformed JSON) or INVALID_NEXT_TOKEN",
     401: "UNAUTHORIZED: no valid bearer token",
-    403: "FORBIDDEN: signed in but not allowed",
+    403: "FORBIDDEN: signed in but not allowed; INVALID_SUBJECT: the token's sub cannot name a customer",
     404: "not found",
     409: "conflict with the current state",
     412: "VERSION_MISMATCH: If-Match names an old version",
@@ -52,6 +56,9 @@ API_VERSION = "1"
 SECURITY_SCHEME = "bearerAuth"
 # Declared on every route that needs a token; API Gateway's JWT authorizer enforces it.
 BEARER: list[dict[str, list[str]]] = [{SECURITY_SCHEME: []}]
+# A route that reads the caller can refuse any token with 403 INVALID_SUBJECT (shop.api.auth).
+SIGNED_IN = {401: 403}
+_PATH_VARIABLE = re.compile(r"<(\w+)>")
 
 
 def security_schemes() -> dict[str, Any]:
@@ -77,7 +84,8 @@ def declare(
         ok["headers"] = {name: {"description": text, "schema": {"type": "string"}} for name, text in headers.items()}
     declared: dict[int, Any] = {success: ok}
     described = {**ERROR_DESCRIPTIONS, **(errors_described or {})}
-    for status in sorted({*error_statuses, *ALWAYS, *(WITH_BODY if body else ())}):
+    implied = {SIGNED_IN[status] for status in error_statuses if status in SIGNED_IN}
+    for status in sorted({*error_statuses, *implied, *ALWAYS, *(WITH_BODY if body else ())}):
         entry: dict[str, Any] = {
             "description": described[status],
             "content": {JSON: {"model": ERROR_MODELS.get(status, ErrorResponse)}},
@@ -190,6 +198,16 @@ class ShopResolver(APIGatewayHttpResolver):
         kwargs.setdefault("title", API_TITLE)
         kwargs.setdefault("version", API_VERSION)
         return super().get_openapi_schema(**kwargs)
+
+    @staticmethod
+    def _compile_regex(rule: str, base_regex: str = "^{}$") -> re.Pattern[str]:
+        """A route's regex whose variables match one decoded path segment, whatever its characters."""
+        return re.compile(base_regex.format(_PATH_VARIABLE.sub(r"(?P<\1>[^/]+)", rule)))
+
+    def _convert_matches_into_route_keys(self, match: re.Match[str]) -> dict[str, str]:
+        """The decoded values API Gateway put in ``pathParameters``, else the values in the path."""
+        given = self.current_event.get("pathParameters") or {}
+        return {name: str(given.get(name, value)) for name, value in match.groupdict().items()}
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         self._prepare()
