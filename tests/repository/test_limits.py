@@ -1,0 +1,51 @@
+"""Inputs at their limits against the store: keys that fit, and quantities that stay in bounds."""
+
+from __future__ import annotations
+
+import pytest
+
+from shop import errors, limits
+from shop.services.catalog import CatalogService
+from tests.support.factories import ADMIN, product
+
+LONGEST_FOLD = "ΐ" * limits.MAX_PRODUCT_NAME_LENGTH  # 400 bytes; 1,200 case-folded
+
+
+def all_pages(service: CatalogService, category: str, limit: int) -> list[str]:
+    ids, token = [], None
+    while True:
+        page = service.list_by_category(category, limit=limit, next_token=token)
+        ids += [p.product_id for p in page.items]
+        token = page.next_token
+        if token is None:
+            return ids
+
+
+def test_a_name_whose_fold_outgrows_a_sort_key_is_created_listed_and_renamed(store):
+    service = CatalogService(store.table)
+    category = "\U0010ffff" * limits.MAX_CATEGORY_LENGTH
+    first = product(store.table, name=LONGEST_FOLD, category=category)
+    second = product(store.table, name=LONGEST_FOLD, category=category)
+    before = product(store.table, name="ΐ" * 10, category=category)
+    after = product(store.table, name="Ω", category=category)
+    assert service.get(first).name == LONGEST_FOLD
+    ties = sorted([first, second])  # equal sort keys: then by product id
+    assert all_pages(service, category, limit=1) == [before, *ties, after]
+    renamed = service.update(ADMIN, after, {"name": LONGEST_FOLD})
+    assert renamed.name == LONGEST_FOLD
+    assert all_pages(service, category, limit=2) == [before, *sorted([first, second, after])]
+
+
+def test_stock_never_goes_past_its_maximum(store):
+    pid = product(store.table, stock=limits.MAX_STOCK - 5)
+    service = CatalogService(store.table)
+    assert service.adjust_stock(ADMIN, pid, 5) == limits.MAX_STOCK
+    with pytest.raises(errors.StockLimitExceeded) as raised:
+        service.adjust_stock(ADMIN, pid, 1)
+    assert raised.value.details == {"delta": f"stock is {limits.MAX_STOCK}, at most {limits.MAX_STOCK} allowed"}
+    assert service.get(pid).stock == limits.MAX_STOCK
+    assert service.adjust_stock(ADMIN, pid, -limits.MAX_STOCK) == 0
+    with pytest.raises(errors.StockLimitExceeded):
+        service.adjust_stock(ADMIN, pid, limits.MAX_STOCK + 1)
+    with pytest.raises(errors.ProductNotFound):
+        service.adjust_stock(ADMIN, "missing", limits.MAX_STOCK)
