@@ -6,7 +6,8 @@ import pytest
 
 from shop import errors, limits
 from shop.services.catalog import CatalogService
-from tests.support.factories import ADMIN, product
+from shop.services.orders import OrderService, RequestedLine
+from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 
 LONGEST_FOLD = "ΐ" * limits.MAX_PRODUCT_NAME_LENGTH  # 400 bytes; 1,200 case-folded
 
@@ -49,3 +50,25 @@ def test_stock_never_goes_past_its_maximum(store):
         service.adjust_stock(ADMIN, pid, limits.MAX_STOCK + 1)
     with pytest.raises(errors.ProductNotFound):
         service.adjust_stock(ADMIN, "missing", limits.MAX_STOCK)
+
+
+def test_duplicate_order_lines_add_up_to_at_most_the_line_maximum(store):
+    hammer = product(store.table, stock=500)
+    nails = product(store.table, stock=500)
+    service = OrderService(store.table)
+    half = limits.MAX_QUANTITY // 2 + 1
+    lines = [
+        RequestedLine(hammer, half),
+        RequestedLine(nails, 1),
+        RequestedLine(hammer, half),
+        RequestedLine(hammer, 1),
+    ]
+    with pytest.raises(errors.InvalidRequest) as raised:
+        service.place(ALICE, address=ADDRESS, lines=lines)
+    assert list(raised.value.details) == ["lines.2.quantity"]
+    assert CatalogService(store.table).get(hammer).stock == 500
+    assert service.list_for_customer(ALICE, ALICE.sub, limit=10, next_token=None).items == []
+    exactly = service.place(
+        ALICE, address=ADDRESS, lines=[RequestedLine(hammer, half), RequestedLine(hammer, limits.MAX_QUANTITY - half)]
+    )
+    assert [(line.product_id, line.quantity) for line in exactly.lines] == [(hammer, limits.MAX_QUANTITY)]
