@@ -19,8 +19,7 @@ MAX_SUB_LENGTH = 128  # the token's sub, which is the customer id (enforced by s
 MAX_EMAIL_LENGTH = 254
 MAX_PRODUCT_NAME_LENGTH = 200
 MAX_CATEGORY_LENGTH = 100
-MAX_IDEMPOTENCY_KEY_LENGTH = 128
-# A next_token holds the last key of its page; a category page's worst case is ~3.1 K (the budget in
+# A next_token holds the last key of its page; the worst case is 2,634 characters (a category page; see
 # docs/decisions.md). API Gateway allows 10,240 bytes of request line and headers together.
 MAX_TOKEN_LENGTH = 4096
 
