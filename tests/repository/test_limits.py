@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from shop import errors, limits
@@ -50,6 +52,23 @@ def test_stock_never_goes_past_its_maximum(store):
         service.adjust_stock(ADMIN, pid, limits.MAX_STOCK + 1)
     with pytest.raises(errors.ProductNotFound):
         service.adjust_stock(ADMIN, "missing", limits.MAX_STOCK)
+
+
+def test_concurrent_increases_stop_at_the_maximum_together(store):
+    pid = product(store.table, stock=limits.MAX_STOCK - 10)
+    service = CatalogService(store.table)
+
+    def increase() -> bool:
+        try:
+            service.adjust_stock(ADMIN, pid, 5)
+        except errors.StockLimitExceeded:
+            return False
+        return True
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(lambda _: increase(), range(8)))
+    assert outcomes.count(True) == 2
+    assert service.get(pid).stock == limits.MAX_STOCK
 
 
 def test_duplicate_order_lines_add_up_to_at_most_the_line_maximum(store):
