@@ -70,7 +70,8 @@ placement = IdempotentOperation("orders", _place)
         errors_described={
             404: "PRODUCT_NOT_FOUND or SESSION_NOT_FOUND",
             409: "OUT_OF_STOCK (details.product_ids), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED",
-            422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header, an empty cart)",
+            422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header, an empty cart, "
+            "lines of one product adding up to more than 99, a country that is not an ISO 3166-1 alpha-2 code)",
         },
     ),
     security=BEARER,

@@ -14,6 +14,7 @@ from shop.api import product_schemas as s
 from shop.api.observability import lambda_handler
 from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, ProductId, Request, caller
 from shop.api.resolver import BEARER, create_app, declare, json_response
+from shop.limits import MAX_CATEGORY_LENGTH, MAX_STOCK
 from shop.repository import Table
 from shop.services.catalog import CatalogService
 
@@ -48,7 +49,7 @@ def create_product(body: s.ProductIn, request: Request):
     tags=TAGS,
 )
 def list_products(
-    category: Annotated[str, Query(min_length=1, max_length=100)],
+    category: Annotated[str, Query(min_length=1, max_length=MAX_CATEGORY_LENGTH)],
     limit: Limit = DEFAULT_LIMIT,
     next_token: NextToken = None,
 ):
@@ -82,7 +83,17 @@ def update_product(product_id: ProductId, body: s.ProductPatch, request: Request
     "/products/<product_id>/stock",
     summary="Add to or take from the stock (admin)",
     responses=declare(
-        200, s.StockOut, 401, 403, 404, 409, body=True, errors_described={409: "INSUFFICIENT_STOCK: would go below 0"}
+        200,
+        s.StockOut,
+        401,
+        403,
+        404,
+        409,
+        body=True,
+        errors_described={
+            409: "INSUFFICIENT_STOCK: would go below 0",
+            422: f"VALIDATION_ERROR (including a delta that would take stock above {MAX_STOCK}, field delta)",
+        },
     ),
     security=BEARER,
     tags=TAGS,

@@ -121,3 +121,7 @@ class InvalidRequest(DomainError):
     """A request that is well-formed but breaks a rule the schema cannot express."""
 
     code = "VALIDATION_ERROR"
+
+
+class StockLimitExceeded(InvalidRequest):
+    """A stock adjustment that would take stock past the most a product may hold."""

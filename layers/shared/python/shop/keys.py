@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 
+from shop.limits import NAME_SORT_KEY_BYTES
+
 PK = "PK"
 SK = "SK"
 GSI1 = "GSI1"
@@ -67,7 +69,17 @@ def category_pk(category: str) -> str:
 
 
 def product_category_gsi(category: str, name: str, product_id: str) -> Key:
-    return {GSI1PK: category_pk(category), GSI1SK: f"{name.casefold()}#{product_id}"}
+    return {GSI1PK: category_pk(category), GSI1SK: f"{name_sort_key(name)}#{product_id}"}
+
+
+def name_sort_key(name: str) -> str:
+    """The case-folded name, cut to NAME_SORT_KEY_BYTES of UTF-8 on a character boundary.
+
+    Case folding can grow a name sixfold (``ΐ`` is 2 bytes, its fold 6), so the whole fold of a
+    valid name may not fit in a sort key; a prefix keeps the order by name.
+    """
+    folded = name.casefold().encode()
+    return folded[:NAME_SORT_KEY_BYTES].decode(errors="ignore")
 
 
 def review_rating_sk(rating: int, created_at: str, customer_id: str) -> str:

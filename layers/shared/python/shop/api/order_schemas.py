@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
+from shop.api.countries import CountryCode
 from shop.api.schemas import MAX_ID_LENGTH, MAX_ORDER_LINES, MAX_QUANTITY, Body
 from shop.models import Order, OrderStatus, OrderSummary, ShippingAddress
 from shop.models.common import Model
@@ -13,6 +14,8 @@ from shop.models.common import Model
 
 class AddressIn(ShippingAddress):
     model_config = ConfigDict(extra="forbid")
+
+    country: CountryCode
 
 
 class OrderLineIn(Body):

@@ -7,11 +7,12 @@ from typing import Annotated, Any
 from pydantic import Field, StrictInt, model_validator
 
 from shop.api.schemas import MAX_PRICE_CENTS, MAX_STOCK, Body
+from shop.limits import MAX_CATEGORY_LENGTH, MAX_PRODUCT_NAME_LENGTH
 from shop.models import Product, Review
 from shop.models.common import Model
 
-Name = Annotated[str, Field(min_length=1, max_length=200)]
-Category = Annotated[str, Field(min_length=1, max_length=100)]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_PRODUCT_NAME_LENGTH)]
+Category = Annotated[str, Field(min_length=1, max_length=MAX_CATEGORY_LENGTH)]
 Description = Annotated[str, Field(max_length=4000)]
 PriceCents = Annotated[StrictInt, Field(ge=0, le=MAX_PRICE_CENTS)]
 

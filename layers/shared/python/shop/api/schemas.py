@@ -15,16 +15,11 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, RootModel
 
+from shop.limits import MAX_ID_LENGTH, MAX_ORDER_LINES, MAX_PRICE_CENTS, MAX_QUANTITY, MAX_STOCK, MAX_TOKEN_LENGTH
 from shop.models.common import Model
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 20
-MAX_ID_LENGTH = 128
-MAX_TOKEN_LENGTH = 2048
-MAX_QUANTITY = 99
-MAX_PRICE_CENTS = 100_000_000
-MAX_STOCK = 1_000_000
-MAX_ORDER_LINES = 25
 EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 
 

@@ -1,8 +1,10 @@
 """Opaque, tamper-evident next tokens.
 
-A token is base64url(JSON payload) + "." + base64url(HMAC-SHA256). The payload
-names the list it belongs to (its scope), so a token from another list, another
-customer or another shard set is rejected, not followed.
+A token is base64url(JSON position) + "." + base64url(HMAC-SHA256). The HMAC
+covers the list the token belongs to (its scope) as well as the position, so a
+token from another list, another customer or another shard set is rejected, not
+followed; the scope itself is not carried, which keeps tokens short. The JSON is
+UTF-8, not ASCII escapes: a position holds keys, and keys hold client text.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ from typing import Any
 
 from shop import errors
 from shop.config import settings
-
-MAX_TOKEN_LENGTH = 2048
+from shop.limits import MAX_TOKEN_LENGTH
 
 
 def _b64(data: bytes) -> str:
@@ -27,14 +28,15 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _signature(payload: bytes, secret: bytes) -> bytes:
-    return hmac.new(secret, payload, hashlib.sha256).digest()
+def _signature(scope: str, payload: bytes, secret: bytes) -> bytes:
+    # The payload is the token's own bytes, so no other scope can end in the same signed message.
+    return hmac.new(secret, scope.encode() + b"\n" + payload, hashlib.sha256).digest()
 
 
 def encode(scope: str, position: Any, secret: bytes | None = None) -> str:
-    payload = json.dumps({"s": scope, "p": position}, separators=(",", ":"), sort_keys=True).encode()
+    payload = json.dumps(position, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
     key = secret if secret is not None else settings().pagination_secret
-    return f"{_b64(payload)}.{_b64(_signature(payload, key))}"
+    return f"{_b64(payload)}.{_b64(_signature(scope, payload, key))}"
 
 
 def decode(token: str, scope: str, secret: bytes | None = None) -> Any:
@@ -48,12 +50,9 @@ def decode(token: str, scope: str, secret: bytes | None = None) -> Any:
         given = _unb64(signature)
     except (ValueError, TypeError):
         raise invalid from None
-    if not hmac.compare_digest(given, _signature(payload, key)):
+    if not hmac.compare_digest(given, _signature(scope, payload, key)):
         raise invalid
     try:
-        decoded = json.loads(payload)
+        return json.loads(payload)
     except ValueError:
         raise invalid from None
-    if not isinstance(decoded, dict) or decoded.get("s") != scope:
-        raise invalid
-    return decoded.get("p")

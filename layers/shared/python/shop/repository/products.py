@@ -7,6 +7,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from shop import errors, keys
+from shop.limits import MAX_STOCK
 from shop.models import Page, Product, Review
 from shop.repository import pagination
 from shop.repository.queries import collection_page, gsi1_page
@@ -127,17 +128,19 @@ class ProductRepository:
         return product_from_item(from_item(response["Attributes"]))
 
     def adjust_stock(self, product_id: str, delta: int) -> int:
-        condition = "attribute_exists(PK)"
-        if delta < 0:
-            condition += " AND stock >= :need"
+        """Add ``delta`` to stock, conditional on the result staying within 0..MAX_STOCK."""
+        if delta <= 0:
+            bound, limit = "stock >= :limit", -delta
+        else:
+            bound, limit = "stock <= :limit", MAX_STOCK - delta
         try:
             with translated_errors():
                 response = self.table.client.update_item(
                     TableName=self.table.name,
                     Key=to_item(keys.product_key(product_id)),
                     UpdateExpression="ADD stock :delta",
-                    ConditionExpression=condition,
-                    ExpressionAttributeValues=values(delta=delta, **({"need": -delta} if delta < 0 else {})),
+                    ConditionExpression=f"attribute_exists(PK) AND {bound}",
+                    ExpressionAttributeValues=values(delta=delta, limit=limit),
                     ReturnValues="UPDATED_NEW",
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
@@ -146,8 +149,11 @@ class ProductRepository:
                 raise
             if "Item" not in error.response:
                 raise errors.ProductNotFound([product_id]) from error
-            raise errors.InsufficientStock(
-                "stock cannot go below zero", {"stock": int(from_item(error.response["Item"])["stock"])}
+            stock = int(from_item(error.response["Item"])["stock"])
+            if delta <= 0:
+                raise errors.InsufficientStock("stock cannot go below zero", {"stock": stock}) from error
+            raise errors.StockLimitExceeded(
+                f"stock cannot go above {MAX_STOCK}", {"delta": f"stock is {stock}, at most {MAX_STOCK} allowed"}
             ) from error
         return int(from_item(response["Attributes"])["stock"])
 

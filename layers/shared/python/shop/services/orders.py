@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from shop import clock, errors, ids
+from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY
 from shop.models import (
     ORDER_TRANSITIONS,
     Order,
@@ -31,7 +32,6 @@ from shop.services.actor import Actor
 
 T = TypeVar("T")
 
-MAX_ORDER_LINES = 25
 CONFLICT_ATTEMPTS = 12
 REPRICE_ATTEMPTS = 3
 
@@ -59,6 +59,18 @@ def merge_lines(lines: list[RequestedLine]) -> dict[str, int]:
     for line in lines:
         quantities[line.product_id] = quantities.get(line.product_id, 0) + line.quantity
     return quantities
+
+
+def lines_over_the_limit(lines: list[RequestedLine]) -> dict[str, str]:
+    """The quantity field of each line that takes its product past MAX_QUANTITY, duplicates added up."""
+    totals: dict[str, int] = {}
+    over: dict[str, str] = {}
+    for index, line in enumerate(lines):
+        before = totals.get(line.product_id, 0)
+        totals[line.product_id] = before + line.quantity
+        if before <= MAX_QUANTITY < totals[line.product_id]:
+            over[f"lines.{index}.quantity"] = f"{line.product_id} adds up to more than {MAX_QUANTITY}"
+    return over
 
 
 class OrderService:
@@ -131,6 +143,12 @@ class OrderService:
             if len(quantities) > MAX_ORDER_LINES:
                 raise errors.InvalidRequest(f"an order holds at most {MAX_ORDER_LINES} products")
             priced = self._price(quantities)
+            # After pricing: an unknown product is a 404 whatever its quantities.
+            over = lines_over_the_limit(lines or [])
+            if over:
+                raise errors.InvalidRequest(
+                    f"an order holds at most {MAX_QUANTITY} of one product (lines of one product add up)", over
+                )
 
         for attempt in range(REPRICE_ATTEMPTS):
             order = self._new_order(actor, priced, address)

@@ -1,0 +1,34 @@
+"""Every size limit in one place: DynamoDB's, and the API's, chosen so that any input fits DynamoDB's.
+
+DynamoDB counts key and item sizes in UTF-8 bytes; the API counts input lengths in characters
+(code points). Each key built from client input is proved to fit with its worst case (4-byte code
+points, characters whose case fold expands to 6 bytes) in tests/unit/test_key_limits.py; the
+budget behind each limit is in docs/decisions.md ("Hardening: limits").
+"""
+
+from __future__ import annotations
+
+# DynamoDB, in UTF-8 bytes.
+PARTITION_KEY_MAX_BYTES = 2048
+SORT_KEY_MAX_BYTES = 1024
+ITEM_MAX_BYTES = 400 * 1024
+
+# Inputs, in characters.
+MAX_ID_LENGTH = 128  # every id in a path or a body (product, order, session)
+MAX_SUB_LENGTH = 128  # the token's sub, which is the customer id (enforced by shop.api.auth)
+MAX_EMAIL_LENGTH = 254
+MAX_PRODUCT_NAME_LENGTH = 200
+MAX_CATEGORY_LENGTH = 100
+# A next_token holds the last key of its page; the worst case is 2,634 characters (a category page; see
+# docs/decisions.md). API Gateway allows 10,240 bytes of request line and headers together.
+MAX_TOKEN_LENGTH = 4096
+
+# The case-folded product name in GSI1's sort key is cut to this many bytes (on a character
+# boundary): names equal in their first 256 bytes sort by product id.
+NAME_SORT_KEY_BYTES = 256
+
+# Quantities.
+MAX_QUANTITY = 99  # of one product in an order or a cart, after merging duplicate lines
+MAX_ORDER_LINES = 25
+MAX_PRICE_CENTS = 100_000_000
+MAX_STOCK = 1_000_000  # what an admin may set or adjust stock to
