@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from shop.api.errors import Unauthorized
+from shop.limits import MAX_SUB_LENGTH
 from shop.services.actor import Actor, Forbidden
 
 GROUP_CLAIMS = ("cognito:groups", "groups")
 ADMIN_GROUP = "admin"
-MAX_SUB_LENGTH = 128
 SUB_FORBIDDEN_CHARACTERS = frozenset("/?%")
 
 
