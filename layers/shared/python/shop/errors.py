@@ -121,3 +121,14 @@ class InvalidRequest(DomainError):
     """A request that is well-formed but breaks a rule the schema cannot express."""
 
     code = "VALIDATION_ERROR"
+
+
+class StoreRejected(InvalidRequest):
+    """DynamoDB refused the request itself as invalid (a key or item over its limits): never retryable.
+
+    Input validation bounds every value so this should not happen; the message stays generic because
+    the store's own says which internal key or attribute failed.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("a value in this request is larger than the store accepts")
