@@ -40,7 +40,7 @@ def _state(api) -> tuple:
 
 @pytest.fixture(autouse=True)
 def _no_backoff_sleep(monkeypatch):
-    monkeypatch.setattr(aws_config, "conflict_delay", lambda attempt: 0, raising=False)
+    monkeypatch.setattr(aws_config, "conflict_delay", lambda attempt: 0)
 
 
 @pytest.mark.parametrize("route", SINGLE_ITEM_WRITES)

@@ -28,7 +28,7 @@ def _no_backoff_sleep(monkeypatch):
     from botocore.retries import standard
 
     monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, context: 0)
-    monkeypatch.setattr(aws_config, "conflict_delay", lambda attempt: 0, raising=False)
+    monkeypatch.setattr(aws_config, "conflict_delay", lambda attempt: 0)
 
 
 def test_the_budget_is_the_documented_one():
@@ -137,6 +137,8 @@ def test_transactions_colliding_past_the_budget_are_unavailable_and_write_nothin
         assert customers.get(ALICE, "alice").email == "alice@example.com"
     if what == "cancel":
         assert orders.get(ALICE, placed.order_id).status is OrderStatus.PENDING
+    if what == "order":
+        assert orders.list_for_customer(ALICE, "alice", limit=5, next_token=None).items == []
 
 
 def test_a_failed_condition_is_never_retried(store):
@@ -144,6 +146,18 @@ def test_a_failed_condition_is_never_retried(store):
     with cancelled(store.client, "ConditionalCheckFailed", index=1) as injector, pytest.raises(errors.ProductNotFound):
         CatalogService(store.table).review(ALICE, pid, rating=4, title="t", body="b")
     assert injector.injected == 1
+
+
+def test_a_failed_condition_the_caller_does_not_name_is_a_conflict_not_unavailable(store):
+    """The old email's marker is deleted on condition that it is still ours: if not, the data moved."""
+    customers = CustomerService(store.table)
+    customers.create(ALICE, email="alice@example.com", name="Alice")
+    with (
+        cancelled(store.client, "ConditionalCheckFailed", index=2) as injector,
+        pytest.raises(errors.Conflict) as raised,
+    ):
+        customers.update(ALICE, "alice", email="new@example.com", name=None)
+    assert (injector.injected, raised.value.code) == (1, "CONFLICT")
 
 
 @pytest.mark.parametrize("reason", ["ValidationError", "ItemCollectionSizeLimitExceeded"])
