@@ -160,7 +160,7 @@ def test_a_failed_condition_the_caller_does_not_name_is_a_conflict_not_unavailab
     assert (injector.injected, raised.value.code) == (1, "CONFLICT")
 
 
-@pytest.mark.parametrize("reason", ["ValidationError", "ItemCollectionSizeLimitExceeded"])
+@pytest.mark.parametrize("reason", ["ValidationError", "ItemCollectionSizeLimitExceeded", "AReasonAddedLater"])
 def test_a_transaction_the_store_refuses_as_invalid_is_rejected_not_retried(store, reason):
     with cancelled(store.client, reason) as injector, pytest.raises(errors.StoreRejected) as raised:
         CustomerService(store.table).create(ALICE, email="alice@example.com", name="Alice")

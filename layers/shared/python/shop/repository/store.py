@@ -32,11 +32,12 @@ UNAVAILABLE_CODES = frozenset(
     }
 )
 
-# Cancellation reasons that a later attempt may not meet; any other unexplained reason never goes away.
+# Cancellation reasons that a later attempt may not meet. Any other reason but a failed condition
+# (ValidationError, ItemCollectionSizeLimitExceeded, one we do not know) fails the same way every time.
 TRANSIENT_REASONS = frozenset({CONFLICT_REASON, "ThrottlingError", "ProvisionedThroughputExceeded"})
+_NOT_PERMANENT = TRANSIENT_REASONS | {"None", "ConditionalCheckFailed"}
 # A request DynamoDB refuses as invalid (a key or item over its limits) fails the same way every time.
 INVALID_CODES = frozenset({"ValidationException"})
-INVALID_REASONS = frozenset({"ValidationError", "ItemCollectionSizeLimitExceeded"})
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -148,8 +149,8 @@ class TransactionCancelled(Exception):
         the items changed meanwhile (Conflict); the rest are transient: conflicts that outlasted the
         client's retries, throttling (ServiceUnavailable).
         """
-        codes = {reason.get("Code") for reason in self.reasons}
-        if codes & INVALID_REASONS or not codes <= TRANSIENT_REASONS | {"None", "ConditionalCheckFailed"}:
+        codes = {reason.get("Code", "None") for reason in self.reasons}
+        if not codes <= _NOT_PERMANENT:
             return errors.StoreRejected()
         if "ConditionalCheckFailed" in codes:
             return errors.Conflict("the data changed meanwhile, retry")
