@@ -1,7 +1,7 @@
 """Throttling and 5xx from the store: retried with backoff, then ServiceUnavailable; nothing half written.
 
-Write faults run on DynamoDB Local only: botocore emits before-send to every
-handler, so moto's stubber applies a write even when an injected fault answers it.
+The write-fault tests check what the real store holds afterwards, so they run on DynamoDB Local.
+Transaction conflicts and invalid requests are in test_conflicts.py.
 """
 
 from __future__ import annotations

@@ -125,3 +125,14 @@ class InvalidRequest(DomainError):
 
 class StockLimitExceeded(InvalidRequest):
     """A stock adjustment that would take stock past the most a product may hold."""
+
+
+class StoreRejected(InvalidRequest):
+    """DynamoDB refused the request itself as invalid (a key or item over its limits): never retryable.
+
+    Input validation bounds every value so this should not happen; the message stays generic because
+    the store's own says which internal key or attribute failed.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("a value in this request is larger than the store accepts")

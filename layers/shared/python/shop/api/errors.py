@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from shop import errors
-from shop.repository import TransactionConflict
 from shop.services.actor import Forbidden
 
 
@@ -73,7 +72,6 @@ STATUS_BY_ERROR: dict[type[errors.DomainError], int] = {
     PreconditionRequired: 428,
     InternalError: 500,
     errors.ServiceUnavailable: 503,
-    TransactionConflict: 503,
 }
 
 # Errors answered with ``Retry-After`` (seconds).

@@ -245,7 +245,10 @@ def _raw_error(error: errors.DomainError) -> dict[str, Any]:
 
 def _on_domain_error(error: errors.DomainError) -> Response:
     status, body, headers = http_errors.describe(error)
-    if status >= 500:
+    if isinstance(error, errors.StoreRejected):
+        # Validation bounds every value, so this is a bug to fix: the cause names the key or item the store refused.
+        observability.logger.error("the store refused the request as invalid", exc_info=error)
+    elif status >= 500:
         observability.logger.warning(
             "store unavailable" if status == 503 else "unmapped domain error",
             extra={"error_code": error.code},

@@ -5,7 +5,7 @@ from shop.repository.order_effects import OrderEffectsRepository
 from shop.repository.orders import OrderRepository, SessionClaim
 from shop.repository.products import ProductRepository
 from shop.repository.sessions import SessionRepository, StoredSession
-from shop.repository.store import Table, TransactionConflict
+from shop.repository.store import Table
 
 __all__ = [
     "CustomerRepository",
@@ -16,5 +16,4 @@ __all__ = [
     "SessionRepository",
     "StoredSession",
     "Table",
-    "TransactionConflict",
 ]

@@ -12,7 +12,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, HTTPClientError
 
 from shop import errors
-from shop.aws_config import client_config
+from shop.aws_config import CONFLICT_ERROR, CONFLICT_REASON, client_config, with_conflict_retries
 from shop.config import settings
 
 # Kept for callers that build their own client against another endpoint (tests, benchmarks).
@@ -26,8 +26,18 @@ UNAVAILABLE_CODES = frozenset(
         "InternalServerError",
         "ServiceUnavailable",
         "LimitExceededException",
+        # Standard mode retries this one and we retry conflicts (shop.aws_config); both can outlast their budget.
+        "TransactionInProgressException",
+        CONFLICT_ERROR,
     }
 )
+
+# Cancellation reasons that a later attempt may not meet. Any other reason but a failed condition
+# (ValidationError, ItemCollectionSizeLimitExceeded, one we do not know) fails the same way every time.
+TRANSIENT_REASONS = frozenset({CONFLICT_REASON, "ThrottlingError", "ProvisionedThroughputExceeded"})
+_NOT_PERMANENT = TRANSIENT_REASONS | {"None", "ConditionalCheckFailed"}
+# A request DynamoDB refuses as invalid (a key or item over its limits) fails the same way every time.
+INVALID_CODES = frozenset({"ValidationException"})
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -91,7 +101,7 @@ class Table:
 
     @property
     def client(self) -> Any:
-        return self._client if self._client is not None else dynamodb_client()
+        return with_conflict_retries(self._client if self._client is not None else dynamodb_client())
 
     @property
     def name(self) -> str:
@@ -100,7 +110,8 @@ class Table:
 
 @contextmanager
 def translated_errors() -> Iterator[None]:
-    """Turn transport failures and AWS throttling/5xx codes into ServiceUnavailable."""
+    """Turn transport failures and AWS throttling/5xx/conflict codes into ServiceUnavailable, invalid requests
+    into StoreRejected."""
     try:
         yield
     except ClientError as error:
@@ -108,6 +119,8 @@ def translated_errors() -> Iterator[None]:
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         if code in UNAVAILABLE_CODES or status >= 500:
             raise errors.ServiceUnavailable("the store is unavailable, retry later") from error
+        if code in INVALID_CODES:
+            raise errors.StoreRejected() from error
         raise
     except (ConnectionError, HTTPClientError) as error:
         raise errors.ServiceUnavailable("the store is unreachable, retry later") from error
@@ -117,12 +130,6 @@ def translated_errors() -> Iterator[None]:
 
 def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
-
-
-class TransactionConflict(errors.DomainError):
-    """Another transaction touched the same items at the same moment; the caller may retry."""
-
-    code = "TRANSACTION_CONFLICT"
 
 
 class TransactionCancelled(Exception):
@@ -136,10 +143,18 @@ class TransactionCancelled(Exception):
         return index < len(self.reasons) and self.reasons[index].get("Code") == "ConditionalCheckFailed"
 
     def unexplained(self) -> errors.DomainError:
-        """What a cancellation no condition explains means: a conflict to retry, or an unavailable store."""
-        if any(reason.get("Code") == "TransactionConflict" for reason in self.reasons):
-            return TransactionConflict("concurrent transaction on the same items")
-        return errors.ServiceUnavailable("the store rejected the write, retry later")
+        """What a cancellation the caller's conditions do not explain means.
+
+        Invalid items never succeed (StoreRejected); a failed condition the caller does not name means
+        the items changed meanwhile (Conflict); the rest are transient: conflicts that outlasted the
+        client's retries, throttling (ServiceUnavailable).
+        """
+        codes = {reason.get("Code", "None") for reason in self.reasons}
+        if not codes <= _NOT_PERMANENT:
+            return errors.StoreRejected()
+        if "ConditionalCheckFailed" in codes:
+            return errors.Conflict("the data changed meanwhile, retry")
+        return errors.ServiceUnavailable("the store is busy with these items, retry later")
 
 
 def transact_write(table: Table, items: list[dict[str, Any]], **extra: Any) -> None:

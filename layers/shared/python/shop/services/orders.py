@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import random
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from shop import clock, errors, ids
 from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY
@@ -26,13 +22,9 @@ from shop.repository import (
     SessionClaim,
     SessionRepository,
     Table,
-    TransactionConflict,
 )
 from shop.services.actor import Actor
 
-T = TypeVar("T")
-
-CONFLICT_ATTEMPTS = 12
 REPRICE_ATTEMPTS = 3
 
 
@@ -40,18 +32,6 @@ REPRICE_ATTEMPTS = 3
 class RequestedLine:
     product_id: str
     quantity: int
-
-
-def retry_conflicts(operation: Callable[[], T], attempts: int = CONFLICT_ATTEMPTS) -> T:
-    """Re-run an operation whose transaction collided with another, with jittered backoff."""
-    for attempt in range(attempts):
-        try:
-            return operation()
-        except TransactionConflict:
-            if attempt == attempts - 1:
-                raise errors.ServiceUnavailable("the store is busy with this item, retry later") from None
-            time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
-    raise AssertionError("unreachable")
 
 
 def merge_lines(lines: list[RequestedLine]) -> dict[str, int]:
@@ -153,7 +133,7 @@ class OrderService:
         for attempt in range(REPRICE_ATTEMPTS):
             order = self._new_order(actor, priced, address)
             try:
-                return retry_conflicts(lambda order=order: self.orders.place(order, claim))  # type: ignore[misc]
+                return self.orders.place(order, claim)
             except errors.PriceChanged:
                 if attempt == REPRICE_ATTEMPTS - 1:
                     raise
@@ -184,18 +164,14 @@ class OrderService:
         if order.version != expected_version:
             raise errors.VersionMismatch("the order changed since you read it", {"current_version": order.version})
         self._check_transition(order, new_status)
-        return retry_conflicts(lambda: self.orders.change_status(order, new_status, updated_at=clock.iso_now()))
+        return self.orders.change_status(order, new_status, updated_at=clock.iso_now())
 
     def cancel(self, actor: Actor, order_id: str) -> Order:
         for _ in range(3):
             order = self.get(actor, order_id)
             self._check_transition(order, OrderStatus.CANCELLED)
             try:
-                return retry_conflicts(
-                    lambda order=order: self.orders.change_status(  # type: ignore[misc]
-                        order, OrderStatus.CANCELLED, updated_at=clock.iso_now()
-                    )
-                )
+                return self.orders.change_status(order, OrderStatus.CANCELLED, updated_at=clock.iso_now())
             except errors.VersionMismatch:
                 continue
         raise errors.ServiceUnavailable("the order keeps changing, retry later")
