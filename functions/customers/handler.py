@@ -78,7 +78,7 @@ def get_customer(customer_id: CustomerId, request: Request):
         headers=ETAG,
         errors_described={
             409: "EMAIL_TAKEN, or CONFLICT: without If-Match, the profile kept changing meanwhile",
-            412: 'VERSION_MISMATCH: If-Match names another version (any If-Match not of the form "3")',
+            412: 'VERSION_MISMATCH: If-Match names another version, or none ("3", 3 or W/"3" name version 3)',
         },
     ),
     security=BEARER,

@@ -9,6 +9,6 @@ class Customer(Model):
     customer_id: str
     email: str
     name: str
-    version: int = Field(ge=1, description="starts at 1, +1 on every change; the ETag is this number, quoted")
+    version: int = Field(description="starts at 1, +1 on every change; the ETag is this number, quoted")
     created_at: str
     updated_at: str
