@@ -117,8 +117,9 @@ def test_expected_version_is_checked_before_and_during_the_write(store, monkeypa
         service.update(ALICE, "alice", email=None, name="Nope", expected_version=7)
     assert stale.value.details == {"current_version": 1}
     _interleaving(store, monkeypatch, service, change=lambda _: {"name": "Renamed", "email": None})
-    with pytest.raises(errors.VersionMismatch):
+    with pytest.raises(errors.VersionMismatch) as lost_the_race:
         service.update(ALICE, "alice", email="new@example.com", name=None, expected_version=1)
+    assert lost_the_race.value.details == {"current_version": 2}
     fresh = CustomerService(store.table)
     after = fresh.get(ALICE, "alice")
     assert (after.name, after.email, after.version) == ("Renamed", "old@example.com", 2)

@@ -41,7 +41,7 @@ class CustomerService:
         """Change the fields given; with ``expected_version`` only if the profile still has it.
 
         Without an expected version a change that meets a concurrent one is re-read and re-applied,
-        so concurrent changes of different fields all land.
+        so concurrent changes of different fields all land; one that keeps meeting them is a Conflict.
         """
         actor.require_self_or_admin(customer_id)
         email = email.strip() if email is not None else None
@@ -54,9 +54,9 @@ class CustomerService:
             try:
                 return self.customers.update(current, name=name, email=email, updated_at=clock.iso_now())
             except errors.VersionMismatch:
-                if expected_version is not None:
-                    raise
-                time.sleep(random.uniform(0, 0.01 * 2**attempt))
+                if expected_version is None:
+                    time.sleep(random.uniform(0, 0.01 * 2**attempt))
+                # else the next read finds the newer version and answers the mismatch with it
         raise errors.Conflict("the profile keeps changing, retry")
 
     def find_by_email(self, actor: Actor, email: str) -> Customer:
