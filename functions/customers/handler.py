@@ -11,6 +11,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from shop.api import customer_schemas as s
+from shop.api.etags import IfMatch, etag, expected_version
 from shop.api.observability import lambda_handler
 from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, Request, caller
 from shop.api.resolver import BEARER, create_app, declare, json_response
@@ -20,54 +21,78 @@ from shop.services.customers import CustomerService
 app = create_app()
 customers = CustomerService(Table())
 TAGS = ["customers"]
+ETAG = {"ETag": 'the profile\'s version, quoted: "3"'}
 
 
 @app.post(
     "/customers",
     summary="Create the profile of the token's subject",
-    responses=declare(201, s.Customer, 401, 409, errors_described={409: "CUSTOMER_EXISTS or EMAIL_TAKEN"}),
+    responses=declare(
+        201, s.Customer, 401, 409, headers=ETAG, errors_described={409: "CUSTOMER_EXISTS or EMAIL_TAKEN"}
+    ),
     security=BEARER,
     tags=TAGS,
 )
 def create_customer(body: s.CustomerIn, request: Request):
     created = customers.create(caller(request), email=body.email, name=body.name)
-    return json_response(201, created)
+    return json_response(201, created, etag(created))
 
 
 @app.get(
     "/customers",
     summary="Find a customer by email (admin)",
-    responses=declare(200, s.Customer, 401, 403, 404),
+    responses=declare(200, s.Customer, 401, 403, 404, headers=ETAG),
     security=BEARER,
     tags=TAGS,
 )
 def find_customer(
     request: Request, email: Annotated[str, Query(min_length=3, max_length=254, description="case-insensitive")]
 ):
-    return json_response(200, customers.find_by_email(caller(request), email))
+    found = customers.find_by_email(caller(request), email)
+    return json_response(200, found, etag(found))
 
 
 @app.get(
     "/customers/<customer_id>",
     summary="Read a profile (self or admin)",
-    responses=declare(200, s.Customer, 401, 403, 404),
+    responses=declare(200, s.Customer, 401, 403, 404, headers=ETAG),
     security=BEARER,
     tags=TAGS,
 )
 def get_customer(customer_id: CustomerId, request: Request):
-    return json_response(200, customers.get(caller(request), customer_id))
+    customer = customers.get(caller(request), customer_id)
+    return json_response(200, customer, etag(customer))
 
 
 @app.patch(
     "/customers/<customer_id>",
-    summary="Change name and/or email (self or admin)",
-    responses=declare(200, s.Customer, 401, 403, 404, 409, errors_described={409: "EMAIL_TAKEN"}),
+    summary="Change name and/or email (self or admin; If-Match honoured when sent)",
+    responses=declare(
+        200,
+        s.Customer,
+        401,
+        403,
+        404,
+        409,
+        412,
+        headers=ETAG,
+        errors_described={
+            409: "EMAIL_TAKEN, or CONFLICT: without If-Match, the profile kept changing meanwhile",
+            412: 'VERSION_MISMATCH: If-Match names another version, or none ("3", 3 or W/"3" name version 3)',
+        },
+    ),
     security=BEARER,
     tags=TAGS,
 )
-def update_customer(customer_id: CustomerId, body: s.CustomerPatch, request: Request):
-    updated = customers.update(caller(request), customer_id, email=body.email, name=body.name)
-    return json_response(200, updated)
+def update_customer(customer_id: CustomerId, body: s.CustomerPatch, request: Request, if_match: IfMatch = None):
+    updated = customers.update(
+        caller(request),
+        customer_id,
+        email=body.email,
+        name=body.name,
+        expected_version=None if if_match is None else expected_version(if_match),
+    )
+    return json_response(200, updated, etag(updated))
 
 
 @app.get(

@@ -6,7 +6,6 @@ from shop.api import coldstart
 coldstart.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.api.coldstart)
 
 # isort: split
-import re
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Header, Query
@@ -14,11 +13,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 from shop import errors
 from shop.api import order_schemas as s
 from shop.api.errors import PreconditionRequired
+from shop.api.etags import IfMatch, etag, expected_version
 from shop.api.idempotency import IdempotentOperation
 from shop.api.observability import count, lambda_handler
 from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, OrderId, Request, caller
 from shop.api.resolver import BEARER, create_app, declare, json_response
-from shop.models import Order, OrderStatus, ShippingAddress
+from shop.models import OrderStatus, ShippingAddress
 from shop.repository import Table
 from shop.services.actor import Actor
 from shop.services.orders import OrderService, RequestedLine
@@ -28,17 +28,6 @@ table = Table()
 orders = OrderService(table)
 TAGS = ["orders"]
 ETAG = {"ETag": 'the order\'s version, quoted: "3"'}
-_IF_MATCH = re.compile(r'^(?:W/)?"?([0-9]{1,9})"?$')
-
-
-def etag(order: Order) -> dict[str, str]:
-    return {"ETag": f'"{order.version}"'}
-
-
-def expected_version(if_match: str) -> int:
-    """``"3"``, ``3`` and ``W/"3"`` name version 3; anything else matches no version (412 if the order exists)."""
-    found = _IF_MATCH.match(if_match.strip())
-    return int(found.group(1)) if found else -1
 
 
 def _place(*, request: dict, actor: Actor, body: s.OrderIn) -> dict:
@@ -161,9 +150,7 @@ def change_order_status(
     order_id: OrderId,
     body: s.OrderStatusPatch,
     request: Request,
-    if_match: Annotated[
-        str | None, Header(alias="If-Match", max_length=200, description='the ETag of the version you read: "3"')
-    ] = None,
+    if_match: IfMatch = None,
 ):
     actor = caller(request)
     actor.require_admin()

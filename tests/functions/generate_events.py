@@ -80,6 +80,18 @@ SAMPLES: dict[str, dict[str, tuple[str, str, str, dict[str, Any]]]] = {
             "/customers/{customer_id}",
             {"claims": ALICE, "body": {"name": "Alice B. Example"}},
         ),
+        "patch_customer_if_match_200": (
+            "PATCH",
+            "/customers/alice",
+            "/customers/{customer_id}",
+            {"claims": ALICE, "headers": {"If-Match": '"1"'}, "body": {"email": "alice.b@example.com"}},
+        ),
+        "patch_customer_version_mismatch_412": (
+            "PATCH",
+            "/customers/alice",
+            "/customers/{customer_id}",
+            {"claims": ALICE, "headers": {"If-Match": '"7"'}, "body": {"name": "Alice B. Example"}},
+        ),
         "patch_customer_email_taken_409": (
             "PATCH",
             "/customers/alice",

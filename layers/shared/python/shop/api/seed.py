@@ -45,7 +45,7 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
 
     for entry in seed.get("customers", []):
         with contextlib.suppress(errors.CustomerExists, errors.EmailTaken):
-            customers.create(Customer(**entry, created_at=now, updated_at=now))
+            customers.create(Customer(**entry, version=1, created_at=now, updated_at=now))
 
     catalogue: dict[str, Product] = {}
     for entry in seed.get("products", []):

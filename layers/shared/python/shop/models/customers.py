@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pydantic import Field
+
 from shop.models.common import Model
 
 
@@ -7,5 +9,6 @@ class Customer(Model):
     customer_id: str
     email: str
     name: str
+    version: int = Field(description="starts at 1, +1 on every change; the ETag is this number, quoted")
     created_at: str
     updated_at: str

@@ -17,9 +17,19 @@ from shop.repository.store import (
     values,
 )
 
+# The version of a profile written before profiles carried one (docs/decisions.md).
+UNVERSIONED = 1
+
 
 def _customer(item: dict[str, Any]) -> Customer:
-    return Customer.model_validate(item)
+    return Customer.model_validate({"version": UNVERSIONED, **item})
+
+
+def _unchanged_since(version: int) -> str:
+    """The profile exists with the version read (a profile without one reads as UNVERSIONED)."""
+    if version == UNVERSIONED:
+        return "attribute_exists(PK) AND (#version = :seen OR attribute_not_exists(#version))"
+    return "attribute_exists(PK) AND #version = :seen"
 
 
 class CustomerRepository:
@@ -81,64 +91,61 @@ class CustomerRepository:
         return _customer(from_item(items[0]))
 
     def update(self, current: Customer, *, name: str | None, email: str | None, updated_at: str) -> Customer:
-        """Change name and/or email; an email change moves the marker in the same transaction."""
-        new_email = email if email is not None else current.email
-        new_name = name if name is not None else current.name
-        email_moves = keys.normalise_email(new_email) != keys.normalise_email(current.email)
-        gsi = keys.customer_email_gsi(new_email)
+        """Set the fields given if the profile still has the version it was read with.
+
+        Only the fields sent are written, so nothing read can be written back stale; an email change
+        moves the marker in the same transaction. A stale ``current`` raises VersionMismatch.
+        """
+        changes: dict[str, Any] = {"updated_at": updated_at, "version": current.version + 1}
+        if name is not None:
+            changes["name"] = name
+        if email is not None:
+            changes |= {"email": email, **keys.customer_email_gsi(email)}
+        names = {f"#{field}": field for field in changes}
         update: dict[str, Any] = {
             "Update": {
                 "TableName": self.table.name,
                 "Key": to_item(keys.customer_key(current.customer_id)),
-                "UpdateExpression": "SET #name = :name, email = :email, updated_at = :at, GSI1PK = :gpk, GSI1SK = :gsk",
-                "ConditionExpression": "attribute_exists(PK) AND email = :old_email",
-                "ExpressionAttributeNames": {"#name": "name"},
-                "ExpressionAttributeValues": values(
-                    name=new_name,
-                    email=new_email,
-                    at=updated_at,
-                    gpk=gsi[keys.GSI1PK],
-                    gsk=gsi[keys.GSI1SK],
-                    old_email=current.email,
-                ),
+                "UpdateExpression": "SET " + ", ".join(f"#{field} = :{field}" for field in changes),
+                "ConditionExpression": _unchanged_since(current.version),
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values(**changes, seen=current.version),
             }
         }
         items: list[dict[str, Any]] = [update]
-        if email_moves:
-            items.append(
-                {
-                    "Put": {
-                        "TableName": self.table.name,
-                        "Item": to_item(
-                            {
-                                **keys.email_marker_key(new_email),
-                                "entity": "EMAIL",
-                                "customer_id": current.customer_id,
-                            }
-                        ),
-                        "ConditionExpression": "attribute_not_exists(PK)",
-                    }
-                }
-            )
-            items.append(
-                {
-                    "Delete": {
-                        "TableName": self.table.name,
-                        "Key": to_item(keys.email_marker_key(current.email)),
-                        "ConditionExpression": "customer_id = :me",
-                        "ExpressionAttributeValues": values(me=current.customer_id),
-                    }
-                }
-            )
+        if email is not None and keys.normalise_email(email) != keys.normalise_email(current.email):
+            items += self._marker_move(current, email)
         try:
             transact_write(self.table, items)
         except TransactionCancelled as cancelled:
+            if cancelled.failed_condition(0):
+                raise errors.VersionMismatch("the profile changed since it was read") from cancelled
             if cancelled.failed_condition(1):
                 raise errors.EmailTaken("this email belongs to another customer") from cancelled
-            if cancelled.failed_condition(0):
-                raise errors.Conflict("the profile changed meanwhile, retry") from cancelled
             raise cancelled.unexplained() from cancelled
-        return current.model_copy(update={"name": new_name, "email": new_email, "updated_at": updated_at})
+        kept = {field: value for field, value in changes.items() if field in Customer.model_fields}
+        return current.model_copy(update=kept)
+
+    def _marker_move(self, current: Customer, new_email: str) -> list[dict[str, Any]]:
+        """The new email's marker (must be free) and the old one's delete (must be mine)."""
+        marker = {**keys.email_marker_key(new_email), "entity": "EMAIL", "customer_id": current.customer_id}
+        return [
+            {
+                "Put": {
+                    "TableName": self.table.name,
+                    "Item": to_item(marker),
+                    "ConditionExpression": "attribute_not_exists(PK)",
+                }
+            },
+            {
+                "Delete": {
+                    "TableName": self.table.name,
+                    "Key": to_item(keys.email_marker_key(current.email)),
+                    "ConditionExpression": "customer_id = :me",
+                    "ExpressionAttributeValues": values(me=current.customer_id),
+                }
+            },
+        ]
 
     def notifications(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[Notification]:
         return collection_page(

@@ -1,0 +1,36 @@
+"""Versions over HTTP: the ``ETag`` a versioned entity is answered with and the ``If-Match`` it is changed with.
+
+Orders and customer profiles carry an integer ``version``; the ETag is that number, quoted
+(``"3"``). ``If-Match`` accepts ``"3"``, ``3`` and ``W/"3"``; anything else (``*``, a list, a
+number over 9 digits) names no version, so it is answered 412 ``VERSION_MISMATCH`` when the entity
+exists (docs/decisions.md, "Hardening: customer versions").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Protocol
+
+from aws_lambda_powertools.event_handler.openapi.params import Header
+
+_IF_MATCH = re.compile(r'^(?:W/)?"?([0-9]{1,9})"?$')
+NO_VERSION = -1
+
+IfMatch = Annotated[
+    str | None, Header(alias="If-Match", max_length=200, description='the ETag of the version you read: "3"')
+]
+
+
+class Versioned(Protocol):
+    @property
+    def version(self) -> int: ...
+
+
+def etag(entity: Versioned) -> dict[str, str]:
+    return {"ETag": f'"{entity.version}"'}
+
+
+def expected_version(if_match: str) -> int:
+    """``"3"``, ``3`` and ``W/"3"`` name version 3; anything else names no version (``NO_VERSION``)."""
+    found = _IF_MATCH.match(if_match.strip())
+    return int(found.group(1)) if found else NO_VERSION
