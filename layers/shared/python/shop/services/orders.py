@@ -110,7 +110,7 @@ class OrderService:
         claim: SessionClaim | None = None
         if session_id is not None:
             stored = self.sessions.get(session_id, now=clock.epoch(clock.now()))
-            if not stored.session.cart:
+            if not stored.lines:
                 raise errors.InvalidRequest("the session's cart is empty", {"session_id": session_id})
             claim = SessionClaim(session_id, stored.cart_version, clock.epoch(clock.now()))
             priced = [
@@ -121,9 +121,9 @@ class OrderService:
                     quantity=line.quantity,
                     line_total_cents=line.unit_price_cents * line.quantity,
                 )
-                for line in stored.session.cart
+                for line in stored.lines
             ]
-            quantities = {line.product_id: line.quantity for line in stored.session.cart}
+            quantities = {line.product_id: line.quantity for line in stored.lines}
         else:
             quantities = merge_lines(lines or [])
             if not quantities:
