@@ -253,6 +253,15 @@ def test_status_machine_and_preconditions(api):
     assert [o["order_id"] for o in listed.body["items"]] == ["00-alice-pending"]
 
 
+def test_status_patch_sent_again_after_it_was_applied_answers_the_order(api):
+    path = "/orders/00-alice-pending"
+    first = call("PATCH", path, claims=ADMIN, headers={"If-Match": '"1"'}, body={"status": "CONFIRMED"})
+    again = call("PATCH", path, claims=ADMIN, headers={"If-Match": '"1"'}, body={"status": "CONFIRMED"})
+    assert (again.status, again.headers["etag"], again.body) == (200, '"2"', first.body)
+    other = call("PATCH", path, claims=ADMIN, headers={"If-Match": '"1"'}, body={"status": "CANCELLED"})
+    assert (other.status, other.code) == (412, "VERSION_MISMATCH")
+
+
 def test_cancel_restocks_and_is_owner_or_admin(api):
     stock = call("GET", "/products/prod-keyboard").body["stock"]
     assert call("POST", "/orders/00-alice-pending/cancel", claims=BOB).code == "ORDER_NOT_FOUND"
