@@ -137,7 +137,8 @@ RESULT_KEYS = {
     "load": ["load"],
 }
 TARGETS = {
-    "round_trips": "every read route 1 (status listing: one per shard, in parallel); POST /orders <= 2 + idempotency",
+    "round_trips": "every read route 1 (status listing: one per shard, in parallel; a session with a cart: 2); "
+    "POST /orders <= 2 + idempotency",
     "scans": "0",
     "read_amplification": "1.00 per list route",
     "capacity": "reported with its breakdown",

@@ -57,7 +57,7 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     "products": ("GetItem", "Query", "PutItem", "UpdateItem", "TransactWriteItems"),
     # PutItem/UpdateItem/DeleteItem/GetItem also serve the idempotency records.
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
-    "sessions": ("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
+    "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem"),  # BatchGetItem: cart prices
     "order_events": ("GetItem", "PutItem", "UpdateItem"),
 }
 

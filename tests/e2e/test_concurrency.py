@@ -122,7 +122,8 @@ def test_idempotent_repeat_concurrent_same_key_one_order(stack: Stack, api: Api,
 
 
 def test_lost_update_concurrent_status_changes_one_wins(stack: Stack, api: Api, uid: str) -> None:
-    """Five admins ship the same order with the same If-Match at once: one 200, the rest 412."""
+    """Five admins move the same order with the same If-Match at once, to SHIPPED or to CANCELLED: one change
+    wins; the requests for it are 200 (each may be a re-send of the one that won), the others 412."""
     admin = stack.admin_token()
     pid = create_product(api, admin, category=f"e2e-lost-{uid}", name="Contended", price_cents=100, stock=3)[
         "product_id"
@@ -143,9 +144,13 @@ def test_lost_update_concurrent_status_changes_one_wins(stack: Stack, api: Api, 
         return r.headers["ETag"] if expect(r, 200)["status"] == "CONFIRMED" else None
 
     etag = eventually(confirmed_etag, what="order CONFIRMED")
+    targets = ["SHIPPED", "CANCELLED", "SHIPPED", "CANCELLED", "SHIPPED"]
     responses = all_at_once(
         5,
-        lambda _i: api.patch(f"/orders/{oid}", token=admin, headers={"If-Match": etag}, json={"status": "SHIPPED"}),
+        lambda i: api.patch(f"/orders/{oid}", token=admin, headers={"If-Match": etag}, json={"status": targets[i]}),
     )
-    outcomes = Counter((r.status_code, error_code(r)) for r in responses)
-    assert outcomes == {(200, None): 1, (412, "VERSION_MISMATCH"): 4}, [r.text[:200] for r in responses]
+    final = expect(api.get(f"/orders/{oid}", token=admin), 200)
+    assert final["version"] == int(etag.strip('"')) + 1
+    outcomes = [(r.status_code, error_code(r)) for r in responses]
+    expected = [(200, None) if target == final["status"] else (412, "VERSION_MISMATCH") for target in targets]
+    assert outcomes == expected, [r.text[:200] for r in responses]

@@ -86,6 +86,33 @@ def test_session_cart(api):
     assert call("PUT", f"/sessions/{sid}/cart/prod-mouse", body={"quantity": 1}).code == "SESSION_NOT_FOUND"
 
 
+def test_cart_shows_the_current_price_after_an_admin_change(api):
+    sid = "sess-demo-cart-0123456789abcdef"
+    assert call("PATCH", "/products/prod-keyboard", claims=ADMIN, body={"price_cents": 9900}).status == 200
+    shown = call("GET", f"/sessions/{sid}")
+    assert shown.status == 200
+    assert shown.body["cart"] == [
+        {
+            "product_id": "prod-keyboard",
+            "name": "Mechanical keyboard",
+            "unit_price_cents": 9900,
+            "quantity": 2,
+            "added_unit_price_cents": 8900,
+            "price_changed": True,
+            "unavailable": False,
+        }
+    ]
+    assert shown.body["subtotal_cents"] == 2 * 9900
+    after_put = call("PUT", f"/sessions/{sid}/cart/prod-mouse", body={"quantity": 1})
+    assert [(line["unit_price_cents"], line["price_changed"]) for line in after_put.body["cart"]] == [
+        (9900, True),
+        (2900, False),
+    ]
+    assert after_put.body["subtotal_cents"] == 2 * 9900 + 2900
+    placed = place(body={"session_id": sid, "shipping_address": ADDRESS})
+    assert (placed.status, placed.body["total_cents"]) == (201, after_put.body["subtotal_cents"])
+
+
 def test_cart_full_is_422(moto_api):
     sid = call("POST", "/sessions").body["session_id"]
     pids = [
@@ -224,6 +251,15 @@ def test_status_machine_and_preconditions(api):
     )
     listed = call("GET", "/orders", claims=ADMIN, query={"status": "CONFIRMED"})
     assert [o["order_id"] for o in listed.body["items"]] == ["00-alice-pending"]
+
+
+def test_status_patch_sent_again_after_it_was_applied_answers_the_order(api):
+    path = "/orders/00-alice-pending"
+    first = call("PATCH", path, claims=ADMIN, headers={"If-Match": '"1"'}, body={"status": "CONFIRMED"})
+    again = call("PATCH", path, claims=ADMIN, headers={"If-Match": '"1"'}, body={"status": "CONFIRMED"})
+    assert (again.status, again.headers["etag"], again.body) == (200, '"2"', first.body)
+    other = call("PATCH", path, claims=ADMIN, headers={"If-Match": '"1"'}, body={"status": "CANCELLED"})
+    assert (other.status, other.code) == (412, "VERSION_MISMATCH")
 
 
 def test_cancel_restocks_and_is_owner_or_admin(api):

@@ -49,9 +49,9 @@ def test_concurrent_status_changes_with_one_version_have_one_winner(local_store)
     targets = [OrderStatus.CONFIRMED, OrderStatus.CANCELLED] * 5
     with ThreadPoolExecutor(max_workers=10) as pool:
         outcomes = list(pool.map(attempt, targets))
-    assert outcomes.count("won") == 1
-    assert outcomes.count("mismatch") == 9
     final = service.get(ADMIN, order.order_id)
     assert final.version == 2
+    # One change wins; a request for the change that won is answered as done (it may be a re-send).
+    assert outcomes == ["won" if target is final.status else "mismatch" for target in targets]
     expected_stock = 5 if final.status is OrderStatus.CANCELLED else 4
     assert CatalogService(local_store.table).get(pid).stock == expected_stock

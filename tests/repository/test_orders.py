@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import pytest
 
 from shop import errors
@@ -226,3 +230,106 @@ def test_history_ends_with_the_current_status_before_the_stream_records_it(store
     fetched = service.get(ALICE, order.order_id)
     assert [h.status for h in fetched.history] == [OrderStatus.PENDING, OrderStatus.CONFIRMED]
     assert fetched.history[-1].at == fetched.updated_at
+
+
+@contextmanager
+def first_answer_lost(client: Any, operation: str) -> Iterator[list[dict[str, Any]]]:
+    """The first `operation` is applied but its answer is treated as lost, so botocore sends the same
+    request again, as it does after a timeout; yields the parameters of each call made."""
+    sent: list[dict[str, Any]] = []
+    lost = {"done": False}
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        sent.append(dict(params))
+
+    def retry_once(attempts: int, caught_exception: Any, **_: Any) -> float | None:
+        if not lost["done"] and caught_exception is None:
+            lost["done"] = True
+            return 0
+        return None
+
+    client.meta.events.register(f"provide-client-params.dynamodb.{operation}", record)
+    client.meta.events.register(f"needs-retry.dynamodb.{operation}", retry_once)
+    try:
+        yield sent
+    finally:
+        client.meta.events.unregister(f"provide-client-params.dynamodb.{operation}", record)
+        client.meta.events.unregister(f"needs-retry.dynamodb.{operation}", retry_once)
+    assert lost["done"], f"no {operation} was sent"
+
+
+def test_status_patch_whose_answer_was_lost_answers_the_changed_order(store):
+    order = place(store.table, **{product(store.table): 1})
+    service = OrderService(store.table)
+    with first_answer_lost(store.client, "UpdateItem"):
+        confirmed = service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    assert (confirmed.status, confirmed.version) == (OrderStatus.CONFIRMED, 2)
+    assert confirmed.history[-1].status is OrderStatus.CONFIRMED
+
+    again = service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    assert (again.status, again.version, again.updated_at) == (OrderStatus.CONFIRMED, 2, confirmed.updated_at)
+    replayed = OrderRepository(store.table).change_status(
+        order, OrderStatus.CONFIRMED, updated_at="2030-01-01T00:00:00Z"
+    )
+    assert (replayed.status, replayed.version, replayed.updated_at) == (OrderStatus.CONFIRMED, 2, confirmed.updated_at)
+
+    with pytest.raises(errors.VersionMismatch) as mismatch:
+        service.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=1)
+    assert mismatch.value.details == {"current_version": 2}
+    with pytest.raises(errors.VersionMismatch):
+        OrderRepository(store.table).change_status(order, OrderStatus.SHIPPED, updated_at="2030-01-01T00:00:00Z")
+    with pytest.raises(errors.InvalidTransition):
+        service.change_status(ADMIN, order.order_id, OrderStatus.PENDING, expected_version=2)
+
+
+def test_cancel_whose_answer_was_lost_answers_the_cancelled_order_and_restocks_once(store):
+    hammer = product(store.table, stock=5)
+    order = place(store.table, **{hammer: 2})
+    assert CatalogService(store.table).get(hammer).stock == 3
+    with first_answer_lost(store.client, "TransactWriteItems") as sent:
+        cancelled = OrderService(store.table).cancel(ALICE, order.order_id)
+    assert (cancelled.status, cancelled.version) == (OrderStatus.CANCELLED, 2)
+    assert CatalogService(store.table).get(hammer).stock == 5
+    (params,) = sent
+    assert 1 <= len(params.get("ClientRequestToken", "")) <= 36
+
+    repository = OrderRepository(store.table)
+    for updated_at in (cancelled.updated_at, "2030-01-01T00:00:00Z"):  # the same write again, then a new one
+        replayed = repository.change_status(order, OrderStatus.CANCELLED, updated_at=updated_at)
+        assert (replayed.status, replayed.version, replayed.updated_at) == (
+            OrderStatus.CANCELLED,
+            2,
+            cancelled.updated_at,
+        )
+    assert CatalogService(store.table).get(hammer).stock == 5
+    with pytest.raises(errors.InvalidTransition):
+        OrderService(store.table).cancel(ALICE, order.order_id)
+
+
+def test_status_change_tokens_fit_dynamodb_and_name_one_write(store):
+    from shop.repository.orders import status_change_token
+
+    order = place(store.table, **{product(store.table): 1})
+    at = "2026-11-26T01:02:03.456789Z"
+    token = status_change_token(order, OrderStatus.CANCELLED, at)
+    assert 1 <= len(token) <= 36
+    assert token == status_change_token(order, OrderStatus.CANCELLED, at)
+    others = {
+        status_change_token(order, OrderStatus.CONFIRMED, at),
+        status_change_token(order.model_copy(update={"version": 2}), OrderStatus.CANCELLED, at),
+        status_change_token(order, OrderStatus.CANCELLED, "2026-11-26T01:02:03.456790Z"),
+    }
+    assert token not in others
+    assert len(others) == 3
+
+    requests = []
+
+    def record(params, **_):
+        requests.append(params)
+
+    store.client.meta.events.register("provide-client-params.dynamodb.TransactWriteItems", record)
+    try:
+        OrderRepository(store.table).change_status(order, OrderStatus.CANCELLED, updated_at=at)
+    finally:
+        store.client.meta.events.unregister("provide-client-params.dynamodb.TransactWriteItems", record)
+    assert [r["ClientRequestToken"] for r in requests] == [token]

@@ -3,10 +3,12 @@ from __future__ import annotations
 import pytest
 
 from shop import errors, keys
-from shop.repository import SessionRepository
+from shop.repository import ProductRepository, SessionRepository
+from shop.services.catalog import CatalogService
+from shop.services.orders import OrderService
 from shop.services.sessions import SessionService
 from tests.support.calls import counting
-from tests.support.factories import product
+from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 
 
 def test_session_cart_lifecycle(store):
@@ -24,7 +26,7 @@ def test_session_cart_lifecycle(store):
     assert [line.product_id for line in updated.cart] == [nails]
     with counting(store.client) as calls:
         fetched = service.get(session.session_id)
-    assert calls.operations == ["GetItem"]
+    assert calls.operations == ["GetItem", "BatchGetItem"]
     assert fetched == updated
     service.delete(session.session_id)
     with pytest.raises(errors.SessionNotFound):
@@ -77,3 +79,81 @@ def test_cart_holds_at_most_25_lines(store):
         service.set_quantity(session.session_id, ids[25], 1)
     assert service.set_quantity(session.session_id, ids[0], 5).cart[0].quantity == 5
     assert len(service.get(session.session_id).cart) == 25
+
+
+def test_cart_shows_current_prices_and_marks_the_lines_whose_price_changed(store):
+    service = SessionService(store.table)
+    session = service.create()
+    hammer = product(store.table, name="Hammer", price_cents=1500)
+    nails = product(store.table, name="Nails", price_cents=250)
+    service.set_quantity(session.session_id, hammer, 2)
+    service.set_quantity(session.session_id, nails, 4)
+    CatalogService(store.table).update(ADMIN, hammer, {"price_cents": 1800, "name": "Claw hammer"})
+
+    with counting(store.client) as calls:
+        shown = service.get(session.session_id)
+    assert calls.operations == ["GetItem", "BatchGetItem"]
+    assert [
+        (line.name, line.unit_price_cents, line.added_unit_price_cents, line.price_changed, line.unavailable)
+        for line in shown.cart
+    ] == [("Claw hammer", 1800, 1500, True, False), ("Nails", 250, 250, False, False)]
+    assert shown.subtotal_cents == 2 * 1800 + 4 * 250
+
+    with counting(store.client) as calls:
+        after_put = service.set_quantity(session.session_id, nails, 5)
+    assert calls.operations == ["GetItem", "UpdateItem", "BatchGetItem"]
+    assert (after_put.cart[0].unit_price_cents, after_put.cart[0].price_changed) == (1800, True)
+    assert after_put.subtotal_cents == 2 * 1800 + 5 * 250
+
+    reset = service.set_quantity(session.session_id, hammer, 3)
+    assert (reset.cart[0].added_unit_price_cents, reset.cart[0].price_changed) == (1800, False)
+
+
+def test_checkout_charges_the_subtotal_the_cart_shows(store):
+    service = SessionService(store.table)
+    session = service.create()
+    hammer = product(store.table, price_cents=1500, stock=5)
+    service.set_quantity(session.session_id, hammer, 2)
+    CatalogService(store.table).update(ADMIN, hammer, {"price_cents": 1200})
+    shown = service.get(session.session_id)
+    order = OrderService(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
+    assert order.total_cents == shown.subtotal_cents == 2 * 1200
+
+
+def test_a_line_whose_product_is_gone_is_unavailable_and_left_out_of_the_subtotal(store):
+    service = SessionService(store.table)
+    session = service.create()
+    gone = product(store.table, name="Gone", price_cents=700)
+    kept = product(store.table, name="Kept", price_cents=300)
+    service.set_quantity(session.session_id, gone, 1)
+    service.set_quantity(session.session_id, kept, 2)
+    store.client.delete_item(TableName=store.table_name, Key={k: {"S": v} for k, v in keys.product_key(gone).items()})
+
+    shown = service.get(session.session_id)
+    assert [(line.name, line.unit_price_cents, line.unavailable, line.price_changed) for line in shown.cart] == [
+        ("Gone", 700, True, False),
+        ("Kept", 300, False, False),
+    ]
+    assert shown.subtotal_cents == 2 * 300
+    with pytest.raises(errors.ProductNotFound):
+        OrderService(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
+
+
+def test_current_prices_read_only_what_a_cart_shows(store):
+    pid = product(store.table, name="Hammer", price_cents=1500)
+    requests = []
+
+    def record(params, **_):
+        requests.append(params)
+
+    store.client.meta.events.register("provide-client-params.dynamodb.BatchGetItem", record)
+    try:
+        prices = ProductRepository(store.table).current_prices([pid, "missing", pid])
+    finally:
+        store.client.meta.events.unregister("provide-client-params.dynamodb.BatchGetItem", record)
+    assert {k: (v.name, v.price_cents) for k, v in prices.items()} == {pid: ("Hammer", 1500)}
+    (request,) = requests
+    (table_request,) = request["RequestItems"].values()
+    assert len(table_request["Keys"]) == 2
+    assert set(table_request["ExpressionAttributeNames"].values()) == {"product_id", "name", "price_cents"}
+    assert not table_request.get("ConsistentRead")

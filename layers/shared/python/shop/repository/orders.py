@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -25,6 +26,8 @@ from shop.repository.store import (
     values,
 )
 
+# Namespace of the status changes' client request tokens (uuid5 of the change).
+STATUS_CHANGE_TOKENS = uuid.UUID("6f0c2a4e-9a53-5b1e-8f3d-2d7c1e0b9a61")
 SUMMARY_FIELDS = ("order_id", "customer_id", "status", "version", "total_cents", "created_at", "updated_at")
 
 
@@ -265,7 +268,10 @@ class OrderRepository:
     def change_status(self, order: Order, new_status: OrderStatus, *, updated_at: str) -> Order:
         """Move the order to new_status if it still has the version it was read with.
 
-        Cancelling restocks every line in the same transaction.
+        Cancelling restocks every line in the same transaction, sent with a client request token derived
+        from the write, so a retry of a transaction that committed changes nothing. A failed condition is
+        explained from the order as it is: already in new_status at the next version means this change
+        was made (a retry after a lost response) and is answered as done.
         """
         gsi = keys.order_status_gsi(new_status, order.order_id, order.created_at, self.shards)
         update = {
@@ -282,6 +288,7 @@ class OrderRepository:
                 old=order.status.value,
                 version=order.version,
             ),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         if new_status is OrderStatus.CANCELLED:
             restock = [
@@ -296,11 +303,12 @@ class OrderRepository:
                 }
                 for line in order.lines
             ]
+            token = status_change_token(order, new_status, updated_at)
             try:
-                transact_write(self.table, [{"Update": update}, *restock])
+                transact_write(self.table, [{"Update": update}, *restock], ClientRequestToken=token)
             except TransactionCancelled as cancelled:
                 if cancelled.failed_condition(0):
-                    raise errors.VersionMismatch("the order changed meanwhile") from cancelled
+                    return _explain_failed_change(order, new_status, cancelled.reasons[0].get("Item"))
                 raise cancelled.unexplained() from cancelled
         else:
             try:
@@ -308,6 +316,32 @@ class OrderRepository:
                     self.table.client.update_item(**update)
             except ClientError as error:
                 if error_code(error) == "ConditionalCheckFailedException":
-                    raise errors.VersionMismatch("the order changed meanwhile") from error
+                    return _explain_failed_change(order, new_status, error.response.get("Item"))
                 raise
-        return order.model_copy(update={"status": new_status, "version": order.version + 1, "updated_at": updated_at})
+        return _advanced(order, new_status, order.version + 1, updated_at)
+
+
+def status_change_token(order: Order, new_status: OrderStatus, updated_at: str) -> str:
+    """The ClientRequestToken of one status change (36 characters, DynamoDB's maximum).
+
+    Derived from the order, the version it is moved from, the target status and the write's time:
+    every re-send of this write carries it, and no other write does, so DynamoDB never sees one
+    token with different parameters (IdempotentParameterMismatch).
+    """
+    return str(uuid.uuid5(STATUS_CHANGE_TOKENS, f"{order.order_id}|{order.version}|{new_status.value}|{updated_at}"))
+
+
+def _advanced(order: Order, status: OrderStatus, version: int, updated_at: str) -> Order:
+    history = [*order.history, StatusEntry(status=status, at=updated_at)]
+    return order.model_copy(update={"status": status, "version": version, "updated_at": updated_at, "history": history})
+
+
+def _explain_failed_change(order: Order, new_status: OrderStatus, current_item: dict[str, Any] | None) -> Order:
+    """The order a failed conditional status change leaves, if the change is already made; else why it failed."""
+    if current_item is None:
+        raise errors.OrderNotFound("order not found")
+    current = from_item(current_item)
+    version = int(current["version"])
+    if current["status"] == new_status.value and version == order.version + 1:
+        return _advanced(order, new_status, version, current["updated_at"])
+    raise errors.VersionMismatch("the order changed meanwhile", {"current_version": version})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -24,6 +25,15 @@ from shop.repository.store import (
 
 BATCH_GET_LIMIT = 100
 EDITABLE_FIELDS = ("name", "category", "price_cents", "description")
+# What a cart needs of a product; archival will add the product's status here.
+CART_PROJECTION = {"#id": "product_id", "#name": "name", "#price": "price_cents"}
+
+
+@dataclass(frozen=True)
+class CataloguePrice:
+    product_id: str
+    name: str
+    price_cents: int
 
 
 def product_from_item(item: dict[str, Any]) -> Product:
@@ -80,6 +90,29 @@ class ProductRepository:
             for item in response.get("Responses", {}).get(self.table.name, []):
                 product = product_from_item(from_item(item))
                 found[product.product_id] = product
+            request = response.get("UnprocessedKeys") or {}
+        return found
+
+    def current_prices(self, product_ids: list[str]) -> dict[str, CataloguePrice]:
+        """Name and price of each product that exists: one BatchGetItem projected to what a cart shows,
+        eventually consistent as checkout's read is (more calls only for keys DynamoDB left unprocessed)."""
+        wanted = list(dict.fromkeys(product_ids))[:BATCH_GET_LIMIT]
+        if not wanted:
+            return {}
+        request: dict[str, Any] = {
+            self.table.name: {
+                "Keys": [to_item(keys.product_key(pid)) for pid in wanted],
+                "ProjectionExpression": ", ".join(CART_PROJECTION),
+                "ExpressionAttributeNames": CART_PROJECTION,
+            }
+        }
+        found: dict[str, CataloguePrice] = {}
+        while request:
+            with translated_errors():
+                response = self.table.client.batch_get_item(RequestItems=request)
+            for item in response.get("Responses", {}).get(self.table.name, []):
+                plain = from_item(item)
+                found[plain["product_id"]] = CataloguePrice(plain["product_id"], plain["name"], plain["price_cents"])
             request = response.get("UnprocessedKeys") or {}
         return found
 

@@ -9,37 +9,44 @@ from botocore.exceptions import ClientError
 
 from shop import errors, keys
 from shop.clock import iso_from_epoch
-from shop.models import CartLine, Session
 from shop.repository.store import Table, error_code, from_item, to_item, translated_errors, values
 
 MAX_CART_LINES = 25
 
 
 @dataclass(frozen=True)
+class StoredLine:
+    """A cart line as stored: the product's name and price when the line was last set."""
+
+    product_id: str
+    name: str
+    unit_price_cents: int
+    quantity: int
+
+
+@dataclass(frozen=True)
 class StoredSession:
-    session: Session
+    session_id: str
+    lines: list[StoredLine]
+    expires_at: str
     cart_version: int
 
 
 def _session(item: dict[str, Any]) -> StoredSession:
     added = item.get("cart_added", {})
     lines = sorted(item.get("cart", {}).items(), key=lambda entry: (added.get(entry[0], ""), entry[0]))
-    cart = [
-        CartLine(
-            product_id=pid,
-            name=line["name"],
-            unit_price_cents=line["unit_price_cents"],
-            quantity=line["quantity"],
-        )
-        for pid, line in lines
-    ]
     return StoredSession(
-        session=Session(
-            session_id=item["session_id"],
-            cart=cart,
-            subtotal_cents=sum(line.unit_price_cents * line.quantity for line in cart),
-            expires_at=iso_from_epoch(int(item[keys.TTL_ATTRIBUTE])),
-        ),
+        session_id=item["session_id"],
+        lines=[
+            StoredLine(
+                product_id=pid,
+                name=line["name"],
+                unit_price_cents=line["unit_price_cents"],
+                quantity=line["quantity"],
+            )
+            for pid, line in lines
+        ],
+        expires_at=iso_from_epoch(int(item[keys.TTL_ATTRIBUTE])),
         cart_version=int(item.get("cart_version", 0)),
     )
 
@@ -48,7 +55,7 @@ class SessionRepository:
     def __init__(self, table: Table) -> None:
         self.table = table
 
-    def create(self, session_id: str, *, created_at: str, expires_at: int) -> Session:
+    def create(self, session_id: str, *, created_at: str, expires_at: int) -> StoredSession:
         item = {
             **keys.session_key(session_id),
             "entity": "SESSION",
@@ -63,7 +70,7 @@ class SessionRepository:
             self.table.client.put_item(
                 TableName=self.table.name, Item=to_item(item), ConditionExpression="attribute_not_exists(PK)"
             )
-        return _session(item).session
+        return _session(item)
 
     def get(self, session_id: str, *, now: int) -> StoredSession:
         """Expired sessions are absent, whether or not TTL has deleted them yet."""
@@ -90,7 +97,7 @@ class SessionRepository:
         added_at: str,
         now: int,
         expires_at: int,
-    ) -> Session:
+    ) -> StoredSession:
         """Put, change or (quantity 0) remove one cart line; every change slides the expiry."""
         condition = "attribute_exists(PK) AND #exp > :now"
         names = {"#exp": keys.TTL_ATTRIBUTE, "#pid": product_id}
@@ -128,7 +135,7 @@ class SessionRepository:
             if old is None or int(from_item(old)[keys.TTL_ATTRIBUTE]) <= now:
                 raise errors.SessionNotFound("session not found or expired") from error
             raise errors.CartFull(f"a cart holds at most {MAX_CART_LINES} lines") from error
-        return _session(from_item(response["Attributes"])).session
+        return _session(from_item(response["Attributes"]))
 
     def delete(self, session_id: str) -> None:
         with translated_errors():

@@ -102,7 +102,7 @@ class OrderService:
         claim: SessionClaim | None = None
         if session_id is not None:
             stored = self.sessions.get(session_id, now=clock.epoch(clock.now()))
-            if not stored.session.cart:
+            if not stored.lines:
                 raise errors.InvalidRequest("the session's cart is empty", {"session_id": session_id})
             claim = SessionClaim(session_id, stored.cart_version, clock.epoch(clock.now()))
             priced = [
@@ -113,9 +113,9 @@ class OrderService:
                     quantity=line.quantity,
                     line_total_cents=line.unit_price_cents * line.quantity,
                 )
-                for line in stored.session.cart
+                for line in stored.lines
             ]
-            quantities = {line.product_id: line.quantity for line in stored.session.cart}
+            quantities = {line.product_id: line.quantity for line in stored.lines}
         else:
             quantities = merge_lines(lines or [])
             if not quantities:
@@ -161,6 +161,8 @@ class OrderService:
     def change_status(self, actor: Actor, order_id: str, new_status: OrderStatus, *, expected_version: int) -> Order:
         actor.require_admin()
         order = self.orders.get(order_id)
+        if order.version == expected_version + 1 and order.status is new_status:
+            return order  # the change is made: a retry whose first attempt's answer was lost
         if order.version != expected_version:
             raise errors.VersionMismatch("the order changed since you read it", {"current_version": order.version})
         self._check_transition(order, new_status)

@@ -1,11 +1,41 @@
-"""Anonymous sessions: the id is the capability; every cart change slides the expiry."""
+"""Anonymous sessions: the id is the capability; every cart change slides the expiry.
+
+A cart shows current catalogue prices: each read fetches the prices of the cart's products
+(one BatchGetItem) and marks the lines whose price moved since they were set.
+"""
 
 from __future__ import annotations
 
 from shop import clock, ids
 from shop.config import settings
-from shop.models import Session
-from shop.repository import ProductRepository, SessionRepository, Table
+from shop.models import CartLine, Session
+from shop.repository import ProductRepository, SessionRepository, StoredSession, Table
+from shop.repository.products import CataloguePrice
+
+
+def priced_session(stored: StoredSession, catalogue: dict[str, CataloguePrice]) -> Session:
+    """The session as the client sees it: current prices, changed and unavailable lines marked,
+    and a subtotal over the lines that can still be bought."""
+    cart = []
+    for line in stored.lines:
+        current = catalogue.get(line.product_id)
+        cart.append(
+            CartLine(
+                product_id=line.product_id,
+                name=current.name if current else line.name,
+                unit_price_cents=current.price_cents if current else line.unit_price_cents,
+                quantity=line.quantity,
+                added_unit_price_cents=line.unit_price_cents,
+                price_changed=current is not None and current.price_cents != line.unit_price_cents,
+                unavailable=current is None,
+            )
+        )
+    return Session(
+        session_id=stored.session_id,
+        cart=cart,
+        subtotal_cents=sum(line.unit_price_cents * line.quantity for line in cart if not line.unavailable),
+        expires_at=stored.expires_at,
+    )
 
 
 class SessionService:
@@ -20,22 +50,29 @@ class SessionService:
 
     def create(self) -> Session:
         moment = clock.now()
-        return self.sessions.create(
+        stored = self.sessions.create(
             ids.new_session_id(), created_at=clock.iso(moment), expires_at=clock.epoch(moment) + self.ttl
         )
+        return priced_session(stored, {})
 
     def get(self, session_id: str) -> Session:
-        return self.sessions.get(session_id, now=clock.epoch(clock.now())).session
+        """One GetItem, and one BatchGetItem of the cart's products when the cart is not empty."""
+        stored = self.sessions.get(session_id, now=clock.epoch(clock.now()))
+        return self._priced(stored, {})
 
     def set_quantity(self, session_id: str, product_id: str, quantity: int) -> Session:
+        """GetItem of the product, UpdateItem of the session, and one BatchGetItem of the cart's other products
+        when there are any."""
         moment = clock.now()
         now = clock.epoch(moment)
+        known: dict[str, CataloguePrice] = {}
         if quantity == 0:
             name, price = "", 0
         else:
             product = self.products.get(product_id)
             name, price = product.name, product.price_cents
-        return self.sessions.set_line(
+            known[product_id] = CataloguePrice(product_id, name, price)
+        stored = self.sessions.set_line(
             session_id,
             product_id=product_id,
             name=name,
@@ -45,6 +82,11 @@ class SessionService:
             now=now,
             expires_at=now + self.ttl,
         )
+        return self._priced(stored, known)
 
     def delete(self, session_id: str) -> None:
         self.sessions.delete(session_id)
+
+    def _priced(self, stored: StoredSession, known: dict[str, CataloguePrice]) -> Session:
+        unknown = [line.product_id for line in stored.lines if line.product_id not in known]
+        return priced_session(stored, {**known, **self.products.current_prices(unknown)})

@@ -1,0 +1,72 @@
+"""Over HTTP: a cart shows the price checkout will charge; a status change sent again after it was applied is 200."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import ADDRESS, Api, Stack, create_product, eventually, expect
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+
+def test_cart_shows_the_new_price_and_checkout_charges_the_shown_subtotal(stack: Stack, api: Api, uid: str) -> None:
+    admin = stack.admin_token()
+    lamp = create_product(api, admin, category=f"e2e-prices-{uid}", name="Lamp", price_cents=2000, stock=5)
+    pid = lamp["product_id"]
+    sid = expect(api.post("/sessions"), 201)["session_id"]
+    expect(api.put(f"/sessions/{sid}/cart/{pid}", json={"quantity": 2}), 200)
+
+    expect(api.patch(f"/products/{pid}", token=admin, json={"price_cents": 2500}), 200)
+    shown = expect(api.get(f"/sessions/{sid}"), 200)
+    [line] = shown["cart"]
+    assert (line["unit_price_cents"], line["added_unit_price_cents"], line["price_changed"], line["unavailable"]) == (
+        2500,
+        2000,
+        True,
+        False,
+    )
+    assert shown["subtotal_cents"] == 2 * 2500
+
+    customer = stack.token(f"e2e-prices-{uid}")
+    placed = expect(
+        api.post(
+            "/orders",
+            token=customer,
+            headers={"Idempotency-Key": f"prices-{uid}"},
+            json={"session_id": sid, "shipping_address": ADDRESS},
+        ),
+        201,
+    )
+    assert placed["total_cents"] == shown["subtotal_cents"]
+
+
+def test_status_patch_sent_again_after_it_was_applied_answers_200(stack: Stack, api: Api, uid: str) -> None:
+    admin = stack.admin_token()
+    kettle = create_product(api, admin, category=f"e2e-retry-{uid}", name="Kettle", price_cents=4100, stock=5)
+    customer = stack.token(f"e2e-retry-{uid}")
+    order_id = expect(
+        api.post(
+            "/orders",
+            token=customer,
+            headers={"Idempotency-Key": f"retry-{uid}"},
+            json={"lines": [{"product_id": kettle["product_id"], "quantity": 1}], "shipping_address": ADDRESS},
+        ),
+        201,
+    )["order_id"]
+
+    def confirmed() -> dict[str, Any] | None:
+        order = expect(api.get(f"/orders/{order_id}", token=admin), 200)
+        return order if order["status"] == "CONFIRMED" else None
+
+    read = eventually(confirmed, what="order CONFIRMED by the stream processor")
+    if_match = {"If-Match": f'"{read["version"]}"'}
+    first = expect(api.patch(f"/orders/{order_id}", token=admin, headers=if_match, json={"status": "SHIPPED"}), 200)
+    again = api.patch(f"/orders/{order_id}", token=admin, headers=if_match, json={"status": "SHIPPED"})
+    assert (expect(again, 200)["status"], again.headers["ETag"]) == ("SHIPPED", f'"{first["version"]}"')
+    expect(
+        api.patch(f"/orders/{order_id}", token=admin, headers=if_match, json={"status": "DELIVERED"}),
+        412,
+        "VERSION_MISMATCH",
+    )
