@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import App, Validations
+from aws_cdk import App, Environment, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.nag import suppress_findings
@@ -40,14 +40,16 @@ def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, 
         cli_like = {"aws:cdk:enable-asset-metadata": True, "aws:cdk:enable-path-metadata": True}
         app = App(context={**defaults, **cli_like, **(context or {})}, outdir=outdir)
     config = DeployConfig.from_context(app.node.try_get_context)
-
-    def name(key: str) -> str:
-        return f"shop-{config.stage}-{key}"
+    name = config.name
+    # protected stages are pinned (DeployConfig.require_protected_settings); the CLI then refuses
+    # credentials of another account. Ephemeral stages stay environment-agnostic.
+    env = Environment(account=config.account, region=config.region) if config.account else None
 
     data = DataStack(
         app,
         STACK_IDS["data"],
         config=config,
+        env=env,
         stack_name=name("data"),
         description="Serverless shop: table and pagination secret",
     )
@@ -56,6 +58,7 @@ def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, 
         STACK_IDS["api"],
         config=config,
         data=data,
+        env=env,
         stack_name=name("api"),
         description="Serverless shop: HTTP API, authorizer, API functions",
     )
@@ -64,6 +67,7 @@ def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, 
         STACK_IDS["events"],
         config=config,
         data=data,
+        env=env,
         stack_name=name("events"),
         description="Serverless shop: stream processing and event bus",
     )
@@ -74,6 +78,7 @@ def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, 
         data=data,
         api=api,
         events=events,
+        env=env,
         stack_name=name("monitoring"),
         description="Serverless shop: alarms and dashboard",
     )

@@ -6,7 +6,9 @@ a DynamoDB action or a route. The local runtime and the tests read them too.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -191,6 +193,18 @@ class StreamSettings:
 STREAM = StreamSettings()
 
 
+# Stages whose resources may be destroyed with their stacks (shell-style patterns). Every other
+# stage is protected: RETAIN, deletion protection, pinned account and region, an alarm destination.
+# `-c ephemeral_stages=pr-*,qa` adds to this list (docs/deploy.md).
+EPHEMERAL_STAGES: tuple[str, ...] = ("dev", "test")
+# Where each alarm's description points (an anchor of docs/operations.md is appended);
+# `-c runbook_url=https://.../operations.md` makes it a link.
+RUNBOOK = "docs/operations.md"
+_ACCOUNT = re.compile(r"^\d{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")
+
+
 @dataclass(frozen=True)
 class DeployConfig:
     """Values read from CDK context (``-c key=value``)."""
@@ -204,13 +218,23 @@ class DeployConfig:
     throttle_rate: int = 100
     throttle_burst: int = 200
     alarm_email: str | None = None
+    alarm_topic_arn: str | None = None
+    ephemeral_stages: tuple[str, ...] = EPHEMERAL_STAGES
+    account: str | None = None
+    region: str | None = None
+    runbook_url: str = RUNBOOK
     # `-c local=true`: a template for `sam local invoke` only (never deployed), see local_environment()
     local: bool = False
     local_dynamodb_endpoint: str = LOCAL_DYNAMODB_ENDPOINT
 
     @property
-    def is_prod(self) -> bool:
-        return self.stage == "prod"
+    def protected(self) -> bool:
+        """Every stage not listed as ephemeral keeps its data and is pinned to one account and region."""
+        return not any(fnmatchcase(self.stage, pattern) for pattern in self.ephemeral_stages)
+
+    def name(self, suffix: str) -> str:
+        """A physical name: every name the stacks set carries the stage (two stages share an account)."""
+        return f"shop-{self.stage}-{suffix}"
 
     @classmethod
     def from_context(cls, get: Any) -> DeployConfig:
@@ -244,7 +268,15 @@ class DeployConfig:
         endpoint = text("local_dynamodb_endpoint") or LOCAL_DYNAMODB_ENDPOINT
         if urlsplit(endpoint).scheme not in ("http", "https") or not urlsplit(endpoint).hostname:
             raise ValueError(f"context local_dynamodb_endpoint must be an http(s) URL, got {endpoint!r}")
-        return cls(
+        account, region = text("account"), text("region")
+        if account is not None and not _ACCOUNT.match(account):
+            raise ValueError(f"context account must be a 12-digit AWS account id, got {account!r}")
+        if region is not None and not _REGION.match(region):
+            raise ValueError(f"context region must be an AWS region such as eu-west-1, got {region!r}")
+        topic_arn = text("alarm_topic_arn")
+        if topic_arn is not None and not _TOPIC_ARN.match(topic_arn):
+            raise ValueError(f"context alarm_topic_arn must be an SNS topic ARN, got {topic_arn!r}")
+        config = cls(
             stage=stage,
             arch=arch,
             jwt_issuer=issuer,
@@ -254,6 +286,28 @@ class DeployConfig:
             throttle_rate=int(text("throttle_rate") or 100),
             throttle_burst=int(text("throttle_burst") or 200),
             alarm_email=text("alarm_email"),
+            alarm_topic_arn=topic_arn,
+            ephemeral_stages=(*EPHEMERAL_STAGES, *items("ephemeral_stages")),
+            account=account,
+            region=region,
+            runbook_url=text("runbook_url") or RUNBOOK,
             local=local == "true",
             local_dynamodb_endpoint=endpoint,
         )
+        if config.protected:
+            config.require_protected_settings()
+        return config
+
+    def require_protected_settings(self) -> None:
+        """A protected stage deploys to one known account and region and pages someone."""
+        hint = f"or add the stage to ephemeral_stages if it is throwaway (protected unless listed: {self.ephemeral_stages})"
+        if self.account is None or self.region is None:
+            raise ValueError(
+                f"stage {self.stage!r} is protected: pin where it deploys with "
+                f"-c account=<12-digit id> -c region=<region> (cdk.json context works too), {hint}"
+            )
+        if self.alarm_email is None and self.alarm_topic_arn is None:
+            raise ValueError(
+                f"stage {self.stage!r} is protected: its alarms need a destination, "
+                f"-c alarm_email=<address> or -c alarm_topic_arn=<SNS topic ARN>, {hint}"
+            )

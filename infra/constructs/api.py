@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import jsii
-from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -13,6 +13,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra.constructs.protection import removal_policy
 from infra.settings import ROUTES, DeployConfig
 
 ACCESS_LOG_FORMAT = (
@@ -52,8 +53,8 @@ class Auth(Construct):
                 mfa=cognito.Mfa.OPTIONAL,
                 mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
                 account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
-                deletion_protection=config.is_prod,
-                removal_policy=RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY,
+                deletion_protection=config.protected,
+                removal_policy=removal_policy(config),
             )
             cognito.UserPoolGroup(
                 self,
@@ -118,7 +119,7 @@ class HttpApi(Construct):
             self,
             "AccessLogs",
             retention=logs.RetentionDays.ONE_MONTH,
-            removal_policy=RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY,
+            removal_policy=removal_policy(config),
         )
         self.stage = apigw.HttpStage(
             self,

@@ -2,7 +2,8 @@
 
 ``arm64`` is the default (deployed) architecture; ``x86_64`` is this machine's,
 used by the packaging test; ``prod_external`` is a production-stage synth with
-an external JWT issuer; ``sam_local`` is the ``-c local=true`` synth for
+an external JWT issuer; ``staging`` is another protected stage (Cognito, an
+existing alarm topic, a runbook URL); ``sam_local`` is the ``-c local=true`` synth for
 `sam local invoke`.
 """
 
@@ -19,6 +20,12 @@ import pytest
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
 os.environ.setdefault("JSII_RUNTIME_PACKAGE_CACHE_ROOT", str(Path(__file__).resolve().parents[2] / ".cache" / "jsii"))
+
+
+# Protected stages are pinned to an account and region; these are dummies (synth stays offline).
+PINNED = {"account": "111111111111", "region": "eu-west-1"}
+STAGING_ALARM_TOPIC = "arn:aws:sns:eu-west-1:111111111111:ops-pager"
+STAGING_RUNBOOK = "https://github.com/example/shop/blob/main/docs/operations.md"
 
 
 @dataclass
@@ -86,6 +93,24 @@ def prod_external(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
             "jwt_issuer": "https://issuer.example.com/",
             "jwt_audience": "shop-api,shop-admin",
             "cors_origins": "https://shop.example.com",
+            **PINNED,
+            "alarm_email": "oncall@example.com",
+        },
+    )
+
+
+@pytest.fixture(scope="session")
+def staging(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """A protected stage that is not called prod: a second stage next to dev and prod in one account."""
+    return _synth(
+        tmp_path_factory,
+        "staging",
+        {
+            "arch": "x86_64",
+            "stage": "staging",
+            **PINNED,
+            "alarm_topic_arn": STAGING_ALARM_TOPIC,
+            "runbook_url": STAGING_RUNBOOK,
         },
     )
 
