@@ -88,6 +88,7 @@ class MonitoringStack(Stack):
             stream_function=events.processing.function,
             failure_queue=events.processing.failures,
             api=api.http.api,
+            access_logs=api.http.access_logs,
             table=data.table.table,
         )
 
