@@ -130,6 +130,14 @@ class Route:
     def route_key(self) -> str:
         return f"{self.method} {self.path}"
 
+    @property
+    def public_write(self) -> bool:
+        """Anyone may call it and it writes: the routes abuse targets first (own throttle)."""
+        return not self.auth and self.method in WRITE_METHODS
+
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
 
 def _r(method: str, path: str, function: str, *, public: bool = False) -> Route:
     return Route(method, path, function, auth=not public)
@@ -217,6 +225,9 @@ class DeployConfig:
     order_events_concurrency: int = 5
     throttle_rate: int = 100
     throttle_burst: int = 200
+    # each public write route's own limit, within the stage's (API Gateway counts per route, all clients)
+    public_write_rate: int = 20
+    public_write_burst: int = 40
     alarm_email: str | None = None
     alarm_topic_arn: str | None = None
     ephemeral_stages: tuple[str, ...] = EPHEMERAL_STAGES
@@ -285,6 +296,8 @@ class DeployConfig:
             order_events_concurrency=int(concurrency) if concurrency is not None else 5,
             throttle_rate=int(text("throttle_rate") or 100),
             throttle_burst=int(text("throttle_burst") or 200),
+            public_write_rate=int(text("public_write_rate") or 20),
+            public_write_burst=int(text("public_write_burst") or 40),
             alarm_email=text("alarm_email"),
             alarm_topic_arn=topic_arn,
             ephemeral_stages=(*EPHEMERAL_STAGES, *items("ephemeral_stages")),

@@ -18,10 +18,13 @@ from infra.settings import ROUTES, DeployConfig
 
 ACCESS_LOG_FORMAT = (
     '{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
+    '"userAgent":"$context.identity.userAgent",'
     '"requestTime":"$context.requestTime","routeKey":"$context.routeKey",'
+    '"method":"$context.httpMethod","path":"$context.path",'
     '"status":"$context.status","protocol":"$context.protocol",'
     '"responseLength":"$context.responseLength","latencyMs":"$context.responseLatency",'
     '"integrationLatencyMs":"$context.integrationLatency",'
+    '"errorMessage":"$context.error.message","errorType":"$context.error.responseType",'
     '"integrationError":"$context.integrationErrorMessage",'
     '"authorizerError":"$context.authorizer.error","sub":"$context.authorizer.claims.sub"}'
 )
@@ -147,6 +150,22 @@ class HttpApi(Construct):
                 authorizer=auth.authorizer if route.auth else apigw.HttpNoneAuthorizer(),
             )
             self.routes[route.route_key] = created[0]
+        self._throttle_public_writes(config)
+
+    def _throttle_public_writes(self, config: DeployConfig) -> None:
+        """Per-route limits (the L2 stage sets only the default route's): public writes get less."""
+        throttled = [route for route in ROUTES if route.public_write]
+        stage = self.stage.node.default_child
+        assert isinstance(stage, apigw.CfnStage)
+        stage.route_settings = {
+            route.route_key: {
+                "ThrottlingRateLimit": config.public_write_rate,
+                "ThrottlingBurstLimit": config.public_write_burst,
+            }
+            for route in throttled
+        }
+        for route in throttled:  # a route setting names a route that must exist first
+            self.stage.node.add_dependency(self.routes[route.route_key])
 
     @property
     def url(self) -> str:
