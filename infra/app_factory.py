@@ -11,10 +11,13 @@ from cdk_nag import AwsSolutionsChecks
 
 from infra.nag import suppress_findings
 from infra.settings import ROOT, DeployConfig
-from infra.stacks.shop import ApiStack, DataStack, EventsStack, MonitoringStack, tag_all
+from infra.stacks.shop import ApiStack, DataStack, EdgeStack, EventsStack, MonitoringStack, tag_all
 
 # Construct ids: stable, they name the templates (cdk.out/<id>.template.json).
 STACK_IDS = {"data": "ShopData", "api": "ShopApi", "events": "ShopEvents", "monitoring": "ShopMonitoring"}
+EDGE_STACK_ID = "ShopEdge"  # only with -c edge=true
+# CloudFront reads web ACLs (scope CLOUDFRONT) and certificates from this region only.
+CLOUDFRONT_REGION = "us-east-1"
 
 
 @dataclass
@@ -25,10 +28,11 @@ class ShopApp:
     api: ApiStack
     events: EventsStack
     monitoring: MonitoringStack
+    edge: EdgeStack | None = None
 
     @property
     def stacks(self) -> list[Any]:
-        return [self.data, self.api, self.events, self.monitoring]
+        return [self.data, self.api, self.events, self.monitoring, *([self.edge] if self.edge else [])]
 
 
 def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, outdir: str | None = None) -> ShopApp:
@@ -82,8 +86,19 @@ def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, 
         stack_name=name("monitoring"),
         description="Serverless shop: alarms and dashboard",
     )
+    edge = None
+    if config.edge is not None:
+        edge = EdgeStack(
+            app,
+            EDGE_STACK_ID,
+            config=config,
+            edge=config.edge,
+            env=Environment(account=config.account, region=CLOUDFRONT_REGION),
+            stack_name=name("edge"),
+            description="Serverless shop: CloudFront and AWS WAF in front of the HTTP API",
+        )
     tag_all(app, config)
-    shop = ShopApp(app, config, data, api, events, monitoring)
+    shop = ShopApp(app, config, data, api, events, monitoring, edge)
     suppress_findings(shop)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True, write_suppressions_to_cloud_formation=True))
     return shop

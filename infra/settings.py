@@ -213,6 +213,22 @@ _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 _TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")
 
 
+_ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]{36}$")
+_DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
+
+
+@dataclass(frozen=True)
+class EdgeSettings:
+    """`-c edge=true`: CloudFront + WAF in front of the API, which then answers on its custom domain only."""
+
+    origin_domain: str  # the API's custom domain, CloudFront's origin (regional certificate below)
+    origin_certificate_arn: str
+    domain: str | None = None  # the shop's public API domain on CloudFront (certificate in us-east-1)
+    certificate_arn: str | None = None
+    rate_limit: int = 1000  # requests per IP per window, then blocked until the rate falls
+    rate_window_s: int = 300
+
+
 @dataclass(frozen=True)
 class DeployConfig:
     """Values read from CDK context (``-c key=value``)."""
@@ -234,6 +250,7 @@ class DeployConfig:
     account: str | None = None
     region: str | None = None
     runbook_url: str = RUNBOOK
+    edge: EdgeSettings | None = None
     # `-c local=true`: a template for `sam local invoke` only (never deployed), see local_environment()
     local: bool = False
     local_dynamodb_endpoint: str = LOCAL_DYNAMODB_ENDPOINT
@@ -288,6 +305,7 @@ class DeployConfig:
         if topic_arn is not None and not _TOPIC_ARN.match(topic_arn):
             raise ValueError(f"context alarm_topic_arn must be an SNS topic ARN, got {topic_arn!r}")
         config = cls(
+            edge=_edge_settings(text),
             stage=stage,
             arch=arch,
             jwt_issuer=issuer,
@@ -324,3 +342,32 @@ class DeployConfig:
                 f"stage {self.stage!r} is protected: its alarms need a destination, "
                 f"-c alarm_email=<address> or -c alarm_topic_arn=<SNS topic ARN>, {hint}"
             )
+
+
+def _edge_settings(text: Any) -> EdgeSettings | None:
+    edge = (text("edge") or "false").lower()
+    if edge not in ("true", "false"):
+        raise ValueError(f"context edge must be true or false, got {edge!r}")
+    if edge == "false":
+        return None
+    origin, origin_certificate = text("edge_origin_domain"), text("edge_origin_certificate_arn")
+    domain, certificate = text("edge_domain"), text("edge_certificate_arn")
+    if origin is None or origin_certificate is None:
+        raise ValueError(
+            "context edge=true disables the execute-api endpoint: give the API a custom domain for "
+            "CloudFront to reach, -c edge_origin_domain=<name> -c edge_origin_certificate_arn=<ACM ARN, API region>"
+        )
+    if (domain is None) != (certificate is None):
+        raise ValueError("context edge_domain and edge_certificate_arn (ACM, us-east-1) go together")
+    for key, value in (("edge_origin_domain", origin), ("edge_domain", domain)):
+        if value is not None and not _DOMAIN.match(value):
+            raise ValueError(f"context {key} must be a lower-case DNS name, got {value!r}")
+    for key, value in (("edge_origin_certificate_arn", origin_certificate), ("edge_certificate_arn", certificate)):
+        if value is not None and not _ACM_ARN.match(value):
+            raise ValueError(f"context {key} must be an ACM certificate ARN, got {value!r}")
+    if certificate is not None and ":us-east-1:" not in certificate:
+        raise ValueError("context edge_certificate_arn must be in us-east-1 (CloudFront reads certificates there)")
+    rate_limit = int(text("waf_rate_limit") or 1000)
+    if not 10 <= rate_limit <= 2_000_000_000:
+        raise ValueError(f"context waf_rate_limit must be 10 or more (AWS WAF's minimum), got {rate_limit}")
+    return EdgeSettings(origin, origin_certificate, domain, certificate, rate_limit)

@@ -8,6 +8,7 @@ from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -117,6 +118,8 @@ class HttpApi(Construct):
             description="Serverless shop HTTP API (version 1)",
             cors_preflight=cors,
             create_default_stage=False,
+            # behind CloudFront (-c edge=true) the API answers on its custom domain only, past WAF
+            disable_execute_api_endpoint=config.edge is not None,
         )
         self.access_logs = logs.LogGroup(
             self,
@@ -151,6 +154,18 @@ class HttpApi(Construct):
             )
             self.routes[route.route_key] = created[0]
         self._throttle_public_writes(config)
+        self.origin_domain: apigw.DomainName | None = None
+        if config.edge is not None:
+            self.origin_domain = apigw.DomainName(
+                self,
+                "OriginDomain",
+                domain_name=config.edge.origin_domain,
+                certificate=acm.Certificate.from_certificate_arn(
+                    self, "OriginCertificate", config.edge.origin_certificate_arn
+                ),
+                security_policy=apigw.SecurityPolicy.TLS_1_2,
+            )
+            apigw.ApiMapping(self, "OriginMapping", api=self.api, domain_name=self.origin_domain, stage=self.stage)
 
     def _throttle_public_writes(self, config: DeployConfig) -> None:
         """Per-route limits (the L2 stage sets only the default route's): public writes get less."""
