@@ -211,8 +211,6 @@ RUNBOOK = "docs/operations.md"
 _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 _TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")
-
-
 _ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]{36}$")
 _DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
 
@@ -305,7 +303,6 @@ class DeployConfig:
         if topic_arn is not None and not _TOPIC_ARN.match(topic_arn):
             raise ValueError(f"context alarm_topic_arn must be an SNS topic ARN, got {topic_arn!r}")
         config = cls(
-            edge=_edge_settings(text),
             stage=stage,
             arch=arch,
             jwt_issuer=issuer,
@@ -322,6 +319,7 @@ class DeployConfig:
             account=account,
             region=region,
             runbook_url=text("runbook_url") or RUNBOOK,
+            edge=_edge_settings(text),
             local=local == "true",
             local_dynamodb_endpoint=endpoint,
         )
