@@ -6,15 +6,18 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import App, Validations
+from aws_cdk import App, Environment, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.nag import suppress_findings
 from infra.settings import ROOT, DeployConfig
-from infra.stacks.shop import ApiStack, DataStack, EventsStack, MonitoringStack, tag_all
+from infra.stacks.shop import ApiStack, DataStack, EdgeStack, EventsStack, MonitoringStack, tag_all
 
 # Construct ids: stable, they name the templates (cdk.out/<id>.template.json).
 STACK_IDS = {"data": "ShopData", "api": "ShopApi", "events": "ShopEvents", "monitoring": "ShopMonitoring"}
+EDGE_STACK_ID = "ShopEdge"  # only with -c edge=true
+# CloudFront reads web ACLs (scope CLOUDFRONT) and certificates from this region only.
+CLOUDFRONT_REGION = "us-east-1"
 
 
 @dataclass
@@ -25,10 +28,11 @@ class ShopApp:
     api: ApiStack
     events: EventsStack
     monitoring: MonitoringStack
+    edge: EdgeStack | None = None
 
     @property
     def stacks(self) -> list[Any]:
-        return [self.data, self.api, self.events, self.monitoring]
+        return [self.data, self.api, self.events, self.monitoring, *([self.edge] if self.edge else [])]
 
 
 def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, outdir: str | None = None) -> ShopApp:
@@ -40,14 +44,16 @@ def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, 
         cli_like = {"aws:cdk:enable-asset-metadata": True, "aws:cdk:enable-path-metadata": True}
         app = App(context={**defaults, **cli_like, **(context or {})}, outdir=outdir)
     config = DeployConfig.from_context(app.node.try_get_context)
-
-    def name(key: str) -> str:
-        return f"shop-{config.stage}-{key}"
+    name = config.name
+    # protected stages are pinned (DeployConfig.require_protected_settings); the CLI then refuses
+    # credentials of another account. Ephemeral stages stay environment-agnostic.
+    env = Environment(account=config.account, region=config.region) if config.account else None
 
     data = DataStack(
         app,
         STACK_IDS["data"],
         config=config,
+        env=env,
         stack_name=name("data"),
         description="Serverless shop: table and pagination secret",
     )
@@ -56,6 +62,7 @@ def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, 
         STACK_IDS["api"],
         config=config,
         data=data,
+        env=env,
         stack_name=name("api"),
         description="Serverless shop: HTTP API, authorizer, API functions",
     )
@@ -64,6 +71,7 @@ def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, 
         STACK_IDS["events"],
         config=config,
         data=data,
+        env=env,
         stack_name=name("events"),
         description="Serverless shop: stream processing and event bus",
     )
@@ -74,11 +82,23 @@ def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, 
         data=data,
         api=api,
         events=events,
+        env=env,
         stack_name=name("monitoring"),
         description="Serverless shop: alarms and dashboard",
     )
+    edge = None
+    if config.edge is not None:
+        edge = EdgeStack(
+            app,
+            EDGE_STACK_ID,
+            config=config,
+            edge=config.edge,
+            env=Environment(account=config.account, region=CLOUDFRONT_REGION),
+            stack_name=name("edge"),
+            description="Serverless shop: CloudFront and AWS WAF in front of the HTTP API",
+        )
     tag_all(app, config)
-    shop = ShopApp(app, config, data, api, events, monitoring)
+    shop = ShopApp(app, config, data, api, events, monitoring, edge)
     suppress_findings(shop)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True, write_suppressions_to_cloud_formation=True))
     return shop

@@ -86,3 +86,25 @@ def suppress_findings(shop: ShopApp) -> None:
         "SQS3",
         "This queue IS the dead-letter destination (on-failure destination of the stream mapping).",
     )
+    # Edge (-c edge=true)
+    if shop.edge is not None:
+        edge = shop.edge.edge
+        _ack(
+            edge.logs,
+            "S1",
+            "This bucket IS the access-log destination of the CloudFront distribution; logging the "
+            "log bucket's own accesses would add a second bucket for nothing the shop reads.",
+        )
+        _ack(
+            edge.distribution,
+            "CFR1",
+            "Who may buy is a business decision (the countries the shop ships to), not a security "
+            "default; the WAF rules and the per-IP rate limit apply to every country.",
+        )
+        if not edge.custom_domain:
+            _ack(
+                edge.distribution,
+                "CFR4",
+                "No -c edge_domain/edge_certificate_arn given: CloudFront's default certificate fixes "
+                "the viewer policy at TLSv1; with a custom domain TLSv1.2_2021 is enforced (set).",
+            )

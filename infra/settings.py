@@ -6,7 +6,9 @@ a DynamoDB action or a route. The local runtime and the tests read them too.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -128,6 +130,14 @@ class Route:
     def route_key(self) -> str:
         return f"{self.method} {self.path}"
 
+    @property
+    def public_write(self) -> bool:
+        """Anyone may call it and it writes: the routes abuse targets first (own throttle)."""
+        return not self.auth and self.method in WRITE_METHODS
+
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
 
 def _r(method: str, path: str, function: str, *, public: bool = False) -> Route:
     return Route(method, path, function, auth=not public)
@@ -191,6 +201,32 @@ class StreamSettings:
 STREAM = StreamSettings()
 
 
+# Stages whose resources may be destroyed with their stacks (shell-style patterns). Every other
+# stage is protected: RETAIN, deletion protection, pinned account and region, an alarm destination.
+# `-c ephemeral_stages=pr-*,qa` adds to this list (docs/deploy.md).
+EPHEMERAL_STAGES: tuple[str, ...] = ("dev", "test")
+# Where each alarm's description points (an anchor of docs/operations.md is appended);
+# `-c runbook_url=https://.../operations.md` makes it a link.
+RUNBOOK = "docs/operations.md"
+_ACCOUNT = re.compile(r"^\d{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")
+_ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]{36}$")
+_DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
+
+
+@dataclass(frozen=True)
+class EdgeSettings:
+    """`-c edge=true`: CloudFront + WAF in front of the API, which then answers on its custom domain only."""
+
+    origin_domain: str  # the API's custom domain, CloudFront's origin (regional certificate below)
+    origin_certificate_arn: str
+    domain: str | None = None  # the shop's public API domain on CloudFront (certificate in us-east-1)
+    certificate_arn: str | None = None
+    rate_limit: int = 1000  # requests per IP per window, then blocked until the rate falls
+    rate_window_s: int = 300
+
+
 @dataclass(frozen=True)
 class DeployConfig:
     """Values read from CDK context (``-c key=value``)."""
@@ -203,14 +239,28 @@ class DeployConfig:
     order_events_concurrency: int = 5
     throttle_rate: int = 100
     throttle_burst: int = 200
+    # each public write route's own limit, within the stage's (API Gateway counts per route, all clients)
+    public_write_rate: int = 20
+    public_write_burst: int = 40
     alarm_email: str | None = None
+    alarm_topic_arn: str | None = None
+    ephemeral_stages: tuple[str, ...] = EPHEMERAL_STAGES
+    account: str | None = None
+    region: str | None = None
+    runbook_url: str = RUNBOOK
+    edge: EdgeSettings | None = None
     # `-c local=true`: a template for `sam local invoke` only (never deployed), see local_environment()
     local: bool = False
     local_dynamodb_endpoint: str = LOCAL_DYNAMODB_ENDPOINT
 
     @property
-    def is_prod(self) -> bool:
-        return self.stage == "prod"
+    def protected(self) -> bool:
+        """Every stage not listed as ephemeral keeps its data and is pinned to one account and region."""
+        return not any(fnmatchcase(self.stage, pattern) for pattern in self.ephemeral_stages)
+
+    def name(self, suffix: str) -> str:
+        """A physical name: every name the stacks set carries the stage (two stages share an account)."""
+        return f"shop-{self.stage}-{suffix}"
 
     @classmethod
     def from_context(cls, get: Any) -> DeployConfig:
@@ -244,7 +294,15 @@ class DeployConfig:
         endpoint = text("local_dynamodb_endpoint") or LOCAL_DYNAMODB_ENDPOINT
         if urlsplit(endpoint).scheme not in ("http", "https") or not urlsplit(endpoint).hostname:
             raise ValueError(f"context local_dynamodb_endpoint must be an http(s) URL, got {endpoint!r}")
-        return cls(
+        account, region = text("account"), text("region")
+        if account is not None and not _ACCOUNT.match(account):
+            raise ValueError(f"context account must be a 12-digit AWS account id, got {account!r}")
+        if region is not None and not _REGION.match(region):
+            raise ValueError(f"context region must be an AWS region such as eu-west-1, got {region!r}")
+        topic_arn = text("alarm_topic_arn")
+        if topic_arn is not None and not _TOPIC_ARN.match(topic_arn):
+            raise ValueError(f"context alarm_topic_arn must be an SNS topic ARN, got {topic_arn!r}")
+        config = cls(
             stage=stage,
             arch=arch,
             jwt_issuer=issuer,
@@ -253,7 +311,61 @@ class DeployConfig:
             order_events_concurrency=int(concurrency) if concurrency is not None else 5,
             throttle_rate=int(text("throttle_rate") or 100),
             throttle_burst=int(text("throttle_burst") or 200),
+            public_write_rate=int(text("public_write_rate") or 20),
+            public_write_burst=int(text("public_write_burst") or 40),
             alarm_email=text("alarm_email"),
+            alarm_topic_arn=topic_arn,
+            ephemeral_stages=(*EPHEMERAL_STAGES, *items("ephemeral_stages")),
+            account=account,
+            region=region,
+            runbook_url=text("runbook_url") or RUNBOOK,
+            edge=_edge_settings(text),
             local=local == "true",
             local_dynamodb_endpoint=endpoint,
         )
+        if config.protected:
+            config.require_protected_settings()
+        return config
+
+    def require_protected_settings(self) -> None:
+        """A protected stage deploys to one known account and region and pages someone."""
+        hint = f"or add the stage to ephemeral_stages if it is throwaway (protected unless listed: {self.ephemeral_stages})"
+        if self.account is None or self.region is None:
+            raise ValueError(
+                f"stage {self.stage!r} is protected: pin where it deploys with "
+                f"-c account=<12-digit id> -c region=<region> (cdk.json context works too), {hint}"
+            )
+        if self.alarm_email is None and self.alarm_topic_arn is None:
+            raise ValueError(
+                f"stage {self.stage!r} is protected: its alarms need a destination, "
+                f"-c alarm_email=<address> or -c alarm_topic_arn=<SNS topic ARN>, {hint}"
+            )
+
+
+def _edge_settings(text: Any) -> EdgeSettings | None:
+    edge = (text("edge") or "false").lower()
+    if edge not in ("true", "false"):
+        raise ValueError(f"context edge must be true or false, got {edge!r}")
+    if edge == "false":
+        return None
+    origin, origin_certificate = text("edge_origin_domain"), text("edge_origin_certificate_arn")
+    domain, certificate = text("edge_domain"), text("edge_certificate_arn")
+    if origin is None or origin_certificate is None:
+        raise ValueError(
+            "context edge=true disables the execute-api endpoint: give the API a custom domain for "
+            "CloudFront to reach, -c edge_origin_domain=<name> -c edge_origin_certificate_arn=<ACM ARN, API region>"
+        )
+    if (domain is None) != (certificate is None):
+        raise ValueError("context edge_domain and edge_certificate_arn (ACM, us-east-1) go together")
+    for key, value in (("edge_origin_domain", origin), ("edge_domain", domain)):
+        if value is not None and not _DOMAIN.match(value):
+            raise ValueError(f"context {key} must be a lower-case DNS name, got {value!r}")
+    for key, value in (("edge_origin_certificate_arn", origin_certificate), ("edge_certificate_arn", certificate)):
+        if value is not None and not _ACM_ARN.match(value):
+            raise ValueError(f"context {key} must be an ACM certificate ARN, got {value!r}")
+    if certificate is not None and ":us-east-1:" not in certificate:
+        raise ValueError("context edge_certificate_arn must be in us-east-1 (CloudFront reads certificates there)")
+    rate_limit = int(text("waf_rate_limit") or 1000)
+    if not 10 <= rate_limit <= 2_000_000_000:
+        raise ValueError(f"context waf_rate_limit must be 10 or more (AWS WAF's minimum), got {rate_limit}")
+    return EdgeSettings(origin, origin_certificate, domain, certificate, rate_limit)

@@ -3,24 +3,29 @@
 from __future__ import annotations
 
 import jsii
-from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra.constructs.protection import removal_policy
 from infra.settings import ROUTES, DeployConfig
 
 ACCESS_LOG_FORMAT = (
     '{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
+    '"userAgent":"$context.identity.userAgent",'
     '"requestTime":"$context.requestTime","routeKey":"$context.routeKey",'
+    '"method":"$context.httpMethod","path":"$context.path",'
     '"status":"$context.status","protocol":"$context.protocol",'
     '"responseLength":"$context.responseLength","latencyMs":"$context.responseLatency",'
     '"integrationLatencyMs":"$context.integrationLatency",'
+    '"errorMessage":"$context.error.message","errorType":"$context.error.responseType",'
     '"integrationError":"$context.integrationErrorMessage",'
     '"authorizerError":"$context.authorizer.error","sub":"$context.authorizer.claims.sub"}'
 )
@@ -52,8 +57,8 @@ class Auth(Construct):
                 mfa=cognito.Mfa.OPTIONAL,
                 mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
                 account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
-                deletion_protection=config.is_prod,
-                removal_policy=RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY,
+                deletion_protection=config.protected,
+                removal_policy=removal_policy(config),
             )
             cognito.UserPoolGroup(
                 self,
@@ -113,12 +118,14 @@ class HttpApi(Construct):
             description="Serverless shop HTTP API (version 1)",
             cors_preflight=cors,
             create_default_stage=False,
+            # behind CloudFront (-c edge=true) the API answers on its custom domain only, past WAF
+            disable_execute_api_endpoint=config.edge is not None,
         )
         self.access_logs = logs.LogGroup(
             self,
             "AccessLogs",
             retention=logs.RetentionDays.ONE_MONTH,
-            removal_policy=RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY,
+            removal_policy=removal_policy(config),
         )
         self.stage = apigw.HttpStage(
             self,
@@ -146,6 +153,34 @@ class HttpApi(Construct):
                 authorizer=auth.authorizer if route.auth else apigw.HttpNoneAuthorizer(),
             )
             self.routes[route.route_key] = created[0]
+        self._throttle_public_writes(config)
+        self.origin_domain: apigw.DomainName | None = None
+        if config.edge is not None:
+            self.origin_domain = apigw.DomainName(
+                self,
+                "OriginDomain",
+                domain_name=config.edge.origin_domain,
+                certificate=acm.Certificate.from_certificate_arn(
+                    self, "OriginCertificate", config.edge.origin_certificate_arn
+                ),
+                security_policy=apigw.SecurityPolicy.TLS_1_2,
+            )
+            apigw.ApiMapping(self, "OriginMapping", api=self.api, domain_name=self.origin_domain, stage=self.stage)
+
+    def _throttle_public_writes(self, config: DeployConfig) -> None:
+        """Per-route limits (the L2 stage sets only the default route's): public writes get less."""
+        throttled = [route for route in ROUTES if route.public_write]
+        stage = self.stage.node.default_child
+        assert isinstance(stage, apigw.CfnStage)
+        stage.route_settings = {
+            route.route_key: {
+                "ThrottlingRateLimit": config.public_write_rate,
+                "ThrottlingBurstLimit": config.public_write_burst,
+            }
+            for route in throttled
+        }
+        for route in throttled:  # a route setting names a route that must exist first
+            self.stage.node.add_dependency(self.routes[route.route_key])
 
     @property
     def url(self) -> str:

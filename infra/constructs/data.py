@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from infra.constructs.protection import removal_policy
 from infra.settings import TABLE_INDEX, DeployConfig
 
 
@@ -15,7 +15,7 @@ class ShopTable(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, config: DeployConfig) -> None:
         super().__init__(scope, construct_id)
-        removal = RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY
+        removal = removal_policy(config)
         string = dynamodb.AttributeType.STRING
         self.table = dynamodb.Table(
             self,
@@ -29,7 +29,9 @@ class ShopTable(Construct):
                 point_in_time_recovery_enabled=True
             ),
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            deletion_protection=config.is_prod,
+            deletion_protection=config.protected,
+            # who reads and writes the hottest keys (and who gets throttled): a cost, so protected stages only
+            contributor_insights_specification=dynamodb.ContributorInsightsSpecification(enabled=config.protected),
             removal_policy=removal,
         )
         # Projection ALL: every list route (products by category, orders by status)
@@ -40,6 +42,7 @@ class ShopTable(Construct):
             partition_key=dynamodb.Attribute(name="GSI1PK", type=string),
             sort_key=dynamodb.Attribute(name="GSI1SK", type=string),
             projection_type=dynamodb.ProjectionType.ALL,
+            contributor_insights_specification=dynamodb.ContributorInsightsSpecification(enabled=config.protected),
         )
 
     @property
@@ -59,7 +62,7 @@ class PaginationSecret(Construct):
             generate_secret_string=secretsmanager.SecretStringGenerator(
                 password_length=64, exclude_punctuation=True, include_space=False
             ),
-            removal_policy=RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY,
+            removal_policy=removal_policy(config),
         )
 
     def env_value(self) -> str:

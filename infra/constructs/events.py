@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
@@ -15,6 +15,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.constructs.functions import Layers, build_function
+from infra.constructs.protection import removal_policy
 from infra.settings import STREAM, STREAM_FILTERS, STREAM_FUNCTION, DeployConfig
 
 
@@ -31,8 +32,13 @@ class OrderEventsProcessing(Construct):
         pagination_secret: str,
     ) -> None:
         super().__init__(scope, construct_id)
-        removal = RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY
-        self.bus = events.EventBus(self, "Bus", description="Shop domain events (OrderConfirmed, ...)")
+        removal = removal_policy(config)
+        self.bus = events.EventBus(
+            self,
+            "Bus",
+            event_bus_name=config.name("domain-events"),
+            description="Shop domain events (OrderConfirmed, ...)",
+        )
         self.failures = sqs.Queue(
             self,
             "StreamFailures",

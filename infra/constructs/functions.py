@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -10,6 +10,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import build_layers
+from infra.constructs.protection import removal_policy
 from infra.settings import (
     IDEMPOTENCY_TTL_SECONDS,
     LOCAL_PAGINATION_KEY,
@@ -50,7 +51,7 @@ class Layers(Construct):
                 f"{deps_dir} is missing: run `python -m infra.build_layers --arch {config.arch}` "
                 f"(or `make layers ARCH={config.arch}`) before synthesizing"
             )
-        removal = RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY
+        removal = removal_policy(config)
 
         def layer(layer_id: str, path: str, description: str) -> lambda_.LayerVersion:
             return lambda_.LayerVersion(
@@ -69,6 +70,11 @@ class Layers(Construct):
     @property
     def all(self) -> list[lambda_.ILayerVersion]:
         return [self.deps, self.shared]
+
+
+def metrics_namespace(config: DeployConfig) -> str:
+    """The shop's own metrics, one namespace per stage: two stages in one account do not add up."""
+    return f"{POWERTOOLS_NAMESPACE}/{config.stage}"
 
 
 def local_environment(env: dict[str, str], config: DeployConfig) -> dict[str, str]:
@@ -106,7 +112,7 @@ def build_function(
 ) -> lambda_.Function:
     """Create ``functions/<spec.name>`` with its log group, role and table permissions."""
     construct_id = "".join(part.title() for part in spec.name.split("_"))
-    removal = RemovalPolicy.RETAIN if config.is_prod else RemovalPolicy.DESTROY
+    removal = removal_policy(config)
     log_group = logs.LogGroup(
         scope,
         f"{construct_id}Logs",
@@ -143,7 +149,7 @@ def build_function(
         "SESSION_TTL_SECONDS": str(SESSION_TTL_SECONDS),
         "IDEMPOTENCY_TTL_SECONDS": str(IDEMPOTENCY_TTL_SECONDS),
         "POWERTOOLS_SERVICE_NAME": spec.name,
-        "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_NAMESPACE,
+        "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config),
         "POWERTOOLS_LOG_LEVEL": "INFO",
         "POWERTOOLS_TRACE_DISABLED": "false",
         **(environment or {}),

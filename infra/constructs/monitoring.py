@@ -1,4 +1,8 @@
-"""Alarms and one dashboard for the whole service."""
+"""Alarms and one dashboard for the whole service.
+
+Every alarm fires on a sustained breach (DATAPOINTS of EVALUATION_PERIODS one-minute periods), not on
+one datapoint, and its description links its runbook section in docs/operations.md.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,19 @@ from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.settings import DeployConfig
+from infra.constructs.functions import metrics_namespace
+from infra.settings import ALL_FUNCTIONS, STREAM_FUNCTION, DeployConfig
 
+PERIOD = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
+EVALUATION_PERIODS = 5
+DATAPOINTS = 3
 TABLE_OPERATIONS = [
     dynamodb.Operation.GET_ITEM,
     dynamodb.Operation.QUERY,
@@ -25,6 +34,22 @@ TABLE_OPERATIONS = [
     dynamodb.Operation.TRANSACT_WRITE_ITEMS,
     dynamodb.Operation.BATCH_GET_ITEM,
 ]
+# Thresholds (docs/decisions.md, "Production infrastructure: alarms").
+API_5XX_PERCENT = 1
+API_429_PERCENT = 5
+API_4XX_PERCENT = 25
+API_RATE_MIN_REQUESTS = 20  # per minute: below it, one bad request is not a rate
+API_LATENCY_P99_MS = 1000
+NEAR_TIMEOUT = 0.8
+STREAM_BEHIND = Duration.minutes(5)
+TRANSACTION_CONFLICTS_PER_MINUTE = 10
+API_STATUS_FIELD = "$.status"
+
+
+def runbook_anchor(heading: str) -> str:
+    """The anchor a Markdown renderer (GitHub) gives a heading of docs/operations.md."""
+    kept = "".join(c for c in heading.strip().lower() if c.isalnum() or c in " -_")
+    return kept.replace(" ", "-")
 
 
 class Monitoring(Construct):
@@ -40,113 +65,271 @@ class Monitoring(Construct):
         stream_function: lambda_.IFunction,
         failure_queue: sqs.IQueue,
         api: apigw.IHttpApi,
+        access_logs: logs.ILogGroup,
         table: dynamodb.ITable,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.topic = sns.Topic(self, "AlarmTopic", display_name=f"shop-{config.stage} alarms", enforce_ssl=True)
-        if config.alarm_email:
-            self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+        namespace = metrics_namespace(config)
+        self.topic: sns.ITopic
+        if config.alarm_topic_arn:
+            self.topic = sns.Topic.from_topic_arn(self, "AlarmTopic", config.alarm_topic_arn)
+        else:
+            topic = sns.Topic(self, "AlarmTopic", display_name=f"shop-{config.stage} alarms", enforce_ssl=True)
+            if config.alarm_email:
+                topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+            self.topic = topic
         action = cw_actions.SnsAction(self.topic)
         self.alarms: list[cw.Alarm] = []
 
-        def alarm(name: str, metric: cw.IMetric, threshold: float, description: str) -> cw.Alarm:
+        def alarm(alarm_id: str, metric: cw.IMetric, threshold: float, runbook: str, description: str) -> cw.Alarm:
             created = cw.Alarm(
                 self,
-                name,
+                alarm_id,
                 metric=metric,
                 threshold=threshold,
-                evaluation_periods=1,
+                evaluation_periods=EVALUATION_PERIODS,
+                datapoints_to_alarm=DATAPOINTS,
                 comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
-                alarm_description=description,
+                alarm_description=f"{description}. Runbook: {config.runbook_url}#{runbook_anchor(runbook)}",
             )
             created.add_alarm_action(action)
             created.add_ok_action(action)
             self.alarms.append(created)
             return created
 
-        every = {**functions, "order_events": stream_function}
+        # Functions: errors, duration near the timeout; throttles only where no reserved
+        # concurrency caps the function on purpose (order_events' cap protects the table).
+        every = {**functions, STREAM_FUNCTION.name: stream_function}
+        timeouts = {spec.name: spec.timeout_s for spec in ALL_FUNCTIONS}
         for name, function in sorted(every.items()):
             label = "".join(part.title() for part in name.split("_"))
             alarm(
                 f"{label}Errors",
-                function.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
+                function.metric_errors(period=PERIOD, statistic="Sum"),
                 1,
+                "Function errors",
                 f"{name}: invocations failed (unhandled errors, timeouts)",
             )
+            near_timeout_ms = Duration.seconds(timeouts[name]).to_milliseconds() * NEAR_TIMEOUT
             alarm(
-                f"{label}Throttles",
-                function.metric_throttles(period=FIVE_MINUTES, statistic="Sum"),
-                1,
-                f"{name}: invocations throttled",
+                f"{label}NearTimeout",
+                function.metric_duration(period=PERIOD, statistic="p99"),
+                near_timeout_ms,
+                "Duration near timeout",
+                f"{name}: p99 duration above {int(NEAR_TIMEOUT * 100)}% of its {timeouts[name]} s timeout",
             )
-        iterator_age = stream_function.metric("IteratorAge", period=Duration.minutes(1), statistic="Maximum")
+            if name != STREAM_FUNCTION.name:
+                alarm(
+                    f"{label}Throttles",
+                    function.metric_throttles(period=PERIOD, statistic="Sum"),
+                    1,
+                    "Function throttles",
+                    f"{name}: invocations throttled (account or regional concurrency exhausted)",
+                )
+
+        # The stream: behind, records failing, records given up.
+        iterator_age = stream_function.metric("IteratorAge", period=PERIOD, statistic="Maximum")
         alarm(
             "StreamIteratorAge",
             iterator_age,
-            Duration.minutes(5).to_milliseconds(),
+            STREAM_BEHIND.to_milliseconds(),
+            "Stream iterator age",
             "order_events is more than 5 minutes behind the table stream",
         )
-        dlq_depth = failure_queue.metric_approximate_number_of_messages_visible(
-            period=FIVE_MINUTES, statistic="Maximum"
+        records_failed = shop_metric(namespace, "RecordsFailed", STREAM_FUNCTION.name, PERIOD)
+        alarm(
+            "StreamRecordsFailed",
+            records_failed,
+            1,
+            "Stream records failed",
+            "order_events keeps reporting failed stream records (they are retried, then given up)",
         )
-        alarm("StreamFailuresQueued", dlq_depth, 1, "stream records gave up after retries: see the queue")
-        api_5xx = api.metric_server_error(period=FIVE_MINUTES, statistic="Sum")
-        alarm("Api5xx", api_5xx, 1, "the API answered 5xx (always a bug or an outage)")
-        throttled = table.metric_throttled_requests_for_operations(operations=TABLE_OPERATIONS, period=FIVE_MINUTES)
-        alarm("TableThrottles", throttled, 1, "DynamoDB throttled requests")
-        system_errors = table.metric_system_errors_for_operations(operations=TABLE_OPERATIONS, period=FIVE_MINUTES)
-        alarm("TableSystemErrors", system_errors, 1, "DynamoDB returned system (5xx) errors")
+        dlq_depth = failure_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum")
+        alarm(
+            "StreamFailuresQueued",
+            dlq_depth,
+            1,
+            "Stream failures queued",
+            "stream records gave up after retries: see the failure queue",
+        )
 
-        dashboard = cw.Dashboard(
-            self, "Dashboard", dashboard_name=f"shop-{config.stage}", default_interval=Duration.hours(3)
+        # The API: rates over the requests of the minute (ignored below API_RATE_MIN_REQUESTS), latency.
+        requests = api.metric_count(period=PERIOD, statistic="Sum")
+        throttled_filter = logs.MetricFilter(
+            self,
+            "Api429Filter",
+            log_group=access_logs,
+            filter_pattern=logs.FilterPattern.string_value(API_STATUS_FIELD, "=", "429"),
+            metric_namespace=namespace,
+            metric_name="Api429",
+            metric_value="1",
         )
-        names = sorted(every)
-        dashboard.add_widgets(
-            cw.GraphWidget(
-                title="API requests and errors",
-                left=[api.metric_count(period=FIVE_MINUTES)],
-                right=[api.metric_client_error(period=FIVE_MINUTES), api_5xx],
-                width=12,
-            ),
-            cw.GraphWidget(
-                title="API latency p99 (ms)",
-                left=[api.metric_latency(period=FIVE_MINUTES, statistic="p99")],
-                width=12,
-            ),
+        api_429 = throttled_filter.metric(period=PERIOD, statistic="Sum", label="429")
+
+        def rate(name: str, errors: cw.IMetric) -> cw.MathExpression:
+            return cw.MathExpression(
+                expression=f"IF(requests >= {API_RATE_MIN_REQUESTS}, 100 * FILL(errors, 0) / requests, 0)",
+                using_metrics={"requests": requests, "errors": errors},
+                period=PERIOD,
+                label=f"{name} (% of requests)",
+            )
+
+        api_5xx = api.metric_server_error(period=PERIOD, statistic="Sum")
+        api_4xx = api.metric_client_error(period=PERIOD, statistic="Sum")
+        alarm("Api5xxRate", rate("5xx", api_5xx), API_5XX_PERCENT, "API 5xx rate", "the API answers 5xx")
+        alarm(
+            "Api429Rate",
+            rate("429", api_429),
+            API_429_PERCENT,
+            "API 429 rate",
+            "the API stage or a route throttles clients (429)",
         )
-        dashboard.add_widgets(
-            cw.GraphWidget(
-                title="Function errors",
-                left=[every[n].metric_errors(period=FIVE_MINUTES, label=n) for n in names],
-                width=8,
-            ),
-            cw.GraphWidget(
-                title="Function duration p99 (ms)",
-                left=[every[n].metric_duration(period=FIVE_MINUTES, statistic="p99", label=n) for n in names],
-                width=8,
-            ),
-            cw.GraphWidget(
-                title="Function throttles",
-                left=[every[n].metric_throttles(period=FIVE_MINUTES, label=n) for n in names],
-                width=8,
-            ),
+        alarm(
+            "Api4xxRate",
+            rate("4xx", api_4xx),
+            API_4XX_PERCENT,
+            "API 4xx rate",
+            "an unusual share of requests is refused (4xx): a broken client, probing or abuse",
         )
-        dashboard.add_widgets(
-            cw.GraphWidget(title="Stream iterator age (ms)", left=[iterator_age], width=8),
-            cw.GraphWidget(title="Failed stream records queued", left=[dlq_depth], width=8),
-            cw.GraphWidget(
-                title="DynamoDB consumed capacity",
-                left=[
-                    table.metric_consumed_read_capacity_units(period=FIVE_MINUTES),
-                    table.metric_consumed_write_capacity_units(period=FIVE_MINUTES),
-                ],
-                width=8,
-            ),
+        latency = api.metric_latency(period=PERIOD, statistic="p99")
+        alarm("ApiLatencyP99", latency, API_LATENCY_P99_MS, "API latency", "API p99 latency above 1 s")
+
+        # The table.
+        throttled = table.metric_throttled_requests_for_operations(operations=TABLE_OPERATIONS, period=PERIOD)
+        alarm("TableThrottles", throttled, 1, "DynamoDB throttles", "DynamoDB throttled requests")
+        system_errors = table.metric_system_errors_for_operations(operations=TABLE_OPERATIONS, period=PERIOD)
+        alarm("TableSystemErrors", system_errors, 1, "DynamoDB system errors", "DynamoDB returned system (5xx) errors")
+        conflicts = table.metric("TransactionConflict", period=PERIOD, statistic="Sum")
+        alarm(
+            "TableTransactionConflicts",
+            conflicts,
+            TRANSACTION_CONFLICTS_PER_MINUTE,
+            "DynamoDB transaction conflicts",
+            f"DynamoDB rejected {TRANSACTION_CONFLICTS_PER_MINUTE}+ transactions a minute on contended items",
         )
-        # separate widgets: both math expressions name their per-operation metrics alike
-        dashboard.add_widgets(
-            cw.GraphWidget(title="DynamoDB throttled requests", left=[throttled], width=12),
-            cw.GraphWidget(title="DynamoDB system errors", left=[system_errors], width=12),
+
+        self.dashboard = _dashboard(
+            self,
+            config=config,
+            namespace=namespace,
+            every=every,
+            api=api,
+            api_429=api_429,
+            table=table,
+            stream=(iterator_age, dlq_depth),
+            throttled=throttled,
+            system_errors=system_errors,
+            conflicts=conflicts,
         )
-        self.dashboard = dashboard
+
+
+def shop_metric(namespace: str, name: str, service: str, period: Duration = FIVE_MINUTES) -> cw.Metric:
+    """One of the shop's EMF metrics: Powertools puts the service name in the `service` dimension."""
+    return cw.Metric(
+        namespace=namespace,
+        metric_name=name,
+        dimensions_map={"service": service},
+        statistic="Sum",
+        period=period,
+        label=f"{name} ({service})",
+    )
+
+
+def _dashboard(
+    scope: Construct,
+    *,
+    config: DeployConfig,
+    namespace: str,
+    every: dict[str, lambda_.IFunction],
+    api: apigw.IHttpApi,
+    api_429: cw.IMetric,
+    table: dynamodb.ITable,
+    stream: tuple[cw.IMetric, cw.IMetric],
+    throttled: cw.IMetric,
+    system_errors: cw.IMetric,
+    conflicts: cw.IMetric,
+) -> cw.Dashboard:
+    def business(service: str, *names: str) -> list[cw.IMetric]:
+        return [shop_metric(namespace, name, service) for name in names]
+
+    dashboard = cw.Dashboard(
+        scope, "Dashboard", dashboard_name=f"shop-{config.stage}", default_interval=Duration.hours(3)
+    )
+    dashboard.add_widgets(
+        cw.GraphWidget(
+            title="Orders",
+            left=[*business("orders", "OrdersPlaced"), *business(STREAM_FUNCTION.name, "OrdersConfirmed")],
+            right=business("orders", "OrderValueCents"),
+            width=8,
+        ),
+        cw.GraphWidget(
+            title="Rejected requests",
+            left=[
+                *business("orders", "OutOfStockRejections"),
+                *(
+                    m
+                    for name in sorted(every)
+                    if name != STREAM_FUNCTION.name
+                    for m in business(name, "ValidationFailures")
+                ),
+            ],
+            width=8,
+        ),
+        cw.GraphWidget(
+            title="Stream outcomes",
+            left=business(STREAM_FUNCTION.name, "StatusChanges", "CartsAbandoned", "RecordsFailed"),
+            width=8,
+        ),
+    )
+    dashboard.add_widgets(
+        cw.GraphWidget(
+            title="API requests and errors",
+            left=[api.metric_count(period=FIVE_MINUTES)],
+            right=[api.metric_client_error(period=FIVE_MINUTES), api.metric_server_error(period=FIVE_MINUTES), api_429],
+            width=12,
+        ),
+        cw.GraphWidget(
+            title="API latency p99 (ms)",
+            left=[api.metric_latency(period=FIVE_MINUTES, statistic="p99")],
+            width=12,
+        ),
+    )
+    names = sorted(every)
+    dashboard.add_widgets(
+        cw.GraphWidget(
+            title="Function errors",
+            left=[every[n].metric_errors(period=FIVE_MINUTES, label=n) for n in names],
+            width=8,
+        ),
+        cw.GraphWidget(
+            title="Function duration p99 (ms)",
+            left=[every[n].metric_duration(period=FIVE_MINUTES, statistic="p99", label=n) for n in names],
+            width=8,
+        ),
+        cw.GraphWidget(
+            title="Function throttles",
+            left=[every[n].metric_throttles(period=FIVE_MINUTES, label=n) for n in names],
+            width=8,
+        ),
+    )
+    iterator_age, dlq_depth = stream
+    dashboard.add_widgets(
+        cw.GraphWidget(title="Stream iterator age (ms)", left=[iterator_age], width=8),
+        cw.GraphWidget(title="Failed stream records queued", left=[dlq_depth], width=8),
+        cw.GraphWidget(
+            title="DynamoDB consumed capacity",
+            left=[
+                table.metric_consumed_read_capacity_units(period=FIVE_MINUTES),
+                table.metric_consumed_write_capacity_units(period=FIVE_MINUTES),
+            ],
+            width=8,
+        ),
+    )
+    # separate widgets: both math expressions name their per-operation metrics alike
+    dashboard.add_widgets(
+        cw.GraphWidget(title="DynamoDB throttled requests", left=[throttled], width=8),
+        cw.GraphWidget(title="DynamoDB system errors", left=[system_errors], width=8),
+        cw.GraphWidget(title="DynamoDB transaction conflicts", left=[conflicts], width=8),
+    )
+    return dashboard

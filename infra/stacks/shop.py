@@ -8,10 +8,11 @@ from constructs import Construct
 
 from infra.constructs.api import Auth, HttpApi
 from infra.constructs.data import PaginationSecret, ShopTable
+from infra.constructs.edge import Edge
 from infra.constructs.events import OrderEventsProcessing
 from infra.constructs.functions import Layers, build_function
 from infra.constructs.monitoring import Monitoring
-from infra.settings import API_FUNCTIONS, DeployConfig
+from infra.settings import API_FUNCTIONS, DeployConfig, EdgeSettings
 
 
 class DataStack(Stack):
@@ -41,7 +42,15 @@ class ApiStack(Stack):
         }
         self.auth = Auth(self, "Auth", config=config)
         self.http = HttpApi(self, "Http", config=config, functions=self.functions, auth=self.auth)
-        CfnOutput(self, "ApiUrl", value=self.http.url, description="base URL of the HTTP API")
+        if self.http.origin_domain is None:
+            CfnOutput(self, "ApiUrl", value=self.http.url, description="base URL of the HTTP API")
+        else:
+            CfnOutput(
+                self,
+                "OriginDnsTarget",
+                value=self.http.origin_domain.regional_domain_name,
+                description="CNAME target of the API's custom domain (CloudFront's origin)",
+            )
         if self.auth.user_pool is not None and self.auth.client is not None:
             CfnOutput(self, "UserPoolId", value=self.auth.user_pool.user_pool_id)
             CfnOutput(self, "UserPoolClientId", value=self.auth.client.user_pool_client_id)
@@ -88,8 +97,22 @@ class MonitoringStack(Stack):
             stream_function=events.processing.function,
             failure_queue=events.processing.failures,
             api=api.http.api,
+            access_logs=api.http.access_logs,
             table=data.table.table,
         )
+
+
+class EdgeStack(Stack):
+    """`-c edge=true`: CloudFront and its WAF web ACL, in us-east-1 where CloudFront's ACLs live."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: DeployConfig, edge: EdgeSettings, **kwargs: object
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self.edge = Edge(self, "Edge", config=config, edge=edge)
+        domain = edge.domain if self.edge.custom_domain else self.edge.distribution.distribution_domain_name
+        CfnOutput(self, "ApiUrl", value=f"https://{domain}/", description="base URL of the API (through WAF)")
+        CfnOutput(self, "DistributionDomainName", value=self.edge.distribution.distribution_domain_name)
 
 
 def tag_all(scope: Construct, config: DeployConfig) -> None:

@@ -2,7 +2,8 @@
 
 ``arm64`` is the default (deployed) architecture; ``x86_64`` is this machine's,
 used by the packaging test; ``prod_external`` is a production-stage synth with
-an external JWT issuer; ``sam_local`` is the ``-c local=true`` synth for
+an external JWT issuer; ``staging`` is another protected stage (Cognito, an
+existing alarm topic, a runbook URL); ``sam_local`` is the ``-c local=true`` synth for
 `sam local invoke`.
 """
 
@@ -19,6 +20,21 @@ import pytest
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
 os.environ.setdefault("JSII_RUNTIME_PACKAGE_CACHE_ROOT", str(Path(__file__).resolve().parents[2] / ".cache" / "jsii"))
+
+
+# Protected stages are pinned to an account and region; these are dummies (synth stays offline).
+PINNED = {"account": "111111111111", "region": "eu-west-1"}
+STAGING_ALARM_TOPIC = "arn:aws:sns:eu-west-1:111111111111:ops-pager"
+EDGE = {
+    "edge": "true",
+    "edge_origin_domain": "origin.shop.example.com",
+    "edge_origin_certificate_arn": "arn:aws:acm:eu-west-1:111111111111:certificate/11111111-2222-3333-4444-555555555555",
+}
+EDGE_DOMAIN = {
+    "edge_domain": "api.shop.example.com",
+    "edge_certificate_arn": "arn:aws:acm:us-east-1:111111111111:certificate/66666666-7777-8888-9999-000000000000",
+}
+STAGING_RUNBOOK = "https://github.com/example/shop/blob/main/docs/operations.md"
 
 
 @dataclass
@@ -52,14 +68,14 @@ class Assembly:
 
 def _synth(tmp_path_factory: pytest.TempPathFactory, name: str, context: dict[str, Any]) -> Assembly:
     from infra import build_layers
-    from infra.app_factory import STACK_IDS, build_app
+    from infra.app_factory import build_app
 
     build_layers.build(context.get("arch", "arm64"))
     outdir = tmp_path_factory.mktemp(f"cdk-{name}")
     shop = build_app(context=context, outdir=str(outdir))
     shop.app.synth()  # raises when cdk-nag reports an unacknowledged finding
     templates = {
-        stack_id: json.loads((outdir / f"{stack_id}.template.json").read_text()) for stack_id in STACK_IDS.values()
+        stack.node.id: json.loads((outdir / f"{stack.node.id}.template.json").read_text()) for stack in shop.stacks
     }
     return Assembly(outdir=outdir, templates=templates, shop=shop)
 
@@ -86,8 +102,49 @@ def prod_external(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
             "jwt_issuer": "https://issuer.example.com/",
             "jwt_audience": "shop-api,shop-admin",
             "cors_origins": "https://shop.example.com",
+            **PINNED,
+            "alarm_email": "oncall@example.com",
         },
     )
+
+
+@pytest.fixture(scope="session")
+def staging(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """A protected stage that is not called prod: a second stage next to dev and prod in one account."""
+    return _synth(
+        tmp_path_factory,
+        "staging",
+        {
+            "arch": "x86_64",
+            "stage": "staging",
+            **PINNED,
+            "alarm_topic_arn": STAGING_ALARM_TOPIC,
+            "runbook_url": STAGING_RUNBOOK,
+        },
+    )
+
+
+@pytest.fixture(scope="session")
+def edge(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """`-c edge=true` on prod: CloudFront and WAF in front, the API on its custom domain only."""
+    return _synth(
+        tmp_path_factory,
+        "edge",
+        {
+            "arch": "x86_64",
+            "stage": "prod",
+            **PINNED,
+            "alarm_email": "oncall@example.com",
+            **EDGE,
+            **EDGE_DOMAIN,
+        },
+    )
+
+
+@pytest.fixture(scope="session")
+def edge_default_domain(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """`-c edge=true` without the custom domain hook: the distribution's cloudfront.net name."""
+    return _synth(tmp_path_factory, "edge-default", {"arch": "x86_64", **EDGE})
 
 
 @pytest.fixture(scope="session")

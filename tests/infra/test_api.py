@@ -139,3 +139,34 @@ def test_default_stage_throttles_and_logs_access(arm64) -> None:
 def test_outputs(arm64) -> None:
     assert {"ApiUrl", "UserPoolId", "UserPoolClientId"} <= set(_api(arm64)["Outputs"])
     assert "TableName" in arm64.templates["ShopData"]["Outputs"]
+
+
+def test_public_write_routes_have_their_own_lower_throttle(arm64) -> None:
+    template = Template.from_json(_api(arm64))
+    (stage_id, stage) = next(iter(template.find_resources("AWS::ApiGatewayV2::Stage").items()))
+    public_writes = {"POST /sessions", "PUT /sessions/{session_id}/cart/{product_id}", "DELETE /sessions/{session_id}"}
+    assert stage["Properties"]["RouteSettings"] == {
+        key: {"ThrottlingRateLimit": 20, "ThrottlingBurstLimit": 40} for key in public_writes
+    }
+    # CloudFormation must create the routes before a stage that names them
+    routes = {
+        logical_id
+        for logical_id, route in template.find_resources("AWS::ApiGatewayV2::Route").items()
+        if route["Properties"]["RouteKey"] in public_writes
+    }
+    assert routes <= set(stage.get("DependsOn", [])), stage_id
+
+
+def test_access_log_lines_carry_who_what_and_why(arm64) -> None:
+    (stage,) = Template.from_json(_api(arm64)).find_resources("AWS::ApiGatewayV2::Stage").values()
+    line = json.loads(stage["Properties"]["AccessLogSettings"]["Format"])
+    assert {
+        "ip": "$context.identity.sourceIp",
+        "userAgent": "$context.identity.userAgent",
+        "method": "$context.httpMethod",
+        "path": "$context.path",
+        "routeKey": "$context.routeKey",
+        "status": "$context.status",
+        "errorMessage": "$context.error.message",
+        "errorType": "$context.error.responseType",
+    }.items() <= line.items()

@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from aws_cdk.assertions import Template
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
 
-@pytest.mark.parametrize("assembly_name", ["arm64", "prod_external"])
+@pytest.mark.parametrize("assembly_name", ["arm64", "prod_external", "staging", "edge", "edge_default_domain"])
 def test_cdk_nag_reports_no_unacknowledged_finding(request, assembly_name) -> None:
     assembly = request.getfixturevalue(assembly_name)  # synth itself fails on a finding
     report = json.loads((assembly.outdir / "validation-report.json").read_text())
@@ -37,27 +36,13 @@ def test_every_acknowledgement_carries_a_reason(arm64) -> None:
     assert acknowledged
 
 
-@pytest.mark.parametrize("assembly_name", ["arm64", "x86_64", "prod_external"])
+@pytest.mark.parametrize(
+    "assembly_name", ["arm64", "x86_64", "prod_external", "staging", "edge", "edge_default_domain"]
+)
 def test_cfn_lint_is_clean(request, assembly_name) -> None:
     assembly = request.getfixturevalue(assembly_name)
     templates = sorted(str(p) for p in Path(assembly.outdir).glob("*.template.json"))
-    assert len(templates) == 4
+    assert len(templates) == len(assembly.templates)
     cfn_lint = Path(sys.executable).with_name("cfn-lint")
     result = subprocess.run([str(cfn_lint), *templates], capture_output=True, text=True, check=False, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_alarms_cover_the_failure_modes(arm64) -> None:
-    template = Template.from_json(arm64.templates["ShopMonitoring"])
-    alarms = template.find_resources("AWS::CloudWatch::Alarm")
-    text = json.dumps(alarms)
-    for metric in ("Errors", "Throttles", "IteratorAge", "ApproximateNumberOfMessagesVisible", "5xx"):
-        assert f'"MetricName": "{metric}"' in text, metric
-    assert "ThrottledRequests" in text
-    assert "SystemErrors" in text
-    # errors and throttles for each of the five functions
-    assert text.count('"MetricName": "Errors"') == 5
-    assert text.count('"MetricName": "Throttles"') == 5
-    template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
-    for alarm in alarms.values():
-        assert alarm["Properties"]["AlarmActions"], "every alarm notifies the topic"

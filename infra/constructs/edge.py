@@ -1,0 +1,118 @@
+"""`-c edge=true`: CloudFront in front of the HTTP API with an AWS WAF web ACL (WAF cannot attach to an HTTP API).
+
+The web ACL of a distribution must live in us-east-1, so this construct is the body of its own
+stack there (EdgeStack). Its origin is the API's custom domain (the execute-api endpoint is
+disabled), a context value: nothing crosses regions.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_cloudfront as cloudfront
+from aws_cdk import aws_cloudfront_origins as origins
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_wafv2 as wafv2
+from constructs import Construct
+
+from infra.constructs.protection import removal_policy
+from infra.settings import DeployConfig, EdgeSettings
+
+# AWS managed rule groups (no subscription cost, WCU within the default 1,500).
+MANAGED_RULE_GROUPS = (
+    "AWSManagedRulesCommonRuleSet",  # OWASP-style generic web exploits
+    "AWSManagedRulesKnownBadInputsRuleSet",  # request patterns of known exploits
+    "AWSManagedRulesAmazonIpReputationList",  # bots and known bad sources
+)
+
+
+def _visibility(name: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:
+    return wafv2.CfnWebACL.VisibilityConfigProperty(
+        cloud_watch_metrics_enabled=True, metric_name=name, sampled_requests_enabled=True
+    )
+
+
+class Edge(Construct):
+    """Web ACL (per-IP rate limit first, then managed rule groups), access-logged distribution."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeployConfig, edge: EdgeSettings) -> None:
+        super().__init__(scope, construct_id)
+        rules = [
+            wafv2.CfnWebACL.RuleProperty(
+                name="PerIpRateLimit",
+                priority=0,
+                action=wafv2.CfnWebACL.RuleActionProperty(block={}),
+                statement=wafv2.CfnWebACL.StatementProperty(
+                    rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
+                        aggregate_key_type="IP",
+                        limit=edge.rate_limit,
+                        evaluation_window_sec=edge.rate_window_s,
+                    )
+                ),
+                visibility_config=_visibility("PerIpRateLimit"),
+            ),
+            *(
+                wafv2.CfnWebACL.RuleProperty(
+                    name=group,
+                    priority=priority,
+                    override_action=wafv2.CfnWebACL.OverrideActionProperty(none={}),
+                    statement=wafv2.CfnWebACL.StatementProperty(
+                        managed_rule_group_statement=wafv2.CfnWebACL.ManagedRuleGroupStatementProperty(
+                            vendor_name="AWS", name=group
+                        )
+                    ),
+                    visibility_config=_visibility(group),
+                )
+                for priority, group in enumerate(MANAGED_RULE_GROUPS, start=1)
+            ),
+        ]
+        self.web_acl = wafv2.CfnWebACL(
+            self,
+            "WebAcl",
+            scope="CLOUDFRONT",
+            default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
+            visibility_config=_visibility(config.name("edge")),
+            rules=rules,
+        )
+        self.logs = s3.Bucket(
+            self,
+            "AccessLogs",
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            # CloudFront standard logging writes with an ACL
+            object_ownership=s3.ObjectOwnership.OBJECT_WRITER,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(90))],
+            removal_policy=removal_policy(config),
+        )
+        custom_domain = edge.domain is not None and edge.certificate_arn is not None
+        self.distribution = cloudfront.Distribution(
+            self,
+            "Distribution",
+            comment=f"shop-{config.stage} API",
+            default_behavior=cloudfront.BehaviorOptions(
+                origin=origins.HttpOrigin(
+                    edge.origin_domain,
+                    protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
+                    origin_ssl_protocols=[cloudfront.OriginSslPolicy.TLS_V1_2],
+                ),
+                viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
+                allowed_methods=cloudfront.AllowedMethods.ALLOW_ALL,
+                # an API: nothing is cached, every viewer header but Host reaches the origin
+                cache_policy=cloudfront.CachePolicy.CACHING_DISABLED,
+                origin_request_policy=cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+            ),
+            domain_names=[edge.domain] if custom_domain and edge.domain else None,
+            certificate=(
+                acm.Certificate.from_certificate_arn(self, "Certificate", edge.certificate_arn)
+                if custom_domain and edge.certificate_arn
+                else None
+            ),
+            minimum_protocol_version=cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021,
+            web_acl_id=self.web_acl.attr_arn,
+            enable_logging=True,
+            log_bucket=self.logs,
+            log_file_prefix="cloudfront/",
+            price_class=cloudfront.PriceClass.PRICE_CLASS_100,
+        )
+        self.custom_domain = custom_domain

@@ -1,0 +1,159 @@
+"""Alarms that mean something: sustained breaches, rates, a destination, a runbook section each."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+
+from infra.constructs.monitoring import runbook_anchor
+from tests.infra.conftest import STAGING_ALARM_TOPIC, STAGING_RUNBOOK
+
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
+
+OPERATIONS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
+API_FUNCTIONS = {"customers", "products", "orders", "sessions"}
+# (function, timeout s) from infra/settings.py, written out: 80% of the timeout, in ms
+NEAR_TIMEOUT_MS = {"customers": 8000, "products": 8000, "orders": 8000, "sessions": 8000, "order_events": 24000}
+
+
+def _alarms(assembly: Any) -> dict[str, dict[str, Any]]:
+    return Template.from_json(assembly.templates["ShopMonitoring"]).find_resources("AWS::CloudWatch::Alarm")
+
+
+def _metric_names(alarm: dict[str, Any]) -> set[str]:
+    props = alarm["Properties"]
+    if "MetricName" in props:
+        return {props["MetricName"]}
+    return {m["MetricStat"]["Metric"]["MetricName"] for m in props["Metrics"] if "MetricStat" in m}
+
+
+def _by_id(assembly: Any, prefix: str) -> dict[str, Any]:
+    (alarm,) = [a for logical_id, a in _alarms(assembly).items() if logical_id.startswith(f"Monitoring{prefix}")]
+    return alarm["Properties"]
+
+
+def _operations_anchors() -> set[str]:
+    return {runbook_anchor(m) for m in re.findall(r"^#{2,4} (.+)$", OPERATIONS.read_text(), flags=re.MULTILINE)}
+
+
+def test_every_alarm_fires_on_a_sustained_breach(arm64) -> None:
+    alarms = _alarms(arm64)
+    assert len(alarms) >= 20
+    for logical_id, alarm in alarms.items():
+        props = alarm["Properties"]
+        assert props["EvaluationPeriods"] == 5, logical_id
+        assert props["DatapointsToAlarm"] == 3, logical_id
+        assert props["TreatMissingData"] == "notBreaching", logical_id
+
+
+def test_every_alarm_links_an_existing_runbook_section(arm64, staging) -> None:
+    anchors = _operations_anchors()
+    for assembly, base in ((arm64, "docs/operations.md"), (staging, STAGING_RUNBOOK)):
+        for logical_id, alarm in _alarms(assembly).items():
+            found = re.search(r"Runbook: (\S+)#([a-z0-9_-]+)$", alarm["Properties"]["AlarmDescription"])
+            assert found, logical_id
+            assert found.group(1) == base, logical_id
+            assert found.group(2) in anchors, f"{logical_id}: no section #{found.group(2)} in docs/operations.md"
+
+
+def test_function_alarms_errors_duration_and_throttles_without_the_designed_cap(arm64) -> None:
+    (_, _, stream) = arm64.functions()["order_events"]
+    assert stream["Properties"]["ReservedConcurrentExecutions"] == 5
+    alarms = _alarms(arm64).values()
+    per_function: dict[str, set[str]] = {}
+    for alarm in alarms:
+        props = alarm["Properties"]
+        for dimension in props.get("Dimensions", []):
+            if dimension["Name"] == "FunctionName":
+                function_id = dimension["Value"]["Fn::ImportValue"]
+                per_function.setdefault(function_id, set()).add(props["MetricName"])
+    names = {logical_id: name for name, (_, logical_id, _) in arm64.functions().items()}
+    by_name = {next(n for lid, n in names.items() if lid in key): metrics for key, metrics in per_function.items()}
+    assert by_name == {
+        **{name: {"Errors", "Duration", "Throttles"} for name in API_FUNCTIONS},
+        # reserved concurrency 5 caps order_events on purpose: a throttle alarm would fire by design
+        "order_events": {"Errors", "Duration", "IteratorAge"},
+    }
+    for alarm in alarms:
+        props = alarm["Properties"]
+        if props.get("MetricName") == "Duration":
+            assert props["ExtendedStatistic"] == "p99"
+            function_id = props["Dimensions"][0]["Value"]["Fn::ImportValue"]
+            name = next(n for lid, n in names.items() if lid in function_id)
+            assert props["Threshold"] == NEAR_TIMEOUT_MS[name], name
+
+
+def test_api_rates_and_latency(arm64) -> None:
+    for prefix, metric, threshold in (("Api5xxRate", "5xx", 1), ("Api429Rate", "Api429", 5), ("Api4xxRate", "4xx", 25)):
+        props = _by_id(arm64, prefix)
+        assert props["Threshold"] == threshold, prefix
+        (expression,) = [m["Expression"] for m in props["Metrics"] if "Expression" in m]
+        assert expression == "IF(requests >= 20, 100 * FILL(errors, 0) / requests, 0)", prefix
+        assert _metric_names({"Properties": props}) == {"Count", metric}, prefix
+    latency = _by_id(arm64, "ApiLatencyP99")
+    assert (latency["MetricName"], latency["ExtendedStatistic"], latency["Threshold"]) == ("Latency", "p99", 1000)
+
+
+def test_429s_are_counted_from_the_access_log(arm64) -> None:
+    template = Template.from_json(arm64.templates["ShopMonitoring"])
+    template.has_resource_properties(
+        "AWS::Logs::MetricFilter",
+        {
+            "FilterPattern": '{ $.status = "429" }',
+            "MetricTransformations": [{"MetricNamespace": "Shop/dev", "MetricName": "Api429", "MetricValue": "1"}],
+        },
+    )
+
+
+def test_stream_and_table_alarms(arm64) -> None:
+    names = set().union(*(_metric_names(a) for a in _alarms(arm64).values()))
+    assert {"IteratorAge", "RecordsFailed", "ApproximateNumberOfMessagesVisible"} <= names
+    assert {"ThrottledRequests", "SystemErrors", "TransactionConflict"} <= names
+    (failed,) = _by_id(arm64, "StreamRecordsFailed")["Metrics"]
+    assert failed["MetricStat"]["Metric"]["Namespace"] == "Shop/dev"
+    assert failed["MetricStat"]["Metric"]["Dimensions"] == [{"Name": "service", "Value": "order_events"}]
+    conflicts = _by_id(arm64, "TableTransactionConflicts")
+    assert conflicts["Namespace"] == "AWS/DynamoDB"
+    assert conflicts["Threshold"] == 10
+
+
+def test_the_dashboard_shows_the_business_metrics(arm64) -> None:
+    (dashboard,) = (
+        Template.from_json(arm64.templates["ShopMonitoring"]).find_resources("AWS::CloudWatch::Dashboard").values()
+    )
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for metric, service in (
+        ("OrdersPlaced", "orders"),
+        ("OrderValueCents", "orders"),
+        ("OutOfStockRejections", "orders"),
+        ("ValidationFailures", "customers"),
+        ("ValidationFailures", "sessions"),
+        ("OrdersConfirmed", "order_events"),
+        ("StatusChanges", "order_events"),
+        ("CartsAbandoned", "order_events"),
+        ("RecordsFailed", "order_events"),
+    ):
+        assert f'[\\"Shop/dev\\",\\"{metric}\\",\\"service\\",\\"{service}\\"' in body, metric
+
+
+def test_every_alarm_notifies_the_stage_topic(arm64) -> None:
+    template = Template.from_json(arm64.templates["ShopMonitoring"])
+    (topic_id,) = template.find_resources("AWS::SNS::Topic")
+    for logical_id, alarm in _alarms(arm64).items():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}], logical_id
+        assert alarm["Properties"]["OKActions"] == [{"Ref": topic_id}], logical_id
+
+
+def test_a_protected_stage_notifies_its_destination(staging, prod_external) -> None:
+    staging_template = Template.from_json(staging.templates["ShopMonitoring"])
+    staging_template.resource_count_is("AWS::SNS::Topic", 0)
+    for logical_id, alarm in _alarms(staging).items():
+        assert alarm["Properties"]["AlarmActions"] == [STAGING_ALARM_TOPIC], logical_id
+    Template.from_json(prod_external.templates["ShopMonitoring"]).has_resource_properties(
+        "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "oncall@example.com"}
+    )

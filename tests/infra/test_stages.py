@@ -1,0 +1,193 @@
+"""Stages: several in one account and region share no physical name; protected unless listed as ephemeral."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from infra.settings import EPHEMERAL_STAGES, DeployConfig
+from tests.infra.conftest import PINNED
+
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
+
+# Names that only need to be unique inside their parent resource, not in the account.
+SCOPED_NAMES = {
+    ("AWS::Cognito::UserPoolGroup", "GroupName"),  # inside the stage's user pool
+    ("AWS::ApiGatewayV2::Stage", "StageName"),  # inside the stage's API
+    ("AWS::ApiGatewayV2::Authorizer", "Name"),  # inside the stage's API
+    ("AWS::IAM::Policy", "PolicyName"),  # inline policy of the stage's role
+    ("AWS::CloudWatch::Alarm", "MetricName"),  # not a name of the alarm
+    ("AWS::Lambda::LayerVersion", "LayerName"),  # absent today; a layer name is versioned, not owned
+}
+# Stateful resources a protected stage must keep when its stack goes or a replacement happens.
+STATEFUL = {
+    "AWS::DynamoDB::Table",
+    "AWS::SecretsManager::Secret",
+    "AWS::Cognito::UserPool",
+    "AWS::Logs::LogGroup",
+    "AWS::SQS::Queue",
+}
+
+
+def _literal(value: Any) -> str | None:
+    """A name the template sets itself (pseudo parameters kept as placeholders); None for a reference."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        if all(isinstance(p, str) or p.get("Ref", "").startswith("AWS::") for p in parts):
+            return separator.join(p if isinstance(p, str) else f"<{p['Ref']}>" for p in parts)
+    return None
+
+
+def physical_names(assembly: Any) -> set[tuple[str, str]]:
+    """``{(resource type, name)}``: every name-like property and every stack name."""
+    names = {("AWS::CloudFormation::Stack", stack.stack_name) for stack in assembly.shop.stacks}
+    for template in assembly.templates.values():
+        for resource in template["Resources"].values():
+            for key, value in resource.get("Properties", {}).items():
+                if not key.endswith("Name") or (resource["Type"], key) in SCOPED_NAMES:
+                    continue
+                name = _literal(value)
+                if name is not None:
+                    names.add((resource["Type"], name))
+    return names
+
+
+def test_two_stages_and_prod_share_no_physical_name(arm64, staging, prod_external) -> None:
+    stages = {"dev": arm64, "staging": staging, "prod": prod_external}
+    names = {stage: physical_names(assembly) for stage, assembly in stages.items()}
+    for stage, found in names.items():
+        # the bus, the API, the dashboard and the four stacks name themselves
+        assert len(found) >= 7, found
+        for resource_type, name in found:
+            assert stage in name, f"a {resource_type} is named {name!r} without the stage {stage!r}"
+    for first, second in (("dev", "staging"), ("dev", "prod"), ("staging", "prod")):
+        shared = names[first] & names[second]
+        assert not shared, f"{first} and {second} both create {shared}"
+
+
+def test_the_event_bus_is_named_for_its_stage(arm64, staging) -> None:
+    Template.from_json(arm64.templates["ShopEvents"]).has_resource_properties(
+        "AWS::Events::EventBus", {"Name": "shop-dev-domain-events"}
+    )
+    Template.from_json(staging.templates["ShopEvents"]).has_resource_properties(
+        "AWS::Events::EventBus", {"Name": "shop-staging-domain-events"}
+    )
+
+
+def test_business_metrics_have_a_namespace_per_stage(arm64, staging) -> None:
+    for assembly, namespace in ((arm64, "Shop/dev"), (staging, "Shop/staging")):
+        for name, (_, _, function) in assembly.functions().items():
+            assert function["Properties"]["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == namespace, name
+
+
+def _config(**context: str) -> DeployConfig:
+    return DeployConfig.from_context(context.get)
+
+
+PROTECTED = {**PINNED, "alarm_email": "oncall@example.com"}
+
+
+@pytest.mark.parametrize("stage", ["prod", "production", "prod-eu", "staging", "dev2", "devx"])
+def test_every_stage_not_listed_as_ephemeral_is_protected(stage) -> None:
+    assert _config(stage=stage, **PROTECTED).protected
+
+
+@pytest.mark.parametrize("stage", EPHEMERAL_STAGES)
+def test_listed_stages_are_ephemeral(stage) -> None:
+    assert not _config(stage=stage).protected
+
+
+def test_the_ephemeral_list_extends_by_context_with_patterns() -> None:
+    config = _config(stage="pr-42", ephemeral_stages="qa,pr-*")
+    assert not config.protected
+    assert config.ephemeral_stages == (*EPHEMERAL_STAGES, "qa", "pr-*")
+    assert not _config(stage="qa", ephemeral_stages="qa,pr-*").protected
+    assert _config(stage="prod", ephemeral_stages="qa,pr-*", **PROTECTED).protected
+
+
+@pytest.mark.parametrize("missing", ["account", "region"])
+def test_a_protected_stage_must_be_pinned(missing) -> None:
+    context = {"stage": "production", **PROTECTED}
+    del context[missing]
+    with pytest.raises(ValueError, match=r"stage 'production' is protected: pin where it deploys with -c account="):
+        _config(**context)
+
+
+def test_a_protected_stage_needs_an_alarm_destination() -> None:
+    with pytest.raises(ValueError, match=r"its alarms need a destination, -c alarm_email="):
+        _config(stage="prod", **PINNED)
+    assert _config(stage="prod", **PINNED, alarm_topic_arn="arn:aws:sns:eu-west-1:111111111111:pager").protected
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("account", "1111"), ("region", "Europe"), ("alarm_topic_arn", "arn:aws:sqs:eu-west-1:111111111111:q")],
+)
+def test_pinned_values_are_validated(key, value) -> None:
+    with pytest.raises(ValueError, match=f"context {key} must be"):
+        _config(stage="prod", **{**PROTECTED, key: value})
+
+
+def test_synth_of_an_unpinned_protected_stage_fails_before_any_stack() -> None:
+    from infra.app_factory import build_app
+
+    with pytest.raises(ValueError, match="stage 'prod-eu' is protected"):
+        build_app(context={"stage": "prod-eu", "alarm_email": "oncall@example.com"})
+
+
+def _environments(assembly: Any) -> set[str]:
+    manifest = json.loads((assembly.outdir / "manifest.json").read_text())
+    return {
+        artifact["environment"]
+        for artifact in manifest["artifacts"].values()
+        if artifact["type"] == "aws:cloudformation:stack"
+    }
+
+
+def test_protected_stages_are_pinned_and_ephemeral_ones_are_not(arm64, staging, prod_external) -> None:
+    assert _environments(arm64) == {"aws://unknown-account/unknown-region"}
+    assert _environments(staging) == _environments(prod_external) == {"aws://111111111111/eu-west-1"}
+
+
+@pytest.mark.parametrize("assembly_name", ["staging", "prod_external"])
+def test_a_protected_stage_keeps_every_stateful_resource(request, assembly_name) -> None:
+    assembly = request.getfixturevalue(assembly_name)
+    kept = 0
+    for stack_id, template in assembly.templates.items():
+        for logical_id, resource in template["Resources"].items():
+            if resource["Type"] in STATEFUL:
+                kept += 1
+                assert resource.get("DeletionPolicy") == "Retain", f"{stack_id}/{logical_id}"
+                assert resource.get("UpdateReplacePolicy") == "Retain", f"{stack_id}/{logical_id}"
+            assert resource.get("DeletionPolicy") != "Delete", f"{stack_id}/{logical_id}"
+    assert kept >= 8  # table, secret, queue, six log groups (five functions, access logs)
+    Template.from_json(assembly.templates["ShopData"]).has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "DeletionProtectionEnabled": True,
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "ContributorInsightsSpecification": {"Enabled": True},
+            "GlobalSecondaryIndexes": [Match.object_like({"ContributorInsightsSpecification": {"Enabled": True}})],
+        },
+    )
+
+
+def test_the_user_pool_of_a_protected_stage_cannot_be_deleted(staging) -> None:
+    Template.from_json(staging.templates["ShopApi"]).has_resource(
+        "AWS::Cognito::UserPool",
+        {"DeletionPolicy": "Retain", "Properties": Match.object_like({"DeletionProtection": "ACTIVE"})},
+    )
+
+
+def test_an_ephemeral_stage_tears_down_and_pays_for_no_contributor_insights(arm64) -> None:
+    for template in arm64.templates.values():
+        for logical_id, resource in template["Resources"].items():
+            if resource["Type"] in STATEFUL:
+                assert resource.get("DeletionPolicy") == "Delete", logical_id
+    (table,) = Template.from_json(arm64.templates["ShopData"]).find_resources("AWS::DynamoDB::Table").values()
+    assert table["Properties"].get("ContributorInsightsSpecification", {"Enabled": False}) == {"Enabled": False}
