@@ -58,6 +58,7 @@ def function_environment(
     table_name: str,
     endpoint: str,
     state_dir: pathlib.Path,
+    deployed_budget: bool = False,
 ) -> dict[str, str]:
     """What the deployed function's environment holds, resolved for the local stack.
 
@@ -92,10 +93,13 @@ def function_environment(
     env["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
     env["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] = endpoint
     env["POWERTOOLS_TRACE_DISABLED"] = "true"
-    # DynamoDB Local on a busy 2-core machine answers far slower than DynamoDB; the deployed
-    # 1 s / 2 s timeouts would turn that into 503s that AWS would not give.
-    env.setdefault("DYNAMODB_CONNECT_TIMEOUT", "5")
-    env.setdefault("DYNAMODB_READ_TIMEOUT", "15")
+    env["FUNCTION_TIMEOUT_SECONDS"] = str(fn.timeout_s)
+    if not deployed_budget:
+        # DynamoDB Local on a busy 2-core machine answers far slower than DynamoDB; the deployed
+        # timeouts (shop.aws_config.Budget) would turn that into 503s that AWS would not give.
+        # Fault drills keep the deployed ones: what is drilled is what runs on AWS.
+        env.setdefault("DYNAMODB_CONNECT_TIMEOUT", "5")
+        env.setdefault("DYNAMODB_READ_TIMEOUT", "15")
     return env
 
 
@@ -288,12 +292,20 @@ class Functions:
         endpoint: str,
         state_dir: pathlib.Path,
         concurrency: int = 4,
+        deployed_budget: bool = False,
     ) -> None:
         self.app = app
         self.pools = {
             name: FunctionPool(
                 fn,
-                function_environment(app, fn, table_name=table_name, endpoint=endpoint, state_dir=state_dir),
+                function_environment(
+                    app,
+                    fn,
+                    table_name=table_name,
+                    endpoint=endpoint,
+                    state_dir=state_dir,
+                    deployed_budget=deployed_budget,
+                ),
                 concurrency,
             )
             for name, fn in app.functions.items()

@@ -100,9 +100,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                     logger.info(outcome.action.value, events=len(outcome.events))
         return outcome.action.value
 
-    response = process_partial_response(
-        event=event, record_handler=record_handler, processor=PublishingBatchProcessor(outbox), context=context
-    )
+    with invocation_deadline(context):  # a record the store cannot serve in time fails, and is retried
+        response = process_partial_response(
+            event=event, record_handler=record_handler, processor=PublishingBatchProcessor(outbox), context=context
+        )
     failures = len(response.get("batchItemFailures", []))
     if failures:
         metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=failures)

@@ -148,6 +148,7 @@ def build_function(
         "PAGINATION_SECRET": pagination_secret,
         "SESSION_TTL_SECONDS": str(SESSION_TTL_SECONDS),
         "IDEMPOTENCY_TTL_SECONDS": str(IDEMPOTENCY_TTL_SECONDS),
+        "FUNCTION_TIMEOUT_SECONDS": str(spec.timeout_s),  # the store's budget derives from it (shop.aws_config)
         "POWERTOOLS_SERVICE_NAME": spec.name,
         "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config),
         "POWERTOOLS_LOG_LEVEL": "INFO",

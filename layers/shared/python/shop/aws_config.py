@@ -1,10 +1,20 @@
-"""The one botocore configuration every AWS client of the shop uses.
+"""The one botocore configuration every AWS client of the shop uses, derived from the function's timeout.
 
-Standard retry mode backs off with jitter on throttling and 5xx. Three attempts with
-1 s connect / 2 s read timeouts keep the worst case well inside the API functions'
-10 s timeout, so the handler still answers 503 itself. DYNAMODB_CONNECT_TIMEOUT and
-DYNAMODB_READ_TIMEOUT (seconds) override the timeouts where the store is slower than
-DynamoDB, as DynamoDB Local on a loaded laptop or CI machine is.
+A handler must answer itself (503 SERVICE_UNAVAILABLE with Retry-After) before Lambda kills it
+at its timeout (API Gateway would answer a bare 500/503). So the store's budget is derived from
+FUNCTION_TIMEOUT_SECONDS (set by infra from the function's timeout; `Budget.for_timeout`):
+
+    worst case of one call = attempts x (connect + read) + standard mode's backoff sleeps
+                           <= timeout - margin
+
+and, because a handler makes several calls and retries transaction conflicts on top,
+`invocation_deadline(context)` sets a deadline for the whole invocation (Lambda's remaining time
+minus the margin): no attempt starts that could end after it (`DeadlineExceeded`, which the
+repository turns into ServiceUnavailable). docs/decisions.md shows the arithmetic.
+
+DYNAMODB_CONNECT_TIMEOUT and DYNAMODB_READ_TIMEOUT (seconds) override the timeouts where the
+store is slower than DynamoDB, as DynamoDB Local on a loaded laptop or CI machine is; the
+deadline still holds then.
 
 Standard mode does not retry a write that collided with a transaction on the same item
 (`TransactionConflictException` on PutItem/UpdateItem/DeleteItem, or a TransactWriteItems
@@ -15,18 +25,34 @@ condition and applies it at most once.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import math
 import os
 import random
 import threading
+import time
 import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError
 
+DEFAULT_FUNCTION_TIMEOUT_S = 10.0
 TOTAL_ATTEMPTS = 3
+# The deployed per-attempt ceiling: DynamoDB answers in milliseconds; longer waits only delay the 503.
+MAX_CONNECT_TIMEOUT_S = 1.0
+MAX_READ_TIMEOUT_S = 2.0
+MIN_ATTEMPT_S = 0.3
+# Standard retry mode sleeps random() * 2 ** (attempt - 1) s after a failed attempt (botocore
+# retries.standard.ExponentialBackoff, capped at 20 s).
+STANDARD_BACKOFF_BASE = 2
+STANDARD_BACKOFF_CAP_S = 20.0
 
 # A transaction holds its items for milliseconds: start at 10 ms, double up to 0.5 s, full jitter.
-# Twelve attempts sleep at most 3.1 s, inside the API functions' 10 s timeout.
+# The invocation deadline, not this count, is what bounds them in time.
 CONFLICT_ATTEMPTS = 12
 CONFLICT_FIRST_DELAY = 0.01
 CONFLICT_MAX_DELAY = 0.5
@@ -36,13 +62,156 @@ CONFLICT_REASON = "TransactionConflict"
 NO_REASON = "None"
 
 
+def standard_backoff_ceiling(attempts: int) -> float:
+    """The longest standard mode can sleep between `attempts` attempts."""
+    return sum(min(STANDARD_BACKOFF_BASE ** (n - 1), STANDARD_BACKOFF_CAP_S) for n in range(1, attempts))
+
+
+def conflict_backoff_ceiling(attempts: int = CONFLICT_ATTEMPTS) -> float:
+    return sum(min(CONFLICT_MAX_DELAY, CONFLICT_FIRST_DELAY * 2 ** (n - 1)) for n in range(1, attempts))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long the store may take within one invocation of a function with `function_timeout_s`."""
+
+    function_timeout_s: float
+    margin_s: float
+    attempts: int
+    connect_timeout_s: float
+    read_timeout_s: float
+
+    @classmethod
+    def for_timeout(cls, function_timeout_s: float) -> Budget:
+        """The most patient budget whose worst case leaves the handler `margin_s` to answer.
+
+        The margin is a tenth of the timeout, at least 0.5 s (serialising the 503, flushing
+        metrics). Attempts drop from three when their sleeps and the minimal attempt do not fit.
+        """
+        margin = max(0.5, function_timeout_s / 10)
+        usable = function_timeout_s - margin
+        for attempts in range(TOTAL_ATTEMPTS, 0, -1):
+            per_attempt = (usable - standard_backoff_ceiling(attempts)) / attempts
+            if per_attempt >= MIN_ATTEMPT_S:
+                connect = _tenths(min(MAX_CONNECT_TIMEOUT_S, per_attempt / 4))
+                read = _tenths(min(MAX_READ_TIMEOUT_S, per_attempt - connect))
+                return cls(function_timeout_s, margin, attempts, connect, read)
+        raise ValueError(f"a {function_timeout_s} s function timeout leaves no time for one store attempt")
+
+    @property
+    def answer_within_s(self) -> float:
+        return self.function_timeout_s - self.margin_s
+
+    @property
+    def attempt_s(self) -> float:
+        return self.connect_timeout_s + self.read_timeout_s
+
+    def worst_case_s(self) -> float:
+        """One call that exhausts standard mode: every attempt times out, every sleep is the longest."""
+        return self.attempts * self.attempt_s + standard_backoff_ceiling(self.attempts)
+
+
+def _tenths(seconds: float) -> float:
+    return math.floor(seconds * 10) / 10
+
+
+def function_timeout() -> float:
+    return float(os.environ.get("FUNCTION_TIMEOUT_SECONDS") or DEFAULT_FUNCTION_TIMEOUT_S)
+
+
+def budget() -> Budget:
+    return Budget.for_timeout(function_timeout())
+
+
 def client_config() -> Config:
+    derived = budget()
     return Config(
-        retries={"mode": "standard", "total_max_attempts": TOTAL_ATTEMPTS},
-        connect_timeout=float(os.environ.get("DYNAMODB_CONNECT_TIMEOUT", "1")),
-        read_timeout=float(os.environ.get("DYNAMODB_READ_TIMEOUT", "2")),
+        retries={"mode": "standard", "total_max_attempts": derived.attempts},
+        connect_timeout=float(os.environ.get("DYNAMODB_CONNECT_TIMEOUT") or derived.connect_timeout_s),
+        read_timeout=float(os.environ.get("DYNAMODB_READ_TIMEOUT") or derived.read_timeout_s),
         tcp_keepalive=True,
     )
+
+
+class DeadlineExceeded(BotoCoreError):
+    """No time is left in the invocation for another attempt that could end before its deadline."""
+
+    fmt = "not enough time left for a store attempt ({left:.2f} s left, an attempt may take {needed:.2f} s)"
+
+
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("shop_store_deadline", default=None)
+
+
+@contextlib.contextmanager
+def invocation_deadline(context: Any) -> Iterator[float]:
+    """Within it, no store attempt starts that could end after Lambda's remaining time minus the margin."""
+    derived = budget()
+    remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
+    remaining = remaining_ms() / 1000 if callable(remaining_ms) else derived.function_timeout_s
+    deadline = time.monotonic() + remaining - derived.margin_s
+    token = _deadline.set(deadline)
+    try:
+        yield deadline
+    finally:
+        _deadline.reset(token)
+
+
+RETRYABLE_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "TransactionInProgressException",
+        CONFLICT_ERROR,
+    }
+)
+
+
+class _DeadlineGuard:
+    """before-send and needs-retry handlers: neither a sleep nor an attempt may end after the deadline.
+
+    An attempt takes at most connect + read timeout; a retry sleeps at most the longer of standard
+    mode's and the conflict backoff. Without a deadline (scripts, tests) the guard does nothing.
+    """
+
+    def __init__(self, client: Any) -> None:
+        config = client.meta.config
+        # Widened local timeouts (DYNAMODB_*_TIMEOUT) would refuse every retry: they count as deployed.
+        self.attempt_s = min(float(config.connect_timeout) + float(config.read_timeout), budget().attempt_s)
+        self.max_attempts = int((config.retries or {}).get("total_max_attempts", TOTAL_ATTEMPTS))
+
+    def before_send(self, **_: Any) -> None:
+        self._require(self.attempt_s)
+
+    def needs_retry(
+        self,
+        response: tuple[Any, dict[str, Any]] | None = None,
+        attempts: int = 1,
+        caught_exception: Exception | None = None,
+        **_: Any,
+    ) -> None:
+        """Refuse a retry whose sleep and attempt could not end before the deadline."""
+        if response is not None and collided(response[1]):
+            if attempts < CONFLICT_ATTEMPTS:
+                self._require(min(CONFLICT_MAX_DELAY, CONFLICT_FIRST_DELAY * 2 ** (attempts - 1)) + self.attempt_s)
+            return
+        transient = caught_exception is not None or (response is not None and _transient(response[1]))
+        if transient and attempts < self.max_attempts:
+            self._require(min(STANDARD_BACKOFF_BASE ** (attempts - 1), STANDARD_BACKOFF_CAP_S) + self.attempt_s)
+
+    @staticmethod
+    def _require(seconds: float) -> None:
+        deadline = _deadline.get()
+        if deadline is None:
+            return
+        left = deadline - time.monotonic()
+        if left < seconds:
+            raise DeadlineExceeded(left=left, needed=seconds)
+
+
+def _transient(parsed: dict[str, Any]) -> bool:
+    status = parsed.get("ResponseMetadata", {}).get("HTTPStatusCode", 200)
+    return status >= 500 or parsed.get("Error", {}).get("Code") in RETRYABLE_CODES
 
 
 def conflict_delay(attempt: int) -> float:
@@ -73,12 +242,18 @@ _conflict_lock = threading.Lock()
 
 
 def with_conflict_retries(client: Any) -> Any:
-    """The DynamoDB client, its retry loop also retrying transaction conflicts (idempotent, cheap)."""
+    """The DynamoDB client, its retry loop also retrying transaction conflicts (idempotent, cheap) and
+    never running past the invocation's deadline (`invocation_deadline`)."""
     if client not in _conflict_retrying:
         with _conflict_lock:
             if client not in _conflict_retrying:
-                client.meta.events.register_first(
+                guard = _DeadlineGuard(client)
+                events = client.meta.events
+                events.register_first(
                     "needs-retry.dynamodb", _retry_collisions, unique_id="shop-retry-transaction-conflicts"
                 )
+                # Registered first after it, so it runs before it: a refused retry never sleeps.
+                events.register_first("needs-retry.dynamodb", guard.needs_retry, unique_id="shop-deadline-retry")
+                events.register_last("before-send.dynamodb", guard.before_send, unique_id="shop-deadline-send")
                 _conflict_retrying.add(client)
     return client

@@ -4,7 +4,7 @@
   Gateway request id) as thread-local keys, so concurrent in-process invocations do not mix them.
 - ``count()``: EMF metrics (namespace ``POWERTOOLS_METRICS_NAMESPACE``, default ``Shop``), flushed
   once at the end of each invocation: OrdersPlaced, OrderValueCents, OutOfStockRejections,
-  ValidationFailures.
+  ValidationFailures, StoreUnavailable (answers 503 because the store throttled, stalled or failed).
 - Tracing: ``aws_xray_sdk`` is imported only when ``POWERTOOLS_TRACE_DISABLED`` is not ``true``;
   otherwise the handler is not wrapped at all and the X-Ray SDK stays unimported (~120 ms saved).
 - Cold start: the first invocation runs with the cyclic collector paused (``shop.api.coldstart``).
@@ -21,6 +21,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import Metrics, MetricUnit
 
 from shop.api import coldstart
+from shop.aws_config import invocation_deadline
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "shop-api"))
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Shop"))
@@ -28,6 +29,7 @@ metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Shop
 _metrics_lock = threading.Lock()
 _cold_start = True
 
+SERVICE_UNAVAILABLE = 503
 UNITS = {"OrderValueCents": MetricUnit.NoUnit}
 
 
@@ -63,7 +65,11 @@ def lambda_handler(resolve: Handler) -> Handler:
             function_request_id=getattr(context, "aws_request_id", None),
         )
         try:
-            return resolve(event, context)
+            with invocation_deadline(context):
+                response = resolve(event, context)
+            if response.get("statusCode") == SERVICE_UNAVAILABLE:
+                count("StoreUnavailable")  # what the throttling/store alarm counts (infra monitoring)
+            return response
         finally:
             flush_metrics()
             logger.thread_safe_clear_keys()
