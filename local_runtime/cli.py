@@ -23,6 +23,7 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_STATE_DIR = REPO_ROOT / ".local"
 DEFAULT_TABLE_NAME = LOCAL_TABLE_NAME  # the `-c local=true` synth names it too (sam local invoke)
 READY_LINE = "local stack ready"
+MAX_STORE_RESTARTS = 5
 
 log = logging.getLogger("local_runtime")
 
@@ -78,7 +79,12 @@ def cmd_dev(args: argparse.Namespace) -> int:
             if seeded:
                 print(f"seeded {len(seeded)} demo products", flush=True)
         functions = Functions(
-            app, table_name=table_name, endpoint=ddb.endpoint, state_dir=state_dir, concurrency=args.concurrency
+            app,
+            table_name=table_name,
+            endpoint=ddb.endpoint,
+            state_dir=state_dir,
+            concurrency=args.concurrency,
+            deployed_budget=args.deployed_budget,
         )
         functions.warm()
         keys = auth.load_or_create_keys(state_dir)
@@ -118,10 +124,16 @@ def cmd_dev(args: argparse.Namespace) -> int:
             f"{READY_LINE} at {url} (Ctrl-C stops everything)",
             flush=True,
         )
+        restarts = 0
         while not stop.wait(1.0):
             if not ddb.is_running():
-                print("error: DynamoDB Local exited; stopping", file=sys.stderr)
-                return 1
+                if restarts >= MAX_STORE_RESTARTS:
+                    print("error: DynamoDB Local exited again; stopping", file=sys.stderr)
+                    return 1
+                restarts += 1
+                # As a supervisor would: same port, same data; the functions answer 503 meanwhile.
+                print("DynamoDB Local exited; restarting it on the same data", file=sys.stderr, flush=True)
+                ddb.restart()
         print("stopping...", flush=True)
         return 0
     finally:
@@ -199,6 +211,11 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--dynamodb-port", type=int, default=None, help="DynamoDB Local port (default: free)")
     dev.add_argument("--concurrency", type=int, default=4, help="warm workers per function, at most")
     dev.add_argument("--no-seed", action="store_true", help="do not seed the demo catalogue")
+    dev.add_argument(
+        "--deployed-budget",
+        action="store_true",
+        help="the deployed store timeouts, not the relaxed local ones (fault drills)",
+    )
     dev.add_argument("-v", "--verbose", action="store_true", help="log every request")
     dev.set_defaults(func=cmd_dev)
 

@@ -232,6 +232,14 @@ class DynamoDBLocal:
             return ""
         return text[-limit:].strip().replace("\n", " | ")
 
+    def restart(self, timeout: float = 30.0) -> DynamoDBLocal:
+        """Start again on the same port and data (after it exited or was stopped): clients keep working."""
+        with self._lock:
+            if self.port:
+                self._requested_port = self.port
+            self._terminate()
+        return self.start(timeout)
+
     def stop(self, timeout: float = 10.0) -> None:
         """Terminate the Java process group, kill it if it does not exit in `timeout`; idempotent."""
         with self._lock:

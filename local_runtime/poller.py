@@ -72,13 +72,19 @@ class StreamPoller:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            try:
-                worked = self.poll_once()
-            except Exception:
-                log.exception("stream poller error; retrying")
-                worked = False
-            if not worked:
+            if not self.poll_or_recover():
                 self._stop.wait(IDLE_SLEEP_S)
+
+    def poll_or_recover(self) -> bool:
+        """One pass; on any error (the store stalled, stopped or restarted) the shard iterators are
+        dropped, so the next pass re-opens every shard after its last checkpoint."""
+        try:
+            return self.poll_once()
+        except Exception:
+            log.exception("stream poller error; resuming from the checkpoints")
+            self._iterators.clear()
+            self._closed.clear()
+            return False
 
     # -- one pass over the shards -----------------------------------------------------------------
     def stream_arn(self) -> str:

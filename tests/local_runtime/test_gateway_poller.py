@@ -219,3 +219,60 @@ def test_poller_filters_batches_retries_and_dead_letters(app, tmp_path):
     assert failed[0]["requestContext"]["condition"] == "RetryAttemptsExhausted"
     assert [r["dynamodb"]["Keys"]["PK"]["S"] for r in failed[0]["records"]] == ["ORDER#1", "ORDER#2"]
     assert json.loads((tmp_path / "stream-checkpoints.json").read_text())
+
+
+def _order(client, n: int) -> None:
+    item = {"PK": {"S": f"ORDER#resume-{n}"}, "SK": {"S": "ORDER"}, "entity": {"S": "ORDER"}}
+    client.put_item(TableName="shop-local", Item=item)
+
+
+def _delivered_keys(batches: pathlib.Path) -> list[str]:
+    if not batches.exists():
+        return []
+    return [
+        r["dynamodb"]["Keys"]["PK"]["S"]
+        for line in batches.read_text().splitlines()
+        for r in json.loads(line)["Records"]
+    ]
+
+
+def _poll_until(poller: StreamPoller, batches: pathlib.Path, key: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and key not in _delivered_keys(batches):
+        poller.poll_or_recover()
+        time.sleep(0.2)
+
+
+def test_poller_resumes_after_the_store_restarts_and_after_its_own_restart(app, tmp_path):
+    """Store gone and back on the same data, then a new poller (a killed one restarted): every record once."""
+    batches = app.function("order_events").code_dir / "batches.jsonl"
+    batches.unlink(missing_ok=True)
+    ddb = DynamoDBLocal(data_dir=tmp_path / "data").start()
+    functions = Functions(app, table_name="shop-local", endpoint=ddb.endpoint, state_dir=tmp_path)
+
+    def poller() -> StreamPoller:
+        return StreamPoller(
+            app.mappings[0],
+            dynamodb=ddb.client(),
+            streams=ddb.client("dynamodbstreams"),
+            table_name="shop-local",
+            invoke=lambda event: functions.invoke("order_events", event),
+            state_dir=tmp_path,
+        )
+
+    try:
+        create_table(ddb.client(), "shop-local", spec=app.table.spec)
+        first = poller()
+        _order(ddb.client(), 1)
+        _poll_until(first, batches, "ORDER#resume-1")
+        ddb.stop()
+        assert first.poll_or_recover() is False  # the store is gone: no crash, nothing delivered
+        ddb.restart()
+        _order(ddb.client(), 2)
+        _poll_until(first, batches, "ORDER#resume-2")
+        _order(ddb.client(), 3)
+        _poll_until(poller(), batches, "ORDER#resume-3")  # a fresh poller starts from the checkpoint
+    finally:
+        functions.close()
+        ddb.stop()
+    assert _delivered_keys(batches) == ["ORDER#resume-1", "ORDER#resume-2", "ORDER#resume-3"]
