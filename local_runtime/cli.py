@@ -24,6 +24,7 @@ DEFAULT_STATE_DIR = REPO_ROOT / ".local"
 DEFAULT_TABLE_NAME = LOCAL_TABLE_NAME  # the `-c local=true` synth names it too (sam local invoke)
 READY_LINE = "local stack ready"
 MAX_STORE_RESTARTS = 5
+STORE_FAULTS_FILE = "store-faults.json"  # what fault drills write to throttle the functions' store calls
 
 log = logging.getLogger("local_runtime")
 
@@ -85,6 +86,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             state_dir=state_dir,
             concurrency=args.concurrency,
             deployed_budget=args.deployed_budget,
+            store_faults=state_dir / STORE_FAULTS_FILE if args.deployed_budget else None,
         )
         functions.warm()
         keys = auth.load_or_create_keys(state_dir)
@@ -214,7 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument(
         "--deployed-budget",
         action="store_true",
-        help="the deployed store timeouts, not the relaxed local ones (fault drills)",
+        help="the deployed store timeouts, not the relaxed local ones, and <data-dir>/store-faults.json "
+        "injects throttling (fault drills, bench/drills.py)",
     )
     dev.add_argument("-v", "--verbose", action="store_true", help="log every request")
     dev.set_defaults(func=cmd_dev)

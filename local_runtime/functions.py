@@ -59,6 +59,7 @@ def function_environment(
     endpoint: str,
     state_dir: pathlib.Path,
     deployed_budget: bool = False,
+    store_faults: pathlib.Path | None = None,
 ) -> dict[str, str]:
     """What the deployed function's environment holds, resolved for the local stack.
 
@@ -94,6 +95,8 @@ def function_environment(
     env["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] = endpoint
     env["POWERTOOLS_TRACE_DISABLED"] = "true"
     env["FUNCTION_TIMEOUT_SECONDS"] = str(fn.timeout_s)
+    if store_faults is not None:  # fault drills: throttling injected at the client (worker.StoreFaults)
+        env["LOCAL_STORE_FAULTS_FILE"] = str(store_faults)
     if not deployed_budget:
         # DynamoDB Local on a busy 2-core machine answers far slower than DynamoDB; the deployed
         # timeouts (shop.aws_config.Budget) would turn that into 503s that AWS would not give.
@@ -293,6 +296,7 @@ class Functions:
         state_dir: pathlib.Path,
         concurrency: int = 4,
         deployed_budget: bool = False,
+        store_faults: pathlib.Path | None = None,
     ) -> None:
         self.app = app
         self.pools = {
@@ -305,6 +309,7 @@ class Functions:
                     endpoint=endpoint,
                     state_dir=state_dir,
                     deployed_budget=deployed_budget,
+                    store_faults=store_faults,
                 ),
                 concurrency,
             )

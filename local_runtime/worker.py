@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import sys
 import time
 import traceback
@@ -87,6 +88,67 @@ def call(fn: Callable[..., Any], event: Any, context: LambdaContext) -> dict[str
         return {"ok": False, "error": error_payload(exc, context.aws_request_id)}
 
 
+class StoreFaults:
+    """A before-send hook for every DynamoDB client of this worker: while the drill's fault file says
+    so, a share of the calls is answered with throttling, as DynamoDB answers a throttled request.
+
+    The file holds {"throttle_rate": 0.3, "until": <epoch seconds>}; it is re-read when it changes.
+    """
+
+    CODES = ("ThrottlingException", "ProvisionedThroughputExceededException")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._seen: float | None = None
+        self._rate = 0.0
+        self._until = 0.0
+
+    def _refresh(self) -> None:
+        try:
+            mtime = os.stat(self.path).st_mtime
+        except OSError:
+            self._rate = 0.0
+            return
+        if mtime != self._seen:
+            self._seen = mtime
+            try:
+                with open(self.path, encoding="utf-8") as spec_file:
+                    spec = json.load(spec_file)
+            except (OSError, ValueError):
+                return
+            self._rate, self._until = float(spec.get("throttle_rate", 0)), float(spec.get("until", 0))
+
+    def __call__(self, request: Any, **_: Any) -> Any:
+        self._refresh()
+        if time.time() >= self._until or random.random() >= self._rate:
+            return None
+        from botocore.awsrequest import AWSResponse
+
+        code = random.choice(self.CODES)
+        body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected by a drill"})
+        print(f"drill: injected {code}", file=sys.stderr)
+        headers = {"x-amzn-requestid": "drill", "Content-Type": "application/x-amz-json-1.0"}
+        return AWSResponse(request.url, 400, headers, _Body(body.encode()))
+
+
+class _Body:
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def stream(self, **_: Any) -> Any:
+        yield self._data
+
+    def read(self, *_: Any, **__: Any) -> bytes:
+        return self._data
+
+
+def install_store_faults(path: str) -> None:
+    """Every botocore session created from now on (the function's clients) gets the hook."""
+    from botocore import handlers
+
+    handlers.BUILTIN_HANDLERS.append(("before-send.dynamodb", StoreFaults(path)))
+
+
 def main() -> None:
     init = json.loads(sys.argv[1])
     # Private protocol channel = the original stdout; the function's prints go to stderr.
@@ -96,6 +158,8 @@ def main() -> None:
     for entry in reversed(init["sys_path"]):
         sys.path.insert(0, entry)
     os.chdir(init["code_dir"])
+    if os.environ.get("LOCAL_STORE_FAULTS_FILE"):
+        install_store_faults(os.environ["LOCAL_STORE_FAULTS_FILE"])
     fn: Callable[..., Any] | None = None
     init_error: dict[str, Any] | None = None
     try:

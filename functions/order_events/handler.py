@@ -22,6 +22,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
+from shop.aws_config import invocation_deadline
 from shop.publishing import EventPublisher, Outbox
 from shop.repository import Table
 from shop.services.order_events import Action, OrderEventsService, Outcome, StreamRecord

@@ -43,6 +43,7 @@ API_LATENCY_P99_MS = 1000
 NEAR_TIMEOUT = 0.8
 STREAM_BEHIND = Duration.minutes(5)
 TRANSACTION_CONFLICTS_PER_MINUTE = 10
+STORE_UNAVAILABLE_PER_MINUTE = 5
 API_STATUS_FIELD = "$.status"
 
 
@@ -198,6 +199,25 @@ class Monitoring(Construct):
         # The table.
         throttled = table.metric_throttled_requests_for_operations(operations=TABLE_OPERATIONS, period=PERIOD)
         alarm("TableThrottles", throttled, 1, "DynamoDB throttles", "DynamoDB throttled requests")
+        # What clients saw of it: answers 503 because the store throttled, stalled or failed (the
+        # functions' StoreUnavailable EMF metric; it also counts what DynamoDB's metrics do not: timeouts).
+        unavailable = cw.MathExpression(
+            expression=" + ".join(f"FILL(u{i}, 0)" for i in range(len(functions))),
+            using_metrics={
+                f"u{i}": shop_metric(namespace, "StoreUnavailable", name, PERIOD)
+                for i, name in enumerate(sorted(functions))
+            },
+            period=PERIOD,
+            label="StoreUnavailable (503s)",
+        )
+        alarm(
+            "StoreUnavailableAnswers",
+            unavailable,
+            STORE_UNAVAILABLE_PER_MINUTE,
+            "Store unavailable",
+            f"the API answered {STORE_UNAVAILABLE_PER_MINUTE}+ requests a minute with 503: the store throttled, "
+            "stalled or failed",
+        )
         system_errors = table.metric_system_errors_for_operations(operations=TABLE_OPERATIONS, period=PERIOD)
         alarm("TableSystemErrors", system_errors, 1, "DynamoDB system errors", "DynamoDB returned system (5xx) errors")
         conflicts = table.metric("TransactionConflict", period=PERIOD, statistic="Sum")

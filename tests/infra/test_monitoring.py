@@ -122,6 +122,16 @@ def test_stream_and_table_alarms(arm64) -> None:
     assert conflicts["Threshold"] == 10
 
 
+def test_answers_503_for_the_store_alarm_from_every_api_function(arm64) -> None:
+    """Locally DynamoDB's own ThrottledRequests cannot be drilled; the functions' StoreUnavailable can."""
+    alarm = _by_id(arm64, "StoreUnavailableAnswers")
+    assert alarm["Threshold"] == 5
+    stats = [m["MetricStat"]["Metric"] for m in alarm["Metrics"] if "MetricStat" in m]
+    assert {m["MetricName"] for m in stats} == {"StoreUnavailable"}
+    services = {d["Value"] for m in stats for d in m["Dimensions"]}
+    assert services == {"customers", "orders", "products", "sessions"}
+
+
 def test_the_dashboard_shows_the_business_metrics(arm64) -> None:
     (dashboard,) = (
         Template.from_json(arm64.templates["ShopMonitoring"]).find_resources("AWS::CloudWatch::Dashboard").values()
