@@ -24,7 +24,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
 .PHONY: setup dev test unit integration infra e2e lint typecheck synth synth-local layers openapi \
-        invoke token bench deploy destroy lock clean
+        invoke token bench drill deploy destroy lock clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -80,6 +80,11 @@ invoke: setup synth
 
 bench: setup synth
 	$(PY) -m bench
+
+# Fault drills (docs/operations.md, "Fault drills"): five faults under load on loopback, under 5 minutes;
+# writes `faults` into bench/results.json and fails when a drill's guarantees do not hold.
+drill: setup synth
+	$(PY) -m bench.drills
 
 deploy: setup
 	$(PY) -m infra.build_layers --arch arm64

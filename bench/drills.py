@@ -22,6 +22,7 @@ import pathlib
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -45,6 +46,8 @@ GATEWAY_ALLOWANCE_S = 1.0  # the local gateway's own hop and worker hand-off
 ADDRESS = {"name": "Drill", "line1": "1 Loopback Road", "city": "London", "postal_code": "SW1A 1AA", "country": "GB"}
 INITIAL_STOCK = 100_000
 THROTTLE_RATE = 0.3
+REPEAT_FOR_S = 20.0
+CRASH_AFTER_S = 0.15  # into an order placement, which takes longer on DynamoDB Local
 EMF_STORE_UNAVAILABLE = '"StoreUnavailable"'
 
 
@@ -83,10 +86,10 @@ class Rig:
         raise RuntimeError(f"the local stack did not start; see {self.log}")
 
     def pids(self, mark: str) -> list[int]:
-        """This run's processes whose command line contains `mark` (a /proc scan of its group)."""
+        """This run's processes (the stack and its descendants) whose command line contains `mark`."""
         if self.proc is None:
             return []
-        found = []
+        table: dict[int, tuple[int, str, str]] = {}  # pid -> (parent, state, command line)
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
@@ -96,10 +99,14 @@ class Rig:
             except OSError:
                 continue
             fields = stat[stat.rfind(")") + 2 :].split()
-            state, pgid = fields[0], int(fields[3])
-            if mark in cmdline and state != "Z" and (pgid == self.proc.pid or str(self.data_dir) in cmdline):
-                found.append(int(entry))
-        return found
+            table[int(entry)] = (int(fields[1]), fields[0], cmdline)
+        family, todo = set(), [self.proc.pid]
+        while todo:
+            parent = todo.pop()
+            children = [pid for pid, (ppid, _, _) in table.items() if ppid == parent and pid not in family]
+            family.update(children)
+            todo += children
+        return sorted(pid for pid in family if mark in table[pid][2] and table[pid][1] != "Z")
 
     def java(self) -> int:
         [pid] = self.pids("DynamoDBLocal.jar")
@@ -191,6 +198,17 @@ class Shop:
         return self.call("POST", "/orders", self.customer, headers={"Idempotency-Key": key}, json=body)
 
 
+def place(shop: Shop, tally: Tally, key: str) -> requests.Response:
+    """One order placement, remembered for the integrity check (answers >= 500 are repeated there)."""
+    response = shop.order(key)
+    with tally.lock:
+        if response.status_code == 201:
+            tally.placed[key] = response.json()["order_id"]
+        elif response.status_code >= 500:
+            tally.refused.append(key)
+    return response
+
+
 def load(shop: Shop, tally: Tally, stop: threading.Event, clients: int) -> list[threading.Thread]:
     def client(n: int) -> None:
         session_id: str | None = None
@@ -211,13 +229,7 @@ def load(shop: Shop, tally: Tally, stop: threading.Event, clients: int) -> list[
                         path = f"/sessions/{session_id}/cart/{shop.product_id}"
                         response = shop.call("PUT", path, json={"quantity": 1 + i % 3})
                 else:
-                    key = f"drill-{n}-{i}-{uuid.uuid4().hex[:6]}"
-                    response = shop.order(key)
-                    with tally.lock:
-                        if response.status_code == 201:
-                            tally.placed[key] = response.json()["order_id"]
-                        elif response.status_code >= 500 or response.status_code == 0:
-                            tally.refused.append(key)
+                    response = place(shop, tally, f"drill-{n}-{i}-{uuid.uuid4().hex[:6]}")
             except requests.RequestException:
                 tally.record(kind, None, time.monotonic() - started)
                 time.sleep(0.2)
@@ -234,16 +246,24 @@ def load(shop: Shop, tally: Tally, stop: threading.Event, clients: int) -> list[
 def check(shop: Shop, tally: Tally, settle_s: float) -> dict[str, Any]:
     """Integrity and exactly-once stream effects, once the store answers again."""
     orders = dict(tally.placed)
+    taken_before_repeats = INITIAL_STOCK - shop.call("GET", f"/products/{shop.product_id}").json()["stock"]
     repeated = 0
+    repeats_refused: list[str] = []
     for key in tally.refused:
-        for _ in range(20):
+        # A first attempt whose in-progress lock the stalled store could not release answers
+        # 409 IDEMPOTENCY_IN_PROGRESS until the lock expires (the function's timeout): retry as a client would.
+        deadline = time.monotonic() + REPEAT_FOR_S
+        while True:
             response = shop.order(key)
-            if response.status_code != 503:
+            retry = response.status_code in (500, 503) or "IDEMPOTENCY_IN_PROGRESS" in response.text
+            if not retry or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         if response.status_code == 201:
             orders[key] = response.json()["order_id"]
             repeated += 1
+        else:
+            repeats_refused.append(f"{response.status_code} {response.text[:200]}")
     missing = [oid for oid in orders.values() if shop.call("GET", f"/orders/{oid}", shop.customer).status_code != 200]
     stock = shop.call("GET", f"/products/{shop.product_id}").json()["stock"]
     ids = set(orders.values())
@@ -269,6 +289,8 @@ def check(shop: Shop, tally: Tally, settle_s: float) -> dict[str, Any]:
     return {
         "orders_checked": len(ids),
         "orders_from_repeats_of_503": repeated,
+        "orders_written_by_attempts_answered_5xx": taken_before_repeats - len(tally.placed),
+        "repeats_refused": repeats_refused,
         "orders_missing": len(missing),
         "stock_taken_matches_orders": INITIAL_STOCK - stock == len(ids),
         "stream_effects_checked": len(ids),
@@ -296,7 +318,7 @@ def _confirmations(shop: Shop) -> dict[str, int]:
 # ------------------------------------------------------------------------------------------ the faults
 
 
-def stall(rig: Rig, seconds: float) -> None:
+def stall(rig: Rig, shop: Shop, tally: Tally, seconds: float) -> None:
     """DynamoDB Local paused (SIGSTOP) for `seconds`, then resumed."""
     java = rig.java()
     os.kill(java, signal.SIGSTOP)
@@ -306,35 +328,56 @@ def stall(rig: Rig, seconds: float) -> None:
         os.kill(java, signal.SIGCONT)
 
 
-def store_gone(rig: Rig, _: float) -> None:
-    """DynamoDB Local killed; the local stack restarts it on the same data and port, as a supervisor would."""
+def store_gone(rig: Rig, shop: Shop, tally: Tally, _: float) -> None:
+    """DynamoDB Local killed; the local stack restarts it on the same data and port, as a supervisor would.
+    Returns once it accepts connections again (recovery is measured from there)."""
     java = rig.java()
+    cmdline = pathlib.Path(f"/proc/{java}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    found = re.search(r"-port (\d+)", cmdline)
+    if found is None:
+        raise RuntimeError(f"no -port in DynamoDB Local's command line: {cmdline}")
+    port = int(found.group(1))
     os.kill(java, signal.SIGKILL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if [pid for pid in rig.pids("DynamoDBLocal.jar") if pid != java]:
+        if [pid for pid in rig.pids("DynamoDBLocal.jar") if pid != java] and _accepts(port):
             return
         time.sleep(0.2)
     raise RuntimeError("DynamoDB Local was not restarted")
 
 
-def kill_worker(rig: Rig, _: float) -> None:
-    """kill -9 of the orders function's workers, three times, while order placements run."""
-    for _round in range(3):
+def _accepts(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def kill_worker(rig: Rig, shop: Shop, tally: Tally, _: float) -> None:
+    """kill -9 of the orders function's workers while an order placement runs in one of them."""
+    for round_ in range(3):
+        key = f"drill-crash-{round_}-{uuid.uuid4().hex[:6]}"
+        started = time.monotonic()
+        in_flight = threading.Thread(
+            target=lambda key=key, started=started: tally.record(
+                "order", place(shop, tally, key), time.monotonic() - started
+            )
+        )
+        in_flight.start()
+        time.sleep(CRASH_AFTER_S)
         for pid in rig.pids("functions/orders"):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        time.sleep(0.5)
+        in_flight.join(30)
 
 
-def kill_poller(rig: Rig, seconds: float) -> None:
+def kill_poller(rig: Rig, shop: Shop, tally: Tally, seconds: float) -> None:
     """The poller runs in the stack process: kill -9 of it (and all it started), restart on the same data."""
     rig.kill()
     time.sleep(min(seconds, 2.0))
     rig.start(fresh=False)
 
 
-def throttle(rig: Rig, seconds: float) -> None:
+def throttle(rig: Rig, shop: Shop, tally: Tally, seconds: float) -> None:
     """30 % of the functions' DynamoDB calls answered with throttling for `seconds` (worker.StoreFaults)."""
     path = rig.data_dir / STORE_FAULTS_FILE
     path.write_text(json.dumps({"throttle_rate": THROTTLE_RATE, "until": time.time() + seconds}))
@@ -344,7 +387,7 @@ def throttle(rig: Rig, seconds: float) -> None:
 
 @dataclass(frozen=True)
 class Fault:
-    run: Callable[[Rig, float], None]
+    run: Callable[[Rig, Shop, Tally, float], None]
     seconds: float
     crashes: bool = False  # invocations die with the worker: API Gateway answers those 500
 
@@ -373,7 +416,7 @@ def drill(name: str, workdir: pathlib.Path, cdk_out: pathlib.Path, *, scale: flo
         stop = threading.Event()
         threads = load(shop, tally, stop, clients)
         time.sleep(steady)
-        fault.run(rig, fault.seconds * scale)
+        fault.run(rig, shop, tally, fault.seconds * scale)
         recovered = _recovery(shop)
         time.sleep(steady)
         stop.set()
