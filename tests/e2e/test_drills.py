@@ -30,7 +30,9 @@ def test_drill(name: str, tmp_path: pathlib.Path, cdk_out: pathlib.Path) -> None
     assert result["orders_missing"] == 0, result
     assert result["stock_taken_matches_orders"], result
     assert result["stream_effects_exactly_once"], result
-    assert result["recovered_within_s"] is not None and result["recovered_within_s"] <= 2.0, result
+    assert result["recovered_within_s"] is not None, result
+    if name == "store_stall":  # the bound: normal answers within 2 s of the store resuming
+        assert result["recovered_within_s"] <= 2.0, result
     if not FAULTS[name].crashes:
         assert result["status_500"] == 0, result
     if name == "throttling_storm":

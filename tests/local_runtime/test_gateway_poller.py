@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import shutil
+import signal
 import socket
 import threading
 import time
@@ -115,6 +117,29 @@ def test_concurrent_requests(stack):
     for t in threads:
         t.join()
     assert results == [200] * 8
+
+
+def test_a_worker_killed_mid_request_is_a_500_like_api_gateway_and_a_fresh_worker_serves_the_next(stack):
+    url, _keys, functions = stack
+    answers: list[requests.Response] = []
+    in_flight = threading.Thread(target=lambda: answers.append(requests.get(f"{url}/products/slow", timeout=60)))
+    in_flight.start()
+    pool = functions.pools["products"]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and pool._idle.qsize() == len(pool._all):  # wait until one is busy
+        time.sleep(0.05)
+    time.sleep(0.3)
+    busy = [w.proc.pid for w in list(pool._all) if w not in list(pool._idle.queue)]
+    assert busy, (answers, pool._idle.qsize(), len(pool._all))
+    for pid in busy:
+        os.kill(pid, signal.SIGKILL)
+    in_flight.join(30)
+    [crashed] = answers
+    assert crashed.status_code == 500
+    assert crashed.json() == {"message": "Internal Server Error"}
+    assert crashed.headers["apigw-requestid"]
+    assert requests.get(f"{url}/products/p1", timeout=60).status_code == 200
+    assert not set(busy) & {w.proc.pid for w in pool._all}
 
 
 @pytest.mark.parametrize(
