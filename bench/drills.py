@@ -293,6 +293,8 @@ def check(shop: Shop, tally: Tally, settle_s: float) -> dict[str, Any]:
         "repeats_refused": repeats_refused,
         "orders_missing": len(missing),
         "stock_taken_matches_orders": INITIAL_STOCK - stock == len(ids),
+        # Orders no answer or repeat returns: a crashed placement re-run after its idempotency lock expired.
+        "orphan_orders": INITIAL_STOCK - stock - len(ids),
         "stream_effects_checked": len(ids),
         "stream_effects_exactly_once": not wrong,
         "orders_confirmed": len(confirmed),
