@@ -37,6 +37,7 @@ def _place(*, request: dict, actor: Actor, body: s.OrderIn) -> dict:
         address=ShippingAddress.model_validate(body.shipping_address.model_dump()),
         lines=[RequestedLine(line.product_id, line.quantity) for line in body.lines] if body.lines else None,
         session_id=body.session_id,
+        idempotency_key=request["key"],
     )
     count("OrdersPlaced")
     count("OrderValueCents", order.total_cents)

@@ -333,3 +333,19 @@ def test_status_change_tokens_fit_dynamodb_and_name_one_write(store):
     finally:
         store.client.meta.events.unregister("provide-client-params.dynamodb.TransactWriteItems", record)
     assert [r["ClientRequestToken"] for r in requests] == [token]
+
+
+def test_a_placement_run_again_under_its_idempotency_key_returns_the_first_order_once(store):
+    """The first run's Lambda died after its transaction (its idempotency lock then expires): the re-run
+    must not place a second order."""
+    hammer = product(store.table, name="Hammer", price_cents=1500, stock=5)
+    service = OrderService(store.table)
+    first = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 2)], idempotency_key="alice\nk1")
+    again = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 2)], idempotency_key="alice\nk1")
+    assert again.order_id == first.order_id
+    assert CatalogService(store.table).get(hammer).stock == 3
+    listed = service.list_for_customer(ALICE, "alice", limit=10, next_token=None).items
+    assert [o.order_id for o in listed] == [first.order_id]
+    other = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 1)], idempotency_key="alice\nk2")
+    assert other.order_id != first.order_id
+    assert CatalogService(store.table).get(hammer).stock == 2

@@ -25,6 +25,8 @@ EMAIL_SK = "EMAIL"
 
 # Sort-key prefixes inside a customer's or a product's item collection.
 CUSTOMER_ORDER_PREFIX = "ORDER#"
+PLACEMENT_PREFIX = "PLACEMENT#"
+PLACEMENT_SK = "PLACEMENT"
 NOTIFICATION_PREFIX = "NOTIFICATION#"
 CUSTOMER_REVIEW_PREFIX = "REVIEW#"
 HISTORY_PREFIX = "HISTORY#"
@@ -152,6 +154,12 @@ def notification_key(customer_id: str, created_at: str, notification_id: str) ->
 
 def session_key(session_id: str) -> Key:
     return {PK: f"SESSION#{session_id}", SK: SESSION_SK}
+
+
+def placement_key(customer_id: str, idempotency_key: str) -> Key:
+    """The one order a customer's Idempotency-Key placed (hashed: both parts are client-chosen lengths)."""
+    digest = hashlib.blake2b(f"{customer_id}\n{idempotency_key}".encode(), digest_size=16).hexdigest()
+    return {PK: f"{PLACEMENT_PREFIX}{digest}", SK: PLACEMENT_SK}
 
 
 def idempotency_pk(function_name: str) -> str:

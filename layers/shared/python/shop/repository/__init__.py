@@ -2,7 +2,7 @@
 
 from shop.repository.customers import CustomerRepository
 from shop.repository.order_effects import OrderEffectsRepository
-from shop.repository.orders import OrderRepository, SessionClaim
+from shop.repository.orders import OrderRepository, Placement, SessionClaim
 from shop.repository.products import ProductRepository
 from shop.repository.sessions import SessionRepository, StoredSession
 from shop.repository.store import Table
@@ -11,6 +11,7 @@ __all__ = [
     "CustomerRepository",
     "OrderEffectsRepository",
     "OrderRepository",
+    "Placement",
     "ProductRepository",
     "SessionClaim",
     "SessionRepository",

@@ -40,6 +40,14 @@ class SessionClaim:
     now: int
 
 
+@dataclass(frozen=True)
+class Placement:
+    """The customer's Idempotency-Key an order is placed under, claimed until `expires_at` (epoch s)."""
+
+    key: str
+    expires_at: int
+
+
 @cache
 def _shard_pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=16, thread_name_prefix="status-shard")
@@ -98,11 +106,13 @@ class OrderRepository:
     def shards(self) -> int:
         return self._shards if self._shards is not None else settings().status_shards
 
-    def place(self, order: Order, session: SessionClaim | None = None) -> Order:
+    def place(self, order: Order, session: SessionClaim | None = None, *, placement: Placement | None = None) -> Order:
         """Order, stock decrements (checked against stock and price), customer index, cart: one transaction.
 
         The order id is the ClientRequestToken, so an SDK retry of a transaction that
-        already succeeded is answered as a success instead of a conflict.
+        already succeeded is answered as a success instead of a conflict. With a placement (the
+        customer's Idempotency-Key) the transaction also claims it: a placement re-run after its
+        first run died (its idempotency lock expired) returns the order that run placed, once.
         """
         name = self.table.name
         items: list[dict[str, Any]] = [
@@ -158,11 +168,41 @@ class OrderRepository:
                     }
                 }
             )
+        if placement is not None:
+            items.append(
+                {
+                    "Put": {
+                        "TableName": name,
+                        "Item": to_item(
+                            {
+                                **keys.placement_key(order.customer_id, placement.key),
+                                "entity": "ORDER_PLACEMENT",
+                                "order_id": order.order_id,
+                                keys.TTL_ATTRIBUTE: placement.expires_at,
+                            }
+                        ),
+                        "ConditionExpression": "attribute_not_exists(PK)",
+                    }
+                }
+            )
         try:
             transact_write(self.table, items, ClientRequestToken=order.order_id)
         except TransactionCancelled as cancelled:
+            if placement is not None and cancelled.failed_condition(len(items) - 1):
+                return self.get(self._placed_order_id(order.customer_id, placement))
             self._raise_placement_failure(order, cancelled, session)
         return order
+
+    def _placed_order_id(self, customer_id: str, placement: Placement) -> str:
+        with translated_errors():
+            response = self.table.client.get_item(
+                TableName=self.table.name,
+                Key=to_item(keys.placement_key(customer_id, placement.key)),
+                ConsistentRead=True,
+            )
+        if "Item" not in response:  # expired between the two calls: the order is still there
+            raise errors.Conflict("this Idempotency-Key's order changed meanwhile, retry")
+        return str(from_item(response["Item"])["order_id"])
 
     def restore(self, order: Order) -> Order:
         """Write an order and its customer entry as placement does, without touching stock.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shop import clock, errors, ids
+from shop.config import settings
 from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY
 from shop.models import (
     ORDER_TRANSITIONS,
@@ -18,6 +19,7 @@ from shop.models import (
 )
 from shop.repository import (
     OrderRepository,
+    Placement,
     ProductRepository,
     SessionClaim,
     SessionRepository,
@@ -97,8 +99,11 @@ class OrderService:
         address: ShippingAddress,
         lines: list[RequestedLine] | None = None,
         session_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Order:
-        """Two store calls on the common path: one read (products or session), one transaction."""
+        """Two store calls on the common path: one read (products or session), one transaction.
+
+        With an idempotency_key, placing again under it returns the order placed first (at most one)."""
         claim: SessionClaim | None = None
         if session_id is not None:
             stored = self.sessions.get(session_id, now=clock.epoch(clock.now()))
@@ -130,10 +135,13 @@ class OrderService:
                     f"an order holds at most {MAX_QUANTITY} of one product (lines of one product add up)", over
                 )
 
+        placement = None
+        if idempotency_key is not None:
+            placement = Placement(idempotency_key, clock.epoch(clock.now()) + settings().idempotency_ttl_seconds)
         for attempt in range(REPRICE_ATTEMPTS):
             order = self._new_order(actor, priced, address)
             try:
-                return self.orders.place(order, claim)
+                return self.orders.place(order, claim, placement=placement)
             except errors.PriceChanged:
                 if attempt == REPRICE_ATTEMPTS - 1:
                     raise
