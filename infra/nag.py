@@ -47,12 +47,20 @@ def _function_findings(function: lambda_.Function, *, streams: bool = False) -> 
 
 def suppress_findings(shop: ShopApp) -> None:
     # Data
+    rotation = shop.data.secret.rotation
     _ack(
-        shop.data.secret.secret,
-        "SMG4",
-        "The pagination HMAC key is not rotated automatically: rotation would invalidate every "
-        "outstanding next_token mid-listing; rotate by hand (replace the secret, redeploy).",
+        rotation,
+        "L1",
+        f"{RUNTIME_NAME}, the runtime of every function of the shop (one interpreter to build and test for).",
     )
+    rotation_policy = rotation.role.node.try_find_child("DefaultPolicy") if rotation.role else None
+    if rotation_policy is not None:
+        _ack(
+            rotation_policy,
+            "IAM5[Resource::*]",
+            "secretsmanager:GetRandomPassword (generating the new key) supports no resource-level "
+            "permissions; every action on the secret itself is limited to its ARN.",
+        )
     # API functions and routes
     for function in shop.api.functions.values():
         assert isinstance(function, lambda_.Function)
@@ -81,10 +89,18 @@ def suppress_findings(shop: ShopApp) -> None:
         )
     # Events
     _function_findings(shop.events.processing.function, streams=True)
+    processing_policy = shop.events.processing.function.role.node.find_child("DefaultPolicy")  # type: ignore[union-attr]
+    _ack(
+        processing_policy,
+        "IAM5[Resource::<OrderEventsStreamFailures3ED0512E.Arn>/aws/lambda/*]",
+        "Lambda names each failure object itself (aws/lambda/<mapping>/<shard>/<date>/...): s3:PutObject "
+        "only, under that prefix of the stream's own failure bucket.",
+    )
     _ack(
         shop.events.processing.failures,
-        "SQS3",
-        "This queue IS the dead-letter destination (on-failure destination of the stream mapping).",
+        "S1",
+        "Lambda is the only writer and `make replay` the only reader of this failure archive; "
+        "CloudTrail records both, an access-log bucket would log nothing else.",
     )
     # Edge (-c edge=true)
     if shop.edge is not None:

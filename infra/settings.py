@@ -35,6 +35,8 @@ LOCAL_DYNAMODB_PORT = 8000
 LOCAL_DYNAMODB_ENDPOINT = f"http://host.docker.internal:{LOCAL_DYNAMODB_PORT}"
 # Not a secret: it signs the page tokens of a throwaway local table only.
 LOCAL_PAGINATION_KEY = "local-only-pagination-key"
+# A token outlives one rotation (it reads with AWSPREVIOUS): listings are resumed within minutes, not weeks.
+PAGINATION_KEY_ROTATION_DAYS = 30
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class FunctionSpec:
     memory_mb: int = 512
     timeout_s: int = 10
     publishes_events: bool = False
+    paginates: bool = False  # reads the pagination key (PAGINATION_SECRET_ARN, secretsmanager:GetSecretValue)
 
 
 # THE single declaration of what each function may do to the table: the DynamoDB
@@ -69,18 +72,21 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Customer profiles and notifications",
         DYNAMODB_ACTIONS["customers"],
         uses_index=True,  # customer by email
+        paginates=True,
     ),
     FunctionSpec(
         "products",
         "Catalogue, stock and reviews",
         DYNAMODB_ACTIONS["products"],
         uses_index=True,  # products by category
+        paginates=True,
     ),
     FunctionSpec(
         "orders",
         "Order placement, reads and status changes",
         DYNAMODB_ACTIONS["orders"],
         uses_index=True,  # sharded orders-by-status listing
+        paginates=True,
     ),
     FunctionSpec(
         "sessions",
@@ -192,13 +198,18 @@ class StreamSettings:
     batch_size: int = 25
     max_batching_window_s: int = 1
     retry_attempts: int = 5
-    max_record_age_s: int = 86400
+    # well inside the stream's 24 h retention: a batch given up is still readable, and it is archived whole
+    max_record_age_s: int = 6 * 3600
     bisect_batch_on_error: bool = True
     report_batch_item_failures: bool = True
     starting_position: str = "TRIM_HORIZON"
 
 
 STREAM = StreamSettings()
+# How long given-up stream batches stay in the failure bucket for `make replay` (docs/operations.md).
+STREAM_FAILURE_RETENTION_DAYS = 90
+# Where Lambda writes them: aws/lambda/<mapping UUID>/<shard id>/YYYY/MM/DD/<time>-<uuid> (local_runtime.failures).
+STREAM_FAILURE_PREFIX = "aws/lambda/"
 
 
 # Stages whose resources may be destroyed with their stacks (shell-style patterns). Every other

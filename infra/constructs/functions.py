@@ -7,6 +7,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra import build_layers
@@ -81,22 +82,34 @@ def local_environment(env: dict[str, str], config: DeployConfig) -> dict[str, st
     """The variables of a `-c local=true` function: literals only, every AWS client on DynamoDB Local.
 
     `sam local invoke` passes only the variables a function declares, gives an intrinsic it cannot
-    resolve (the table's cross-stack import, the secret's dynamic reference) the value "" and a Ref
-    to a resource its logical id. So the table becomes `make dev`'s, the pagination key a local
-    literal, no bus is named (nothing is published) and AWS_ENDPOINT_URL sends any other client to
+    resolve (the table's and the secret's cross-stack imports) the value "" and a Ref to a resource
+    its logical id. So the table becomes `make dev`'s, the pagination key (functions that paginate) a
+    local literal, no bus is named (nothing is published) and AWS_ENDPOINT_URL sends any other client to
     DynamoDB Local too, where it fails instead of reaching the account whose credentials SAM passes.
     """
-    local = {name: value for name, value in env.items() if name != "EVENT_BUS_NAME"}
+    local = {name: value for name, value in env.items() if name not in ("EVENT_BUS_NAME", "PAGINATION_SECRET_ARN")}
+    if "PAGINATION_SECRET_ARN" in env:
+        local["PAGINATION_SECRET"] = LOCAL_PAGINATION_KEY
     local.update(
         {
             "TABLE_NAME": LOCAL_TABLE_NAME,
-            "PAGINATION_SECRET": LOCAL_PAGINATION_KEY,
             "AWS_ENDPOINT_URL_DYNAMODB": config.local_dynamodb_endpoint,
             "AWS_ENDPOINT_URL": config.local_dynamodb_endpoint,
             "POWERTOOLS_TRACE_DISABLED": "true",
         }
     )
     return local
+
+
+def depend_on_policy_only(function: lambda_.Function, role: iam.Role) -> lambda_.CfnFunction:
+    """CDK makes a function depend on its role AND the role's policy; the role is already a GetAtt
+    dependency (cfn-lint W3005), the policy is the one that matters."""
+    policy = role.node.find_child("DefaultPolicy").node.default_child
+    assert isinstance(policy, iam.CfnPolicy)
+    cfn_function = function.node.default_child
+    assert isinstance(cfn_function, lambda_.CfnFunction)
+    cfn_function.add_override("DependsOn", [Stack.of(function).get_logical_id(policy)])
+    return cfn_function
 
 
 def build_function(
@@ -106,7 +119,7 @@ def build_function(
     config: DeployConfig,
     table: dynamodb.ITable,
     layers: Layers,
-    pagination_secret: str,
+    pagination_secret: secretsmanager.ISecret | None = None,
     environment: dict[str, str] | None = None,
     reserved_concurrency: int | None = None,
 ) -> lambda_.Function:
@@ -142,10 +155,19 @@ def build_function(
             resources=resources,
         )
     )
+    secret_env: dict[str, str] = {}
+    if spec.paginates:
+        if pagination_secret is None:
+            raise ValueError(f"{spec.name} paginates: it needs the pagination secret")
+        # Only the ARN: the key is read at run time (shop.pagination_keys), so a rotation reaches it.
+        secret_env["PAGINATION_SECRET_ARN"] = pagination_secret.secret_arn
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[pagination_secret.secret_arn])
+        )
     env = {
         "TABLE_NAME": table.table_name,
         "STATUS_SHARDS": str(STATUS_SHARDS),
-        "PAGINATION_SECRET": pagination_secret,
+        **secret_env,
         "SESSION_TTL_SECONDS": str(SESSION_TTL_SECONDS),
         "IDEMPOTENCY_TTL_SECONDS": str(IDEMPOTENCY_TTL_SECONDS),
         "POWERTOOLS_SERVICE_NAME": spec.name,
@@ -173,13 +195,7 @@ def build_function(
         tracing=lambda_.Tracing.ACTIVE,
         reserved_concurrent_executions=reserved_concurrency,
     )
-    # CDK makes the function depend on the role AND its policy; the role is already a
-    # GetAtt dependency (cfn-lint W3005), the policy is the one that matters.
-    policy = role.node.find_child("DefaultPolicy").node.default_child
-    assert isinstance(policy, iam.CfnPolicy)
-    cfn_function = function.node.default_child
-    assert isinstance(cfn_function, lambda_.CfnFunction)
-    cfn_function.add_override("DependsOn", [Stack.of(scope).get_logical_id(policy)])
+    cfn_function = depend_on_policy_only(function, role)
     # Lets a local tool find the function by name in the template without guessing logical ids.
     cfn_function.add_metadata("shop:function", spec.name)
     return function

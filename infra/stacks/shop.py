@@ -33,7 +33,7 @@ class ApiStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         layers = Layers(self, "Layers", config=config)
-        secret = data.secret.env_value()
+        secret = data.secret.secret
         self.functions: dict[str, lambda_.IFunction] = {
             spec.name: build_function(
                 self, spec, config=config, table=data.table.table, layers=layers, pagination_secret=secret
@@ -68,10 +68,15 @@ class EventsStack(Stack):
             "OrderEvents",
             config=config,
             table=data.table.table,
-            pagination_secret=data.secret.env_value(),
         )
         CfnOutput(self, "EventBusName", value=self.processing.bus.event_bus_name)
-        CfnOutput(self, "StreamFailureQueueUrl", value=self.processing.failures.queue_url)
+        CfnOutput(
+            self,
+            "StreamFailureBucket",
+            value=self.processing.failures.bucket_name,
+            description="given-up stream batches, whole (make replay)",
+        )
+        CfnOutput(self, "OrderEventsFunction", value=self.processing.function.function_name)
 
 
 class MonitoringStack(Stack):
@@ -95,7 +100,7 @@ class MonitoringStack(Stack):
             config=config,
             functions=api.functions,
             stream_function=events.processing.function,
-            failure_queue=events.processing.failures,
+            stream_mapping_id=events.processing.mapping_id,
             api=api.http.api,
             access_logs=api.http.access_logs,
             table=data.table.table,

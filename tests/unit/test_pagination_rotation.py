@@ -80,8 +80,8 @@ def test_an_instance_with_keys_cached_before_a_rotation_reads_tokens_of_the_new_
     assert pagination.decode(token, SCOPE) == {"k": 1}
 
 
-def test_the_key_is_read_once_per_max_age_not_per_request(secret):
-    client, _arn = secret
+@pytest.mark.usefixtures("secret")
+def test_the_key_is_read_once_per_max_age_not_per_request():
     calls: list[str] = []
     pagination_keys.clear()
     provider_client = pagination_keys._providers()["AWSCURRENT"].client

@@ -40,7 +40,7 @@ def _providers() -> dict[str, Any]:
 
 def clear() -> None:
     """Forget cached keys and clients (tests; a new process does the same)."""
-    global _last_refresh  # noqa: PLW0603
+    global _last_refresh
     _providers.cache_clear()
     _last_refresh = 0.0
 
@@ -96,7 +96,7 @@ def _any_matches(arn: str, matches: Callable[[bytes], bool], *, force: bool) -> 
 
 
 def _refresh_allowed() -> bool:
-    global _last_refresh  # noqa: PLW0603
+    global _last_refresh
     with _lock:
         now = time.monotonic()
         if _last_refresh and now - _last_refresh < REFRESH_AFTER_MISMATCH_S:

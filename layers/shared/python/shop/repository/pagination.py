@@ -17,8 +17,7 @@ import hmac
 import json
 from typing import Any
 
-from shop import errors
-from shop import pagination_keys
+from shop import errors, pagination_keys
 from shop.limits import MAX_TOKEN_LENGTH
 
 

@@ -1,0 +1,136 @@
+"""A stream batch the processor gives up lands in the failure store whole, and `replay` re-drives it once.
+
+The real order_events (source of functions/order_events, the synthesized mapping: retries, bisect,
+partial batch responses) on DynamoDB Local, through the local poller. The fault is transient: the
+processor cannot reach the table (its endpoint refuses connections) until the replay.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import pathlib
+import shutil
+import time
+from typing import Any
+
+import pytest
+
+from local_runtime import failures
+from local_runtime.dynamodb_local import DynamoDBLocal, create_table
+from local_runtime.functions import Functions
+from local_runtime.poller import StreamPoller
+from local_runtime.template import AppModel, load_app
+from shop.repository import Table
+from shop.services.orders import OrderService, RequestedLine
+from tests.stream.conftest import dump
+from tests.support.factories import ADDRESS, ADMIN, ALICE, product
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("stream-replay")]
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+TABLE = "shop-replay"
+UNREACHABLE = "http://127.0.0.1:9"  # connection refused at once: the store is "down"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> AppModel:
+    templates = sorted((REPO / "cdk.out").glob("*.template.json"))
+    if not templates:
+        pytest.fail("no synthesized templates in cdk.out: run `make synth` first (make test does)")
+    cdk_out = tmp_path_factory.mktemp("cdk.out")
+    for path in templates:  # templates only: the functions run from source, never a stale asset
+        shutil.copy2(path, cdk_out / path.name)
+    return load_app(cdk_out, root=REPO)
+
+
+def status(table: Table, order_id: str) -> str:
+    return str(OrderService(table).get(ADMIN, order_id).status.value)
+
+
+def drain(poller: StreamPoller, *, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not poller.poll_once():
+        time.sleep(0.2)
+
+
+def redrive(app: AppModel, endpoint: str, state: pathlib.Path) -> failures.ReplayReport:
+    functions = Functions(app, table_name=TABLE, endpoint=endpoint, state_dir=state, concurrency=1)
+    try:
+        store = failures.DirectoryStore(state / failures.LOCAL_DIR)
+        return failures.replay(store, functools.partial(functions.invoke, "order_events"))
+    finally:
+        functions.close()
+
+
+def test_a_given_up_batch_is_archived_whole_and_replayed_exactly_once(app, tmp_path):
+    (mapping,) = [m for m in app.mappings if m.table is not None]
+    with DynamoDBLocal() as ddb:
+        client = ddb.client()
+        create_table(client, TABLE, spec=app.table.spec)
+        table = Table(client, TABLE)
+        pid = product(table, name="Widget", price_cents=1250, stock=10)
+        order_id = OrderService(table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)]).order_id
+
+        down = Functions(app, table_name=TABLE, endpoint=UNREACHABLE, state_dir=tmp_path, concurrency=1)
+        poller = StreamPoller(
+            mapping,
+            dynamodb=client,
+            streams=ddb.client("dynamodbstreams"),
+            table_name=TABLE,
+            invoke=functools.partial(down.invoke, "order_events"),
+            state_dir=tmp_path,
+        )
+        try:
+            drain(poller)
+        finally:
+            down.close()
+
+        store = failures.DirectoryStore(tmp_path / failures.LOCAL_DIR)
+        (key,) = store.keys()
+        assert key.startswith(f"aws/lambda/{mapping.logical_id}/")
+        record = store.read(key)
+        assert record["requestContext"]["condition"] == "RetryAttemptsExhausted"
+        assert record["requestContext"]["approximateInvokeCount"] == mapping.maximum_retry_attempts + 1
+        assert record["DDBStreamBatchInfo"]["batchSize"] == 1
+        (archived,) = failures.event_of(record)["Records"]  # the record itself, not only its sequence number
+        assert archived["eventName"] == "INSERT"
+        assert archived["dynamodb"]["NewImage"]["order_id"]["S"] == order_id
+        assert status(table, order_id) == "PENDING"
+
+        first = redrive(app, ddb.endpoint, tmp_path)
+        assert (first.replayed, first.failed) == ([key], [])
+        assert status(table, order_id) == "CONFIRMED"
+        after_first = dump(_Store(client))
+        assert list(store.keys()) == []
+
+        again = redrive(app, ddb.endpoint, tmp_path)
+        assert (again.replayed, again.failed) == ([], [])
+
+        # Even the same object re-driven on purpose changes nothing: every effect is conditional.
+        (tmp_path / failures.LOCAL_DIR / failures.REPLAYED / key).replace(tmp_path / failures.LOCAL_DIR / key)
+        forced = redrive(app, ddb.endpoint, tmp_path)
+        assert forced.replayed == [key]
+        assert dump(_Store(client)) == after_first
+
+
+def test_a_batch_that_fails_again_stays_for_the_next_replay(tmp_path):
+    store = failures.DirectoryStore(tmp_path)
+    key = failures.object_key("Mapping", "shard-1", dt.datetime(2026, 1, 2, 3, 4, 5))
+    store.write(key, {"payload": json.dumps({"Records": [{"eventID": "1"}]})})
+
+    def fails(event: dict[str, Any]) -> failures.Outcome:
+        return failures.Outcome(ok=True, payload={"batchItemFailures": [{"itemIdentifier": "1"}]})
+
+    report = failures.replay(store, fails)
+    assert (report.replayed, report.failed) == ([], [key])
+    assert list(store.keys()) == [key]
+    assert key.startswith("aws/lambda/Mapping/shard-1/2026/01/02/2026-01-02T03.04.05-")
+
+
+class _Store:
+    """What tests.stream.conftest.dump reads."""
+
+    def __init__(self, client: Any) -> None:
+        self.client, self.table_name = client, TABLE
