@@ -103,3 +103,35 @@ def test_order_events_grants_match_its_calls(store):
     actions, uses_index = granted("order_events")
     assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
     assert recorder.uses_index == uses_index
+
+
+@pytest.mark.parametrize("function", ["customers", "products", "orders", "sessions"])
+def test_a_function_that_reads_the_pagination_key_is_granted_it(moto_api, monkeypatch, function):
+    """Every sample event: a function that signs or reads a next token has FunctionSpec.paginates
+    (which grants secretsmanager:GetSecretValue on the key and passes PAGINATION_SECRET_ARN)."""
+    from shop import pagination_keys
+
+    used: list[str] = []
+    signing, verify = pagination_keys.signing_key, pagination_keys.verify
+    monkeypatch.setattr(pagination_keys, "signing_key", lambda: used.append("sign") or signing())
+    monkeypatch.setattr(pagination_keys, "verify", lambda matches: used.append("verify") or verify(matches))
+    for number, path in enumerate(sorted((REPO / "events" / function).glob("*.json"))):
+        fresh_seeded_table(moto_api.client, monkeypatch, number)
+        invoke(function, json.loads(path.read_text()))
+    spec = next(spec for spec in ALL_FUNCTIONS if spec.name == function)
+    assert spec.paginates or not used, f"{function} reads the pagination key but is not granted it"
+
+
+def test_exactly_the_functions_serving_next_tokens_are_granted_the_key():
+    """A route with a next_token parameter (openapi.json) is served by a function with FunctionSpec.paginates."""
+    from infra.settings import ROUTES
+
+    document = json.loads((REPO / "openapi.json").read_text())
+    paginated = {
+        f"{method.upper()} {path}"
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if isinstance(operation, dict) and any(p.get("name") == "next_token" for p in operation.get("parameters", []))
+    }
+    serving = {route.function for route in ROUTES if route.route_key in paginated}
+    assert serving == {spec.name for spec in ALL_FUNCTIONS if spec.paginates}
