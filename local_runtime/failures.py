@@ -29,7 +29,7 @@ LOCAL_DIR = "stream-failures"
 
 
 class FailureStore(Protocol):
-    def keys(self) -> Iterator[str]: ...
+    def object_keys(self) -> Iterator[str]: ...
     def read(self, key: str) -> dict[str, Any]: ...
     def write(self, key: str, record: dict[str, Any]) -> None: ...
     def mark_replayed(self, key: str) -> None: ...
@@ -54,7 +54,7 @@ class DirectoryStore:
     def __init__(self, root: pathlib.Path) -> None:
         self.root = pathlib.Path(root)
 
-    def keys(self) -> Iterator[str]:
+    def object_keys(self) -> Iterator[str]:
         base = self.root / PREFIX
         if base.is_dir():
             for path in sorted(p for p in base.rglob("*") if p.is_file()):
@@ -83,7 +83,7 @@ class BucketStore:
     def __init__(self, s3: Any, bucket: str) -> None:
         self.s3, self.bucket = s3, bucket
 
-    def keys(self) -> Iterator[str]:
+    def object_keys(self) -> Iterator[str]:
         for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=PREFIX):
             for item in page.get("Contents", []):
                 yield str(item["Key"])
@@ -134,7 +134,7 @@ class ReplayReport:
 
 def replay(store: FailureStore, invoke: Callable[[dict[str, Any]], Invoked]) -> ReplayReport:
     report = ReplayReport([], [])
-    for key in list(store.keys()):
+    for key in list(store.object_keys()):
         outcome = invoke(event_of(store.read(key)))
         failures = outcome.payload.get("batchItemFailures") if isinstance(outcome.payload, dict) else None
         if outcome.ok and not failures:

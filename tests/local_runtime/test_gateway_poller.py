@@ -215,7 +215,7 @@ def test_poller_filters_batches_retries_and_dead_letters(app, tmp_path):
     assert keys[1:] == [["ORDER#1", "ORDER#2"]] * 3
     assert delivered[0]["Records"][0]["eventSource"] == "aws:dynamodb"
     store = failures.DirectoryStore(tmp_path / failures.LOCAL_DIR)
-    failed = [store.read(key) for key in store.keys()]
+    failed = [store.read(key) for key in store.object_keys()]
     assert len(failed) == 1
     assert failed[0]["requestContext"]["condition"] == "RetryAttemptsExhausted"
     records = failures.event_of(failed[0])["Records"]

@@ -88,7 +88,7 @@ def test_a_given_up_batch_is_archived_whole_and_replayed_exactly_once(app, tmp_p
             down.close()
 
         store = failures.DirectoryStore(tmp_path / failures.LOCAL_DIR)
-        (key,) = store.keys()
+        (key,) = store.object_keys()
         assert key.startswith(f"aws/lambda/{mapping.logical_id}/")
         record = store.read(key)
         assert record["requestContext"]["condition"] == "RetryAttemptsExhausted"
@@ -103,7 +103,7 @@ def test_a_given_up_batch_is_archived_whole_and_replayed_exactly_once(app, tmp_p
         assert (first.replayed, first.failed) == ([key], [])
         assert status(table, order_id) == "CONFIRMED"
         after_first = dump(_Store(client))
-        assert list(store.keys()) == []
+        assert list(store.object_keys()) == []
 
         again = redrive(app, ddb.endpoint, tmp_path)
         assert (again.replayed, again.failed) == ([], [])
@@ -125,7 +125,7 @@ def test_a_batch_that_fails_again_stays_for_the_next_replay(tmp_path):
 
     report = failures.replay(store, fails)
     assert (report.replayed, report.failed) == ([], [key])
-    assert list(store.keys()) == [key]
+    assert list(store.object_keys()) == [key]
     assert key.startswith("aws/lambda/Mapping/shard-1/2026/01/02/2026-01-02T03.04.05-")
 
 

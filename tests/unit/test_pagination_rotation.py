@@ -16,7 +16,7 @@ from moto import mock_aws
 
 from infra.rotation import pagination_key as rotation
 from shop import errors, pagination_keys
-from shop.config import settings
+from shop.config import ConfigurationError, settings
 from shop.repository import pagination
 
 SCOPE = "customer-orders:alice"
@@ -104,9 +104,15 @@ def test_rotation_steps_are_safe_to_repeat(secret):
     assert client.get_secret_value(SecretId=arn, VersionStage="AWSCURRENT")["SecretString"] == pending
 
 
-def test_a_missing_secret_is_a_503_not_a_500(secret, monkeypatch):
+def test_a_missing_secret_is_a_configuration_error_not_a_retry(secret, monkeypatch):
     monkeypatch.setenv("PAGINATION_SECRET_ARN", secret[1] + "-gone")
     settings.cache_clear()
     pagination_keys.clear()
-    with pytest.raises(errors.ServiceUnavailable):
+    with pytest.raises(ConfigurationError, match="ResourceNotFoundException"):
         pagination.encode(SCOPE, {"k": 1})
+
+
+def test_a_never_rotated_secret_has_no_previous_key(secret):
+    token = pagination.encode("other-scope", {"k": 1})
+    with pytest.raises(errors.InvalidNextToken):  # current does not match; no AWSPREVIOUS to try: refused
+        pagination.decode(token, SCOPE)

@@ -22,6 +22,8 @@ from shop.config import ConfigurationError, settings
 MAX_AGE_S = 300
 REFRESH_AFTER_MISMATCH_S = 30
 CURRENT, PREVIOUS = "AWSCURRENT", "AWSPREVIOUS"
+# Secrets Manager errors that say the deployment is wrong (no secret, no permission, no key), not busy.
+MISCONFIGURED = {"ResourceNotFoundException", "AccessDeniedException", "DecryptionFailure", "InvalidRequestException"}
 
 _lock = threading.Lock()
 _last_refresh = 0.0
@@ -51,9 +53,12 @@ def _fetch(arn: str, stage: str, *, force: bool = False) -> bytes | None:
     try:
         value = _providers()[stage].get(arn, max_age=MAX_AGE_S, force_fetch=force, VersionStage=stage)
     except GetParameterError as error:
-        if stage == PREVIOUS and _code(error.__context__) == "ResourceNotFoundException":
+        code = _code(error.__context__)
+        if stage == PREVIOUS and code == "ResourceNotFoundException":
             return None  # never rotated: there is no previous key
-        raise errors.ServiceUnavailable("the pagination key could not be read") from error
+        if code in MISCONFIGURED:
+            raise ConfigurationError(f"the pagination key {arn} cannot be read: {code}") from error
+        raise errors.ServiceUnavailable("the pagination key could not be read") from error  # throttled, down
     return value.encode() if isinstance(value, str) else value
 
 
