@@ -7,9 +7,7 @@ processor cannot reach the table (its endpoint refuses connections) until the re
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
-import json
 import pathlib
 import shutil
 import time
@@ -113,20 +111,6 @@ def test_a_given_up_batch_is_archived_whole_and_replayed_exactly_once(app, tmp_p
         forced = redrive(app, ddb.endpoint, tmp_path)
         assert forced.replayed == [key]
         assert dump(_Store(client)) == after_first
-
-
-def test_a_batch_that_fails_again_stays_for_the_next_replay(tmp_path):
-    store = failures.DirectoryStore(tmp_path)
-    key = failures.object_key("Mapping", "shard-1", dt.datetime(2026, 1, 2, 3, 4, 5))
-    store.write(key, {"payload": json.dumps({"Records": [{"eventID": "1"}]})})
-
-    def fails(event: dict[str, Any]) -> failures.Outcome:
-        return failures.Outcome(ok=True, payload={"batchItemFailures": [{"itemIdentifier": "1"}]})
-
-    report = failures.replay(store, fails)
-    assert (report.replayed, report.failed) == ([], [key])
-    assert list(store.object_keys()) == [key]
-    assert key.startswith("aws/lambda/Mapping/shard-1/2026/01/02/2026-01-02T03.04.05-")
 
 
 class _Store:
