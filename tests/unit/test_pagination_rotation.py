@@ -112,7 +112,16 @@ def test_a_missing_secret_is_a_configuration_error_not_a_retry(secret, monkeypat
         pagination.encode(SCOPE, {"k": 1})
 
 
-def test_a_never_rotated_secret_has_no_previous_key(secret):
-    token = pagination.encode("other-scope", {"k": 1})
-    with pytest.raises(errors.InvalidNextToken):  # current does not match; no AWSPREVIOUS to try: refused
-        pagination.decode(token, SCOPE)
+def test_a_never_rotated_secret_has_no_previous_key_and_forged_tokens_cost_no_calls(secret):
+    token = pagination.encode("other-scope", {"k": 1})  # a valid token of another list: forged for this one
+    calls: list[str] = []
+    for provider in pagination_keys._providers().values():
+        provider.client.meta.events.register(
+            "provide-client-params.secrets-manager.GetSecretValue",
+            lambda params, **_: calls.append(params["VersionStage"]),
+        )
+    for _ in range(5):
+        with pytest.raises(errors.InvalidNextToken):  # current does not match, there is no previous: refused
+            pagination.decode(token, SCOPE)
+    # one look for AWSPREVIOUS, then the one refresh a mismatch may trigger; then nothing (cached, rate-limited)
+    assert calls == ["AWSPREVIOUS", "AWSCURRENT", "AWSPREVIOUS"]

@@ -27,6 +27,7 @@ MISCONFIGURED = {"ResourceNotFoundException", "AccessDeniedException", "Decrypti
 
 _lock = threading.Lock()
 _last_refresh = 0.0
+_no_previous_until = 0.0  # a secret never rotated has no AWSPREVIOUS: remembered like a cached key
 
 
 @cache
@@ -42,20 +43,24 @@ def _providers() -> dict[str, Any]:
 
 def clear() -> None:
     """Forget cached keys and clients (tests; a new process does the same)."""
-    global _last_refresh
+    global _last_refresh, _no_previous_until
     _providers.cache_clear()
-    _last_refresh = 0.0
+    _last_refresh = _no_previous_until = 0.0
 
 
 def _fetch(arn: str, stage: str, *, force: bool = False) -> bytes | None:
     from aws_lambda_powertools.utilities.parameters import GetParameterError
 
+    global _no_previous_until
+    if stage == PREVIOUS and not force and time.monotonic() < _no_previous_until:
+        return None
     try:
         value = _providers()[stage].get(arn, max_age=MAX_AGE_S, force_fetch=force, VersionStage=stage)
     except GetParameterError as error:
         code = _code(error.__context__)
         if stage == PREVIOUS and code == "ResourceNotFoundException":
-            return None  # never rotated: there is no previous key
+            _no_previous_until = time.monotonic() + MAX_AGE_S
+            return None
         if code in MISCONFIGURED:
             raise ConfigurationError(f"the pagination key {arn} cannot be read: {code}") from error
         raise errors.ServiceUnavailable("the pagination key could not be read") from error  # throttled, down
