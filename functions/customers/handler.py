@@ -14,6 +14,7 @@ from shop.api import customer_schemas as s
 from shop.api.observability import lambda_handler
 from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, Request, caller
 from shop.api.resolver import BEARER, create_app, declare, json_response
+from shop.api.schemas import given
 from shop.repository import Table
 from shop.services.customers import CustomerService
 
@@ -66,7 +67,7 @@ def get_customer(customer_id: CustomerId, request: Request):
     tags=TAGS,
 )
 def update_customer(customer_id: CustomerId, body: s.CustomerPatch, request: Request):
-    updated = customers.update(caller(request), customer_id, email=body.email, name=body.name)
+    updated = customers.update(caller(request), customer_id, email=given(body.email), name=given(body.name))
     return json_response(200, updated)
 
 

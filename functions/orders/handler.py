@@ -18,6 +18,7 @@ from shop.api.idempotency import IdempotentOperation
 from shop.api.observability import count, lambda_handler
 from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, OrderId, Request, caller
 from shop.api.resolver import BEARER, create_app, declare, json_response
+from shop.api.schemas import given
 from shop.models import Order, OrderStatus, ShippingAddress
 from shop.repository import Table
 from shop.services.actor import Actor
@@ -43,11 +44,12 @@ def expected_version(if_match: str) -> int:
 
 def _place(*, request: dict, actor: Actor, body: s.OrderIn) -> dict:
     """Runs once per (customer, Idempotency-Key); its result is what every repeat answers."""
+    lines = given(body.lines)
     order = orders.place(
         actor,
         address=ShippingAddress.model_validate(body.shipping_address.model_dump()),
-        lines=[RequestedLine(line.product_id, line.quantity) for line in body.lines] if body.lines else None,
-        session_id=body.session_id,
+        lines=[RequestedLine(line.product_id, line.quantity) for line in lines] if lines else None,
+        session_id=given(body.session_id),
     )
     count("OrdersPlaced")
     count("OrderValueCents", order.total_cents)
@@ -69,8 +71,9 @@ placement = IdempotentOperation("orders", _place)
         body=True,
         errors_described={
             404: "PRODUCT_NOT_FOUND or SESSION_NOT_FOUND",
-            409: "OUT_OF_STOCK (details.product_ids), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED",
-            422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header, an empty cart)",
+            409: "OUT_OF_STOCK (details.product_ids), CART_EMPTY, IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS,"
+            " PRICE_CHANGED",
+            422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header)",
         },
     ),
     security=BEARER,

@@ -45,10 +45,11 @@ def get_session(session_id: SessionId):
         200,
         s.Session,
         404,
+        409,
         body=True,
         errors_described={
             404: "SESSION_NOT_FOUND or PRODUCT_NOT_FOUND",
-            422: "VALIDATION_ERROR, or CART_FULL (more than 25 lines)",
+            409: "CART_FULL (the cart already holds 25 lines)",
         },
     ),
     tags=TAGS,

@@ -86,7 +86,8 @@ def test_session_cart(api):
     assert call("PUT", f"/sessions/{sid}/cart/prod-mouse", body={"quantity": 1}).code == "SESSION_NOT_FOUND"
 
 
-def test_cart_full_is_422(moto_api):
+def test_cart_full_is_409(moto_api):
+    """A full cart is state, not a malformed request: 409 (a schema-valid request is never 422)."""
     sid = call("POST", "/sessions").body["session_id"]
     pids = [
         call("POST", "/products", claims=ADMIN, body={"name": f"p{i}", "category": "bulk", "price_cents": 1}).body[
@@ -97,7 +98,7 @@ def test_cart_full_is_422(moto_api):
     for pid in pids[:25]:
         assert call("PUT", f"/sessions/{sid}/cart/{pid}", body={"quantity": 1}).status == 200
     full = call("PUT", f"/sessions/{sid}/cart/{pids[25]}", body={"quantity": 1})
-    assert (full.status, full.code) == (422, "CART_FULL")
+    assert (full.status, full.code) == (409, "CART_FULL")
 
 
 def test_order_placement_prices_from_catalogue_and_reads_back(api):
@@ -131,7 +132,7 @@ def test_order_from_session_clears_the_cart(api):
     assert (placed.status, placed.body["total_cents"]) == (201, 17800)
     assert call("GET", f"/sessions/{sid}").body["cart"] == []
     assert place("k-2", body={"session_id": "sess-unknown", "shipping_address": ADDRESS}).code == "SESSION_NOT_FOUND"
-    assert place("k-3", body={"session_id": sid, "shipping_address": ADDRESS}).status == 422
+    assert place("k-3", body={"session_id": sid, "shipping_address": ADDRESS}).code == "CART_EMPTY"
 
 
 def test_order_errors(api):

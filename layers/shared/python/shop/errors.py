@@ -97,8 +97,16 @@ class VersionMismatch(DomainError):
     code = "VERSION_MISMATCH"
 
 
-class CartFull(DomainError):
+class CartFull(Conflict):
+    """The cart already holds its maximum of lines (state, which a request schema cannot express)."""
+
     code = "CART_FULL"
+
+
+class CartEmpty(Conflict):
+    """Checkout of a session whose cart is empty (state, which a request schema cannot express)."""
+
+    code = "CART_EMPTY"
 
 
 class InvalidNextToken(DomainError):

@@ -69,7 +69,6 @@ STATUS_BY_ERROR: dict[type[errors.DomainError], int] = {
     UnsupportedMediaType: 415,
     ValidationFailed: 422,
     errors.InvalidRequest: 422,
-    errors.CartFull: 422,
     PreconditionRequired: 428,
     InternalError: 500,
     errors.ServiceUnavailable: 503,

@@ -70,9 +70,8 @@ def declare(
     body: bool = False,
 ) -> dict[int, Any]:
     """The OpenAPI ``responses`` of a route: its success and every error status it can answer."""
-    ok: dict[str, Any] = {"description": description}
-    if model is not None:
-        ok["content"] = {JSON: {"model": model}}
+    # No model, no body: an empty content map, or Powertools would declare a JSON body.
+    ok: dict[str, Any] = {"description": description, "content": {JSON: {"model": model}} if model else {}}
     if headers:
         ok["headers"] = {name: {"description": text, "schema": {"type": "string"}} for name, text in headers.items()}
     declared: dict[int, Any] = {success: ok}
