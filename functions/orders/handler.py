@@ -29,6 +29,16 @@ table = Table()
 orders = OrderService(table)
 TAGS = ["orders"]
 ETAG = {"ETag": 'the order\'s version, quoted: "3"'}
+# What a client (and the fuzz test's stateful phase) can do next with a placed order.
+_PLACED_ORDER = {"order_id": "$response.body#/order_id"}
+NEXT_STEPS = {
+    "GetOrder": {"operationId": "get_order_orders__order_id__get", "parameters": _PLACED_ORDER},
+    "ChangeOrderStatus": {
+        "operationId": "change_order_status_orders__order_id__patch",
+        "parameters": {**_PLACED_ORDER, "header.if-match": "$response.header.ETag"},
+    },
+    "CancelOrder": {"operationId": "cancel_order_orders__order_id__cancel_post", "parameters": _PLACED_ORDER},
+}
 _IF_MATCH = re.compile(r'^(?:W/)?"?([0-9]{1,9})"?$')
 
 
@@ -69,6 +79,8 @@ placement = IdempotentOperation("orders", _place)
         404,
         409,
         body=True,
+        headers=ETAG,
+        links=NEXT_STEPS,
         errors_described={
             404: "PRODUCT_NOT_FOUND or SESSION_NOT_FOUND",
             409: "OUT_OF_STOCK (details.product_ids), CART_EMPTY, IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS,"

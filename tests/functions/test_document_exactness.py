@@ -252,3 +252,45 @@ def test_delete_session_answers_204_without_body_or_content_type(moto_api):
     assert reply.status == 204
     assert reply.body in (None, "")
     assert "content-type" not in {k.lower() for k in reply.headers}
+
+
+# ----- links: what a client can do next with a placed order -----
+
+
+def test_every_link_names_an_operation_of_the_document_and_its_parameters():
+    operations = {
+        operation["operationId"]: operation for ops in DOCUMENT["paths"].values() for operation in ops.values()
+    }
+    links = [
+        link
+        for ops in DOCUMENT["paths"].values()
+        for operation in ops.values()
+        for response in operation["responses"].values()
+        for link in response.get("links", {}).values()
+    ]
+    assert links
+    for link in links:
+        target = operations[link["operationId"]]
+        declared = {f"{p['in']}.{p['name']}" for p in target.get("parameters", [])}
+        named = {name if "." in name else f"path.{name}" for name in link["parameters"]}
+        assert named <= declared, (link, declared)
+
+
+def test_a_placed_order_answers_the_etag_its_change_link_sends(moto_api):
+    placed = call(
+        "POST",
+        "/orders",
+        claims=ALICE,
+        headers={"Idempotency-Key": "k"},
+        body={"lines": LINES, "shipping_address": ADDRESS},
+    )
+    assert placed.status == 201
+    etag = {k.lower(): v for k, v in placed.headers.items()}["etag"]
+    changed = call(
+        "PATCH",
+        f"/orders/{placed.body['order_id']}",
+        claims=ADMIN,
+        headers={"If-Match": etag},
+        body={"status": "CONFIRMED"},
+    )
+    assert (changed.status, changed.body["status"]) == (200, "CONFIRMED")
