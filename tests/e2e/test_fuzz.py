@@ -40,7 +40,10 @@ STATE_422_OPERATIONS = {("PUT", "/sessions/{session_id}/cart/{product_id}"), ("P
 
 @pytest.fixture(scope="module")
 def api_schema(stack: Stack) -> Any:
-    return schemathesis.openapi.from_url(f"{stack.url}/openapi.json", timeout=30)
+    # Loading discovers schemathesis.toml, whose bearer setting names this variable.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SCHEMATHESIS_BEARER_TOKEN", stack.admin_token("e2e-fuzz-admin"))
+        return schemathesis.openapi.from_url(f"{stack.url}/openapi.json", timeout=30)
 
 
 def st_command(url: str, report_dir: pathlib.Path) -> list[str]:
