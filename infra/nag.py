@@ -68,12 +68,14 @@ def suppress_findings(shop: ShopApp) -> None:
             )
     pool = shop.api.auth.user_pool
     if pool is not None:
-        _ack(
-            pool,
-            "COG8",
-            "Essentials feature plan: threat protection (Plus) is a per-user cost decision for the "
-            "operator; strong password policy and optional TOTP MFA are on.",
-        )
+        if not shop.config.auth.threat_protection:
+            _ack(
+                pool,
+                "COG8",
+                "Essentials feature plan: threat protection (Plus, -c cognito_threat_protection=true) is a "
+                "per-user cost decision for the operator (docs/infrastructure.md#cognito); strong password "
+                "policy and optional TOTP MFA are on.",
+            )
         _ack(
             pool,
             "COG2",

@@ -131,7 +131,13 @@ _IMPLIED_BY = {
 
 # The IAM actions that change an item: the ones dynamodb:LeadingKeys limits for write_leading_keys.
 WRITE_IAM_ACTIONS = frozenset(
-    {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"}
+    {
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:BatchWriteItem",
+        "dynamodb:ConditionCheckItem",
+    }
 )
 
 
