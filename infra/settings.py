@@ -248,6 +248,12 @@ _ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-
 _DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
 
 
+def runbook_anchor(heading: str) -> str:
+    """The anchor a Markdown renderer (GitHub) gives a heading of docs/operations.md."""
+    kept = "".join(c for c in heading.strip().lower() if c.isalnum() or c in " -_")
+    return kept.replace(" ", "-")
+
+
 @dataclass(frozen=True)
 class EdgeSettings:
     """`-c edge=true`: CloudFront + WAF in front of the API, which then answers on its custom domain only."""

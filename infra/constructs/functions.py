@@ -30,6 +30,7 @@ from infra.settings import (
     DeployConfig,
     FunctionSpec,
     iam_actions,
+    runbook_anchor,
 )
 
 RUNTIME = lambda_.Runtime.PYTHON_3_13
@@ -225,7 +226,10 @@ def live_alias(scope: Construct, function: lambda_.Function, *, config: DeployCo
         errors = cloudwatch.Alarm(
             scope,
             f"{function.node.id}CanaryErrors",
-            alarm_description=f"{function.node.id}: the version being deployed fails (rolls the deployment back)",
+            alarm_description=(
+                f"{function.node.id}: the version being deployed fails, the deployment rolls back. "
+                f"Runbook: {config.runbook_url}#{runbook_anchor('Deployment rolled back')}"
+            ),
             metric=alias.metric_errors(period=Duration.minutes(1), statistic="Sum"),
             threshold=1,
             evaluation_periods=1,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from infra.settings import EVENT_ARCHIVE_RETENTION_DAYS
+from infra.settings import EVENT_ARCHIVE_RETENTION_DAYS, ROOT, runbook_anchor
+from tests.infra.conftest import STAGING_RUNBOOK
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
@@ -104,3 +106,16 @@ def test_the_bus_archives_every_event_for_replay(request, assembly_name) -> None
     # every event put on the bus (an archive needs a pattern): the shop's account, pinned or not
     account = assembly.shop.config.account or {"Ref": "AWS::AccountId"}
     assert props["EventPattern"] == {"account": [account]}
+
+
+def test_the_rollback_alarms_link_their_runbook_section(staging) -> None:
+    headings = re.findall(r"^#{2,4} (.+)$", (ROOT / "docs" / "operations.md").read_text(), flags=re.MULTILINE)
+    anchors = {runbook_anchor(heading) for heading in headings}
+    alarms = Template.from_json(staging.templates["ShopApi"]).find_resources("AWS::CloudWatch::Alarm")
+    assert len(alarms) == 4
+    for logical_id, alarm in alarms.items():
+        found = re.search(r"Runbook: (\S+)#([a-z0-9_-]+)$", alarm["Properties"]["AlarmDescription"])
+        assert found, logical_id
+        assert found.group(1) == STAGING_RUNBOOK
+        assert found.group(2) == "deployment-rolled-back"
+        assert found.group(2) in anchors

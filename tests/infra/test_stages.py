@@ -22,6 +22,7 @@ SCOPED_NAMES = {
     ("AWS::CloudWatch::Alarm", "MetricName"),  # not a name of the alarm
     ("AWS::Lambda::LayerVersion", "LayerName"),  # absent today; a layer name is versioned, not owned
     ("AWS::Lambda::Alias", "Name"),  # `live`, inside the stage's function
+    ("AWS::CodeDeploy::DeploymentGroup", "DeploymentConfigName"),  # names AWS's predefined canary
 }
 # Replaced on every deployment, never kept: a layer version (function versions keep their copy).
 RELEASED = {"AWS::Lambda::LayerVersion"}
