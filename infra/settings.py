@@ -28,8 +28,8 @@ LAYER_PYTHON_VERSION = "3.13"
 RUNTIME_NAME = "python3.13"
 
 # Lambda's advanced logging controls: JSON lines, and what Lambda itself lets through.
-# Powertools' logger (POWERTOOLS_LOG_LEVEL) logs at the same level as the application
-# log level, so neither drops what the other emits.
+# POWERTOOLS_LOG_LEVEL is the same level: on Lambda Powertools follows the application log
+# level (and warns when its own is more verbose); locally it is the only one.
 LOG_LEVEL = "INFO"
 SYSTEM_LOG_LEVEL = "WARN"  # Lambda's platform lines (START/END/REPORT are INFO): only problems
 
