@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
@@ -14,9 +14,9 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.constructs.functions import Layers, build_function
+from infra.constructs.functions import Layers, build_function, live_alias
 from infra.constructs.protection import removal_policy
-from infra.settings import STREAM, STREAM_FILTERS, STREAM_FUNCTION, DeployConfig
+from infra.settings import EVENT_ARCHIVE_RETENTION_DAYS, STREAM, STREAM_FILTERS, STREAM_FUNCTION, DeployConfig
 
 
 class OrderEventsProcessing(Construct):
@@ -38,6 +38,13 @@ class OrderEventsProcessing(Construct):
             "Bus",
             event_bus_name=config.name("domain-events"),
             description="Shop domain events (OrderConfirmed, ...)",
+        )
+        self.archive = self.bus.archive(
+            "Archive",
+            archive_name=config.name("domain-events"),
+            description="every shop event, replayable (docs/operations.md#replay-domain-events)",
+            event_pattern=events.EventPattern(account=[Stack.of(self).account]),
+            retention=Duration.days(EVENT_ARCHIVE_RETENTION_DAYS),
         )
         self.failures = sqs.Queue(
             self,
@@ -63,8 +70,9 @@ class OrderEventsProcessing(Construct):
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=["events:PutEvents"], resources=[self.bus.event_bus_arn])
         )
+        self.alias = live_alias(self, self.function, config=config)
         starting = lambda_.StartingPosition[STREAM.starting_position]
-        self.function.add_event_source(
+        self.alias.add_event_source(
             sources.DynamoEventSource(
                 table,
                 starting_position=starting,
