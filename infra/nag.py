@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from aws_cdk import Acknowledgment, Validations
+from aws_cdk import aws_codedeploy as codedeploy
 from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
 
@@ -37,8 +38,8 @@ def _function_findings(function: lambda_.Function, *, streams: bool = False) -> 
         function,
         "L1",
         f"{RUNTIME_NAME} on purpose: the dependencies layer is built for exactly this CPython ABI and "
-        "the packaging test imports every handler with a real 3.13 interpreter; 3.14 is a one-line "
-        "change in infra/settings.py once the build machines carry it (docs/infrastructure.md).",
+        "the packaging test imports every handler with a real interpreter of it; why not 3.14 yet: "
+        "infra/settings.py RUNTIME_NAME.",
     )
     policy = function.role.node.try_find_child("DefaultPolicy") if function.role else None
     if policy is not None:
@@ -75,12 +76,14 @@ def suppress_findings(shop: ShopApp) -> None:
             )
     pool = shop.api.auth.user_pool
     if pool is not None:
-        _ack(
-            pool,
-            "COG8",
-            "Essentials feature plan: threat protection (Plus) is a per-user cost decision for the "
-            "operator; strong password policy and optional TOTP MFA are on.",
-        )
+        if not shop.config.auth.threat_protection:
+            _ack(
+                pool,
+                "COG8",
+                "Essentials feature plan: threat protection (Plus, -c cognito_threat_protection=true) is a "
+                "per-user cost decision for the operator (docs/infrastructure.md#cognito); strong password "
+                "policy and optional TOTP MFA are on.",
+            )
         _ack(
             pool,
             "COG2",
@@ -102,6 +105,16 @@ def suppress_findings(shop: ShopApp) -> None:
         "Lambda is the only writer and `make replay` the only reader of this failure archive; "
         "CloudTrail records both, an access-log bucket would log nothing else.",
     )
+    # Gradual deployments (protected stages)
+    for stack in (shop.api, shop.events):
+        for construct in stack.node.find_all():
+            if isinstance(construct, codedeploy.LambdaDeploymentGroup):
+                _ack(
+                    construct,
+                    "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited]",
+                    "CodeDeploy's own role for Lambda deployments: AWS's 'Limited' managed policy is scoped "
+                    "to what a Lambda deployment does (update aliases, read alarms, invoke hooks).",
+                )
     # Edge (-c edge=true)
     if shop.edge is not None:
         edge = shop.edge.edge

@@ -1,7 +1,7 @@
 """Read what the local runtime needs out of the synthesized CloudFormation templates in `cdk.out/`.
 
 Only what `cdk synth` wrote is used: HTTP API routes (AWS::ApiGatewayV2::Route), their integrations
-and JWT authorizer, each AWS::Lambda::Function (Handler, Environment, Code via the
+(to a function or its alias) and JWT authorizer, each AWS::Lambda::Function (Handler, Environment, Code via the
 `aws:asset:path` metadata, MemorySize, Timeout), the DynamoDB table and the stream's
 AWS::Lambda::EventSourceMapping. CloudFormation intrinsics are resolved locally (see `Resolver`).
 """
@@ -270,6 +270,11 @@ def load_app(
             layers=[layer_dirs[r] for r in _refs(props.get("Layers"), exports) if r in layer_dirs],
         )
         by_logical[lid] = name
+    # an alias (`live`) or a version invokes its function's code: the local runtime runs that code
+    for lid, (_stack, res) in of_type("AWS::Lambda::Alias", "AWS::Lambda::Version").items():
+        targets = [by_logical[r] for r in _refs((res.get("Properties") or {}).get("FunctionName")) if r in by_logical]
+        if targets:
+            by_logical[lid] = targets[0]
 
     tables = {
         lid: TableDef(lid, spec_from_resource(res), (res.get("Properties") or {}).get("TableName"))

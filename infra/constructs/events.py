@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import jsii
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
@@ -15,9 +15,10 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.constructs.functions import Layers, build_function
+from infra.constructs.functions import Layers, build_function, live_alias
 from infra.constructs.protection import removal_policy
 from infra.settings import (
+    EVENT_ARCHIVE_RETENTION_DAYS,
     STREAM,
     STREAM_FAILURE_PREFIX,
     STREAM_FAILURE_RETENTION_DAYS,
@@ -51,6 +52,13 @@ class OrderEventsProcessing(Construct):
             event_bus_name=config.name("domain-events"),
             description="Shop domain events (OrderConfirmed, ...)",
         )
+        self.archive = self.bus.archive(
+            "Archive",
+            archive_name=config.name("domain-events"),
+            description="every shop event, replayable (docs/operations.md#replay-domain-events)",
+            event_pattern=events.EventPattern(account=[Stack.of(self).account]),
+            retention=Duration.days(EVENT_ARCHIVE_RETENTION_DAYS),
+        )
         self.failures = s3.Bucket(
             self,
             "StreamFailures",
@@ -76,8 +84,9 @@ class OrderEventsProcessing(Construct):
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=["events:PutEvents"], resources=[self.bus.event_bus_arn])
         )
+        self.alias = live_alias(self, self.function, config=config)
         starting = lambda_.StartingPosition[STREAM.starting_position]
-        self.function.add_event_source(
+        self.alias.add_event_source(
             sources.DynamoEventSource(
                 table,
                 starting_position=starting,
@@ -92,7 +101,7 @@ class OrderEventsProcessing(Construct):
                 metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
             )
         )
-        mappings = [c for c in self.function.node.children if isinstance(c, lambda_.EventSourceMapping)]
+        mappings = [c for c in self.alias.node.children if isinstance(c, lambda_.EventSourceMapping)]
         self.mapping_id = mappings[0].event_source_mapping_id
 
 

@@ -18,7 +18,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from infra.constructs.functions import metrics_namespace
-from infra.settings import ALL_FUNCTIONS, STREAM_FUNCTION, DeployConfig
+from infra.settings import ALL_FUNCTIONS, STREAM_FUNCTION, DeployConfig, runbook_anchor
 
 PERIOD = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
@@ -43,12 +43,6 @@ NEAR_TIMEOUT = 0.8
 STREAM_BEHIND = Duration.minutes(5)
 TRANSACTION_CONFLICTS_PER_MINUTE = 10
 API_STATUS_FIELD = "$.status"
-
-
-def runbook_anchor(heading: str) -> str:
-    """The anchor a Markdown renderer (GitHub) gives a heading of docs/operations.md."""
-    kept = "".join(c for c in heading.strip().lower() if c.isalnum() or c in " -_")
-    return kept.replace(" ", "-")
 
 
 class Monitoring(Construct):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
@@ -26,7 +27,13 @@ def test_mapping_failure_handling(arm64) -> None:
     (_, function_id, _) = arm64.functions()["order_events"]
     (mapping,) = template.find_resources("AWS::Lambda::EventSourceMapping").values()
     props = mapping["Properties"]
-    assert props["FunctionName"] == {"Ref": function_id}
+    # the stream invokes the `live` alias: {Fn::Join: [function name from the alias ARN, ":live"]}
+    (alias_id,) = [r["Ref"] for r in _find(props["FunctionName"], "Ref")]
+    alias = template.to_json()["Resources"][alias_id]
+    assert alias["Type"] == "AWS::Lambda::Alias"
+    assert alias["Properties"]["Name"] == "live"
+    assert alias["Properties"]["FunctionName"] == {"Ref": function_id}
+    assert props["FunctionName"]["Fn::Join"][1][-1] == ":live"
     assert props["BatchSize"] == 25
     assert props["MaximumBatchingWindowInSeconds"] == 1
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
@@ -130,3 +137,12 @@ def test_order_events_may_only_write_failure_objects(arm64) -> None:
 def test_the_failure_bucket_and_processor_are_outputs_for_replay(arm64) -> None:
     outputs = arm64.templates["ShopEvents"]["Outputs"]
     assert {"StreamFailureBucket", "OrderEventsFunction"} <= set(outputs)
+
+
+def _find(value: Any, key: str) -> list[dict[str, Any]]:
+    """Every dict holding ``key`` inside a template value."""
+    found = [value] if isinstance(value, dict) and key in value else []
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    for child in children:
+        found += _find(child, key)
+    return found

@@ -128,7 +128,7 @@ def test_stream_and_table_alarms(arm64) -> None:
     assert dropped["Namespace"] == "AWS/Lambda"
     (dimension,) = dropped["Dimensions"]
     assert dimension["Name"] == "EventSourceMappingUUID"
-    assert "OrderEventsDynamoDBEventSource" in json.dumps(dimension["Value"])
+    assert "OrderEventsLiveDynamoDBEventSource" in json.dumps(dimension["Value"])  # the mapping of the live alias
     conflicts = _by_id(arm64, "TableTransactionConflicts")
     assert conflicts["Namespace"] == "AWS/DynamoDB"
     assert conflicts["Threshold"] == 10
