@@ -24,7 +24,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
 .PHONY: setup dev test unit integration infra e2e lint typecheck synth synth-local layers openapi \
-        invoke token bench drill deploy destroy lock clean
+        invoke token replay bench drill deploy destroy lock clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -77,6 +77,12 @@ token: setup
 
 invoke: setup synth
 	$(PY) -m local_runtime invoke --function "$(FN)" --event "$(EVENT)"
+
+# Re-drive given-up stream batches through order_events (docs/operations.md, "Stream records dropped"):
+# BUCKET=<StreamFailureBucket> FUNCTION=<OrderEventsFunction> for a deployed stage; without them,
+# .local/stream-failures/ through the DynamoDB Local of a running `make dev`.
+replay: setup $(if $(BUCKET),,synth)
+	$(PY) -m local_runtime replay $(if $(BUCKET),--bucket "$(BUCKET)" --function "$(FUNCTION)",--dynamodb-port $(DYNAMODB_PORT))
 
 bench: setup synth
 	$(PY) -m bench

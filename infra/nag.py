@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from aws_cdk import Acknowledgment, Validations
+from aws_cdk import aws_codedeploy as codedeploy
 from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
 
@@ -37,8 +38,8 @@ def _function_findings(function: lambda_.Function, *, streams: bool = False) -> 
         function,
         "L1",
         f"{RUNTIME_NAME} on purpose: the dependencies layer is built for exactly this CPython ABI and "
-        "the packaging test imports every handler with a real 3.13 interpreter; 3.14 is a one-line "
-        "change in infra/settings.py once the build machines carry it (docs/infrastructure.md).",
+        "the packaging test imports every handler with a real interpreter of it; why not 3.14 yet: "
+        "infra/settings.py RUNTIME_NAME.",
     )
     policy = function.role.node.try_find_child("DefaultPolicy") if function.role else None
     if policy is not None:
@@ -47,12 +48,20 @@ def _function_findings(function: lambda_.Function, *, streams: bool = False) -> 
 
 def suppress_findings(shop: ShopApp) -> None:
     # Data
+    rotation = shop.data.secret.rotation
     _ack(
-        shop.data.secret.secret,
-        "SMG4",
-        "The pagination HMAC key is not rotated automatically: rotation would invalidate every "
-        "outstanding next_token mid-listing; rotate by hand (replace the secret, redeploy).",
+        rotation,
+        "L1",
+        f"{RUNTIME_NAME}, the runtime of every function of the shop (one interpreter to build and test for).",
     )
+    rotation_policy = rotation.role.node.try_find_child("DefaultPolicy") if rotation.role else None
+    if rotation_policy is not None:
+        _ack(
+            rotation_policy,
+            "IAM5[Resource::*]",
+            "secretsmanager:GetRandomPassword (generating the new key) supports no resource-level "
+            "permissions; every action on the secret itself is limited to its ARN.",
+        )
     # API functions and routes
     for function in shop.api.functions.values():
         assert isinstance(function, lambda_.Function)
@@ -67,12 +76,14 @@ def suppress_findings(shop: ShopApp) -> None:
             )
     pool = shop.api.auth.user_pool
     if pool is not None:
-        _ack(
-            pool,
-            "COG8",
-            "Essentials feature plan: threat protection (Plus) is a per-user cost decision for the "
-            "operator; strong password policy and optional TOTP MFA are on.",
-        )
+        if not shop.config.auth.threat_protection:
+            _ack(
+                pool,
+                "COG8",
+                "Essentials feature plan: threat protection (Plus, -c cognito_threat_protection=true) is a "
+                "per-user cost decision for the operator (docs/infrastructure.md#cognito); strong password "
+                "policy and optional TOTP MFA are on.",
+            )
         _ack(
             pool,
             "COG2",
@@ -81,11 +92,29 @@ def suppress_findings(shop: ShopApp) -> None:
         )
     # Events
     _function_findings(shop.events.processing.function, streams=True)
+    processing_policy = shop.events.processing.function.role.node.find_child("DefaultPolicy")  # type: ignore[union-attr]
+    _ack(
+        processing_policy,
+        "IAM5[Resource::<OrderEventsStreamFailures3ED0512E.Arn>/aws/lambda/*]",
+        "Lambda names each failure object itself (aws/lambda/<mapping>/<shard>/<date>/...): s3:PutObject "
+        "only, under that prefix of the stream's own failure bucket.",
+    )
     _ack(
         shop.events.processing.failures,
-        "SQS3",
-        "This queue IS the dead-letter destination (on-failure destination of the stream mapping).",
+        "S1",
+        "Lambda is the only writer and `make replay` the only reader of this failure archive; "
+        "CloudTrail records both, an access-log bucket would log nothing else.",
     )
+    # Gradual deployments (protected stages)
+    for stack in (shop.api, shop.events):
+        for construct in stack.node.find_all():
+            if isinstance(construct, codedeploy.LambdaDeploymentGroup):
+                _ack(
+                    construct,
+                    "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited]",
+                    "CodeDeploy's own role for Lambda deployments: AWS's 'Limited' managed policy is scoped "
+                    "to what a Lambda deployment does (update aliases, read alarms, invoke hooks).",
+                )
     # Edge (-c edge=true)
     if shop.edge is not None:
         edge = shop.edge.edge

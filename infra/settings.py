@@ -16,11 +16,28 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 
 # The Lambda runtime and the dependencies layer must agree on the Python ABI
-# (pydantic_core ships a compiled module per CPython version). 3.13 is used
-# rather than 3.14 because this is the newest version the packaging test can
-# prove with a real interpreter on the build machines (see docs/infrastructure.md).
+# (pydantic_core ships a compiled module per CPython version), and
+# tests/infra/test_packaging.py proves it by importing every handler with a real
+# CPython of this version. Why 3.13 and not 3.14 (aws-cdk-lib 2.275 knows
+# Runtime.PYTHON_3_14): the build machines cannot run a 3.14 interpreter. Debian 12's
+# package sources carry python3.11 only (`apt-cache policy python3.14`: none), pyenv
+# there has 3.13.0 at most, and PyPI hosts no CPython interpreter (pbs-installer and
+# `pyenv install` download from GitHub or python.org, which the build machines cannot
+# reach). Moving on is this pair plus the interpreter on the machines (docs/infrastructure.md).
 LAYER_PYTHON_VERSION = "3.13"
 RUNTIME_NAME = "python3.13"
+
+# Lambda's advanced logging controls: JSON lines, and what Lambda itself lets through.
+# POWERTOOLS_LOG_LEVEL is the same level: on Lambda Powertools follows the application log
+# level (and warns when its own is more verbose); locally it is the only one.
+LOG_LEVEL = "INFO"
+SYSTEM_LOG_LEVEL = "WARN"  # Lambda's platform lines (START/END/REPORT are INFO): only problems
+
+# Every function is invoked through this alias (API integrations, the stream mapping); in a
+# protected stage CodeDeploy shifts it to a new version gradually (docs/deploy.md#safe-deployments).
+LIVE_ALIAS = "live"
+# The domain-event bus's archive: events can be replayed to a rule for this long.
+EVENT_ARCHIVE_RETENTION_DAYS = 90
 
 TABLE_INDEX = "GSI1"
 STATUS_SHARDS = 4
@@ -35,6 +52,8 @@ LOCAL_DYNAMODB_PORT = 8000
 LOCAL_DYNAMODB_ENDPOINT = f"http://host.docker.internal:{LOCAL_DYNAMODB_PORT}"
 # Not a secret: it signs the page tokens of a throwaway local table only.
 LOCAL_PAGINATION_KEY = "local-only-pagination-key"
+# A token outlives one rotation (it reads with AWSPREVIOUS): listings are resumed within minutes, not weeks.
+PAGINATION_KEY_ROTATION_DAYS = 30
 
 
 @dataclass(frozen=True)
@@ -48,6 +67,10 @@ class FunctionSpec:
     memory_mb: int = 512
     timeout_s: int = 10
     publishes_events: bool = False
+    paginates: bool = False  # reads the pagination key (PAGINATION_SECRET_ARN, secretsmanager:GetSecretValue)
+    # when set, the function's writes are limited to items whose partition key matches one of
+    # these patterns (IAM dynamodb:LeadingKeys); its reads stay table-wide
+    write_leading_keys: tuple[str, ...] = ()
 
 
 # THE single declaration of what each function may do to the table: the DynamoDB
@@ -69,23 +92,27 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Customer profiles and notifications",
         DYNAMODB_ACTIONS["customers"],
         uses_index=True,  # customer by email
+        paginates=True,
     ),
     FunctionSpec(
         "products",
         "Catalogue, stock and reviews",
         DYNAMODB_ACTIONS["products"],
         uses_index=True,  # products by category
+        paginates=True,
     ),
     FunctionSpec(
         "orders",
         "Order placement, reads and status changes",
         DYNAMODB_ACTIONS["orders"],
         uses_index=True,  # sharded orders-by-status listing
+        paginates=True,
     ),
     FunctionSpec(
         "sessions",
         "Anonymous shopping sessions and carts",
         DYNAMODB_ACTIONS["sessions"],
+        write_leading_keys=("SESSION#*",),  # reads products (cart prices), writes sessions only
     ),
 )
 
@@ -106,6 +133,18 @@ _IMPLIED_BY = {
     "TransactWriteItems": {"PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
     "TransactGetItems": {"GetItem"},
 }
+
+
+# The IAM actions that change an item: the ones dynamodb:LeadingKeys limits for write_leading_keys.
+WRITE_IAM_ACTIONS = frozenset(
+    {
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:BatchWriteItem",
+        "dynamodb:ConditionCheckItem",
+    }
+)
 
 
 def iam_actions(operations: tuple[str, ...]) -> list[str]:
@@ -192,13 +231,18 @@ class StreamSettings:
     batch_size: int = 25
     max_batching_window_s: int = 1
     retry_attempts: int = 5
-    max_record_age_s: int = 86400
+    # well inside the stream's 24 h retention: a batch given up is still readable, and it is archived whole
+    max_record_age_s: int = 6 * 3600
     bisect_batch_on_error: bool = True
     report_batch_item_failures: bool = True
     starting_position: str = "TRIM_HORIZON"
 
 
 STREAM = StreamSettings()
+# How long given-up stream batches stay in the failure bucket for `make replay` (docs/operations.md).
+STREAM_FAILURE_RETENTION_DAYS = 90
+# Where Lambda writes them: aws/lambda/<mapping UUID>/<shard id>/YYYY/MM/DD/<time>-<uuid> (local_runtime.failures).
+STREAM_FAILURE_PREFIX = "aws/lambda/"
 
 
 # Stages whose resources may be destroyed with their stacks (shell-style patterns). Every other
@@ -215,6 +259,12 @@ _ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-
 _DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
 
 
+def runbook_anchor(heading: str) -> str:
+    """The anchor a Markdown renderer (GitHub) gives a heading of docs/operations.md."""
+    kept = "".join(c for c in heading.strip().lower() if c.isalnum() or c in " -_")
+    return kept.replace(" ", "-")
+
+
 @dataclass(frozen=True)
 class EdgeSettings:
     """`-c edge=true`: CloudFront + WAF in front of the API, which then answers on its custom domain only."""
@@ -225,6 +275,46 @@ class EdgeSettings:
     certificate_arn: str | None = None
     rate_limit: int = 1000  # requests per IP per window, then blocked until the rate falls
     rate_window_s: int = 300
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """The Cognito user pool's options (the default issuer; ignored with -c jwt_issuer)."""
+
+    ses_from_email: str | None = None  # mail through SES from this verified identity, not Cognito's 50/day
+    callback_urls: tuple[str, ...] = ()  # the hosted sign-in's code flow (PKCE) returns here; none: no OAuth
+    logout_urls: tuple[str, ...] = ()
+    domain_prefix: str | None = None  # <prefix>.auth.<region>.amazoncognito.com, needed by callback_urls
+    threat_protection: bool = False  # the Plus feature plan, billed per monthly active user
+
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,63}$")
+_DOMAIN_PREFIX = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def _auth_settings(text: Any, items: Any, region: str | None) -> AuthSettings:
+    ses_from = text("ses_from_email")
+    if ses_from is not None and not _EMAIL.match(ses_from):
+        raise ValueError(f"context ses_from_email must be an email address, got {ses_from!r}")
+    if ses_from is not None and region is None:
+        raise ValueError("context ses_from_email needs -c region=<region> (where the SES identity is verified)")
+    callbacks, logouts, prefix = items("auth_callback_urls"), items("auth_logout_urls"), text("auth_domain_prefix")
+    for key, urls in (("auth_callback_urls", callbacks), ("auth_logout_urls", logouts)):
+        for url in urls:
+            parts = urlsplit(url)
+            local = parts.hostname in ("localhost", "127.0.0.1")
+            if parts.scheme != "https" and not (parts.scheme == "http" and local):
+                raise ValueError(f"context {key} must be https URLs (http for localhost only), got {url!r}")
+    if (callbacks or logouts) and prefix is None:
+        raise ValueError("context auth_callback_urls needs -c auth_domain_prefix=<prefix> (the hosted sign-in)")
+    if logouts and not callbacks:
+        raise ValueError("context auth_logout_urls goes with auth_callback_urls")
+    if prefix is not None and (not _DOMAIN_PREFIX.match(prefix) or "cognito" in prefix or "aws" in prefix):
+        raise ValueError(f"context auth_domain_prefix must be lower-case letters, digits and '-', got {prefix!r}")
+    threat = (text("cognito_threat_protection") or "false").lower()
+    if threat not in ("true", "false"):
+        raise ValueError(f"context cognito_threat_protection must be true or false, got {threat!r}")
+    return AuthSettings(ses_from, callbacks, logouts, prefix, threat == "true")
 
 
 @dataclass(frozen=True)
@@ -249,6 +339,7 @@ class DeployConfig:
     region: str | None = None
     runbook_url: str = RUNBOOK
     edge: EdgeSettings | None = None
+    auth: AuthSettings = AuthSettings()
     # `-c local=true`: a template for `sam local invoke` only (never deployed), see local_environment()
     local: bool = False
     local_dynamodb_endpoint: str = LOCAL_DYNAMODB_ENDPOINT
@@ -320,6 +411,7 @@ class DeployConfig:
             region=region,
             runbook_url=text("runbook_url") or RUNBOOK,
             edge=_edge_settings(text),
+            auth=_auth_settings(text, items, region),
             local=local == "true",
             local_dynamodb_endpoint=endpoint,
         )

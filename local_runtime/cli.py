@@ -1,4 +1,4 @@
-"""`python -m local_runtime dev|token|invoke`: the local stack, tokens, and one-off invocations."""
+"""`python -m local_runtime dev|token|invoke|replay`: the local stack, tokens, one-off invocations, replays."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 from infra.settings import LOCAL_TABLE_NAME
-from local_runtime import auth
+from local_runtime import auth, failures
 from local_runtime.dynamodb_local import DynamoDBLocal, create_table
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -54,8 +54,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
     ddb_dir = state_dir / "dynamodb"
     if args.fresh:
         shutil.rmtree(ddb_dir, ignore_errors=True)
-        for name in ("stream-checkpoints.json", "failed-records.jsonl"):
-            (state_dir / name).unlink(missing_ok=True)
+        (state_dir / "stream-checkpoints.json").unlink(missing_ok=True)
+        shutil.rmtree(state_dir / failures.LOCAL_DIR, ignore_errors=True)
     try:
         app = load_app(pathlib.Path(args.cdk_out))
     except TemplateError as exc:
@@ -186,6 +186,50 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Re-drive given-up stream batches through order_events: the deployed bucket, or `make dev`'s."""
+    if args.bucket:
+        import boto3
+
+        store: failures.FailureStore = failures.BucketStore(boto3.client("s3"), args.bucket)
+        report: failures.ReplayReport | None = failures.replay(
+            store, failures.lambda_invoker(boto3.client("lambda"), args.function)
+        )
+    else:
+        report = _replay_locally(args)
+    if report is None:
+        return 2
+    for key in report.replayed:
+        print(f"replayed  {key}")
+    for key in report.failed:
+        print(f"failed    {key}  (kept; fix the cause and replay again)")
+    print(f"{len(report.replayed)} replayed, {len(report.failed)} failed again")
+    return 1 if report.failed else 0
+
+
+def _replay_locally(args: argparse.Namespace) -> failures.ReplayReport | None:
+    from local_runtime.functions import Functions
+    from local_runtime.template import TemplateError, load_app
+
+    try:
+        app = load_app(pathlib.Path(args.cdk_out))
+    except TemplateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    mapping = next((m for m in app.mappings if m.table is not None), None)
+    if mapping is None:
+        print("error: no stream mapping in the templates", file=sys.stderr)
+        return None
+    state_dir = pathlib.Path(args.data_dir).resolve()
+    endpoint = args.endpoint or f"http://127.0.0.1:{args.dynamodb_port}"
+    functions = Functions(app, table_name=_table_name(app), endpoint=endpoint, state_dir=state_dir, concurrency=1)
+    try:
+        store = failures.DirectoryStore(state_dir / failures.LOCAL_DIR)
+        return failures.replay(store, functools.partial(functions.invoke, mapping.function))
+    finally:
+        functions.close()
+
+
 def _load_sample_seed(env: dict[str, str], paths: list[str]) -> None:
     """The data the sample events in events/ refer to (events/seed.json), written as the functions would."""
     os.environ.update(env)
@@ -235,11 +279,23 @@ def build_parser() -> argparse.ArgumentParser:
     invoke.add_argument("--event", required=True, help="JSON file, or - for stdin")
     invoke.add_argument("--cdk-out", default=str(REPO_ROOT / "cdk.out"))
     invoke.set_defaults(func=cmd_invoke)
+
+    replay = sub.add_parser("replay", help="re-drive given-up stream batches through order_events")
+    common(replay)
+    replay.add_argument("--cdk-out", default=str(REPO_ROOT / "cdk.out"))
+    replay.add_argument("--dynamodb-port", type=int, default=8000, help="`make dev`'s DynamoDB Local port")
+    replay.add_argument("--endpoint", default=None, help="DynamoDB endpoint (default: 127.0.0.1:<port>)")
+    replay.add_argument("--bucket", default=None, help="deployed: the StreamFailureBucket output of ShopEvents")
+    replay.add_argument("--function", default=None, help="deployed: the OrderEventsFunction output of ShopEvents")
+    replay.set_defaults(func=cmd_replay)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "replay" and bool(args.bucket) != bool(args.function):
+        parser.error("replay: --bucket and --function go together (the deployed stage), or neither (local)")
     try:
         return int(args.func(args))
     except RuntimeError as exc:  # e.g. Java or DynamoDB Local missing: one clear line

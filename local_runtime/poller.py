@@ -7,7 +7,8 @@ counts them as processed), invoke the function with up to BatchSize records, and
   from it (an empty/unknown itemIdentifier fails the whole batch);
 - function error: retry the batch, bisected in halves when BisectBatchOnFunctionError;
 - after MaximumRetryAttempts retries (or MaximumRecordAgeInSeconds), the batch goes to the on-failure
-  destination, here appended to `<state dir>/failed-records.jsonl`, and the shard moves on.
+  destination, here `<state dir>/stream-failures/` in the shape of Lambda's S3 destination (the
+  invocation record with the whole event, see local_runtime.failures), and the shard moves on.
 Checkpoints live in `<state dir>/stream-checkpoints.json`, so a restart resumes where it stopped.
 """
 
@@ -23,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from local_runtime import events, filters
+from local_runtime import events, failures, filters
 from local_runtime.functions import InvokeResult
 from local_runtime.template import MappingDef
 
@@ -50,7 +51,7 @@ class StreamPoller:
         self.invoke = invoke
         self.state_dir = pathlib.Path(state_dir)
         self.region = region
-        self.failed_path = self.state_dir / "failed-records.jsonl"
+        self.failures = failures.DirectoryStore(self.state_dir / failures.LOCAL_DIR)
         self.checkpoint_path = self.state_dir / "stream-checkpoints.json"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -228,11 +229,12 @@ class StreamPoller:
         attempts: int,
         condition: str,
     ) -> None:
-        """An on-failure invocation record like Lambda's (plus the records themselves, locally)."""
+        """An object like the one Lambda writes to an S3 on-failure destination (the whole event in `payload`)."""
         first, last = batch[0]["dynamodb"], batch[-1]["dynamodb"]
+        now = dt.datetime.now(dt.UTC)
         entry = {
             "version": "1.0",
-            "timestamp": dt.datetime.now(dt.UTC).isoformat(),
+            "timestamp": now.isoformat(),
             "requestContext": {
                 "requestId": result.request_id,
                 "functionArn": self.mapping.function,
@@ -253,13 +255,11 @@ class StreamPoller:
                 "batchSize": len(batch),
                 "streamArn": arn,
             },
-            "destination": self.mapping.on_failure,
-            "records": batch,
+            "payload": json.dumps(events.stream_event(batch), default=str),
         }
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        with self.failed_path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(entry, default=str) + "\n")
-        log.warning("sent %d stream record(s) to %s (%s)", len(batch), self.failed_path, condition)
+        key = failures.object_key(self.mapping.logical_id, shard_id, now)
+        self.failures.write(key, entry)
+        log.warning("sent %d stream record(s) to %s (%s)", len(batch), self.failures.root / key, condition)
 
     # -- checkpoints ------------------------------------------------------------------------------
     def _load_checkpoints(self) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """Read what the local runtime needs out of the synthesized CloudFormation templates in `cdk.out/`.
 
 Only what `cdk synth` wrote is used: HTTP API routes (AWS::ApiGatewayV2::Route), their integrations
-and JWT authorizer, each AWS::Lambda::Function (Handler, Environment, Code via the
+(to a function or its alias) and JWT authorizer, each AWS::Lambda::Function (Handler, Environment, Code via the
 `aws:asset:path` metadata, MemorySize, Timeout), the DynamoDB table and the stream's
 AWS::Lambda::EventSourceMapping. CloudFormation intrinsics are resolved locally (see `Resolver`).
 """
@@ -19,6 +19,7 @@ from local_runtime.table_definition import TABLE_RESOURCE_TYPES, TableSpec, spec
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 ACCOUNT_ID = "000000000000"
 REGION = "us-east-1"
+PAGINATION_SECRET_ARN, PAGINATION_SECRET = "PAGINATION_SECRET_ARN", "PAGINATION_SECRET"
 SECRET_REFERENCE = re.compile(r"\{\{resolve:(secretsmanager|ssm-secure|ssm):([^}]*)\}\}")
 
 
@@ -96,7 +97,7 @@ class MappingDef:
     report_batch_item_failures: bool = False
     maximum_record_age_s: int = -1
     maximum_batching_window_s: int = 0
-    on_failure: str | None = None  # destination ARN (locally: .local/failed-records.jsonl)
+    on_failure: str | None = None  # destination ARN (locally: .local/stream-failures/, local_runtime.failures)
     enabled: bool = True
 
 
@@ -245,6 +246,8 @@ def load_app(
         runtime = str(props.get("Runtime", ""))
         if not runtime.startswith("python"):
             continue  # CDK's own helper functions (custom resources) are Node.js
+        if (res.get("Metadata") or {}).get("shop:local") is False:
+            continue  # deployed only (the pagination key's rotation)
         name = _function_name(lid, res, known)
         asset = (res.get("Metadata") or {}).get("aws:asset:path")
         handler_file = str(props.get("Handler", "handler.handler")).rpartition(".")[0].replace(".", "/") + ".py"
@@ -267,6 +270,11 @@ def load_app(
             layers=[layer_dirs[r] for r in _refs(props.get("Layers"), exports) if r in layer_dirs],
         )
         by_logical[lid] = name
+    # an alias (`live`) or a version invokes its function's code: the local runtime runs that code
+    for lid, (_stack, res) in of_type("AWS::Lambda::Alias", "AWS::Lambda::Version").items():
+        targets = [by_logical[r] for r in _refs((res.get("Properties") or {}).get("FunctionName")) if r in by_logical]
+        if targets:
+            by_logical[lid] = targets[0]
 
     tables = {
         lid: TableDef(lid, spec_from_resource(res), (res.get("Properties") or {}).get("TableName"))
@@ -353,7 +361,7 @@ class Resolver:
     """Resolves CloudFormation intrinsics to local values.
 
     Ref of the DynamoDB table -> the local table name; secret dynamic references
-    (`{{resolve:secretsmanager:...}}`) -> a local secret; EventBridge buses -> UNSET (no EventBridge
+    (`{{resolve:secretsmanager:...}}`) and PAGINATION_SECRET_ARN -> a local secret; EventBridge buses -> UNSET (no EventBridge
     locally); functions -> local names/ARNs; pseudo parameters -> fake account/region. Anything else
     becomes "local-<LogicalId>".
     """
@@ -387,6 +395,9 @@ class Resolver:
             if value is UNSET or value is None:
                 continue
             text = value if isinstance(value, str) else json.dumps(value)
+            if key == PAGINATION_SECRET_ARN:  # deployed, read at run time; locally the key itself
+                env[PAGINATION_SECRET] = self.secret(text.split(":", 1)[0])
+                continue
             env[key] = SECRET_REFERENCE.sub(lambda m: self.secret(m.group(2).split(":", 1)[0]), text)
         return env
 

@@ -15,6 +15,7 @@ from shop.api.etags import IfMatch, etag, expected_version
 from shop.api.observability import lambda_handler
 from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, Request, caller
 from shop.api.resolver import BEARER, create_app, declare, json_response
+from shop.api.schemas import given
 from shop.repository import Table
 from shop.services.customers import CustomerService
 
@@ -88,8 +89,8 @@ def update_customer(customer_id: CustomerId, body: s.CustomerPatch, request: Req
     updated = customers.update(
         caller(request),
         customer_id,
-        email=body.email,
-        name=body.name,
+        email=given(body.email),
+        name=given(body.name),
         expected_version=None if if_match is None else expected_version(if_match),
     )
     return json_response(200, updated, etag(updated))

@@ -18,6 +18,7 @@ from shop.api.idempotency import IdempotentOperation
 from shop.api.observability import count, lambda_handler
 from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, OrderId, Request, caller
 from shop.api.resolver import BEARER, create_app, declare, json_response
+from shop.api.schemas import given
 from shop.models import OrderStatus, ShippingAddress
 from shop.repository import Table
 from shop.services.actor import Actor
@@ -28,15 +29,26 @@ table = Table()
 orders = OrderService(table)
 TAGS = ["orders"]
 ETAG = {"ETag": 'the order\'s version, quoted: "3"'}
+# What a client (and the fuzz test's stateful phase) can do next with a placed order.
+_PLACED_ORDER = {"order_id": "$response.body#/order_id"}
+NEXT_STEPS = {
+    "GetOrder": {"operationId": "get_order_orders__order_id__get", "parameters": _PLACED_ORDER},
+    "ChangeOrderStatus": {
+        "operationId": "change_order_status_orders__order_id__patch",
+        "parameters": {**_PLACED_ORDER, "header.if-match": "$response.header.ETag"},
+    },
+    "CancelOrder": {"operationId": "cancel_order_orders__order_id__cancel_post", "parameters": _PLACED_ORDER},
+}
 
 
 def _place(*, request: dict, actor: Actor, body: s.OrderIn) -> dict:
     """Runs once per (customer, Idempotency-Key); its result is what every repeat answers."""
+    lines = given(body.lines)
     order = orders.place(
         actor,
         address=ShippingAddress.model_validate(body.shipping_address.model_dump()),
-        lines=[RequestedLine(line.product_id, line.quantity) for line in body.lines] if body.lines else None,
-        session_id=body.session_id,
+        lines=[RequestedLine(line.product_id, line.quantity) for line in lines] if lines else None,
+        session_id=given(body.session_id),
         idempotency_key=request["key"],
     )
     count("OrdersPlaced")
@@ -57,10 +69,13 @@ placement = IdempotentOperation("orders", _place)
         404,
         409,
         body=True,
+        headers=ETAG,
+        links=NEXT_STEPS,
         errors_described={
             404: "PRODUCT_NOT_FOUND or SESSION_NOT_FOUND",
-            409: "OUT_OF_STOCK (details.product_ids), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED",
-            422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header, an empty cart, "
+            409: "OUT_OF_STOCK (details.product_ids), CART_EMPTY, IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS,"
+            " PRICE_CHANGED",
+            422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header, "
             "lines of one product adding up to more than 99, a country that is not an ISO 3166-1 alpha-2 code)",
         },
     ),

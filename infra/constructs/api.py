@@ -15,7 +15,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.constructs.protection import removal_policy
-from infra.settings import ROUTES, DeployConfig
+from infra.settings import ROUTES, AuthSettings, DeployConfig
 
 ACCESS_LOG_FORMAT = (
     '{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
@@ -41,11 +41,18 @@ class Auth(Construct):
         if config.jwt_issuer:
             issuer, audience = config.jwt_issuer, list(config.jwt_audience)
         else:
+            settings = config.auth
             self.user_pool = cognito.UserPool(
                 self,
                 "UserPool",
                 self_sign_up_enabled=True,
                 sign_in_aliases=cognito.SignInAliases(email=True),
+                sign_in_case_sensitive=False,  # Jane@Example.com and jane@example.com are one shopper
+                email=_email(config),
+                feature_plan=cognito.FeaturePlan.PLUS if settings.threat_protection else cognito.FeaturePlan.ESSENTIALS,
+                standard_threat_protection_mode=(
+                    cognito.StandardThreatProtectionMode.FULL_FUNCTION if settings.threat_protection else None
+                ),
                 auto_verify=cognito.AutoVerifiedAttrs(email=True),
                 password_policy=cognito.PasswordPolicy(
                     min_length=12,
@@ -71,11 +78,19 @@ class Auth(Construct):
                 "AppClient",
                 generate_secret=False,
                 auth_flows=cognito.AuthFlow(user_srp=True),
+                # the shop's own sign-in uses SRP; the hosted sign-in's code flow only with callback URLs
+                disable_o_auth=not settings.callback_urls,
+                o_auth=_oauth(settings) if settings.callback_urls else None,
+                supported_identity_providers=[cognito.UserPoolClientIdentityProvider.COGNITO],
                 prevent_user_existence_errors=True,
                 access_token_validity=Duration.hours(1),
                 id_token_validity=Duration.hours(1),
                 refresh_token_validity=Duration.days(30),
             )
+            if settings.domain_prefix is not None:
+                self.user_pool.add_domain(
+                    "Domain", cognito_domain=cognito.CognitoDomainOptions(domain_prefix=settings.domain_prefix)
+                )
             issuer = f"https://cognito-idp.{Aws.REGION}.amazonaws.com/{self.user_pool.user_pool_id}"
             audience = [self.client.user_pool_client_id]
         self.issuer = issuer
@@ -87,6 +102,24 @@ class Auth(Construct):
             authorizer_name="jwt",
             identity_source=["$request.header.Authorization"],
         )
+
+
+def _email(config: DeployConfig) -> cognito.UserPoolEmail | None:
+    """Cognito's own mailer sends 50 emails a day: a shop sends through SES (-c ses_from_email)."""
+    sender = config.auth.ses_from_email
+    if sender is None:
+        return None
+    return cognito.UserPoolEmail.with_ses(from_email=sender, from_name="Shop", ses_region=config.region)
+
+
+def _oauth(settings: AuthSettings) -> cognito.OAuthSettings:
+    """The authorization code grant (Cognito requires PKCE of public clients) and nothing else."""
+    return cognito.OAuthSettings(
+        flows=cognito.OAuthFlows(authorization_code_grant=True),
+        scopes=[cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL],
+        callback_urls=list(settings.callback_urls),
+        logout_urls=list(settings.logout_urls) or None,
+    )
 
 
 class HttpApi(Construct):

@@ -1,26 +1,40 @@
-"""Stream processing: the event bus, the failure queue, order_events and its mapping."""
+"""Stream processing: the event bus, the failure archive, order_events and its mapping."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Duration
+import jsii
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
-from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.constructs.functions import Layers, build_function
+from infra.constructs.functions import Layers, build_function, live_alias
 from infra.constructs.protection import removal_policy
-from infra.settings import STREAM, STREAM_FILTERS, STREAM_FUNCTION, DeployConfig
+from infra.settings import (
+    EVENT_ARCHIVE_RETENTION_DAYS,
+    STREAM,
+    STREAM_FAILURE_PREFIX,
+    STREAM_FAILURE_RETENTION_DAYS,
+    STREAM_FILTERS,
+    STREAM_FUNCTION,
+    DeployConfig,
+)
 
 
 class OrderEventsProcessing(Construct):
-    """order_events consumes the table stream: only the records it handles, failures to SQS."""
+    """order_events consumes the table stream: only the records it handles, given-up batches to S3.
+
+    Lambda writes the whole invocation record (the stream records themselves, not only their shard
+    and sequence numbers) to the failure bucket, so `make replay` can re-drive it after the stream
+    has trimmed the records (docs/operations.md).
+    """
 
     def __init__(
         self,
@@ -29,7 +43,6 @@ class OrderEventsProcessing(Construct):
         *,
         config: DeployConfig,
         table: dynamodb.ITable,
-        pagination_secret: str,
     ) -> None:
         super().__init__(scope, construct_id)
         removal = removal_policy(config)
@@ -39,12 +52,21 @@ class OrderEventsProcessing(Construct):
             event_bus_name=config.name("domain-events"),
             description="Shop domain events (OrderConfirmed, ...)",
         )
-        self.failures = sqs.Queue(
+        self.archive = self.bus.archive(
+            "Archive",
+            archive_name=config.name("domain-events"),
+            description="every shop event, replayable (docs/operations.md#replay-domain-events)",
+            event_pattern=events.EventPattern(account=[Stack.of(self).account]),
+            retention=Duration.days(EVENT_ARCHIVE_RETENTION_DAYS),
+        )
+        self.failures = s3.Bucket(
             self,
             "StreamFailures",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            encryption=s3.BucketEncryption.S3_MANAGED,
             enforce_ssl=True,
-            retention_period=Duration.days(14),
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(STREAM_FAILURE_RETENTION_DAYS))],
             removal_policy=removal,
         )
         layers = Layers(self, "Layers", config=config)
@@ -55,7 +77,6 @@ class OrderEventsProcessing(Construct):
             config=config,
             table=table,
             layers=layers,
-            pagination_secret=pagination_secret,
             environment={"EVENT_BUS_NAME": self.bus.event_bus_name},
             # Caps the write rate the stream can drive into the table while a backlog drains.
             reserved_concurrency=concurrency,
@@ -63,8 +84,9 @@ class OrderEventsProcessing(Construct):
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=["events:PutEvents"], resources=[self.bus.event_bus_arn])
         )
+        self.alias = live_alias(self, self.function, config=config)
         starting = lambda_.StartingPosition[STREAM.starting_position]
-        self.function.add_event_source(
+        self.alias.add_event_source(
             sources.DynamoEventSource(
                 table,
                 starting_position=starting,
@@ -74,10 +96,37 @@ class OrderEventsProcessing(Construct):
                 bisect_batch_on_error=STREAM.bisect_batch_on_error,
                 retry_attempts=STREAM.retry_attempts,
                 max_record_age=Duration.seconds(STREAM.max_record_age_s),
-                on_failure=sources.SqsDlq(self.failures),
+                on_failure=FailureArchive(self.failures),
                 filters=[_pattern(f) for f in STREAM_FILTERS],
+                metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
             )
         )
+        mappings = [c for c in self.alias.node.children if isinstance(c, lambda_.EventSourceMapping)]
+        self.mapping_id = mappings[0].event_source_mapping_id
+
+
+@jsii.implements(lambda_.IEventSourceDlq)
+class FailureArchive:
+    """The S3 on-failure destination with only what Lambda needs: s3:PutObject under aws/lambda/, s3:ListBucket.
+
+    CDK's S3OnFailureDestination grants read and write on the whole bucket (get, delete, abort as well).
+    """
+
+    def __init__(self, bucket: s3.IBucket) -> None:
+        self.bucket = bucket
+
+    def bind(
+        self, _target: lambda_.IEventSourceMapping, target_handler: lambda_.IFunction
+    ) -> lambda_.DlqDestinationConfig:
+        target_handler.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:PutObject"], resources=[self.bucket.arn_for_objects(f"{STREAM_FAILURE_PREFIX}*")]
+            )
+        )
+        target_handler.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn])
+        )
+        return lambda_.DlqDestinationConfig(destination=self.bucket.bucket_arn)
 
 
 def _pattern(pattern: Mapping[str, Any]) -> Mapping[str, Any]:

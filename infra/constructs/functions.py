@@ -2,28 +2,36 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_codedeploy as codedeploy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra import build_layers
 from infra.constructs.protection import removal_policy
 from infra.settings import (
     IDEMPOTENCY_TTL_SECONDS,
+    LIVE_ALIAS,
     LOCAL_PAGINATION_KEY,
     LOCAL_TABLE_NAME,
+    LOG_LEVEL,
     POWERTOOLS_NAMESPACE,
     ROOT,
     RUNTIME_NAME,
     SESSION_TTL_SECONDS,
     STATUS_SHARDS,
+    SYSTEM_LOG_LEVEL,
     TABLE_INDEX,
+    WRITE_IAM_ACTIONS,
     DeployConfig,
     FunctionSpec,
     iam_actions,
+    runbook_anchor,
 )
 
 RUNTIME = lambda_.Runtime.PYTHON_3_13
@@ -51,7 +59,6 @@ class Layers(Construct):
                 f"{deps_dir} is missing: run `python -m infra.build_layers --arch {config.arch}` "
                 f"(or `make layers ARCH={config.arch}`) before synthesizing"
             )
-        removal = removal_policy(config)
 
         def layer(layer_id: str, path: str, description: str) -> lambda_.LayerVersion:
             return lambda_.LayerVersion(
@@ -61,7 +68,9 @@ class Layers(Construct):
                 description=description,
                 compatible_runtimes=[RUNTIME],
                 compatible_architectures=[arch],
-                removal_policy=removal,
+                # every code change publishes a new version; the old one is deleted, also in protected
+                # stages: a function version that uses it keeps its copy (Lambda DeleteLayerVersion)
+                removal_policy=RemovalPolicy.DESTROY,
             )
 
         self.shared = layer("Shared", str(ROOT / "layers" / "shared"), "shop: models, keys, repository, errors")
@@ -81,22 +90,34 @@ def local_environment(env: dict[str, str], config: DeployConfig) -> dict[str, st
     """The variables of a `-c local=true` function: literals only, every AWS client on DynamoDB Local.
 
     `sam local invoke` passes only the variables a function declares, gives an intrinsic it cannot
-    resolve (the table's cross-stack import, the secret's dynamic reference) the value "" and a Ref
-    to a resource its logical id. So the table becomes `make dev`'s, the pagination key a local
-    literal, no bus is named (nothing is published) and AWS_ENDPOINT_URL sends any other client to
+    resolve (the table's and the secret's cross-stack imports) the value "" and a Ref to a resource
+    its logical id. So the table becomes `make dev`'s, the pagination key (functions that paginate) a
+    local literal, no bus is named (nothing is published) and AWS_ENDPOINT_URL sends any other client to
     DynamoDB Local too, where it fails instead of reaching the account whose credentials SAM passes.
     """
-    local = {name: value for name, value in env.items() if name != "EVENT_BUS_NAME"}
+    local = {name: value for name, value in env.items() if name not in ("EVENT_BUS_NAME", "PAGINATION_SECRET_ARN")}
+    if "PAGINATION_SECRET_ARN" in env:
+        local["PAGINATION_SECRET"] = LOCAL_PAGINATION_KEY
     local.update(
         {
             "TABLE_NAME": LOCAL_TABLE_NAME,
-            "PAGINATION_SECRET": LOCAL_PAGINATION_KEY,
             "AWS_ENDPOINT_URL_DYNAMODB": config.local_dynamodb_endpoint,
             "AWS_ENDPOINT_URL": config.local_dynamodb_endpoint,
             "POWERTOOLS_TRACE_DISABLED": "true",
         }
     )
     return local
+
+
+def depend_on_policy_only(function: lambda_.Function, role: iam.Role) -> lambda_.CfnFunction:
+    """CDK makes a function depend on its role AND the role's policy; the role is already a GetAtt
+    dependency (cfn-lint W3005), the policy is the one that matters."""
+    policy = role.node.find_child("DefaultPolicy").node.default_child
+    assert isinstance(policy, iam.CfnPolicy)
+    cfn_function = function.node.default_child
+    assert isinstance(cfn_function, lambda_.CfnFunction)
+    cfn_function.add_override("DependsOn", [Stack.of(function).get_logical_id(policy)])
+    return cfn_function
 
 
 def build_function(
@@ -106,7 +127,7 @@ def build_function(
     config: DeployConfig,
     table: dynamodb.ITable,
     layers: Layers,
-    pagination_secret: str,
+    pagination_secret: secretsmanager.ISecret | None = None,
     environment: dict[str, str] | None = None,
     reserved_concurrency: int | None = None,
 ) -> lambda_.Function:
@@ -136,22 +157,27 @@ def build_function(
     resources = [table.table_arn]
     if spec.uses_index:
         resources.append(f"{table.table_arn}/index/{TABLE_INDEX}")
-    role.add_to_policy(
-        iam.PolicyStatement(
-            actions=iam_actions(spec.dynamodb_actions),
-            resources=resources,
+    for statement in table_statements(spec, resources):
+        role.add_to_policy(statement)
+    secret_env: dict[str, str] = {}
+    if spec.paginates:
+        if pagination_secret is None:
+            raise ValueError(f"{spec.name} paginates: it needs the pagination secret")
+        # Only the ARN: the key is read at run time (shop.pagination_keys), so a rotation reaches it.
+        secret_env["PAGINATION_SECRET_ARN"] = pagination_secret.secret_arn
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[pagination_secret.secret_arn])
         )
-    )
     env = {
         "TABLE_NAME": table.table_name,
         "STATUS_SHARDS": str(STATUS_SHARDS),
-        "PAGINATION_SECRET": pagination_secret,
+        **secret_env,
         "SESSION_TTL_SECONDS": str(SESSION_TTL_SECONDS),
         "IDEMPOTENCY_TTL_SECONDS": str(IDEMPOTENCY_TTL_SECONDS),
         "FUNCTION_TIMEOUT_SECONDS": str(spec.timeout_s),  # the store's budget derives from it (shop.aws_config)
         "POWERTOOLS_SERVICE_NAME": spec.name,
         "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config),
-        "POWERTOOLS_LOG_LEVEL": "INFO",
+        "POWERTOOLS_LOG_LEVEL": LOG_LEVEL,
         "POWERTOOLS_TRACE_DISABLED": "false",
         **(environment or {}),
     }
@@ -173,14 +199,68 @@ def build_function(
         log_group=log_group,
         tracing=lambda_.Tracing.ACTIVE,
         reserved_concurrent_executions=reserved_concurrency,
+        logging_format=lambda_.LoggingFormat.JSON,
+        application_log_level_v2=lambda_.ApplicationLogLevel[LOG_LEVEL],
+        system_log_level_v2=lambda_.SystemLogLevel[SYSTEM_LOG_LEVEL],
     )
-    # CDK makes the function depend on the role AND its policy; the role is already a
-    # GetAtt dependency (cfn-lint W3005), the policy is the one that matters.
-    policy = role.node.find_child("DefaultPolicy").node.default_child
-    assert isinstance(policy, iam.CfnPolicy)
-    cfn_function = function.node.default_child
-    assert isinstance(cfn_function, lambda_.CfnFunction)
-    cfn_function.add_override("DependsOn", [Stack.of(scope).get_logical_id(policy)])
+    cfn_function = depend_on_policy_only(function, role)
     # Lets a local tool find the function by name in the template without guessing logical ids.
     cfn_function.add_metadata("shop:function", spec.name)
     return function
+
+
+def table_statements(spec: FunctionSpec, resources: list[str]) -> list[iam.PolicyStatement]:
+    """The function's DynamoDB grant; with write_leading_keys, writes go to its own partition keys only."""
+    actions = iam_actions(spec.dynamodb_actions)
+    if not spec.write_leading_keys:
+        return [iam.PolicyStatement(actions=actions, resources=resources)]
+    reads = [action for action in actions if action not in WRITE_IAM_ACTIONS]
+    writes = [action for action in actions if action in WRITE_IAM_ACTIONS]
+    return [
+        iam.PolicyStatement(actions=reads, resources=resources),
+        iam.PolicyStatement(
+            actions=writes,
+            resources=resources,
+            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(spec.write_leading_keys)}},
+        ),
+    ]
+
+
+def live_alias(scope: Construct, function: lambda_.Function, *, config: DeployConfig) -> lambda_.Alias:
+    """The `live` alias callers invoke; a protected stage moves it by a CodeDeploy canary.
+
+    The canary sends 10% of the invocations to the new version for 5 minutes, then all; an error
+    of the new version meanwhile (the alias's Errors metric) rolls the alias back.
+    """
+    alias = lambda_.Alias(
+        scope,
+        f"{function.node.id}Live",
+        alias_name=LIVE_ALIAS,
+        version=function.current_version,
+        description="what the API and the stream invoke",
+    )
+    if config.protected:
+        errors = cloudwatch.Alarm(
+            scope,
+            f"{function.node.id}CanaryErrors",
+            alarm_description=(
+                f"{function.node.id}: the version being deployed fails, the deployment rolls back. "
+                f"Runbook: {config.runbook_url}#{runbook_anchor('Deployment rolled back')}"
+            ),
+            metric=alias.metric_errors(period=Duration.minutes(1), statistic="Sum"),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        codedeploy.LambdaDeploymentGroup(
+            scope,
+            f"{function.node.id}Deployment",
+            alias=alias,
+            deployment_config=codedeploy.LambdaDeploymentConfig.CANARY_10_PERCENT_5_MINUTES,
+            alarms=[errors],
+            auto_rollback=codedeploy.AutoRollbackConfig(
+                failed_deployment=True, stopped_deployment=True, deployment_in_alarm=True
+            ),
+        )
+    return alias

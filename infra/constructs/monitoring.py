@@ -15,11 +15,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.constructs.functions import metrics_namespace
-from infra.settings import ALL_FUNCTIONS, STREAM_FUNCTION, DeployConfig
+from infra.settings import ALL_FUNCTIONS, STREAM_FUNCTION, DeployConfig, runbook_anchor
 
 PERIOD = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
@@ -47,12 +46,6 @@ STORE_UNAVAILABLE_PER_MINUTE = 5
 API_STATUS_FIELD = "$.status"
 
 
-def runbook_anchor(heading: str) -> str:
-    """The anchor a Markdown renderer (GitHub) gives a heading of docs/operations.md."""
-    kept = "".join(c for c in heading.strip().lower() if c.isalnum() or c in " -_")
-    return kept.replace(" ", "-")
-
-
 class Monitoring(Construct):
     """Alarms on what pages someone, a dashboard for what explains it."""
 
@@ -64,7 +57,7 @@ class Monitoring(Construct):
         config: DeployConfig,
         functions: dict[str, lambda_.IFunction],
         stream_function: lambda_.IFunction,
-        failure_queue: sqs.IQueue,
+        stream_mapping_id: str,
         api: apigw.IHttpApi,
         access_logs: logs.ILogGroup,
         table: dynamodb.ITable,
@@ -82,14 +75,22 @@ class Monitoring(Construct):
         action = cw_actions.SnsAction(self.topic)
         self.alarms: list[cw.Alarm] = []
 
-        def alarm(alarm_id: str, metric: cw.IMetric, threshold: float, runbook: str, description: str) -> cw.Alarm:
+        def alarm(
+            alarm_id: str,
+            metric: cw.IMetric,
+            threshold: float,
+            runbook: str,
+            description: str,
+            *,
+            once: bool = False,  # one datapoint: for events that are never noise (a record given up)
+        ) -> cw.Alarm:
             created = cw.Alarm(
                 self,
                 alarm_id,
                 metric=metric,
                 threshold=threshold,
-                evaluation_periods=EVALUATION_PERIODS,
-                datapoints_to_alarm=DATAPOINTS,
+                evaluation_periods=1 if once else EVALUATION_PERIODS,
+                datapoints_to_alarm=1 if once else DATAPOINTS,
                 comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
                 alarm_description=f"{description}. Runbook: {config.runbook_url}#{runbook_anchor(runbook)}",
@@ -146,13 +147,23 @@ class Monitoring(Construct):
             "Stream records failed",
             "order_events keeps reporting failed stream records (they are retried, then given up)",
         )
-        dlq_depth = failure_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum")
+        # The mapping's own metrics (MetricsConfig EventCount): batches given up, archived or not.
+        dropped = _mapping_metric("DroppedEventCount", stream_mapping_id)
         alarm(
-            "StreamFailuresQueued",
-            dlq_depth,
+            "StreamRecordsDropped",
+            dropped,
             1,
-            "Stream failures queued",
-            "stream records gave up after retries: see the failure queue",
+            "Stream records dropped",
+            "stream records were given up after retries or age: replay them from the failure bucket",
+            once=True,
+        )
+        alarm(
+            "StreamFailuresNotArchived",
+            stream_function.metric("DestinationDeliveryFailures", period=PERIOD, statistic="Sum"),
+            1,
+            "Stream failures not archived",
+            "given-up stream records could not be written to the failure bucket",
+            once=True,
         )
 
         # The API: rates over the requests of the minute (ignored below API_RATE_MIN_REQUESTS), latency.
@@ -237,11 +248,21 @@ class Monitoring(Construct):
             api=api,
             api_429=api_429,
             table=table,
-            stream=(iterator_age, dlq_depth),
+            stream=(iterator_age, dropped),
             throttled=throttled,
             system_errors=system_errors,
             conflicts=conflicts,
         )
+
+
+def _mapping_metric(name: str, mapping_id: str) -> cw.Metric:
+    return cw.Metric(
+        namespace="AWS/Lambda",
+        metric_name=name,
+        dimensions_map={"EventSourceMappingUUID": mapping_id},
+        statistic="Sum",
+        period=PERIOD,
+    )
 
 
 def shop_metric(namespace: str, name: str, service: str, period: Duration = FIVE_MINUTES) -> cw.Metric:
@@ -333,10 +354,10 @@ def _dashboard(
             width=8,
         ),
     )
-    iterator_age, dlq_depth = stream
+    iterator_age, dropped = stream
     dashboard.add_widgets(
         cw.GraphWidget(title="Stream iterator age (ms)", left=[iterator_age], width=8),
-        cw.GraphWidget(title="Failed stream records queued", left=[dlq_depth], width=8),
+        cw.GraphWidget(title="Stream records dropped (to the failure bucket)", left=[dropped], width=8),
         cw.GraphWidget(
             title="DynamoDB consumed capacity",
             left=[

@@ -10,7 +10,7 @@ from infra.constructs.api import Auth, HttpApi
 from infra.constructs.data import PaginationSecret, ShopTable
 from infra.constructs.edge import Edge
 from infra.constructs.events import OrderEventsProcessing
-from infra.constructs.functions import Layers, build_function
+from infra.constructs.functions import Layers, build_function, live_alias
 from infra.constructs.monitoring import Monitoring
 from infra.settings import API_FUNCTIONS, DeployConfig, EdgeSettings
 
@@ -33,15 +33,17 @@ class ApiStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         layers = Layers(self, "Layers", config=config)
-        secret = data.secret.env_value()
-        self.functions: dict[str, lambda_.IFunction] = {
-            spec.name: build_function(
+        secret = data.secret.secret
+        self.functions: dict[str, lambda_.IFunction] = {}
+        self.aliases: dict[str, lambda_.IFunction] = {}  # what the routes invoke
+        for spec in API_FUNCTIONS:
+            function = build_function(
                 self, spec, config=config, table=data.table.table, layers=layers, pagination_secret=secret
             )
-            for spec in API_FUNCTIONS
-        }
+            self.functions[spec.name] = function
+            self.aliases[spec.name] = live_alias(self, function, config=config)
         self.auth = Auth(self, "Auth", config=config)
-        self.http = HttpApi(self, "Http", config=config, functions=self.functions, auth=self.auth)
+        self.http = HttpApi(self, "Http", config=config, functions=self.aliases, auth=self.auth)
         if self.http.origin_domain is None:
             CfnOutput(self, "ApiUrl", value=self.http.url, description="base URL of the HTTP API")
         else:
@@ -68,10 +70,15 @@ class EventsStack(Stack):
             "OrderEvents",
             config=config,
             table=data.table.table,
-            pagination_secret=data.secret.env_value(),
         )
         CfnOutput(self, "EventBusName", value=self.processing.bus.event_bus_name)
-        CfnOutput(self, "StreamFailureQueueUrl", value=self.processing.failures.queue_url)
+        CfnOutput(
+            self,
+            "StreamFailureBucket",
+            value=self.processing.failures.bucket_name,
+            description="given-up stream batches, whole (make replay)",
+        )
+        CfnOutput(self, "OrderEventsFunction", value=self.processing.function.function_name)
 
 
 class MonitoringStack(Stack):
@@ -95,7 +102,7 @@ class MonitoringStack(Stack):
             config=config,
             functions=api.functions,
             stream_function=events.processing.function,
-            failure_queue=events.processing.failures,
+            stream_mapping_id=events.processing.mapping_id,
             api=api.http.api,
             access_logs=api.http.access_logs,
             table=data.table.table,

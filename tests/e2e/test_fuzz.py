@@ -1,81 +1,106 @@
 """Property-based fuzzing of the running stack with schemathesis, from the gateway's own `/openapi.json`.
 
-Every operation of the document is exercised (nothing excluded), with bounded examples and a fixed
-seed, as an admin (the token that passes every authorizer and role check, so requests reach the
-functions' validation and store code instead of stopping at 401/403). Two checks:
-
-- `not_a_server_error`: no 5xx, ever (a 5xx is always a bug);
-- `response_schema_conformance`: every response body matches what the document declares for its
-  status code.
-
-Phases: `examples` and `fuzzing` (Hypothesis, `max-examples` per operation) and `coverage`
-(schemathesis' deterministic boundary and negative cases: missing/extra fields, wrong types, values
-just outside each bound), which is what finds unhandled bad input fastest. Stateful testing is off:
-the HTTP flows are covered explicitly by the other e2e modules and its run length is not bounded by
-`max-examples`.
+Runs `st run` with the committed `schemathesis.toml` (every setting is there, so a run by hand is the
+same run): every operation, every check but `unsupported_method` (an unmatched method is 404, as API
+Gateway answers), schema-valid and schema-invalid data in the examples, coverage, fuzzing and
+stateful phases, deterministic generation, as admin (the token passes every authorizer and role
+check, so requests reach the functions' validation and store code). It must find nothing: no 5xx,
+responses as documented, schema-invalid requests refused, and schema-valid requests answered only
+2xx, 400 (opaque page tokens), 401, 403, 404, 409 or 428 (412 where If-Match is documented; 422
+on the two operations whose contract names a 422 for a rule on stored state).
 """
 
 from __future__ import annotations
 
 import os
+import pathlib
+import subprocess
+import sys
+import tomllib
 from typing import Any
 
 import pytest
 import requests
 import schemathesis
-from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
-from tests.e2e.conftest import Stack
+from tests.e2e.conftest import REPO_ROOT, Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
-MAX_EXAMPLES = int(os.environ.get("E2E_FUZZ_MAX_EXAMPLES", "15"))
-SEED = int(os.environ.get("E2E_FUZZ_SEED", "20260126"))
+CONFIG = REPO_ROOT / "schemathesis.toml"
+MAX_EXAMPLES = os.environ.get("E2E_FUZZ_MAX_EXAMPLES")  # overrides the config's max-examples
+RUN_TIMEOUT_S = 900
 GATEWAY_401 = {"message": "Unauthorized"}
-
-
-def no_server_error(ctx: Any, response: Any, case: schemathesis.Case) -> bool | None:
-    return not_a_server_error(ctx, response, case)
-
-
-def conforms_to_the_document(ctx: Any, response: Any, case: schemathesis.Case) -> bool | None:
-    return response_schema_conformance(ctx, response, case)
-
-
-CHECKS = [no_server_error, conforms_to_the_document]
+ALLOWED_FOR_VALID_REQUESTS = {"2xx", "400", "401", "403", "404", "409", "428"}
+IF_MATCH_OPERATIONS = {("PATCH", "/customers/{customer_id}"), ("PATCH", "/orders/{order_id}")}
+# 422 by the contract for a rule on stored state: a 26th cart line, a delta past the maximum stock.
+STATE_422_OPERATIONS = {("PUT", "/sessions/{session_id}/cart/{product_id}"), ("POST", "/products/{product_id}/stock")}
 
 
 @pytest.fixture(scope="module")
-def fuzz_admin_token(stack: Stack) -> str:
-    return stack.admin_token("e2e-fuzz-admin")
+def api_schema(stack: Stack) -> Any:
+    # Loading discovers schemathesis.toml, whose bearer setting names this variable.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SCHEMATHESIS_BEARER_TOKEN", stack.admin_token("e2e-fuzz-admin"))
+        return schemathesis.openapi.from_url(f"{stack.url}/openapi.json", timeout=30)
 
 
-@pytest.fixture(scope="module")
-def api_schema(stack: Stack, fuzz_admin_token: str) -> Any:
-    config = schemathesis.Config.from_dict(
-        {
-            "seed": SEED,
-            "generation": {
-                "max-examples": MAX_EXAMPLES,
-                "deterministic": True,
-                "database": "none",  # no example database: the same run every time
-            },
-            "phases": {
-                "examples": {"enabled": True},
-                "coverage": {"enabled": True},
-                "fuzzing": {"enabled": True},
-                "stateful": {"enabled": False},
-            },
-            "request-timeout": 60,
-            "headers": {"Authorization": f"Bearer {fuzz_admin_token}"},
-        }
+def st_command(url: str, report_dir: pathlib.Path) -> list[str]:
+    cmd = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(CONFIG), "--no-color", "run", url]
+    cmd += ["--report", "junit", "--report-dir", str(report_dir)]
+    if MAX_EXAMPLES:
+        cmd += ["--max-examples", MAX_EXAMPLES]
+    return cmd
+
+
+def test_schemathesis_finds_nothing(stack: Stack, tmp_path: pathlib.Path) -> None:
+    env = {**os.environ, "SCHEMATHESIS_BEARER_TOKEN": stack.admin_token("e2e-fuzz-admin")}
+    run = subprocess.run(
+        st_command(f"{stack.url}/openapi.json", tmp_path),
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
     )
-    return schemathesis.openapi.from_url(f"{stack.url}/openapi.json", config=config, timeout=30)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, f"schemathesis found something (exit {run.returncode}):\n{output[-20000:]}"
+    every = len(OPERATIONS)
+    assert f"Selected: {every}/{every}" in output, output[-3000:]
+    assert f"Tested: {every}" in output, output[-3000:]
 
 
-# Every route of the contract, one pytest item each; the last test proves the served document has
-# exactly these operations, so that this list excludes nothing.
+def test_the_config_runs_every_check_and_allows_only_the_contracts_statuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """So that the run above cannot be weakened by an edit of the config file without this failing."""
+    monkeypatch.setenv("SCHEMATHESIS_BEARER_TOKEN", "unused")
+    project = schemathesis.Config.from_path(CONFIG).projects.get_default()
+    checks = project.checks
+    disabled = {name for name in type(checks).__slots__ if not name.startswith("_") and not _enabled(checks, name)}
+    assert disabled == {"unsupported_method", "max_response_time"}  # max_response_time: no limit set
+    assert set(checks.positive_data_acceptance.expected_statuses) == ALLOWED_FOR_VALID_REQUESTS
+    phases = project.phases
+    assert all(phase.enabled for phase in (phases.examples, phases.coverage, phases.fuzzing, phases.stateful))
+    assert project.generation.modes == [schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE]
+    widened = {
+        (operation["include-method"], path): set(operation["checks"]["positive_data_acceptance"]["expected-statuses"])
+        - ALLOWED_FOR_VALID_REQUESTS
+        for operation in tomllib.loads(CONFIG.read_text())["operations"]
+        for path in operation["include-path"]
+    }
+    assert widened == {
+        **{key: {"412"} for key in IF_MATCH_OPERATIONS},
+        **{key: {"422"} for key in STATE_422_OPERATIONS},
+    }
+
+
+def _enabled(checks: Any, name: str) -> bool:
+    return bool(getattr(getattr(checks, name), "enabled", True))
+
+
+# Every route of the contract; the test below proves the served document has exactly these operations,
+# so that the run above, which selects the whole document, excludes nothing.
 OPERATIONS = [
     ("POST", "/customers"),
     ("GET", "/customers"),
@@ -101,34 +126,6 @@ OPERATIONS = [
     ("PATCH", "/orders/{order_id}"),
     ("POST", "/orders/{order_id}/cancel"),
 ]
-
-
-@pytest.fixture(scope="module")
-def http() -> requests.Session:
-    return requests.Session()
-
-
-@pytest.mark.parametrize(("method", "path"), OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
-def test_no_server_errors_and_responses_match_the_document(
-    api_schema: Any, http: requests.Session, fuzz_admin_token: str, method: str, path: str
-) -> None:
-    """Runs what `@schema.parametrize()` runs for one operation (examples, coverage and fuzzing phases,
-    seeded per operation from SEED). `schemathesis.pytest.from_fixture(...).parametrize()` itself cannot be
-    used with pytest 9.2: it renames the running item through `node._nodeid`, which pytest 9.2 removed
-    (AttributeError); `get_all_tests` is the generator it is built on."""
-    from schemathesis.pytest.lazy import get_all_tests
-
-    def check(case: schemathesis.Case) -> None:
-        case.call_and_validate(
-            session=http, headers={"Authorization": f"Bearer {fuzz_admin_token}"}, checks=CHECKS, timeout=60
-        )
-
-    one = api_schema.include(method=method, path=path)
-    tests = list(get_all_tests(schema=one, test_func=check, settings=None, given_kwargs=None))
-    assert len(tests) == 1, f"{method} {path}: {len(tests)} operations in the document"
-    operation, run = tests[0].ok()  # an Err here is an invalid operation definition: a failure too
-    assert (operation.method.upper(), operation.path) == (method, path)
-    run()
 
 
 def test_the_document_covers_every_route_of_the_contract(stack: Stack) -> None:

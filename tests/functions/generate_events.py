@@ -316,7 +316,7 @@ SAMPLES: dict[str, dict[str, tuple[str, str, str, dict[str, Any]]]] = {
             "/orders",
             {"claims": ALICE, "headers": KEY, "body": {"session_id": "sess-unknown", "shipping_address": ADDRESS}},
         ),
-        "post_order_empty_session_422": (
+        "post_order_empty_session_409": (
             "POST",
             "/orders",
             "/orders",

@@ -158,7 +158,7 @@ def test_order_from_session_clears_the_cart(api):
     assert (placed.status, placed.body["total_cents"]) == (201, 17800)
     assert call("GET", f"/sessions/{sid}").body["cart"] == []
     assert place("k-2", body={"session_id": "sess-unknown", "shipping_address": ADDRESS}).code == "SESSION_NOT_FOUND"
-    assert place("k-3", body={"session_id": sid, "shipping_address": ADDRESS}).status == 422
+    assert place("k-3", body={"session_id": sid, "shipping_address": ADDRESS}).code == "CART_EMPTY"
 
 
 def test_order_errors(api):

@@ -3,18 +3,21 @@
 The API functions run every sample event of events/<function>/; order_events confirms, ships and
 records a real order from the stream. A botocore hook records each DynamoDB operation, the item
 actions inside each transaction (IAM authorizes a transaction item by item) and whether GSI1 was
-queried. A function calling something it was not granted fails here, not on AWS; a grant no code
-uses fails too, so the roles cannot drift wider than the code.
+queried, and the partition key of every item written. A function calling something it was not
+granted fails here, not on AWS; a grant no code uses fails too, so the roles cannot drift wider than
+the code; a function whose writes IAM limits to some partition keys (dynamodb:LeadingKeys) writes
+no other.
 """
 
 from __future__ import annotations
 
 import json
+from fnmatch import fnmatchcase
 from typing import Any
 
 import pytest
 
-from infra.settings import ALL_FUNCTIONS, DYNAMODB_ACTIONS, iam_actions
+from infra.settings import ALL_FUNCTIONS, DYNAMODB_ACTIONS, FunctionSpec, iam_actions
 from tests.functions.apigw import REPO, invoke
 
 TRANSACTION_ITEM_ACTIONS = {
@@ -25,17 +28,34 @@ TRANSACTION_ITEM_ACTIONS = {
 }
 
 
+WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
+
+
 class Recorder:
     def __init__(self) -> None:
         self.operations: set[str] = set()
         self.uses_index = False
+        self.written_keys: set[str] = set()  # partition keys of the items written
 
     def __call__(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         self.operations.add(model.name)
         if params.get("IndexName"):
             self.uses_index = True
+        if model.name in WRITES:
+            self._written(params)
         for item in params.get("TransactItems", []):
             self.operations.update(TRANSACTION_ITEM_ACTIONS[kind] for kind in item)
+            for kind, action in item.items():
+                if kind != "ConditionCheck":
+                    self._written(action)
+        for requests in params.get("RequestItems", {}).values():
+            for request in requests if model.name == "BatchWriteItem" else []:
+                for action in request.values():
+                    self._written(action)
+
+    def _written(self, action: dict[str, Any]) -> None:
+        key = action.get("Item") or action.get("Key") or {}
+        self.written_keys.add(key["PK"]["S"])
 
     def iam(self) -> list[str]:
         return iam_actions(tuple(sorted(self.operations)))
@@ -47,9 +67,17 @@ def record(client: Any) -> Recorder:
     return recorder
 
 
+def spec_of(function: str) -> FunctionSpec:
+    return next(spec for spec in ALL_FUNCTIONS if spec.name == function)
+
+
 def granted(function: str) -> tuple[list[str], bool]:
-    spec = next(spec for spec in ALL_FUNCTIONS if spec.name == function)
-    return iam_actions(DYNAMODB_ACTIONS[function]), spec.uses_index
+    return iam_actions(DYNAMODB_ACTIONS[function]), spec_of(function).uses_index
+
+
+def outside(keys: set[str], patterns: tuple[str, ...]) -> set[str]:
+    """The written partition keys IAM's dynamodb:LeadingKeys patterns would refuse (none when unlimited)."""
+    return {key for key in keys if patterns and not any(fnmatchcase(key, p) for p in patterns)}
 
 
 def fresh_seeded_table(client: Any, monkeypatch: pytest.MonkeyPatch, number: int) -> None:
@@ -80,6 +108,13 @@ def test_api_function_grants_match_its_calls(moto_api, monkeypatch, function):
     actions, uses_index = granted(function)
     assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
     assert recorder.uses_index == uses_index
+    assert recorder.written_keys, "the sample events write something"
+    assert outside(recorder.written_keys, spec_of(function).write_leading_keys) == set()
+
+
+def test_the_leading_keys_check_catches_a_foreign_write() -> None:
+    assert outside({"SESSION#s1", "PRODUCT#p1"}, ("SESSION#*",)) == {"PRODUCT#p1"}
+    assert outside({"PRODUCT#p1"}, ()) == set()
 
 
 def test_order_events_grants_match_its_calls(store):
@@ -103,3 +138,35 @@ def test_order_events_grants_match_its_calls(store):
     actions, uses_index = granted("order_events")
     assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
     assert recorder.uses_index == uses_index
+
+
+@pytest.mark.parametrize("function", ["customers", "products", "orders", "sessions"])
+def test_a_function_that_reads_the_pagination_key_is_granted_it(moto_api, monkeypatch, function):
+    """Every sample event: a function that signs or reads a next token has FunctionSpec.paginates
+    (which grants secretsmanager:GetSecretValue on the key and passes PAGINATION_SECRET_ARN)."""
+    from shop import pagination_keys
+
+    used: list[str] = []
+    signing, verify = pagination_keys.signing_key, pagination_keys.verify
+    monkeypatch.setattr(pagination_keys, "signing_key", lambda: used.append("sign") or signing())
+    monkeypatch.setattr(pagination_keys, "verify", lambda matches: used.append("verify") or verify(matches))
+    for number, path in enumerate(sorted((REPO / "events" / function).glob("*.json"))):
+        fresh_seeded_table(moto_api.client, monkeypatch, number)
+        invoke(function, json.loads(path.read_text()))
+    spec = next(spec for spec in ALL_FUNCTIONS if spec.name == function)
+    assert spec.paginates or not used, f"{function} reads the pagination key but is not granted it"
+
+
+def test_exactly_the_functions_serving_next_tokens_are_granted_the_key():
+    """A route with a next_token parameter (openapi.json) is served by a function with FunctionSpec.paginates."""
+    from infra.settings import ROUTES
+
+    document = json.loads((REPO / "openapi.json").read_text())
+    paginated = {
+        f"{method.upper()} {path}"
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if isinstance(operation, dict) and any(p.get("name") == "next_token" for p in operation.get("parameters", []))
+    }
+    serving = {route.function for route in ROUTES if route.route_key in paginated}
+    assert serving == {spec.name for spec in ALL_FUNCTIONS if spec.paginates}

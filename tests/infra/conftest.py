@@ -151,3 +151,19 @@ def edge_default_domain(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
 def sam_local(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
     """`make synth-local`: the template `sam local invoke` reads (never deployed)."""
     return _synth(tmp_path_factory, "local", {"arch": "x86_64", "local": "true"})
+
+
+# The Cognito options of a real shop (docs/infrastructure.md#cognito).
+AUTH_OPTIONS = {
+    "ses_from_email": "shop@mail.example.com",
+    "auth_callback_urls": "https://shop.example.com/auth/callback,http://localhost:5173/callback",
+    "auth_logout_urls": "https://shop.example.com/",
+    "auth_domain_prefix": "example-shop-dev",
+    "cognito_threat_protection": "true",
+}
+
+
+@pytest.fixture(scope="session")
+def cognito_options(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """dev with every user pool option on: SES mail, the hosted sign-in's code flow, threat protection."""
+    return _synth(tmp_path_factory, "cognito", {"arch": "x86_64", **PINNED, **AUTH_OPTIONS})

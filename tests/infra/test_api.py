@@ -59,7 +59,11 @@ def _wiring(assembly: Any) -> dict[str, tuple[str, str]]:
         integration = resources[target[1]["Ref"]]["Properties"]
         assert integration["IntegrationType"] == "AWS_PROXY"
         assert integration["PayloadFormatVersion"] == "2.0"
-        function = function_names[integration["IntegrationUri"]["Fn::GetAtt"][0]]
+        # the route invokes the function's `live` alias (CodeDeploy shifts it in protected stages)
+        alias = resources[integration["IntegrationUri"]["Ref"]]
+        assert alias["Type"] == "AWS::Lambda::Alias"
+        assert alias["Properties"]["Name"] == "live"
+        function = function_names[alias["Properties"]["FunctionName"]["Ref"]]
         auth = props.get("AuthorizationType", "NONE")
         if auth == "JWT":
             assert "AuthorizerId" in props

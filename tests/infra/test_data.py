@@ -1,11 +1,15 @@
-"""The table: keys, GSI1, billing, stream, TTL, PITR, encryption, stage-dependent protection."""
+"""The table: keys, GSI1, billing, stream, TTL, PITR, encryption, stage-dependent protection; the pagination key."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
+PAGINATING = {"customers", "products", "orders"}  # list routes with next tokens
 
 
 def test_table_definition(arm64) -> None:
@@ -72,6 +76,66 @@ def test_pagination_secret_is_generated_and_never_in_a_template(arm64) -> None:
         {"GenerateSecretString": Match.object_like({"PasswordLength": 64})},
     )
     for name, (_, _, function) in arm64.functions().items():
-        value = function["Properties"]["Environment"]["Variables"]["PAGINATION_SECRET"]
-        joined = "".join(part if isinstance(part, str) else "<ref>" for part in value["Fn::Join"][1])
-        assert joined.startswith("{{resolve:secretsmanager:"), name
+        env = function["Properties"]["Environment"]["Variables"]
+        assert "PAGINATION_SECRET" not in env, name  # neither the key nor a dynamic reference to it
+        if name in PAGINATING:
+            assert "secret" in json.dumps(env["PAGINATION_SECRET_ARN"]).lower(), name
+
+
+def _secret_statements(assembly: Any) -> dict[str, list[dict[str, Any]]]:
+    """{function name: its role's statements on Secrets Manager}."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for name, (stack_id, _, function) in assembly.functions().items():
+        role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        resources = assembly.templates[stack_id]["Resources"]
+        found[name] = [
+            statement
+            for resource in resources.values()
+            if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in resource["Properties"]["Roles"]
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+            if "secretsmanager" in json.dumps(statement["Action"])
+        ]
+    return found
+
+
+def test_only_functions_that_paginate_may_read_the_key(arm64) -> None:
+    granted = _secret_statements(arm64)
+    assert {name for name, statements in granted.items() if statements} == PAGINATING
+    for name in PAGINATING:
+        (statement,) = granted[name]
+        assert statement["Action"] == "secretsmanager:GetSecretValue", name
+        assert "PaginationSecret" in json.dumps(statement["Resource"]), name
+        function = arm64.functions()[name][2]
+        assert statement["Resource"] == function["Properties"]["Environment"]["Variables"]["PAGINATION_SECRET_ARN"]
+
+
+def test_the_key_rotates_on_schedule_with_its_own_function(arm64) -> None:
+    template = Template.from_json(arm64.templates["ShopData"])
+    (secret_id,) = template.find_resources("AWS::SecretsManager::Secret")
+    template.has_resource_properties(
+        "AWS::SecretsManager::RotationSchedule",
+        {
+            "SecretId": {"Ref": secret_id},
+            "RotationRules": {"ScheduleExpression": "rate(30 days)"},
+            "RotateImmediatelyOnUpdate": False,
+        },
+    )
+    (rotation_id,) = template.find_resources("AWS::Lambda::Function")
+    rotation = template.to_json()["Resources"][rotation_id]
+    assert rotation["Properties"]["Handler"] == "pagination_key.handler"
+    assert rotation["Metadata"]["shop:local"] is False
+    template.has_resource_properties(
+        "AWS::Lambda::Permission",
+        {"Principal": "secretsmanager.amazonaws.com", "FunctionName": {"Fn::GetAtt": [rotation_id, "Arn"]}},
+    )
+    (policy,) = template.find_resources("AWS::IAM::Policy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    on_secret = [s for s in statements if s.get("Resource") == {"Ref": secret_id}]
+    assert {a for s in on_secret for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])} == {
+        "secretsmanager:DescribeSecret",
+        "secretsmanager:GetSecretValue",
+        "secretsmanager:PutSecretValue",
+        "secretsmanager:UpdateSecretVersionStage",
+    }
+    wildcard = [s for s in statements if s.get("Resource") == "*"]
+    assert [s["Action"] for s in wildcard] == ["secretsmanager:GetRandomPassword"]

@@ -1,8 +1,9 @@
-"""The order_events mapping: exactly the records it handles, bounded retries, failures to SQS."""
+"""The order_events mapping: exactly the records it handles, bounded retries, whole failed batches to S3."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
@@ -26,17 +27,25 @@ def test_mapping_failure_handling(arm64) -> None:
     (_, function_id, _) = arm64.functions()["order_events"]
     (mapping,) = template.find_resources("AWS::Lambda::EventSourceMapping").values()
     props = mapping["Properties"]
-    assert props["FunctionName"] == {"Ref": function_id}
+    # the stream invokes the `live` alias: {Fn::Join: [function name from the alias ARN, ":live"]}
+    (alias_id,) = [r["Ref"] for r in _find(props["FunctionName"], "Ref")]
+    alias = template.to_json()["Resources"][alias_id]
+    assert alias["Type"] == "AWS::Lambda::Alias"
+    assert alias["Properties"]["Name"] == "live"
+    assert alias["Properties"]["FunctionName"] == {"Ref": function_id}
+    assert props["FunctionName"]["Fn::Join"][1][-1] == ":live"
     assert props["BatchSize"] == 25
     assert props["MaximumBatchingWindowInSeconds"] == 1
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert props["BisectBatchOnFunctionError"] is True
     assert props["MaximumRetryAttempts"] == 5
-    assert props["MaximumRecordAgeInSeconds"] == 86400
+    # well inside the stream's 24 h retention: a given-up record is still there to archive
+    assert props["MaximumRecordAgeInSeconds"] == 6 * 3600
     assert props["StartingPosition"] == "TRIM_HORIZON"
+    assert props["MetricsConfig"] == {"Metrics": ["EventCount"]}
     assert "StreamArn" in json.dumps(props["EventSourceArn"])
-    queue = props["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0]
-    assert template.to_json()["Resources"][queue]["Type"] == "AWS::SQS::Queue"
+    bucket = props["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0]
+    assert template.to_json()["Resources"][bucket]["Type"] == "AWS::S3::Bucket"
 
 
 def test_mapping_filters_select_exactly_the_handled_records(arm64) -> None:
@@ -46,13 +55,30 @@ def test_mapping_filters_select_exactly_the_handled_records(arm64) -> None:
     assert patterns == EXPECTED_FILTERS
 
 
-def test_failure_queue_is_encrypted_and_tls_only(arm64) -> None:
+def test_failure_bucket_is_private_encrypted_tls_only_and_expires(arm64, prod_external) -> None:
     template = Template.from_json(arm64.templates["ShopEvents"])
+    template.resource_count_is("AWS::SQS::Queue", 0)
     template.has_resource_properties(
-        "AWS::SQS::Queue", {"SqsManagedSseEnabled": True, "MessageRetentionPeriod": 1209600}
+        "AWS::S3::Bucket",
+        {
+            "BucketEncryption": {
+                "ServerSideEncryptionConfiguration": [{"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+            },
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
+            "OwnershipControls": {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]},
+            "LifecycleConfiguration": {"Rules": [{"ExpirationInDays": 90, "Status": "Enabled"}]},
+        },
+    )
+    Template.from_json(prod_external.templates["ShopEvents"]).has_resource(
+        "AWS::S3::Bucket", {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
     )
     template.has_resource_properties(
-        "AWS::SQS::QueuePolicy",
+        "AWS::S3::BucketPolicy",
         {
             "PolicyDocument": {
                 "Statement": Match.array_with(
@@ -86,3 +112,37 @@ def test_order_events_may_publish_to_the_bus_only(arm64) -> None:
     (_, _, function) = arm64.functions()["order_events"]
     assert function["Properties"]["Environment"]["Variables"]["EVENT_BUS_NAME"] == {"Ref": bus_id}
     assert function["Properties"]["ReservedConcurrentExecutions"] == 5
+
+
+def test_order_events_may_only_write_failure_objects(arm64) -> None:
+    """Lambda needs s3:PutObject and s3:ListBucket for an S3 destination; nothing reads or deletes."""
+    template = Template.from_json(arm64.templates["ShopEvents"])
+    (bucket_id,) = template.find_resources("AWS::S3::Bucket")
+    statements = [
+        statement
+        for policy in template.find_resources("AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    s3_statements = [s for s in statements if "s3:" in json.dumps(s["Action"])]
+    assert s3_statements == [
+        {
+            "Action": "s3:PutObject",
+            "Effect": "Allow",
+            "Resource": {"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/aws/lambda/*"]]},
+        },
+        {"Action": "s3:ListBucket", "Effect": "Allow", "Resource": {"Fn::GetAtt": [bucket_id, "Arn"]}},
+    ]
+
+
+def test_the_failure_bucket_and_processor_are_outputs_for_replay(arm64) -> None:
+    outputs = arm64.templates["ShopEvents"]["Outputs"]
+    assert {"StreamFailureBucket", "OrderEventsFunction"} <= set(outputs)
+
+
+def _find(value: Any, key: str) -> list[dict[str, Any]]:
+    """Every dict holding ``key`` inside a template value."""
+    found = [value] if isinstance(value, dict) and key in value else []
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    for child in children:
+        found += _find(child, key)
+    return found

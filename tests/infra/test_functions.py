@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -15,6 +16,7 @@ pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
 FUNCTIONS = {"customers", "products", "orders", "sessions", "order_events"}
 USES_INDEX = {"customers", "products", "orders"}  # email lookup, category list, status index
+PAGINATING = {"customers", "products", "orders"}  # list routes with next tokens
 COMMON_ENV = {
     "STATUS_SHARDS": "4",
     "SESSION_TTL_SECONDS": "3600",
@@ -61,7 +63,9 @@ def test_every_function_is_built_the_same_way(arm64) -> None:
         env = props["Environment"]["Variables"]
         assert {k: env[k] for k in COMMON_ENV} == COMMON_ENV, name
         assert env["POWERTOOLS_SERVICE_NAME"] == name
-        assert {"TABLE_NAME", "PAGINATION_SECRET"} <= set(env), name
+        assert "TABLE_NAME" in env, name
+        assert "PAGINATION_SECRET" not in env, name  # never the key itself, only where to read it
+        assert ("PAGINATION_SECRET_ARN" in env) == (name in PAGINATING), name
         assert ("EVENT_BUS_NAME" in env) == (name == "order_events"), name
         assert "AWS_ENDPOINT_URL_DYNAMODB" not in env, name
         expected = (256, 30) if name == "order_events" else (512, 10)
@@ -121,9 +125,12 @@ def test_dynamodb_actions_come_from_the_single_declaration(arm64) -> None:
             for s in statements
             if any(a.startswith("dynamodb:") and a not in STREAM_READ for a in _as_list(s["Action"]))
         ]
+        granted = sorted(a for s in table_statements for a in _as_list(s["Action"]))
+        assert granted == iam_actions(DYNAMODB_ACTIONS[name]), name
+        if name == "sessions":  # reads and key-limited writes: test_sessions_writes_only_its_own_keys
+            continue
         assert len(table_statements) == 1, (name, table_statements)
         (statement,) = table_statements
-        assert sorted(_as_list(statement["Action"])) == iam_actions(DYNAMODB_ACTIONS[name]), name
         resources = _as_list(statement["Resource"])
         assert len(resources) == (2 if name in USES_INDEX else 1), (name, resources)
         if name in USES_INDEX:
@@ -175,3 +182,58 @@ def test_layer_build_is_skipped_when_nothing_changed() -> None:
     before = so.stat().st_mtime_ns
     assert build_layers.build("x86_64") == target
     assert so.stat().st_mtime_ns == before, "an unchanged lock must not rebuild the layer"
+
+
+def test_functions_log_json_at_the_level_powertools_logs(arm64, prod_external) -> None:
+    for assembly in (arm64, prod_external):
+        for name, (_, _, function) in assembly.functions().items():
+            props = function["Properties"]
+            logging = props["LoggingConfig"]
+            assert logging["LogFormat"] == "JSON", name
+            # Lambda drops application lines below its level: Powertools must not log below it either
+            assert logging["ApplicationLogLevel"] == props["Environment"]["Variables"]["POWERTOOLS_LOG_LEVEL"], name
+            assert logging["ApplicationLogLevel"] == "INFO", name
+            assert logging["SystemLogLevel"] == "WARN", name
+
+
+def _table_statements(assembly: Any, name: str) -> list[dict[str, Any]]:
+    stack_id, _, function = assembly.functions()[name]
+    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    policies = Template.from_json(assembly.templates[stack_id]).find_resources("AWS::IAM::Policy").values()
+    return [
+        statement
+        for policy in policies
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if any(a.startswith("dynamodb:") and a not in STREAM_READ for a in _as_list(statement["Action"]))
+    ]
+
+
+def test_sessions_writes_only_its_own_keys(arm64) -> None:
+    statements = _table_statements(arm64, "sessions")
+    leading_keys = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["SESSION#*"]}}
+    writes = [s for s in statements if "Condition" in s]
+    reads = [s for s in statements if "Condition" not in s]
+    assert len(writes) == 1, statements
+    assert len(reads) == 1, statements
+    assert writes[0]["Condition"] == leading_keys
+    assert sorted(_as_list(writes[0]["Action"])) == ["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
+    # the cart reads product prices anywhere in the table, and never needs the index
+    assert sorted(_as_list(reads[0]["Action"])) == ["dynamodb:BatchGetItem", "dynamodb:GetItem"]
+    for statement in statements:
+        assert "index" not in json.dumps(statement["Resource"])
+
+
+def test_only_sessions_is_limited_to_leading_keys(arm64) -> None:
+    for name in FUNCTIONS - {"sessions"}:
+        assert all("Condition" not in s for s in _table_statements(arm64, name)), name
+
+
+@pytest.mark.parametrize("assembly_name", ["arm64", "prod_external"])
+def test_old_layer_versions_are_deleted_in_every_stage(request, assembly_name) -> None:
+    assembly = request.getfixturevalue(assembly_name)
+    layers = assembly.resources("AWS::Lambda::LayerVersion")
+    assert len(layers) == 4  # shared and deps, in the API and the events stack
+    for logical_id, (_, layer) in layers.items():
+        assert layer.get("DeletionPolicy") == "Delete", logical_id
+        assert layer.get("UpdateReplacePolicy") == "Delete", logical_id

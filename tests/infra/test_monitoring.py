@@ -41,11 +41,18 @@ def _operations_anchors() -> set[str]:
     return {runbook_anchor(m) for m in re.findall(r"^#{2,4} (.+)$", OPERATIONS.read_text(), flags=re.MULTILINE)}
 
 
+# A stream record given up (and archived, or not) is never noise: one datapoint pages.
+ONE_DATAPOINT = ("StreamRecordsDropped", "StreamFailuresNotArchived")
+
+
 def test_every_alarm_fires_on_a_sustained_breach(arm64) -> None:
     alarms = _alarms(arm64)
     assert len(alarms) >= 20
     for logical_id, alarm in alarms.items():
         props = alarm["Properties"]
+        if any(name in logical_id for name in ONE_DATAPOINT):
+            assert (props["EvaluationPeriods"], props["DatapointsToAlarm"]) == (1, 1), logical_id
+            continue
         assert props["EvaluationPeriods"] == 5, logical_id
         assert props["DatapointsToAlarm"] == 3, logical_id
         assert props["TreatMissingData"] == "notBreaching", logical_id
@@ -77,7 +84,7 @@ def test_function_alarms_errors_duration_and_throttles_without_the_designed_cap(
     assert by_name == {
         **{name: {"Errors", "Duration", "Throttles"} for name in API_FUNCTIONS},
         # reserved concurrency 5 caps order_events on purpose: a throttle alarm would fire by design
-        "order_events": {"Errors", "Duration", "IteratorAge"},
+        "order_events": {"Errors", "Duration", "IteratorAge", "DestinationDeliveryFailures"},
     }
     for alarm in alarms:
         props = alarm["Properties"]
@@ -112,11 +119,16 @@ def test_429s_are_counted_from_the_access_log(arm64) -> None:
 
 def test_stream_and_table_alarms(arm64) -> None:
     names = set().union(*(_metric_names(a) for a in _alarms(arm64).values()))
-    assert {"IteratorAge", "RecordsFailed", "ApproximateNumberOfMessagesVisible"} <= names
+    assert {"IteratorAge", "RecordsFailed", "DroppedEventCount", "DestinationDeliveryFailures"} <= names
     assert {"ThrottledRequests", "SystemErrors", "TransactionConflict"} <= names
     (failed,) = _by_id(arm64, "StreamRecordsFailed")["Metrics"]
     assert failed["MetricStat"]["Metric"]["Namespace"] == "Shop/dev"
     assert failed["MetricStat"]["Metric"]["Dimensions"] == [{"Name": "service", "Value": "order_events"}]
+    dropped = _by_id(arm64, "StreamRecordsDropped")
+    assert dropped["Namespace"] == "AWS/Lambda"
+    (dimension,) = dropped["Dimensions"]
+    assert dimension["Name"] == "EventSourceMappingUUID"
+    assert "OrderEventsLiveDynamoDBEventSource" in json.dumps(dimension["Value"])  # the mapping of the live alias
     conflicts = _by_id(arm64, "TableTransactionConflicts")
     assert conflicts["Namespace"] == "AWS/DynamoDB"
     assert conflicts["Threshold"] == 10

@@ -65,7 +65,7 @@ def _placeholder_env(variables: dict[str, Any]) -> dict[str, str]:
     """The template's environment, with deploy-time references replaced by plausible values."""
     placeholders = {
         "TABLE_NAME": "shop-packaging-test",
-        "PAGINATION_SECRET": "p" * 64,
+        "PAGINATION_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:111111111111:secret:shop-pagination-AbCdEf",
         "EVENT_BUS_NAME": "shop-packaging-test-bus",
     }
     env = {}

@@ -301,3 +301,28 @@ def test_synthesized_app_is_understood():
     if app.functions:  # the handlers exist
         assert {r.function for r in app.routes} <= set(app.functions)
         assert any(r.authorization_type == "JWT" for r in app.routes)
+
+
+def test_routes_and_mappings_through_the_live_alias_reach_the_function_code():
+    """Deployed templates invoke each function's `live` alias (docs/deploy.md#safe-deployments)."""
+    template = json.loads((FIXTURES / "mini.template.json").read_text())
+    resources = template["Resources"]
+    for function, alias in (("ProductsFnAA", "ProductsLive"), ("OrderEventsFnBB", "OrderEventsLive")):
+        resources[f"{function}Version"] = {
+            "Type": "AWS::Lambda::Version",
+            "Properties": {"FunctionName": {"Ref": function}},
+        }
+        resources[alias] = {
+            "Type": "AWS::Lambda::Alias",
+            "Properties": {
+                "FunctionName": {"Ref": function},
+                "FunctionVersion": {"Fn::GetAtt": [f"{function}Version", "Version"]},
+                "Name": "live",
+            },
+        }
+    resources["ProductsIntegration"]["Properties"]["IntegrationUri"] = {"Ref": "ProductsLive"}
+    resources["OrderEventsMapping"]["Properties"]["FunctionName"] = {"Ref": "OrderEventsLive"}
+    app = load_app(templates={"Mini": template}, root=FIXTURES)
+    assert {route.function for route in app.routes} == {"products"}
+    assert len(app.routes) == 4
+    assert [mapping.function for mapping in app.mappings] == ["order_events"]

@@ -14,7 +14,7 @@ import time
 import pytest
 import requests
 
-from local_runtime import auth
+from local_runtime import auth, failures
 from local_runtime.dynamodb_local import DynamoDBLocal, create_table
 from local_runtime.functions import Functions
 from local_runtime.gateway import Gateway, swagger_assets_dir
@@ -239,10 +239,12 @@ def test_poller_filters_batches_retries_and_dead_letters(app, tmp_path):
     assert keys[0] == ["ORDER#0", "ORDER#1", "ORDER#2"]
     assert keys[1:] == [["ORDER#1", "ORDER#2"]] * 3
     assert delivered[0]["Records"][0]["eventSource"] == "aws:dynamodb"
-    failed = [json.loads(line) for line in (tmp_path / "failed-records.jsonl").read_text().splitlines()]
+    store = failures.DirectoryStore(tmp_path / failures.LOCAL_DIR)
+    failed = [store.read(key) for key in store.object_keys()]
     assert len(failed) == 1
     assert failed[0]["requestContext"]["condition"] == "RetryAttemptsExhausted"
-    assert [r["dynamodb"]["Keys"]["PK"]["S"] for r in failed[0]["records"]] == ["ORDER#1", "ORDER#2"]
+    records = failures.event_of(failed[0])["Records"]
+    assert [r["dynamodb"]["Keys"]["PK"]["S"] for r in records] == ["ORDER#1", "ORDER#2"]
     assert json.loads((tmp_path / "stream-checkpoints.json").read_text())
 
 

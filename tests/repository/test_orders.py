@@ -101,7 +101,7 @@ def test_checkout_from_session_clears_the_cart(store):
     assert calls.operations == ["GetItem", "TransactWriteItems"]
     assert order.total_cents == 3000
     assert sessions.get(session.session_id).cart == []
-    with pytest.raises(errors.InvalidRequest):
+    with pytest.raises(errors.CartEmpty):
         OrderService(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
     with pytest.raises(errors.SessionNotFound):
         OrderService(store.table).place(ALICE, address=ADDRESS, session_id="missing")

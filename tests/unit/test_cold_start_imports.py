@@ -35,11 +35,13 @@ def test_a_handler_import_leaves_out_what_it_does_not_use(function):
         f"spec = importlib.util.spec_from_file_location('handler', 'functions/{function}/handler.py')\n"
         "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
         "print(json.dumps({'asyncio': 'asyncio' in sys.modules, 'xray': 'aws_xray_sdk' in sys.modules,"
-        " 'appsync': any('appsync' in name for name in sys.modules), 'handler': callable(module.handler)}))"
+        " 'appsync': any('appsync' in name for name in sys.modules), 'handler': callable(module.handler),"
+        " 'parameters': 'aws_lambda_powertools.utilities.parameters' in sys.modules}))"
     )
     # Powertools' batch module (the stream processor's) defines its async processor at import.
     uses_asyncio = function == "order_events"
-    assert loaded == {"asyncio": uses_asyncio, "xray": False, "appsync": False, "handler": True}
+    # the pagination key's parameters utility loads on the first paginated request, not at init
+    assert loaded == {"asyncio": uses_asyncio, "xray": False, "appsync": False, "handler": True, "parameters": False}
 
 
 def test_every_name_of_the_lazily_loaded_packages_still_imports():

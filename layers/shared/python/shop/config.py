@@ -15,7 +15,8 @@ class ConfigurationError(RuntimeError):
 class Settings:
     table_name: str
     status_shards: int
-    pagination_secret: bytes
+    pagination_secret: bytes | None  # a literal key, used only without the ARN: local runs, tests
+    pagination_secret_arn: str | None  # deployed: read at run time (shop.pagination_keys); only functions that paginate
     session_ttl_seconds: int
     idempotency_ttl_seconds: int
     event_bus_name: str | None
@@ -30,10 +31,13 @@ def _required(name: str) -> str:
 
 @cache
 def settings() -> Settings:
+    arn = os.environ.get("PAGINATION_SECRET_ARN") or None
+    literal = None if arn else os.environ.get("PAGINATION_SECRET") or None
     return Settings(
         table_name=_required("TABLE_NAME"),
         status_shards=int(os.environ.get("STATUS_SHARDS", "4")),
-        pagination_secret=_required("PAGINATION_SECRET").encode(),
+        pagination_secret=literal.encode() if literal else None,
+        pagination_secret_arn=arn,
         session_ttl_seconds=int(os.environ.get("SESSION_TTL_SECONDS", "3600")),
         idempotency_ttl_seconds=int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", "86400")),
         event_bus_name=os.environ.get("EVENT_BUS_NAME") or None,

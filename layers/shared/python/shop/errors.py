@@ -98,7 +98,15 @@ class VersionMismatch(DomainError):
 
 
 class CartFull(DomainError):
+    """The cart already holds its maximum of lines: 422 as the contract says, though it depends on state."""
+
     code = "CART_FULL"
+
+
+class CartEmpty(Conflict):
+    """Checkout of a session whose cart is empty (state, which a request schema cannot express)."""
+
+    code = "CART_EMPTY"
 
 
 class InvalidNextToken(DomainError):

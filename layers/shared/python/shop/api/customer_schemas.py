@@ -2,25 +2,36 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from typing import Annotated
 
-from shop.api.schemas import EMAIL_PATTERN, Body
+from pydantic import ConfigDict, Field, model_validator
+
+from shop.api.schemas import EMAIL_PATTERN, MISSING, PYTHON_REGEX, Body
 from shop.models import Customer, Notification
 from shop.models.common import Model
 
+Email = Annotated[str, Field(min_length=3, max_length=254, pattern=EMAIL_PATTERN)]
+CustomerName = Annotated[str, Field(min_length=1, max_length=200)]
+
 
 class CustomerIn(Body):
-    email: str = Field(min_length=3, max_length=254, pattern=EMAIL_PATTERN)
-    name: str = Field(min_length=1, max_length=200)
+    model_config = PYTHON_REGEX
+
+    email: Email
+    name: CustomerName
 
 
 class CustomerPatch(Body):
-    email: str | None = Field(default=None, min_length=3, max_length=254, pattern=EMAIL_PATTERN)
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    """At least one of the fields; neither may be null."""
+
+    model_config = ConfigDict(**PYTHON_REGEX, json_schema_extra={"minProperties": 1})
+
+    email: Email | MISSING = MISSING
+    name: CustomerName | MISSING = MISSING
 
     @model_validator(mode="after")
     def _something(self) -> CustomerPatch:
-        if self.email is None and self.name is None:
+        if not self.model_fields_set:
             raise ValueError("give at least one of email, name")
         return self
 

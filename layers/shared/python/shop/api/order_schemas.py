@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
 from shop.api.countries import CountryCode
-from shop.api.schemas import MAX_ID_LENGTH, MAX_ORDER_LINES, MAX_QUANTITY, Body
+from shop.api.schemas import INTEGRAL, MAX_ID_LENGTH, MAX_ORDER_LINES, MAX_QUANTITY, MISSING, Body
 from shop.models import Order, OrderStatus, OrderSummary, ShippingAddress
 from shop.models.common import Model
 
@@ -20,19 +20,21 @@ class AddressIn(ShippingAddress):
 
 class OrderLineIn(Body):
     product_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
-    quantity: Annotated[StrictInt, Field(ge=1, le=MAX_QUANTITY)]
+    quantity: Annotated[StrictInt, Field(ge=1, le=MAX_QUANTITY), INTEGRAL]
 
 
 class OrderIn(Body):
     """Exactly one of ``session_id`` (check out a session's cart) or ``lines``, plus the address."""
 
-    session_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH)
-    lines: list[OrderLineIn] | None = Field(default=None, min_length=1, max_length=MAX_ORDER_LINES)
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["session_id"]}, {"required": ["lines"]}]})
+
+    session_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)] | MISSING = MISSING
+    lines: Annotated[list[OrderLineIn], Field(min_length=1, max_length=MAX_ORDER_LINES)] | MISSING = MISSING
     shipping_address: AddressIn
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> OrderIn:
-        if (self.session_id is None) == (self.lines is None):
+        if ("session_id" in self.model_fields_set) == ("lines" in self.model_fields_set):
             raise ValueError("give exactly one of session_id or lines")
         return self
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, StrictInt, model_validator
+from pydantic import ConfigDict, Field, StrictInt, model_validator
 
-from shop.api.schemas import MAX_PRICE_CENTS, MAX_STOCK, Body
+from shop.api.schemas import INTEGRAL, MAX_PRICE_CENTS, MAX_STOCK, MISSING, Body
 from shop.limits import MAX_CATEGORY_LENGTH, MAX_PRODUCT_NAME_LENGTH
 from shop.models import Product, Review
 from shop.models.common import Model
@@ -14,7 +14,7 @@ from shop.models.common import Model
 Name = Annotated[str, Field(min_length=1, max_length=MAX_PRODUCT_NAME_LENGTH)]
 Category = Annotated[str, Field(min_length=1, max_length=MAX_CATEGORY_LENGTH)]
 Description = Annotated[str, Field(max_length=4000)]
-PriceCents = Annotated[StrictInt, Field(ge=0, le=MAX_PRICE_CENTS)]
+PriceCents = Annotated[StrictInt, Field(ge=0, le=MAX_PRICE_CENTS), INTEGRAL]
 
 
 class ProductIn(Body):
@@ -22,24 +22,23 @@ class ProductIn(Body):
     category: Category
     price_cents: PriceCents
     description: Description | None = None
-    stock: Annotated[StrictInt, Field(ge=0, le=MAX_STOCK)] = 0
+    stock: Annotated[StrictInt, Field(ge=0, le=MAX_STOCK), INTEGRAL] = 0
 
 
 class ProductPatch(Body):
-    """Any catalogue field but stock; ``description: null`` removes the description."""
+    """Any catalogue field but stock, at least one; only ``description`` may be null (removes it)."""
 
-    name: Name | None = None
-    category: Category | None = None
-    price_cents: PriceCents | None = None
-    description: Description | None = None
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
+    name: Name | MISSING = MISSING
+    category: Category | MISSING = MISSING
+    price_cents: PriceCents | MISSING = MISSING
+    description: Description | MISSING | None = MISSING
 
     @model_validator(mode="after")
     def _something(self) -> ProductPatch:
         if not self.model_fields_set:
             raise ValueError("give at least one of name, category, price_cents, description")
-        for field in ("name", "category", "price_cents"):
-            if field in self.model_fields_set and getattr(self, field) is None:
-                raise ValueError(f"{field} cannot be null")
         return self
 
     def changes(self) -> dict[str, Any]:
@@ -47,7 +46,7 @@ class ProductPatch(Body):
 
 
 class StockIn(Body):
-    delta: Annotated[StrictInt, Field(ge=-MAX_STOCK, le=MAX_STOCK)]
+    delta: Annotated[StrictInt, Field(ge=-MAX_STOCK, le=MAX_STOCK), INTEGRAL]
 
 
 class StockOut(Model):
@@ -56,7 +55,7 @@ class StockOut(Model):
 
 
 class ReviewIn(Body):
-    rating: Annotated[StrictInt, Field(ge=1, le=5)]
+    rating: Annotated[StrictInt, Field(ge=1, le=5), INTEGRAL]
     title: str = Field(min_length=1, max_length=200)
     body: str = Field(min_length=1, max_length=4000)
 

@@ -75,11 +75,13 @@ def declare(
     headers: Mapping[str, str] | None = None,
     errors_described: Mapping[int, str] | None = None,
     body: bool = False,
+    links: Mapping[str, Any] | None = None,
 ) -> dict[int, Any]:
-    """The OpenAPI ``responses`` of a route: its success and every error status it can answer."""
-    ok: dict[str, Any] = {"description": description}
-    if model is not None:
-        ok["content"] = {JSON: {"model": model}}
+    """The OpenAPI ``responses`` of a route: its success (with its links) and every error status it can answer."""
+    # No model, no body: an empty content map, or Powertools would declare a JSON body.
+    ok: dict[str, Any] = {"description": description, "content": {JSON: {"model": model}} if model else {}}
+    if links:
+        ok["links"] = dict(links)
     if headers:
         ok["headers"] = {name: {"description": text, "schema": {"type": "string"}} for name, text in headers.items()}
     declared: dict[int, Any] = {success: ok}

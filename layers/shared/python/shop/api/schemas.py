@@ -4,23 +4,50 @@ This module holds what every API function shares: the limits, the request-body b
 bodies. Each function's own bodies are in ``customer_schemas``, ``product_schemas``,
 ``session_schemas`` and ``order_schemas``, so a function defines only its own models at import.
 
-Request bodies forbid unknown fields and use strict integers (no "5" for 5, no true for 1), with
-bounds on every number and string so nothing a client sends can reach the store as a bad value.
+Request bodies forbid unknown fields and use strict integers (no "5" for 5, no true for 1, but 2.0
+for 2, as JSON Schema counts it an integer), with bounds on every number and string so nothing a
+client sends can reach the store as a bad value. The document says exactly what validation accepts:
+an optional field that may not be null is ``T | MISSING`` (absent from the schema's ``required``,
+no ``null`` in its type), and a rule across fields is in the schema too (``minProperties``,
+``oneOf``). Patterns use only syntax that means the same in ECMA-262 (what JSON Schema and
+schemathesis read), Rust's regex (what pydantic runs) and Python's ``re``.
 Responses reuse the domain models (shop.models) so the document describes exactly what is sent.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ConfigDict, Field, RootModel
+from pydantic import MISSING, BeforeValidator, ConfigDict, Field, RootModel
 
 from shop.limits import MAX_ID_LENGTH, MAX_ORDER_LINES, MAX_PRICE_CENTS, MAX_QUANTITY, MAX_STOCK, MAX_TOKEN_LENGTH
 from shop.models.common import Model
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 20
-EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+# Not `\s`: its members differ between ECMA-262, Rust and Python. Spelled out, the class excludes
+# every control character and every character any of them counts as whitespace. Not `$` either:
+# Python's also matches before a final newline; `(?![\s\S])` is the end of the string in ECMA-262
+# and Python alike (Rust's regex has no look-ahead: models using it validate with `PYTHON_REGEX`).
+_NOT_IN_EMAIL = r"@\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+EMAIL_PATTERN = rf"^[^{_NOT_IN_EMAIL}]+@[^{_NOT_IN_EMAIL}]+\.[^{_NOT_IN_EMAIL}]+(?![\s\S])"
+PYTHON_REGEX = ConfigDict(regex_engine="python-re")
+
+T = TypeVar("T")
+
+
+def _integral_float_to_int(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# After a StrictInt and its bounds: an integer as JSON Schema counts one, 2 and 2.0, never 2.5, "2" or true.
+# (Placed after the bounds so that they stay `minimum`/`maximum` in the schema.)
+INTEGRAL = BeforeValidator(_integral_float_to_int)
+
+
+def given(value: T | MISSING) -> T | None:
+    """An optional, non-nullable field's value, or None when the client left it out."""
+    return None if value is MISSING else value
 
 
 class Body(Model):
@@ -74,6 +101,7 @@ class ValidationErrorResponse(Model):
 __all__ = [
     "DEFAULT_LIMIT",
     "EMAIL_PATTERN",
+    "INTEGRAL",
     "MAX_ID_LENGTH",
     "MAX_LIMIT",
     "MAX_ORDER_LINES",
@@ -81,9 +109,12 @@ __all__ = [
     "MAX_QUANTITY",
     "MAX_STOCK",
     "MAX_TOKEN_LENGTH",
+    "MISSING",
+    "PYTHON_REGEX",
     "Body",
     "ErrorResponse",
     "FieldError",
     "UnauthorizedResponse",
     "ValidationErrorResponse",
+    "given",
 ]

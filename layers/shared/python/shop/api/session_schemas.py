@@ -6,12 +6,12 @@ from typing import Annotated
 
 from pydantic import Field, StrictInt
 
-from shop.api.schemas import MAX_QUANTITY, Body
+from shop.api.schemas import INTEGRAL, MAX_QUANTITY, Body
 from shop.models import Session
 
 
 class CartQuantityIn(Body):
-    quantity: Annotated[StrictInt, Field(ge=0, le=MAX_QUANTITY, description="0 removes the line")]
+    quantity: Annotated[StrictInt, Field(ge=0, le=MAX_QUANTITY, description="0 removes the line"), INTEGRAL]
 
 
 __all__ = [

@@ -5,6 +5,8 @@ covers the list the token belongs to (its scope) as well as the position, so a
 token from another list, another customer or another shard set is rejected, not
 followed; the scope itself is not carried, which keeps tokens short. The JSON is
 UTF-8, not ASCII escapes: a position holds keys, and keys hold client text.
+Tokens are signed with the current key and read with the current or the previous one
+(shop.pagination_keys), so they survive a rotation of the key.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ import hmac
 import json
 from typing import Any
 
-from shop import errors
-from shop.config import settings
+from shop import errors, pagination_keys
 from shop.limits import MAX_TOKEN_LENGTH
 
 
@@ -35,7 +36,7 @@ def _signature(scope: str, payload: bytes, secret: bytes) -> bytes:
 
 def encode(scope: str, position: Any, secret: bytes | None = None) -> str:
     payload = json.dumps(position, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
-    key = secret if secret is not None else settings().pagination_secret
+    key = secret if secret is not None else pagination_keys.signing_key()
     return f"{_b64(payload)}.{_b64(_signature(scope, payload, key))}"
 
 
@@ -44,13 +45,16 @@ def decode(token: str, scope: str, secret: bytes | None = None) -> Any:
     if not token or len(token) > MAX_TOKEN_LENGTH or token.count(".") != 1:
         raise invalid
     body, signature = token.split(".")
-    key = secret if secret is not None else settings().pagination_secret
     try:
         payload = _unb64(body)
         given = _unb64(signature)
     except (ValueError, TypeError):
         raise invalid from None
-    if not hmac.compare_digest(given, _signature(scope, payload, key)):
+
+    def matches(key: bytes) -> bool:
+        return hmac.compare_digest(given, _signature(scope, payload, key))
+
+    if not (matches(secret) if secret is not None else pagination_keys.verify(matches)):
         raise invalid
     try:
         return json.loads(payload)

@@ -108,7 +108,7 @@ class OrderService:
         if session_id is not None:
             stored = self.sessions.get(session_id, now=clock.epoch(clock.now()))
             if not stored.lines:
-                raise errors.InvalidRequest("the session's cart is empty", {"session_id": session_id})
+                raise errors.CartEmpty("the session's cart is empty", {"session_id": session_id})
             claim = SessionClaim(session_id, stored.cart_version, clock.epoch(clock.now()))
             priced = [
                 OrderLine(
