@@ -1,9 +1,5 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import pytest
 
 from shop import errors
@@ -14,6 +10,7 @@ from shop.services.orders import OrderService, RequestedLine
 from shop.services.sessions import SessionService
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
+from tests.support.faults import first_answer_lost
 
 
 def place(table, actor=ALICE, **lines):
@@ -230,32 +227,6 @@ def test_history_ends_with_the_current_status_before_the_stream_records_it(store
     fetched = service.get(ALICE, order.order_id)
     assert [h.status for h in fetched.history] == [OrderStatus.PENDING, OrderStatus.CONFIRMED]
     assert fetched.history[-1].at == fetched.updated_at
-
-
-@contextmanager
-def first_answer_lost(client: Any, operation: str) -> Iterator[list[dict[str, Any]]]:
-    """The first `operation` is applied but its answer is treated as lost, so botocore sends the same
-    request again, as it does after a timeout; yields the parameters of each call made."""
-    sent: list[dict[str, Any]] = []
-    lost = {"done": False}
-
-    def record(params: dict[str, Any], **_: Any) -> None:
-        sent.append(dict(params))
-
-    def retry_once(attempts: int, caught_exception: Any, **_: Any) -> float | None:
-        if not lost["done"] and caught_exception is None:
-            lost["done"] = True
-            return 0
-        return None
-
-    client.meta.events.register(f"provide-client-params.dynamodb.{operation}", record)
-    client.meta.events.register(f"needs-retry.dynamodb.{operation}", retry_once)
-    try:
-        yield sent
-    finally:
-        client.meta.events.unregister(f"provide-client-params.dynamodb.{operation}", record)
-        client.meta.events.unregister(f"needs-retry.dynamodb.{operation}", retry_once)
-    assert lost["done"], f"no {operation} was sent"
 
 
 def test_status_patch_whose_answer_was_lost_answers_the_changed_order(store):

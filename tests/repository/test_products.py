@@ -6,6 +6,7 @@ from shop import errors
 from shop.services.catalog import CatalogService
 from tests.support.calls import counting
 from tests.support.factories import ADMIN, ALICE, BOB, product
+from tests.support.faults import first_answer_lost
 
 
 def test_product_read_is_one_get_item(store):
@@ -76,6 +77,20 @@ def test_stock_adjustment_never_goes_negative(store):
     with pytest.raises(errors.ProductNotFound):
         service.adjust_stock(ADMIN, "missing", 1)
     assert service.get(pid).stock == 0
+
+
+def test_stock_adjustment_whose_answer_was_lost_applies_once(store):
+    """botocore re-sends an UpdateItem whose answer timed out; the ADD must not land twice."""
+    pid = product(store.table, stock=2)
+    service = CatalogService(store.table)
+    with first_answer_lost(store.client, "UpdateItem") as sent:
+        assert service.adjust_stock(ADMIN, pid, 5) == 7
+    assert len(sent) == 1  # one call, sent twice by botocore's retry loop
+    assert service.get(pid).stock == 7
+    with first_answer_lost(store.client, "UpdateItem"):
+        assert service.adjust_stock(ADMIN, pid, -7) == 0
+    assert service.get(pid).stock == 0
+    assert service.adjust_stock(ADMIN, pid, 3) == 3  # a new request is a new adjustment
 
 
 def test_reviews_once_per_customer_with_rating_summary(store):

@@ -130,3 +130,29 @@ def cancelled(client: Any, reason: str, *, index: int = 0, times: int | None = N
     """Cancel TransactWriteItems calls for `reason` (all of them, or the first `times`)."""
     with _registered(client, CancellationInjector(reason, index, times)) as injector:
         yield injector
+
+
+@contextmanager
+def first_answer_lost(client: Any, operation: str) -> Iterator[list[dict[str, Any]]]:
+    """The first `operation` is applied but its answer is treated as lost, so botocore sends the same
+    request again, as it does after a timeout; yields the parameters of each call made."""
+    sent: list[dict[str, Any]] = []
+    lost = {"done": False}
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        sent.append(dict(params))
+
+    def retry_once(attempts: int, caught_exception: Any, **_: Any) -> float | None:
+        if not lost["done"] and caught_exception is None:
+            lost["done"] = True
+            return 0
+        return None
+
+    client.meta.events.register(f"provide-client-params.dynamodb.{operation}", record)
+    client.meta.events.register(f"needs-retry.dynamodb.{operation}", retry_once)
+    try:
+        yield sent
+    finally:
+        client.meta.events.unregister(f"provide-client-params.dynamodb.{operation}", record)
+        client.meta.events.unregister(f"needs-retry.dynamodb.{operation}", retry_once)
+    assert lost["done"], f"no {operation} was sent"

@@ -7,7 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shop import errors, keys
+from shop import errors, ids, keys
 from shop.limits import MAX_STOCK
 from shop.models import Page, Product, Review
 from shop.repository import pagination
@@ -161,19 +161,27 @@ class ProductRepository:
         return product_from_item(from_item(response["Attributes"]))
 
     def adjust_stock(self, product_id: str, delta: int) -> int:
-        """Add ``delta`` to stock, conditional on the result staying within 0..MAX_STOCK."""
+        """Add ``delta`` to stock, conditional on the result staying within 0..MAX_STOCK.
+
+        An ADD is not idempotent, and botocore re-sends a request whose answer timed out: each
+        adjustment carries its own id, so a re-sent one finds itself already applied.
+        """
         if delta <= 0:
             bound, limit = "stock >= :limit", -delta
         else:
             bound, limit = "stock <= :limit", MAX_STOCK - delta
+        adjustment = ids.new_id()
         try:
             with translated_errors():
                 response = self.table.client.update_item(
                     TableName=self.table.name,
                     Key=to_item(keys.product_key(product_id)),
-                    UpdateExpression="ADD stock :delta",
-                    ConditionExpression=f"attribute_exists(PK) AND {bound}",
-                    ExpressionAttributeValues=values(delta=delta, limit=limit),
+                    UpdateExpression="ADD stock :delta SET last_stock_adjustment = :adjustment",
+                    ConditionExpression=(
+                        f"attribute_exists(PK) AND {bound} AND "
+                        "(attribute_not_exists(last_stock_adjustment) OR last_stock_adjustment <> :adjustment)"
+                    ),
+                    ExpressionAttributeValues=values(delta=delta, limit=limit, adjustment=adjustment),
                     ReturnValues="UPDATED_NEW",
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
@@ -182,7 +190,10 @@ class ProductRepository:
                 raise
             if "Item" not in error.response:
                 raise errors.ProductNotFound([product_id]) from error
-            stock = int(from_item(error.response["Item"])["stock"])
+            current = from_item(error.response["Item"])
+            stock = int(current["stock"])
+            if current.get("last_stock_adjustment") == adjustment:
+                return stock
             if delta <= 0:
                 raise errors.InsufficientStock("stock cannot go below zero", {"stock": stock}) from error
             raise errors.StockLimitExceeded(
