@@ -199,8 +199,17 @@ class Shop:
 
 
 def place(shop: Shop, tally: Tally, key: str) -> requests.Response:
-    """One order placement, remembered for the integrity check (answers >= 500 are repeated there)."""
-    response = shop.order(key)
+    """One order placement, remembered for the integrity check (answers >= 500 are repeated there).
+
+    A placement whose connection dropped (the stack was killed with it in flight) may have committed:
+    its outcome is unknown, so it is repeated with the same key as well, as a client would.
+    """
+    try:
+        response = shop.order(key)
+    except requests.RequestException:
+        with tally.lock:
+            tally.refused.append(key)
+        raise
     with tally.lock:
         if response.status_code == 201:
             tally.placed[key] = response.json()["order_id"]
