@@ -20,8 +20,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 ADMIN_GROUP = "admin"
 TOTP_MFA = "SOFTWARE_TOKEN_MFA"
-# Cognito waits 5 s for the trigger: two attempts of at most 2 s each leave room for the rest.
-CLIENT_CONFIG = Config(connect_timeout=1, read_timeout=1, retries={"mode": "standard", "total_max_attempts": 2})
+# Cognito waits 5 s for the trigger: two attempts of at most 1.5 s and a backoff of at most 1 s fit.
+CLIENT_CONFIG = Config(connect_timeout=0.5, read_timeout=1, retries={"mode": "standard", "total_max_attempts": 2})
 
 logger = logging.getLogger(__name__)
 
