@@ -84,6 +84,13 @@ def suppress_findings(shop: ShopApp) -> None:
                 "per-user cost decision for the operator (docs/infrastructure.md#cognito); strong password "
                 "policy and optional TOTP MFA are on.",
             )
+        admin_mfa = shop.api.auth.admin_mfa
+        assert admin_mfa is not None
+        _ack(
+            admin_mfa.function,
+            "L1",
+            f"{RUNTIME_NAME}, the runtime of every function of the shop (one interpreter to build and test for).",
+        )
         _ack(
             pool,
             "COG2",

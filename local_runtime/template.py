@@ -247,7 +247,7 @@ def load_app(
         if not runtime.startswith("python"):
             continue  # CDK's own helper functions (custom resources) are Node.js
         if (res.get("Metadata") or {}).get("shop:local") is False:
-            continue  # deployed only (the pagination key's rotation)
+            continue  # deployed only (the pagination key's rotation, the admin MFA token trigger)
         name = _function_name(lid, res, known)
         asset = (res.get("Metadata") or {}).get("aws:asset:path")
         handler_file = str(props.get("Handler", "handler.handler")).rpartition(".")[0].replace(".", "/") + ".py"

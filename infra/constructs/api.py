@@ -10,12 +10,14 @@ from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra.constructs.functions import ASSET_EXCLUDES, RUNTIME, architecture, depend_on_policy_only
 from infra.constructs.protection import removal_policy
-from infra.settings import ROUTES, AuthSettings, DeployConfig
+from infra.settings import LOG_LEVEL, ROOT, ROUTES, SYSTEM_LOG_LEVEL, AuthSettings, DeployConfig
 
 ACCESS_LOG_FORMAT = (
     '{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
@@ -38,6 +40,7 @@ class Auth(Construct):
         super().__init__(scope, construct_id)
         self.user_pool: cognito.UserPool | None = None
         self.client: cognito.UserPoolClient | None = None
+        self.admin_mfa: AdminMfaTrigger | None = None
         if config.jwt_issuer:
             issuer, audience = config.jwt_issuer, list(config.jwt_audience)
         else:
@@ -67,6 +70,7 @@ class Auth(Construct):
                 deletion_protection=config.protected,
                 removal_policy=removal_policy(config),
             )
+            self.admin_mfa = AdminMfaTrigger(self, "AdminMfa", config=config, user_pool=self.user_pool)
             cognito.UserPoolGroup(
                 self,
                 "AdminGroup",
@@ -101,6 +105,61 @@ class Auth(Construct):
             jwt_audience=audience,
             authorizer_name="jwt",
             identity_source=["$request.header.Authorization"],
+        )
+
+
+class AdminMfaTrigger(Construct):
+    """Pre token generation trigger: `admin` stays in a token only if its user has TOTP MFA enabled.
+
+    Attached in every stage: it costs one invocation per token issued and one AdminGetUser per admin.
+    """
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: DeployConfig, user_pool: cognito.UserPool
+    ) -> None:
+        super().__init__(scope, construct_id)
+        log_group = logs.LogGroup(
+            self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal_policy(config)
+        )
+        role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="admin MFA token trigger: its own logs and AdminGetUser on this user pool",
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]
+            )
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            description="Removes the admin group from tokens of users without TOTP MFA",
+            runtime=RUNTIME,
+            architecture=architecture(config),
+            handler="admin_mfa.handler",
+            code=lambda_.Code.from_asset(str(ROOT / "infra" / "cognito"), exclude=ASSET_EXCLUDES),
+            memory_size=128,
+            timeout=Duration.seconds(5),  # Cognito waits 5 s for a trigger
+            role=role,
+            log_group=log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=lambda_.ApplicationLogLevel[LOG_LEVEL],
+            system_log_level_v2=lambda_.SystemLogLevel[SYSTEM_LOG_LEVEL],
+        )
+        depend_on_policy_only(self.function, role).add_metadata("shop:local", False)  # not run by make dev
+        user_pool.add_trigger(
+            cognito.UserPoolOperation.PRE_TOKEN_GENERATION_CONFIG, self.function, cognito.LambdaVersion.V2_0
+        )
+        # A policy of its own, which the function does not depend on: the pool depends on the function
+        # (its trigger), so the role's default policy, which the function does depend on, cannot name
+        # the pool. This one can, with the pool's exact ARN.
+        self.read_users = iam.Policy(
+            self,
+            "ReadUsers",
+            roles=[role],
+            statements=[iam.PolicyStatement(actions=["cognito-idp:AdminGetUser"], resources=[user_pool.user_pool_arn])],
         )
 
 

@@ -61,6 +61,64 @@ def test_threat_protection_is_an_option(cognito_options) -> None:
     assert pool["UserPoolAddOns"] == {"AdvancedSecurityMode": "ENFORCED"}
 
 
+def _admin_mfa_trigger(assembly: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The pre token generation trigger: (logical id, function, the pool's LambdaConfig)."""
+    resources = assembly.templates["ShopApi"]["Resources"]
+    config = _one(assembly, "AWS::Cognito::UserPool")["LambdaConfig"]
+    trigger = config["PreTokenGenerationConfig"]
+    assert trigger["LambdaVersion"] == "V2_0"  # version 2 overrides the groups of the access token too
+    (function_id, _) = trigger["LambdaArn"]["Fn::GetAtt"]
+    return function_id, resources[function_id], config
+
+
+@pytest.mark.parametrize("assembly_name", ["arm64", "staging", "cognito_options", "edge"])
+def test_admin_tokens_need_mfa_through_the_pre_token_trigger(request, assembly_name) -> None:
+    assembly = request.getfixturevalue(assembly_name)
+    function_id, function, config = _admin_mfa_trigger(assembly)
+    assert set(config) == {"PreTokenGenerationConfig"}  # no other trigger
+    properties = function["Properties"]
+    assert properties["Handler"] == "admin_mfa.handler"
+    assert (assembly.asset_dir(function) / "admin_mfa.py").is_file()
+    assert properties["Timeout"] == 5
+    assert properties["LoggingConfig"]["LogFormat"] == "JSON"
+    assert function["Metadata"]["shop:local"] is False  # make dev has no Cognito
+    permissions = Template.from_json(assembly.templates["ShopApi"]).find_resources("AWS::Lambda::Permission")
+    assert any(
+        p["Properties"]["Principal"] == "cognito-idp.amazonaws.com"
+        and p["Properties"]["FunctionName"] == {"Fn::GetAtt": [function_id, "Arn"]}
+        for p in permissions.values()
+    )
+
+
+def test_the_trigger_may_call_only_admin_get_user_on_its_pool(arm64) -> None:
+    template = Template.from_json(arm64.templates["ShopApi"])
+    _, function, _ = _admin_mfa_trigger(arm64)
+    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    (pool_id,) = template.find_resources("AWS::Cognito::UserPool")
+    statements = [
+        statement
+        for policy in template.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    cognito_statements = [s for s in statements if "logs:PutLogEvents" not in s["Action"]]
+    assert cognito_statements == [
+        {"Action": "cognito-idp:AdminGetUser", "Effect": "Allow", "Resource": {"Fn::GetAtt": [pool_id, "Arn"]}}
+    ]
+    (logs,) = [s for s in statements if s not in cognito_statements]
+    assert logs["Action"] == ["logs:CreateLogStream", "logs:PutLogEvents"]
+    roles = template.find_resources("AWS::IAM::Role")
+    assert not roles[role]["Properties"].get("ManagedPolicyArns")
+    assert not roles[role]["Properties"].get("Policies")
+
+
+def test_an_external_issuer_has_no_user_pool_and_no_trigger(prod_external) -> None:
+    template = Template.from_json(prod_external.templates["ShopApi"])
+    template.resource_count_is("AWS::Cognito::UserPool", 0)
+    handlers = [f["Properties"].get("Handler") for f in template.find_resources("AWS::Lambda::Function").values()]
+    assert "admin_mfa.handler" not in handlers
+
+
 def _config(**context: str) -> DeployConfig:
     return DeployConfig.from_context({"stage": "dev", **context}.get)
 

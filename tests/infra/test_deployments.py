@@ -47,7 +47,11 @@ def test_callers_invoke_the_alias_never_the_unqualified_function(arm64) -> None:
     for integration in integrations:
         assert integration["Properties"]["IntegrationUri"]["Ref"] in alias_ids
     # API Gateway may invoke the alias only (the permission names it)
-    permissions = [r for r in api.values() if r["Type"] == "AWS::Lambda::Permission"]
+    permissions = [
+        r
+        for r in api.values()
+        if r["Type"] == "AWS::Lambda::Permission" and r["Properties"]["Principal"] == "apigateway.amazonaws.com"
+    ]
     assert permissions
     for permission in permissions:
         assert permission["Properties"]["FunctionName"]["Ref"] in alias_ids
