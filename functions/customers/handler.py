@@ -29,7 +29,13 @@ ETAG = {"ETag": 'the profile\'s version, quoted: "3"'}
     "/customers",
     summary="Create the profile of the token's subject",
     responses=declare(
-        201, s.Customer, 401, 409, headers=ETAG, errors_described={409: "CUSTOMER_EXISTS or EMAIL_TAKEN"}
+        201,
+        s.Customer,
+        401,
+        409,
+        body=True,
+        headers=ETAG,
+        errors_described={409: "CUSTOMER_EXISTS or EMAIL_TAKEN"},
     ),
     security=BEARER,
     tags=TAGS,
@@ -76,6 +82,7 @@ def get_customer(customer_id: CustomerId, request: Request):
         404,
         409,
         412,
+        body=True,
         headers=ETAG,
         errors_described={
             409: "EMAIL_TAKEN, or CONFLICT: without If-Match, the profile kept changing meanwhile",

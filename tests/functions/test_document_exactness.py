@@ -294,3 +294,27 @@ def test_a_placed_order_answers_the_etag_its_change_link_sends(moto_api):
         body={"status": "CONFIRMED"},
     )
     assert (changed.status, changed.body["status"]) == (200, "CONFIRMED")
+
+
+# ----- findings of the adversarial review -----
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "claims"),
+    [("POST", "/customers", ALICE), ("POST", "/products", ADMIN)],
+)
+def test_an_integer_too_long_to_read_is_400_not_500(moto_api, method, path, claims):
+    raw = '{"name": "a", "email": "a@b.co", "price_cents": ' + "9" * 5000 + "}"
+    reply = call(method, path, claims=claims, raw_body=raw, headers={"content-type": "application/json"})
+    assert (reply.status, reply.code) == (400, "BAD_REQUEST"), reply.body
+
+
+def test_every_route_with_a_body_declares_415():
+    document = json.loads((REPO / "openapi.json").read_text())
+    missing = [
+        f"{method.upper()} {path}"
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if "requestBody" in operation and "415" not in operation["responses"]
+    ]
+    assert missing == []

@@ -40,7 +40,7 @@ def test_a_sub_over_the_limit_is_403_before_anything_is_written(api, method, pat
     assert _item_count(api) == before
 
 
-@pytest.mark.parametrize("sub", ["a/b", "a?b", "100%", "tab\there"])
+@pytest.mark.parametrize("sub", ["a/b", "a?b", "100%", "tab\there", "\ud800", "a\ud83db"])
 def test_a_sub_that_no_path_can_carry_is_403(api, sub):
     reply = call("POST", "/customers", body={"email": "odd@example.com", "name": "O"}, claims={"sub": sub})
     assert reply.status == 403, reply.body

@@ -253,6 +253,13 @@ def test_status_patch_whose_answer_was_lost_answers_the_changed_order(store):
         service.change_status(ADMIN, order.order_id, OrderStatus.PENDING, expected_version=2)
 
 
+def test_an_if_match_of_a_version_before_the_first_is_a_mismatch_not_a_lost_answer(store):
+    """An order starts at version 1: If-Match 0 names no version it ever had."""
+    order = place(store.table, **{product(store.table): 1})
+    with pytest.raises(errors.VersionMismatch):
+        OrderService(store.table).change_status(ADMIN, order.order_id, OrderStatus.PENDING, expected_version=0)
+
+
 def test_cancel_whose_answer_was_lost_answers_the_cancelled_order_and_restocks_once(store):
     hammer = product(store.table, stock=5)
     order = place(store.table, **{hammer: 2})

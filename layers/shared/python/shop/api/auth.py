@@ -58,8 +58,8 @@ def check_subject(sub: str) -> None:
     """Refuse a ``sub`` that cannot be stored as a customer id or addressed in a path."""
     if len(sub) > MAX_SUB_LENGTH:
         raise InvalidSubject(f"the token's sub must be at most {MAX_SUB_LENGTH} characters")
-    if any(char in SUB_FORBIDDEN_CHARACTERS or unicodedata.category(char) == "Cc" for char in sub):
-        raise InvalidSubject("the token's sub must not contain control characters, '/', '?' or '%'")
+    if any(char in SUB_FORBIDDEN_CHARACTERS or unicodedata.category(char) in ("Cc", "Cs") for char in sub):
+        raise InvalidSubject("the token's sub must not contain control characters, surrogates, '/', '?' or '%'")
 
 
 def actor_from_claims(claims: Mapping[str, Any] | None) -> Actor | None:

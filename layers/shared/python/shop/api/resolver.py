@@ -122,6 +122,10 @@ def _loads(text: str) -> Any:
         return json.loads(text)
     except RecursionError:
         raise json.JSONDecodeError("JSON nested too deeply", text, 0) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # e.g. an integer of more digits than int() converts
+        raise json.JSONDecodeError("a number too large to read", text, 0) from None
 
 
 def _field_errors(exc: RequestValidationError) -> list[dict[str, str]]:
