@@ -15,9 +15,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.constructs.functions import ASSET_EXCLUDES, RUNTIME, architecture, depend_on_policy_only
+from infra.constructs.functions import tool_function
 from infra.constructs.protection import removal_policy
-from infra.settings import LOG_LEVEL, ROOT, ROUTES, SYSTEM_LOG_LEVEL, AuthSettings, DeployConfig
+from infra.settings import ROUTES, AuthSettings, DeployConfig
 
 ACCESS_LOG_FORMAT = (
     '{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
@@ -118,37 +118,16 @@ class AdminMfaTrigger(Construct):
         self, scope: Construct, construct_id: str, *, config: DeployConfig, user_pool: cognito.UserPool
     ) -> None:
         super().__init__(scope, construct_id)
-        log_group = logs.LogGroup(
-            self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal_policy(config)
-        )
-        role = iam.Role(
+        self.function, role = tool_function(
             self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="admin MFA token trigger: its own logs and AdminGetUser on this user pool",
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]
-            )
-        )
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            description="Removes the admin group from tokens of users without TOTP MFA",
-            runtime=RUNTIME,
-            architecture=architecture(config),
+            ("Logs", "Role", "Function"),
+            config=config,
+            folder="cognito",
             handler="admin_mfa.handler",
-            code=lambda_.Code.from_asset(str(ROOT / "infra" / "cognito"), exclude=ASSET_EXCLUDES),
-            memory_size=128,
+            description="Removes the admin group from tokens of users without TOTP MFA",
+            role_description="admin MFA token trigger: its own logs and AdminGetUser on this user pool",
             timeout=Duration.seconds(5),  # Cognito waits 5 s for a trigger
-            role=role,
-            log_group=log_group,
-            logging_format=lambda_.LoggingFormat.JSON,
-            application_log_level_v2=lambda_.ApplicationLogLevel[LOG_LEVEL],
-            system_log_level_v2=lambda_.SystemLogLevel[SYSTEM_LOG_LEVEL],
         )
-        depend_on_policy_only(self.function, role).add_metadata("shop:local", False)  # not run by make dev
         user_pool.add_trigger(
             cognito.UserPoolOperation.PRE_TOKEN_GENERATION_CONFIG, self.function, cognito.LambdaVersion.V2_0
         )

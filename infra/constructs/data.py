@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from infra.constructs.functions import ASSET_EXCLUDES, RUNTIME, architecture, depend_on_policy_only
+from infra.constructs.functions import tool_function
 from infra.constructs.protection import removal_policy
-from infra.settings import PAGINATION_KEY_ROTATION_DAYS, ROOT, TABLE_INDEX, DeployConfig
+from infra.settings import PAGINATION_KEY_ROTATION_DAYS, TABLE_INDEX, DeployConfig
 
 
 class ShopTable(Construct):
@@ -74,30 +71,15 @@ class PaginationSecret(Construct):
             ),
             removal_policy=removal,
         )
-        log_group = logs.LogGroup(self, "RotationLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal)
-        role = iam.Role(
+        self.rotation, _ = tool_function(
             self,
-            "RotationRole",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="pagination key rotation: this secret only (the schedule adds the secretsmanager actions)",
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]
-            )
-        )
-        self.rotation = lambda_.Function(
-            self,
-            "Rotation",
-            description="Rotates the pagination key: a new random key becomes AWSCURRENT",
-            runtime=RUNTIME,
-            architecture=architecture(config),
+            ("RotationLogs", "RotationRole", "Rotation"),
+            config=config,
+            folder="rotation",
             handler="pagination_key.handler",
-            code=lambda_.Code.from_asset(str(ROOT / "infra" / "rotation"), exclude=ASSET_EXCLUDES),
-            memory_size=128,
+            description="Rotates the pagination key: a new random key becomes AWSCURRENT",
+            role_description="pagination key rotation: this secret only (the schedule adds the secretsmanager actions)",
             timeout=Duration.seconds(30),
-            role=role,
-            log_group=log_group,
         )
         # Grants the function DescribeSecret/GetSecretValue/PutSecretValue/UpdateSecretVersionStage on this
         # secret and GetRandomPassword, and Secrets Manager the right to invoke it.
@@ -107,4 +89,3 @@ class PaginationSecret(Construct):
             automatically_after=Duration.days(PAGINATION_KEY_ROTATION_DAYS),
             rotate_immediately_on_update=False,
         )
-        depend_on_policy_only(self.rotation, role).add_metadata("shop:local", False)  # not run by make dev

@@ -120,6 +120,52 @@ def depend_on_policy_only(function: lambda_.Function, role: iam.Role) -> lambda_
     return cfn_function
 
 
+def tool_function(
+    scope: Construct,
+    ids: tuple[str, str, str],
+    *,
+    config: DeployConfig,
+    folder: str,
+    handler: str,
+    description: str,
+    role_description: str,
+    timeout: Duration,
+) -> tuple[lambda_.Function, iam.Role]:
+    """A single-purpose operations function outside the API (rotation, Cognito trigger): its own
+    log group and role, JSON logs, and tagged so that `make dev` does not run it.
+
+    ``ids`` are the construct ids of the log group, the role and the function.
+    """
+    logs_id, role_id, function_id = ids
+    log_group = logs.LogGroup(
+        scope, logs_id, retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal_policy(config)
+    )
+    role = iam.Role(
+        scope, role_id, assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=role_description
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn])
+    )
+    function = lambda_.Function(
+        scope,
+        function_id,
+        description=description,
+        runtime=RUNTIME,
+        architecture=architecture(config),
+        handler=handler,
+        code=lambda_.Code.from_asset(str(ROOT / "infra" / folder), exclude=ASSET_EXCLUDES),
+        memory_size=128,
+        timeout=timeout,
+        role=role,
+        log_group=log_group,
+        logging_format=lambda_.LoggingFormat.JSON,
+        application_log_level_v2=lambda_.ApplicationLogLevel[LOG_LEVEL],
+        system_log_level_v2=lambda_.SystemLogLevel[SYSTEM_LOG_LEVEL],
+    )
+    depend_on_policy_only(function, role).add_metadata("shop:local", False)  # not run by make dev
+    return function, role
+
+
 def build_function(
     scope: Construct,
     spec: FunctionSpec,

@@ -237,3 +237,17 @@ def test_old_layer_versions_are_deleted_in_every_stage(request, assembly_name) -
     for logical_id, (_, layer) in layers.items():
         assert layer.get("DeletionPolicy") == "Delete", logical_id
         assert layer.get("UpdateReplacePolicy") == "Delete", logical_id
+
+
+def test_every_function_of_every_stack_logs_json(arm64, prod_external) -> None:
+    """The operations functions too (pagination key rotation, the admin MFA trigger), not only the shop's."""
+    for assembly in (arm64, prod_external):
+        for stack, template in assembly.templates.items():
+            for logical_id, resource in template["Resources"].items():
+                if resource["Type"] != "AWS::Lambda::Function":
+                    continue
+                logging = resource["Properties"].get("LoggingConfig", {})
+                assert (logging.get("LogFormat"), logging.get("SystemLogLevel")) == ("JSON", "WARN"), (
+                    stack,
+                    logical_id,
+                )
