@@ -395,7 +395,7 @@ class Scenario:
                 f"{misses}: the first page of product reviews also reads the product item, by design (it tells "
                 "'no reviews' from 'no product' in the same single Query); the status listing queries every shard "
                 "with Limit = limit and merges, so it reads up to shards x the page (4.0 on full shards, see "
-                "scale.routes); docs/performance.md proposal 3 and what_if.status_listing measure the fix (~1.5)"
+                "scale.routes)"
             )
         return {"routes": routes, "target": 1.0, "met": not misses, "misses": misses, "why": why}
 

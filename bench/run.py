@@ -18,7 +18,7 @@ from typing import Any
 from bench.lambdas import REPO_ROOT
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results.json"
-PHASES = ("packages", "routes", "overhead", "cold_start", "scale", "what_if", "load")
+PHASES = ("packages", "routes", "overhead", "cold_start", "scale", "load")
 
 
 @dataclass(frozen=True)
@@ -106,12 +106,6 @@ def _phase_packages(config: Config, results: dict[str, Any], ctx: dict[str, Any]
     results["package_bytes"] = package_bytes()
 
 
-def _phase_what_if(config: Config, results: dict[str, Any], ctx: dict[str, Any]) -> None:
-    from bench.whatif import what_if
-
-    results["what_if"] = what_if(config, ctx)
-
-
 def _phase_load(config: Config, results: dict[str, Any], ctx: dict[str, Any]) -> None:
     from bench.load import load
 
@@ -124,7 +118,6 @@ RUNNERS = {
     "overhead": _phase_overhead,
     "cold_start": _phase_cold_start,
     "scale": _phase_scale,
-    "what_if": _phase_what_if,
     "load": _phase_load,
 }
 RESULT_KEYS = {
@@ -133,7 +126,6 @@ RESULT_KEYS = {
     "overhead": ["overhead_ratio"],
     "cold_start": ["cold_start"],
     "scale": ["scale"],
-    "what_if": ["what_if"],
     "load": ["load"],
 }
 TARGETS = {
@@ -200,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     log_file = pathlib.Path(tempfile.gettempdir()) / f"bench-functions-{os.getpid()}.log"
     ctx: dict[str, Any] = {"log": log_file, "root": REPO_ROOT}
-    needs_store = any(p in phases for p in ("routes", "overhead", "cold_start", "scale", "what_if"))
+    needs_store = any(p in phases for p in ("routes", "overhead", "cold_start", "scale"))
     try:
         if needs_store:
             from bench.store import Store

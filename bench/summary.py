@@ -121,21 +121,6 @@ def summary(results: dict[str, Any]) -> str:
         lines.append(f"        layer {name[:34]:<34} {figure['bytes']:>10} bytes")
     lines.append(f"        layers total {pk.get('layers_total_bytes')} bytes")
 
-    wi = results.get("what_if") or {}
-    if wi.get("confirmation_effects_once"):
-        conf = wi["confirmation_effects_once"]
-        lines.append(
-            f"[info] what_if: confirmation effects once: {conf['before']['wru']} -> {conf['after']['wru']} WRU, "
-            f"{conf['before']['calls']} -> {conf['after']['calls']} calls"
-        )
-        for projection, rows in wi["status_listing"]["by_projection"].items():
-            for label, row in rows.items():
-                if isinstance(row, dict):
-                    lines.append(
-                        f"        status listing, {projection}, {label}: amplification {row['read_amplification']}, "
-                        f"RCU/20 orders {row['rcu_per_20_orders']}, same results {row['same_orders_in_the_same_order']}"
-                    )
-
     ld = results.get("load") or {}
     lines.append(f"[{_mark(targets, 'load')}] load")
     if "requests" in ld:

@@ -66,7 +66,6 @@ class FunctionSpec:
     uses_index: bool = False
     memory_mb: int = 512
     timeout_s: int = 10
-    publishes_events: bool = False
     paginates: bool = False  # reads the pagination key (PAGINATION_SECRET_ARN, secretsmanager:GetSecretValue)
     # when set, the function's writes are limited to items whose partition key matches one of
     # these patterns (IAM dynamodb:LeadingKeys); its reads stay table-wide
@@ -122,7 +121,6 @@ STREAM_FUNCTION = FunctionSpec(
     DYNAMODB_ACTIONS["order_events"],
     memory_mb=256,
     timeout_s=30,
-    publishes_events=True,
 )
 
 # Operations IAM does not know as actions: a transaction is authorized item by

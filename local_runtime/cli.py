@@ -234,7 +234,7 @@ def _load_sample_seed(env: dict[str, str], paths: list[str]) -> None:
     """The data the sample events in events/ refer to (events/seed.json), written as the functions would."""
     os.environ.update(env)
     sys.path[:0] = [p for p in paths if p not in sys.path]
-    from shop.api.seed import load_seed
+    from local_runtime.sample_data import load_seed
     from shop.config import settings
 
     settings.cache_clear()

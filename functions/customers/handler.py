@@ -1,21 +1,21 @@
 """customers: profiles (created for the token's sub, unique email) and the customer's notifications."""
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
-from shop.api import coldstart
+from shop import startup
 
-coldstart.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.api.coldstart)
+startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
 
 # isort: split
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from shop.api import customer_schemas as s
-from shop.api.etags import IfMatch, etag, expected_version
-from shop.api.observability import lambda_handler
-from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, Request, caller
-from shop.api.resolver import BEARER, create_app, declare, json_response
-from shop.api.schemas import given
+from shop.http_api import customer_schemas as s
+from shop.http_api.etags import IfMatch, etag, expected_version
+from shop.http_api.observability import lambda_handler
+from shop.http_api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, Request, caller
+from shop.http_api.resolver import BEARER, create_app, declare, json_response
+from shop.http_api.schemas import given
 from shop.repository import Table
 from shop.services.customers import CustomerService
 
@@ -118,4 +118,4 @@ def list_notifications(
 
 
 handler = lambda_handler(app.resolve)
-coldstart.done()
+startup.done()

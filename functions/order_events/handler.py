@@ -8,9 +8,9 @@ failed like a record that raised, so Lambda redelivers it (its table writes are 
 from __future__ import annotations
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
-from shop.api import coldstart
+from shop import startup
 
-coldstart.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.api.coldstart)
+startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
 
 # isort: split
 import os
@@ -116,5 +116,5 @@ if os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() != "true":
 
     handler = Tracer().capture_lambda_handler(handler)
 
-handler = coldstart.paused_first_call(handler)
-coldstart.done()
+handler = startup.paused_first_call(handler)
+startup.done()

@@ -1,9 +1,9 @@
 """orders: idempotent placement priced from the catalogue, reads with ETag, the admin status machine, cancel."""
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
-from shop.api import coldstart
+from shop import startup
 
-coldstart.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.api.coldstart)
+startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
 
 # isort: split
 from typing import Annotated
@@ -11,14 +11,14 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 
 from shop import errors
-from shop.api import order_schemas as s
-from shop.api.errors import PreconditionRequired
-from shop.api.etags import IfMatch, etag, expected_version
-from shop.api.idempotency import IdempotentOperation
-from shop.api.observability import count, lambda_handler
-from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, OrderId, Request, caller
-from shop.api.resolver import BEARER, create_app, declare, json_response
-from shop.api.schemas import given
+from shop.http_api import order_schemas as s
+from shop.http_api.errors import PreconditionRequired
+from shop.http_api.etags import IfMatch, etag, expected_version
+from shop.http_api.idempotency import IdempotentOperation
+from shop.http_api.observability import count, lambda_handler
+from shop.http_api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, OrderId, Request, caller
+from shop.http_api.resolver import BEARER, create_app, declare, json_response
+from shop.http_api.schemas import given
 from shop.models import OrderStatus, ShippingAddress
 from shop.repository import Table
 from shop.services.actor import Actor
@@ -203,4 +203,4 @@ def list_customer_orders(
 
 
 handler = lambda_handler(app.resolve)
-coldstart.done()
+startup.done()

@@ -1,19 +1,19 @@
 """products: the catalogue (admin writes, public reads), stock adjustments and reviews."""
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
-from shop.api import coldstart
+from shop import startup
 
-coldstart.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.api.coldstart)
+startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
 
 # isort: split
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from shop.api import product_schemas as s
-from shop.api.observability import lambda_handler
-from shop.api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, ProductId, Request, caller
-from shop.api.resolver import BEARER, create_app, declare, json_response
+from shop.http_api import product_schemas as s
+from shop.http_api.observability import lambda_handler
+from shop.http_api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, ProductId, Request, caller
+from shop.http_api.resolver import BEARER, create_app, declare, json_response
 from shop.limits import MAX_CATEGORY_LENGTH, MAX_STOCK
 from shop.repository import Table
 from shop.services.catalog import CatalogService
@@ -136,4 +136,4 @@ def list_customer_reviews(customer_id: CustomerId, limit: Limit = DEFAULT_LIMIT,
 
 
 handler = lambda_handler(app.resolve)
-coldstart.done()
+startup.done()

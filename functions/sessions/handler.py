@@ -1,15 +1,15 @@
 """sessions: anonymous shopping sessions; the unguessable id is the capability, every change slides the expiry."""
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
-from shop.api import coldstart
+from shop import startup
 
-coldstart.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.api.coldstart)
+startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
 
 # isort: split
-from shop.api import session_schemas as s
-from shop.api.observability import lambda_handler
-from shop.api.params import ProductId, SessionId
-from shop.api.resolver import create_app, declare, json_response
+from shop.http_api import session_schemas as s
+from shop.http_api.observability import lambda_handler
+from shop.http_api.params import ProductId, SessionId
+from shop.http_api.resolver import create_app, declare, json_response
 from shop.repository import Table
 from shop.services.sessions import SessionService
 
@@ -69,4 +69,4 @@ def delete_session(session_id: SessionId):
 
 
 handler = lambda_handler(app.resolve)
-coldstart.done()
+startup.done()

@@ -50,7 +50,7 @@ def _local_client(dynamodb_local: Any) -> tuple[Any, dict[str, str]]:
 
 def _fresh_store(backend: str, client: Any, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     from local_runtime.dynamodb_local import create_table
-    from shop.api.seed import load_seed
+    from local_runtime.sample_data import load_seed
     from shop.config import settings
     from shop.repository import store as store_module
 

@@ -1,7 +1,7 @@
 """Writes events/<function>/*.json: API Gateway HTTP API (2.0) sample events, named <what>_<status>.json.
 
 Run ``python -m tests.functions.generate_events`` after changing the list; the events rely on
-``events/seed.json`` (load it with ``shop.api.seed.load_seed``). ``test_sample_events.py`` invokes
+``events/seed.json`` (load it with ``local_runtime.sample_data.load_seed``). ``test_sample_events.py`` invokes
 every file against a freshly seeded table and checks the status its name promises.
 """
 

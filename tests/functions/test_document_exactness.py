@@ -189,8 +189,8 @@ PROBES = [chr(c) for c in [*range(0x00, 0x21), *range(0x7F, 0xA1)]] + [
 
 
 def test_the_email_pattern_means_the_same_in_every_engine():
-    from shop.api.customer_schemas import CustomerIn
-    from shop.api.schemas import EMAIL_PATTERN
+    from shop.http_api.customer_schemas import CustomerIn
+    from shop.http_api.schemas import EMAIL_PATTERN
 
     ecma = jsonschema_rs.Draft202012Validator({"type": "string", "pattern": EMAIL_PATTERN})
     disagreements = []
@@ -207,7 +207,7 @@ def test_the_email_pattern_means_the_same_in_every_engine():
 
 
 def test_emails_with_whitespace_or_controls_are_refused_and_others_accepted():
-    from shop.api.customer_schemas import CustomerIn
+    from shop.http_api.customer_schemas import CustomerIn
 
     assert _pydantic_accepts(CustomerIn, "josé+tag@exämple.co")
     for probe in ("\x85", "\x1c", "\xa0", "\ufeff", "\u2028", "\n", " "):

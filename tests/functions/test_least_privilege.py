@@ -83,7 +83,7 @@ def outside(keys: set[str], patterns: tuple[str, ...]) -> set[str]:
 def fresh_seeded_table(client: Any, monkeypatch: pytest.MonkeyPatch, number: int) -> None:
     """Each sample event assumes the seed as it is, so each one gets its own table."""
     from local_runtime.dynamodb_local import create_table
-    from shop.api.seed import load_seed
+    from local_runtime.sample_data import load_seed
     from shop.config import settings
     from shop.repository import Table
 

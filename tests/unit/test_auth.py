@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shop.api.auth import MAX_SUB_LENGTH, InvalidSubject, actor_from_claims, parse_groups
+from shop.http_api.auth import MAX_SUB_LENGTH, InvalidSubject, actor_from_claims, parse_groups
 
 
 @pytest.mark.parametrize(

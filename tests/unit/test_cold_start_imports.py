@@ -47,7 +47,7 @@ def test_a_handler_import_leaves_out_what_it_does_not_use(function):
 def test_every_name_of_the_lazily_loaded_packages_still_imports():
     loaded = fresh_python(
         "import json\n"
-        "from shop.api import lazy_packages\n"
+        "from shop import lazy_packages\n"
         "lazy_packages.install()\n"
         "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, AppSyncResolver, Response\n"
         "from aws_lambda_powertools.event_handler import content_types\n"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import iso3166
 
-from shop.api.countries import country_codes
-from shop.api.order_schemas import AddressIn
+from shop.http_api.countries import country_codes
+from shop.http_api.order_schemas import AddressIn
 from tests.unit.test_cold_start_imports import fresh_python
 
 
@@ -23,7 +23,7 @@ def test_the_orders_function_starts_without_loading_the_list():
         "spec = importlib.util.spec_from_file_location('handler', 'functions/orders/handler.py')\n"
         "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
         "at_start = 'iso3166' in sys.modules\n"
-        "from shop.api.order_schemas import AddressIn\n"
+        "from shop.http_api.order_schemas import AddressIn\n"
         "AddressIn(name='a', line1='b', city='c', postal_code='1', country='US')\n"
         "print(json.dumps([at_start, 'iso3166' in sys.modules]))"
     )

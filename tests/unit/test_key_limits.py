@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from shop import clock, keys, limits
-from shop.api import customer_schemas, order_schemas, product_schemas
+from shop.http_api import customer_schemas, order_schemas, product_schemas
 from shop.models import Order, OrderLine, OrderStatus, Product, StatusEntry
 from shop.repository import pagination
 from shop.repository.orders import order_item

@@ -1,7 +1,7 @@
 """Typed domain errors.
 
 The repository turns AWS error codes into these; the HTTP layer maps each
-class to a status code in one table (shop.api.errors). Nothing matches on
+class to a status code in one table (shop.http_api.errors). Nothing matches on
 messages.
 """
 
@@ -117,12 +117,6 @@ class ServiceUnavailable(DomainError):
     """The store throttled or failed after the client's retries ran out."""
 
     code = "SERVICE_UNAVAILABLE"
-
-
-class AlreadyDone(DomainError):
-    """A conditional stream effect found its work already done (a replay)."""
-
-    code = "ALREADY_DONE"
 
 
 class InvalidRequest(DomainError):

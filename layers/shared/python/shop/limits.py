@@ -15,7 +15,7 @@ ITEM_MAX_BYTES = 400 * 1024
 
 # Inputs, in characters.
 MAX_ID_LENGTH = 128  # every id in a path or a body (product, order, session)
-MAX_SUB_LENGTH = 128  # the token's sub, which is the customer id (enforced by shop.api.auth)
+MAX_SUB_LENGTH = 128  # the token's sub, which is the customer id (enforced by shop.http_api.auth)
 MAX_EMAIL_LENGTH = 254
 MAX_PRODUCT_NAME_LENGTH = 200
 MAX_CATEGORY_LENGTH = 100

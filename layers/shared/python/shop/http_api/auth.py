@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from shop.api.errors import Unauthorized
+from shop.http_api.errors import Unauthorized
 from shop.limits import MAX_SUB_LENGTH
 from shop.services.actor import Actor, Forbidden
 

@@ -1,4 +1,4 @@
-"""Bodies of the customers function (shared parts in shop.api.schemas)."""
+"""Bodies of the customers function (shared parts in shop.http_api.schemas)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field, model_validator
 
-from shop.api.schemas import EMAIL_PATTERN, MISSING, PYTHON_REGEX, Body
+from shop.http_api.schemas import EMAIL_PATTERN, MISSING, PYTHON_REGEX, Body
 from shop.models import Customer, Notification
 from shop.models.common import Model
 

@@ -1,7 +1,7 @@
 """The resolver every API function uses: Powertools' HTTP API resolver with validation and our errors.
 
 - ``create_app()`` returns a :class:`ShopResolver` with request validation enabled and the error
-  handlers registered: domain errors through the one table in ``shop.api.errors``; malformed JSON
+  handlers registered: domain errors through the one table in ``shop.http_api.errors``; malformed JSON
   400 ``BAD_REQUEST``; schema violations 422 ``VALIDATION_ERROR`` with the offending fields; unknown
   routes 404 ``NOT_FOUND``; anything else 500 ``INTERNAL_ERROR`` (logged, never echoed).
 - ``ShopResolver`` keeps the per-request state (event, context, routing context) per thread, so one
@@ -29,9 +29,9 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupp
 from pydantic import BaseModel
 
 from shop import errors
-from shop.api import errors as http_errors
-from shop.api import observability
-from shop.api.schemas import ErrorResponse, UnauthorizedResponse, ValidationErrorResponse
+from shop.http_api import errors as http_errors
+from shop.http_api import observability
+from shop.http_api.schemas import ErrorResponse, UnauthorizedResponse, ValidationErrorResponse
 
 JSON = content_types.APPLICATION_JSON
 
@@ -56,7 +56,7 @@ API_VERSION = "1"
 SECURITY_SCHEME = "bearerAuth"
 # Declared on every route that needs a token; API Gateway's JWT authorizer enforces it.
 BEARER: list[dict[str, list[str]]] = [{SECURITY_SCHEME: []}]
-# A route that reads the caller can refuse any token with 403 INVALID_SUBJECT (shop.api.auth).
+# A route that reads the caller can refuse any token with 403 INVALID_SUBJECT (shop.http_api.auth).
 SIGNED_IN = {401: 403}
 _PATH_VARIABLE = re.compile(r"<(\w+)>")
 
@@ -198,7 +198,7 @@ class ShopResolver(APIGatewayHttpResolver):
             self._prepared = True
 
     def get_openapi_schema(self, **kwargs: Any) -> Any:
-        """This function's part of the API document (``shop.api.openapi`` merges the four)."""
+        """This function's part of the API document (``shop.http_api.openapi`` merges the four)."""
         if not kwargs.get("security_schemes"):
             kwargs["security_schemes"] = security_schemes()
         kwargs.setdefault("title", API_TITLE)

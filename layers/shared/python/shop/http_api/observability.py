@@ -7,7 +7,7 @@
   ValidationFailures, StoreUnavailable (answers 503 because the store throttled, stalled or failed).
 - Tracing: ``aws_xray_sdk`` is imported only when ``POWERTOOLS_TRACE_DISABLED`` is not ``true``;
   otherwise the handler is not wrapped at all and the X-Ray SDK stays unimported (~120 ms saved).
-- Cold start: the first invocation runs with the cyclic collector paused (``shop.api.coldstart``).
+- Cold start: the first invocation runs with the cyclic collector paused (``shop.startup``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import Metrics, MetricUnit
 
-from shop.api import coldstart
+from shop import startup
 from shop.aws_config import invocation_deadline
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "shop-api"))
@@ -75,12 +75,7 @@ def lambda_handler(resolve: Handler) -> Handler:
             logger.thread_safe_clear_keys()
 
     if tracing_enabled():
-        try:
-            import aws_xray_sdk  # noqa: F401 - not in the runtime lock; present where tracing is wanted
-        except ImportError:
-            logger.warning("tracing requested but aws_xray_sdk is not installed: not tracing")
-            return coldstart.paused_first_call(handler)
         from aws_lambda_powertools import Tracer
 
-        return coldstart.paused_first_call(Tracer().capture_lambda_handler(handler))
-    return coldstart.paused_first_call(handler)
+        return startup.paused_first_call(Tracer().capture_lambda_handler(handler))
+    return startup.paused_first_call(handler)

@@ -5,8 +5,8 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Request
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
-from shop.api.auth import optional_actor, require_actor
-from shop.api.schemas import DEFAULT_LIMIT, MAX_ID_LENGTH, MAX_LIMIT, MAX_TOKEN_LENGTH
+from shop.http_api.auth import require_actor
+from shop.http_api.schemas import DEFAULT_LIMIT, MAX_ID_LENGTH, MAX_LIMIT, MAX_TOKEN_LENGTH
 from shop.services.actor import Actor
 
 CustomerId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH, description="the customer's token sub")]
@@ -18,14 +18,9 @@ NextToken = Annotated[
     str | None, Query(min_length=1, max_length=MAX_TOKEN_LENGTH, description="opaque token from the previous page")
 ]
 
-__all__ = ["DEFAULT_LIMIT", "Actor", "Request", "actor_of", "caller"]
+__all__ = ["DEFAULT_LIMIT", "Actor", "Request", "caller"]
 
 
 def caller(request: Request) -> Actor:
     """The signed-in caller of a protected route (401 UNAUTHORIZED without verified claims)."""
     return require_actor(request.resolved_event.raw_event)
-
-
-def actor_of(request: Request) -> Actor | None:
-    """The caller of a public route, or None when anonymous."""
-    return optional_actor(request.resolved_event.raw_event)

@@ -63,7 +63,6 @@ STATUS_BY_ERROR: dict[type[errors.DomainError], int] = {
     Forbidden: 403,
     errors.NotFound: 404,
     errors.Conflict: 409,
-    errors.AlreadyDone: 409,
     errors.VersionMismatch: 412,
     UnsupportedMediaType: 415,
     ValidationFailed: 422,

@@ -1,4 +1,4 @@
-"""Bodies of the products function (shared parts in shop.api.schemas)."""
+"""Bodies of the products function (shared parts in shop.http_api.schemas)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
-from shop.api.schemas import INTEGRAL, MAX_PRICE_CENTS, MAX_STOCK, MISSING, Body
+from shop.http_api.schemas import INTEGRAL, MAX_PRICE_CENTS, MAX_STOCK, MISSING, Body
 from shop.limits import MAX_CATEGORY_LENGTH, MAX_PRODUCT_NAME_LENGTH
 from shop.models import Product, Review
 from shop.models.common import Model

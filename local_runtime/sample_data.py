@@ -20,7 +20,7 @@ from shop import clock, errors
 from shop.models import Customer, Order, OrderLine, OrderStatus, Product, Review, ShippingAddress
 from shop.repository import CustomerRepository, OrderRepository, ProductRepository, SessionRepository, Table
 
-SEED_PATH = pathlib.Path(__file__).resolve().parents[5] / "events" / "seed.json"
+SEED_PATH = pathlib.Path(__file__).resolve().parents[1] / "events" / "seed.json"
 SESSION_TTL_SECONDS = 7 * 24 * 3600
 _PATH_TO_STATUS = {
     OrderStatus.PENDING: [],

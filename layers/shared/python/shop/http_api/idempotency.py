@@ -30,9 +30,9 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.idempotency.idempotency import idempotent_function
 
 from shop import errors, keys
-from shop.api.errors import IdempotencyInProgress, IdempotencyKeyReused, InternalError
-from shop.api.observability import logger
 from shop.config import settings
+from shop.http_api.errors import IdempotencyInProgress, IdempotencyKeyReused, InternalError
+from shop.http_api.observability import logger
 from shop.repository import Table
 from shop.repository.store import translated_errors
 

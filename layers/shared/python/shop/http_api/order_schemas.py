@@ -1,4 +1,4 @@
-"""Bodies of the orders function (shared parts in shop.api.schemas)."""
+"""Bodies of the orders function (shared parts in shop.http_api.schemas)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
-from shop.api.countries import CountryCode
-from shop.api.schemas import INTEGRAL, MAX_ID_LENGTH, MAX_ORDER_LINES, MAX_QUANTITY, MISSING, Body
+from shop.http_api.countries import CountryCode
+from shop.http_api.schemas import INTEGRAL, MAX_ID_LENGTH, MAX_ORDER_LINES, MAX_QUANTITY, MISSING, Body
 from shop.models import Order, OrderStatus, OrderSummary, ShippingAddress
 from shop.models.common import Model
 

@@ -6,7 +6,7 @@ generational collector keeps walking it as it accumulates, and each full collect
 whole heap: ~40 ms of a ~290 ms import here (docs/decisions.md, "Cold start").
 
 ``begin()`` first thing in ``handler.py`` also registers Powertools' large packages to load
-lazily (``shop.api.lazy_packages``). It pauses the collector; ``done()`` last thing resumes it;
+lazily (``shop.lazy_packages``). It pauses the collector; ``done()`` last thing resumes it;
 ``paused_first_call`` does the same around the first invocation (it creates the boto3 client).
 Reference counting frees everything acyclic meanwhile, so only cyclic garbage made during the
 import waits, and the import makes little. In a Lambda process (``AWS_LAMBDA_FUNCTION_NAME`` is
@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from shop.api import lazy_packages
+from shop import lazy_packages
 
 F = TypeVar("F", bound=Callable[..., Any])
 

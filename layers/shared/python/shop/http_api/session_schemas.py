@@ -1,4 +1,4 @@
-"""Bodies of the sessions function (shared parts in shop.api.schemas)."""
+"""Bodies of the sessions function (shared parts in shop.http_api.schemas)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, StrictInt
 
-from shop.api.schemas import INTEGRAL, MAX_QUANTITY, Body
+from shop.http_api.schemas import INTEGRAL, MAX_QUANTITY, Body
 from shop.models import Session
 
 
