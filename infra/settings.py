@@ -7,6 +7,7 @@ a DynamoDB action or a route. The local runtime and the tests read them too.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -156,57 +157,18 @@ def iam_actions(operations: tuple[str, ...]) -> list[str]:
 ALL_FUNCTIONS: tuple[FunctionSpec, ...] = (*API_FUNCTIONS, STREAM_FUNCTION)
 
 
-@dataclass(frozen=True)
-class Route:
-    method: str
-    path: str
-    function: str
-    auth: bool  # True: JWT authorizer; False: public
+# The routes are declared once, in the shared layer, where each API function's resolver checks its
+# own against them: shop.http_api.routes (method, path, function, public). The layer is on the path
+# under make and pytest; `npx cdk ...` run by hand needs it added.
+LAYER_PYTHON = ROOT / "layers" / "shared" / "python"
+if str(LAYER_PYTHON) not in sys.path:
+    sys.path.append(str(LAYER_PYTHON))
 
-    @property
-    def route_key(self) -> str:
-        return f"{self.method} {self.path}"
-
-    @property
-    def public_write(self) -> bool:
-        """Anyone may call it and it writes: the routes abuse targets first (own throttle)."""
-        return not self.auth and self.method in WRITE_METHODS
-
+from shop.http_api.routes import ROUTES, Route  # noqa: E402
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
-def _r(method: str, path: str, function: str, *, public: bool = False) -> Route:
-    return Route(method, path, function, auth=not public)
-
-
-# Every route of docs/api.md (version 1), wired per docs/conventions.md.
-# Query-string variants (GET /customers?email=, GET /orders?status=) share the path.
-ROUTES: tuple[Route, ...] = (
-    _r("POST", "/customers", "customers"),
-    _r("GET", "/customers", "customers"),
-    _r("GET", "/customers/{customer_id}", "customers"),
-    _r("PATCH", "/customers/{customer_id}", "customers"),
-    _r("GET", "/customers/{customer_id}/notifications", "customers"),
-    _r("GET", "/customers/{customer_id}/orders", "orders"),
-    _r("GET", "/customers/{customer_id}/reviews", "products", public=True),
-    _r("POST", "/products", "products"),
-    _r("GET", "/products", "products", public=True),
-    _r("GET", "/products/{product_id}", "products", public=True),
-    _r("PATCH", "/products/{product_id}", "products"),
-    _r("POST", "/products/{product_id}/stock", "products"),
-    _r("GET", "/products/{product_id}/reviews", "products", public=True),
-    _r("POST", "/products/{product_id}/reviews", "products"),
-    _r("POST", "/sessions", "sessions", public=True),
-    _r("GET", "/sessions/{session_id}", "sessions", public=True),
-    _r("PUT", "/sessions/{session_id}/cart/{product_id}", "sessions", public=True),
-    _r("DELETE", "/sessions/{session_id}", "sessions", public=True),
-    _r("POST", "/orders", "orders"),
-    _r("GET", "/orders", "orders"),
-    _r("GET", "/orders/{order_id}", "orders"),
-    _r("PATCH", "/orders/{order_id}", "orders"),
-    _r("POST", "/orders/{order_id}/cancel", "orders"),
-)
+# Anyone may call them and they write: the routes abuse targets first (their own, lower throttle).
+PUBLIC_WRITE_ROUTES: tuple[Route, ...] = tuple(r for r in ROUTES if r.public and r.method in WRITE_METHODS)
 
 
 # The stream records order_events handles, as Lambda event filter patterns.

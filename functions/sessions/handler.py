@@ -13,7 +13,7 @@ from shop.http_api.resolver import create_app, declare, json_response
 from shop.repository import Table
 from shop.services.sessions import SessionService
 
-app = create_app()
+app = create_app("sessions")
 sessions = SessionService(Table())
 TAGS = ["sessions"]
 

@@ -17,7 +17,7 @@ from constructs import Construct
 
 from infra.constructs.functions import tool_function
 from infra.constructs.protection import removal_policy
-from infra.settings import ROUTES, AuthSettings, DeployConfig
+from infra.settings import PUBLIC_WRITE_ROUTES, ROUTES, AuthSettings, DeployConfig
 
 ACCESS_LOG_FORMAT = (
     '{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
@@ -161,7 +161,7 @@ def _oauth(settings: AuthSettings) -> cognito.OAuthSettings:
 
 
 class HttpApi(Construct):
-    """Every route of docs/api.md, generated from infra.settings.ROUTES."""
+    """Every route of the API, generated from its one table (shop.http_api.routes, via infra.settings)."""
 
     def __init__(
         self,
@@ -221,7 +221,7 @@ class HttpApi(Construct):
                 path=route.path,
                 methods=[apigw.HttpMethod(route.method)],
                 integration=integration_for[route.function],
-                authorizer=auth.authorizer if route.auth else apigw.HttpNoneAuthorizer(),
+                authorizer=apigw.HttpNoneAuthorizer() if route.public else auth.authorizer,
             )
             self.routes[route.route_key] = created[0]
         self._throttle_public_writes(config)
@@ -240,7 +240,6 @@ class HttpApi(Construct):
 
     def _throttle_public_writes(self, config: DeployConfig) -> None:
         """Per-route limits (the L2 stage sets only the default route's): public writes get less."""
-        throttled = [route for route in ROUTES if route.public_write]
         stage = self.stage.node.default_child
         assert isinstance(stage, apigw.CfnStage)
         stage.route_settings = {
@@ -248,9 +247,9 @@ class HttpApi(Construct):
                 "ThrottlingRateLimit": config.public_write_rate,
                 "ThrottlingBurstLimit": config.public_write_burst,
             }
-            for route in throttled
+            for route in PUBLIC_WRITE_ROUTES
         }
-        for route in throttled:  # a route setting names a route that must exist first
+        for route in PUBLIC_WRITE_ROUTES:  # a route setting names a route that must exist first
             self.stage.node.add_dependency(self.routes[route.route_key])
 
     @property

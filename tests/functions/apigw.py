@@ -6,12 +6,15 @@ import base64
 import importlib.util
 import json
 import pathlib
+import re
 import sys
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
+
+from shop.http_api.routes import ROUTES, Route
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 FUNCTIONS = ("customers", "products", "orders", "sessions")
@@ -35,12 +38,16 @@ def load_handler(function: str) -> Any:
     return module
 
 
+def routes_on(path: str) -> list[Route]:
+    """The routes of shop.http_api.routes whose path template the concrete path matches, as API Gateway's would."""
+    return [route for route in ROUTES if re.fullmatch(re.sub(r"\{\w+\}", "[^/]+", route.path), path)]
+
+
 def route_function(path: str) -> str:
+    """The function serving the path's routes; a path of no route goes to its first segment's function."""
+    for route in routes_on(path):
+        return route.function
     parts = path.strip("/").split("/")
-    if parts[0] == "customers" and len(parts) == 3 and parts[2] == "reviews":
-        return "products"
-    if parts[0] == "customers" and len(parts) == 3 and parts[2] == "orders":
-        return "orders"
     return parts[0] if parts[0] in FUNCTIONS else "customers"
 
 

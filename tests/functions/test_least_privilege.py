@@ -159,7 +159,7 @@ def test_a_function_that_reads_the_pagination_key_is_granted_it(moto_api, monkey
 
 def test_exactly_the_functions_serving_next_tokens_are_granted_the_key():
     """A route with a next_token parameter (openapi.json) is served by a function with FunctionSpec.paginates."""
-    from infra.settings import ROUTES
+    from shop.http_api.routes import ROUTES
 
     document = json.loads((REPO / "openapi.json").read_text())
     paginated = {

@@ -1,9 +1,11 @@
 """The resolver every API function uses: Powertools' HTTP API resolver with validation and our errors.
 
-- ``create_app()`` returns a :class:`ShopResolver` with request validation enabled and the error
+- ``create_app(function)`` returns a :class:`ShopResolver` with request validation enabled and the error
   handlers registered: domain errors through the one table in ``shop.http_api.errors``; malformed JSON
   400 ``BAD_REQUEST``; schema violations 422 ``VALIDATION_ERROR`` with the offending fields; unknown
   routes 404 ``NOT_FOUND``; anything else 500 ``INTERNAL_ERROR`` (logged, never echoed).
+- A function registers only its own routes of ``shop.http_api.routes`` (any other fails the import),
+  and each declares the bearer token exactly when the table says it is not public.
 - ``ShopResolver`` keeps the per-request state (event, context, routing context) per thread, so one
   module-level ``app`` can serve concurrent in-process invocations (tests, the local gateway); on
   Lambda there is only ever one invocation per process and this costs nothing.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import inspect
 import json
 import re
 import threading
@@ -31,6 +34,7 @@ from pydantic import BaseModel
 from shop import errors
 from shop.http_api import errors as http_errors
 from shop.http_api import observability
+from shop.http_api.routes import ROUTES, Route
 from shop.http_api.schemas import ErrorResponse, UnauthorizedResponse, ValidationErrorResponse
 
 JSON = content_types.APPLICATION_JSON
@@ -54,11 +58,13 @@ WITH_BODY = (415,)
 API_TITLE = "Serverless Shop API"
 API_VERSION = "1"
 SECURITY_SCHEME = "bearerAuth"
-# Declared on every route that needs a token; API Gateway's JWT authorizer enforces it.
+# Declared on every route the table does not make public; API Gateway's JWT authorizer enforces it.
 BEARER: list[dict[str, list[str]]] = [{SECURITY_SCHEME: []}]
 # A route that reads the caller can refuse any token with 403 INVALID_SUBJECT (shop.http_api.auth).
 SIGNED_IN = {401: 403}
 _PATH_VARIABLE = re.compile(r"<(\w+)>")
+# Powertools' get/post/... pass route()'s arguments by position: bind them to read and set security by name.
+_ROUTE_SIGNATURE = inspect.signature(APIGatewayHttpResolver.route)
 
 
 def security_schemes() -> dict[str, Any]:
@@ -151,9 +157,44 @@ class ShopResolver(APIGatewayHttpResolver):
     Powertools keeps the current event on the class ``BaseRouter`` and the routing context on the
     instance; both are replaced here by thread-local storage so concurrent ``resolve`` calls on one
     instance do not see each other's requests.
+
+    It serves one function's routes of ``shop.http_api.routes``: registering any other fails, and each
+    route declares the bearer token (OpenAPI ``security``) exactly when the table says it is not public.
     """
 
     _state = threading.local()
+
+    def __init__(self, function: str, **kwargs: Any) -> None:
+        self.function = function
+        self._own_routes = {(route.method, route.path): route for route in ROUTES if route.function == function}
+        if not self._own_routes:
+            raise ValueError(f"shop.http_api.routes names no route of a function {function!r}")
+        super().__init__(**kwargs)
+
+    def route(self, *args: Any, **kwargs: Any) -> Any:
+        """Register one of this function's routes in the table, with the table's security (never the caller's)."""
+        call = _ROUTE_SIGNATURE.bind(self, *args, **kwargs)
+        given = call.arguments
+        path = _PATH_VARIABLE.sub(r"{\1}", given["rule"])
+        methods = [given["method"]] if isinstance(given["method"], str) else list(given["method"])
+        if given.get("security") is not None:
+            raise TypeError(f"{path}: security comes from the route's public flag in shop.http_api.routes")
+        declared = {self._declared(method.upper(), path).public for method in methods}
+        if len(declared) != 1:
+            raise ValueError(f"{path}: one registration for public and private methods ({', '.join(methods)})")
+        given["security"] = None if declared.pop() else BEARER
+        return super().route(*call.args[1:], **call.kwargs)
+
+    def _declared(self, method: str, path: str) -> Route:
+        route = self._own_routes.get((method, path))
+        if route is None:
+            others = [r.function for r in ROUTES if (r.method, r.path) == (method, path)]
+            if others:
+                raise LookupError(
+                    f"{method} {path} is served by {others[0]} (shop.http_api.routes), not {self.function}"
+                )
+            raise LookupError(f"{method} {path} is not in shop.http_api.routes: declare it there first")
+        return route
 
     @property
     def current_event(self) -> Any:
@@ -287,8 +328,9 @@ def _on_unexpected(exc: Exception) -> Response:
     return _on_domain_error(http_errors.InternalError("internal error"))
 
 
-def create_app(**kwargs: Any) -> ShopResolver:
-    app = ShopResolver(enable_validation=True, json_body_deserializer=_loads, **kwargs)
+def create_app(function: str, **kwargs: Any) -> ShopResolver:
+    """The resolver of the API function ``function`` (its name in shop.http_api.routes)."""
+    app = ShopResolver(function, enable_validation=True, json_body_deserializer=_loads, **kwargs)
     handlers: list[tuple[type[Exception], Callable[[Any], Response]]] = [
         (errors.DomainError, _on_domain_error),
         (RequestValidationError, _on_validation_error),
