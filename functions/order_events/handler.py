@@ -25,7 +25,8 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from shop.aws_config import invocation_deadline
 from shop.publishing import EventPublisher, Outbox
 from shop.repository import Table
-from shop.services.order_events import Action, OrderEventsService, Outcome, StreamRecord
+from shop.repository.stream_records import StreamRecord
+from shop.services.order_events import Action, OrderEventsService, Outcome
 
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Shop")
