@@ -1,8 +1,8 @@
 """order_events: the table stream -> OrderEventsService, with partial batch responses.
 
-Each record is adapted and handed to the service; the events the batch produced are published
-together afterwards (PutEvents, 10 per call), and a record whose event was not accepted is reported
-failed like a record that raised, so Lambda redelivers it (its table writes are no-ops then).
+Each record is read (shop.repository.stream_records) and handed to the service, which returns its
+outcome; the events go to the batch processor (shop.stream_batch), which publishes the batch's events
+together and reports a record whose event was not accepted as failed, so Lambda redelivers it.
 """
 
 from __future__ import annotations
@@ -14,55 +14,22 @@ startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.start
 
 # isort: split
 import os
-import sys
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch import process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
 from shop.aws_config import invocation_deadline
-from shop.publishing import EventPublisher, Outbox
+from shop.publishing import Event, EventPublisher
 from shop.repository import Table
-from shop.services.order_events import Action, OrderEventsService, Outcome, StreamRecord
+from shop.repository.stream_records import StreamRecord
+from shop.services.order_events import Action, OrderEventsService, Outcome
+from shop.stream_batch import PublishingBatchProcessor
 
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Shop")
-
-
-class PublishFailed(RuntimeError):
-    """EventBridge did not accept an event of this record."""
-
-
-class PublishingBatchProcessor(BatchProcessor):
-    """Powertools' DynamoDB Streams processor that publishes the batch's events once, after its records."""
-
-    def __init__(self, outbox: Outbox) -> None:
-        super().__init__(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
-        self.outbox = outbox
-
-    def process(self) -> list[tuple[Any, ...]]:
-        self.outbox.clear()  # nothing left over from an invocation that died mid-batch
-        results = super().process()
-        failed = self.outbox.flush()
-        if failed:
-            self._fail_unpublished(failed)
-        return results
-
-    def _fail_unpublished(self, failed: set[str]) -> None:
-        """Move the records whose events were not accepted from the successes to the failures."""
-        succeeded: list[Any] = list(self.success_messages)  # Powertools keeps the raw record dicts here
-        for raw in succeeded:
-            sequence_number = raw["dynamodb"]["SequenceNumber"]
-            if sequence_number not in failed:
-                continue
-            self.success_messages.remove(raw)
-            logger.warning("event not published; record reported failed", sequence_number=sequence_number)
-            try:
-                raise PublishFailed(f"EventBridge did not accept the event of record {sequence_number}")
-            except PublishFailed:
-                self.failure_handler(DynamoDBRecord(raw), sys.exc_info())
 
 
 def count(outcome: Outcome) -> None:
@@ -74,13 +41,22 @@ def count(outcome: Outcome) -> None:
         metrics.add_metric(name="CartsAbandoned", unit=MetricUnit.Count, value=1)
 
 
+def log(outcome: Outcome) -> None:
+    if outcome.action is Action.SKIPPED:
+        return
+    if outcome.order_id is not None:
+        logger.info(outcome.action.value, status=outcome.status, new_history=outcome.history_written)
+    else:
+        logger.info(outcome.action.value, events=len(outcome.events))
+
+
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     service = OrderEventsService(Table())
-    outbox = Outbox(EventPublisher.from_settings())
 
-    def record_handler(record: DynamoDBRecord) -> str:
+    def record_handler(record: DynamoDBRecord) -> tuple[Event, ...]:
+        """One record through the rules; the events it produced, for the processor to publish."""
         try:
             parsed = StreamRecord.from_lambda(record.raw_event)
         except Exception:
@@ -93,17 +69,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 logger.exception("record failed", event_name=parsed.event_name, entity=parsed.entity)
                 raise
             count(outcome)
-            outbox.add(parsed.sequence_number, outcome.events)
-            if outcome.action is not Action.SKIPPED:
-                if outcome.order_id is not None:
-                    logger.info(outcome.action.value, status=outcome.status, new_history=outcome.history_written)
-                else:
-                    logger.info(outcome.action.value, events=len(outcome.events))
-        return outcome.action.value
+            log(outcome)
+        return outcome.events
 
+    processor = PublishingBatchProcessor(EventPublisher.from_settings(), logger)
     with invocation_deadline(context):  # a record the store cannot serve in time fails, and is retried
         response = process_partial_response(
-            event=event, record_handler=record_handler, processor=PublishingBatchProcessor(outbox), context=context
+            event=event, record_handler=record_handler, processor=processor, context=context
         )
     failures = len(response.get("batchItemFailures", []))
     if failures:

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from shop.models import OrderStatus
-from shop.repository import OrderEffectsRepository
-from shop.services import order_events
+from shop.repository import OrderEffectsRepository, stream_records
+from shop.repository.stream_records import StreamRecord
 from shop.services.customers import CustomerService
-from shop.services.order_events import OrderEventsService
+from shop.services.order_events import Action, OrderEventsService
 from shop.services.orders import OrderService, RequestedLine
 from shop.services.sessions import SessionService
 from tests.stream.conftest import dump, emitted_metrics
@@ -273,10 +273,10 @@ def test_records_that_are_not_ours_cost_no_store_call(store, monkeypatch):
     monkeypatch.setattr(service.effects.table, "_client", NoStore())  # any store call would now fail loudly
     [insert] = only(records, entity="ORDER", event_name="INSERT")
     with pytest.raises(AssertionError, match="store call"):  # the guard works
-        service.handle(order_events.StreamRecord.from_lambda(insert))
-    monkeypatch.setattr(order_events, "from_item", None)  # and so would deserialising an image
+        service.handle(StreamRecord.from_lambda(insert))
+    monkeypatch.setattr(stream_records, "from_item", None)  # and so would deserialising an image
     for record in others:
-        assert service.handle(order_events.StreamRecord.from_lambda(record)).action is order_events.Action.SKIPPED
+        assert service.handle(StreamRecord.from_lambda(record)).action is Action.SKIPPED
 
 
 def test_order_modify_without_a_status_change_is_skipped_without_store_calls(store, invoke, monkeypatch):
@@ -287,6 +287,6 @@ def test_order_modify_without_a_status_change_is_skipped_without_store_calls(sto
     modify["dynamodb"]["OldImage"]["status"] = modify["dynamodb"]["NewImage"]["status"]
     service = OrderEventsService(store.table)
     monkeypatch.setattr(service.effects.table, "_client", NoStore())
-    outcome = service.handle(order_events.StreamRecord.from_lambda(modify))
-    assert outcome.action is order_events.Action.SKIPPED
+    outcome = service.handle(StreamRecord.from_lambda(modify))
+    assert outcome.action is Action.SKIPPED
     assert outcome.events == ()

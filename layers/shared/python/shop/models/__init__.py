@@ -1,4 +1,7 @@
-"""Pydantic v2 models of the shop's entities (the domain's vocabulary)."""
+"""Pydantic v2 models of the shop's entities (the domain's vocabulary).
+
+`events` (the EventBridge event contract, used by order_events only) is imported from its module.
+"""
 
 from shop.models.common import Page
 from shop.models.customers import Customer

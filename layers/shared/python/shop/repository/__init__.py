@@ -1,4 +1,8 @@
-"""The only code that knows keys, items and boto3. Every method is one GetItem, Query or transaction."""
+"""The only code that knows keys, items and boto3. Every method is one GetItem, Query or transaction.
+
+`stream_records` (the table's stream records, read for order_events) is imported from its module,
+not from here, so the API functions never load it.
+"""
 
 from shop.repository.customers import CustomerRepository
 from shop.repository.order_effects import OrderEffectsRepository

@@ -1,0 +1,67 @@
+"""The stream processor's batch: Powertools' partial-batch processor that publishes a batch's events once.
+
+A record handler returns the events its record produced. Those records are held back as successes
+until, after the last record, the batch's events go out together (PutEvents, 10 per call); a record
+whose event was not accepted is then reported failed like one that raised, so Lambda redelivers it.
+Powertools is extended through its documented hooks only (`success_handler`, `failure_handler`,
+`_prepare`, `_clean`: docs "Extending BatchProcessor", "Create your own partial processor").
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
+from aws_lambda_powertools.utilities.batch.base import SuccessResponse
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+
+from shop.publishing import Event, EventPublisher, Outbox
+
+
+class PublishFailed(RuntimeError):
+    """EventBridge did not accept an event of this record."""
+
+
+class PublishingBatchProcessor(BatchProcessor):
+    """DynamoDB Streams partial batches whose records succeed once the events they returned are published."""
+
+    def __init__(self, publisher: EventPublisher | None, logger: Logger) -> None:
+        super().__init__(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
+        self.outbox = Outbox(publisher)
+        self.log = logger
+        self.held: list[tuple[str, dict[str, Any], Sequence[Event]]] = []  # sequence number, record, events
+
+    def _prepare(self) -> None:
+        super()._prepare()
+        self.outbox.clear()
+        self.held.clear()
+
+    def success_handler(self, record: Any, result: Sequence[Event]) -> SuccessResponse:
+        if not result or self.outbox.publisher is None:
+            return super().success_handler(record, result)
+        sequence_number = record["dynamodb"]["SequenceNumber"]  # the id batchItemFailures reports
+        self.outbox.add(sequence_number, result)
+        self.held.append((sequence_number, record, result))
+        return "success", result, record
+
+    def _clean(self) -> None:
+        """After the last record: publish, settle the held records, then Powertools builds the response."""
+        settled = len(self.success_messages) + len(self.fail_messages) + len(self.held)
+        if settled == len(self.records):  # not when the invocation dies mid-batch: Lambda retries it all
+            failed = self.outbox.flush()
+            for sequence_number, record, events in self.held:
+                if sequence_number in failed:
+                    self._fail_unpublished(record, sequence_number)
+                else:
+                    super().success_handler(record, events)
+        super()._clean()
+
+    def _fail_unpublished(self, record: dict[str, Any], sequence_number: str) -> None:
+        self.log.warning("event not published; record reported failed", sequence_number=sequence_number)
+        try:
+            raise PublishFailed(f"EventBridge did not accept the event of record {sequence_number}")
+        except PublishFailed:
+            self.failure_handler(DynamoDBRecord(record), sys.exc_info())
