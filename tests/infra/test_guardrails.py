@@ -13,7 +13,8 @@ pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
 
 @pytest.mark.parametrize(
-    "assembly_name", ["arm64", "prod_external", "staging", "edge", "edge_default_domain", "cognito_options", "snapstart"]
+    "assembly_name",
+    ["arm64", "prod_external", "staging", "edge", "edge_default_domain", "cognito_options", "snapstart"],
 )
 def test_cdk_nag_reports_no_unacknowledged_finding(request, assembly_name) -> None:
     assembly = request.getfixturevalue(assembly_name)  # synth itself fails on a finding
