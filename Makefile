@@ -15,6 +15,7 @@ GROUPS ?=
 FN ?=
 EVENT ?=
 PYTEST_ARGS ?=
+SNAPSTART ?=
 
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.cache/jsii
@@ -41,8 +42,9 @@ node_modules/.installed: package.json package-lock.json
 layers: setup
 	$(PY) -m infra.build_layers --arch $(ARCH)
 
+# `make synth SNAPSTART=true`: the templates with Lambda SnapStart (docs/deploy.md, "SnapStart (opt-in)")
 synth: setup layers
-	npx cdk synth --no-notices -q -c arch=$(ARCH) > /dev/null
+	npx cdk synth --no-notices -q -c arch=$(ARCH) $(if $(SNAPSTART),-c snapstart=$(SNAPSTART),) > /dev/null
 
 # Templates for `sam local invoke` only (never deploy them): every function on `make dev`'s DynamoDB Local.
 synth-local: setup layers

@@ -303,6 +303,9 @@ class DeployConfig:
     # `-c local=true`: a template for `sam local invoke` only (never deployed), see local_environment()
     local: bool = False
     local_dynamodb_endpoint: str = LOCAL_DYNAMODB_ENDPOINT
+    # `-c snapstart=true`: each published version of a function invoked through its alias starts
+    # from a snapshot of its initialized process (docs/deploy.md#snapstart-opt-in)
+    snapstart: bool = False
 
     @property
     def protected(self) -> bool:
@@ -343,6 +346,9 @@ class DeployConfig:
         if local not in ("true", "false"):
             raise ValueError(f"context local must be true or false, got {local!r}")
         endpoint = text("local_dynamodb_endpoint") or LOCAL_DYNAMODB_ENDPOINT
+        snapstart = (text("snapstart") or "false").lower()
+        if snapstart not in ("true", "false"):
+            raise ValueError(f"context snapstart must be true or false, got {snapstart!r}")
         if urlsplit(endpoint).scheme not in ("http", "https") or not urlsplit(endpoint).hostname:
             raise ValueError(f"context local_dynamodb_endpoint must be an http(s) URL, got {endpoint!r}")
         account, region = text("account"), text("region")
@@ -374,6 +380,7 @@ class DeployConfig:
             auth=_auth_settings(text, items, region),
             local=local == "true",
             local_dynamodb_endpoint=endpoint,
+            snapstart=snapstart == "true",
         )
         if config.protected:
             config.require_protected_settings()

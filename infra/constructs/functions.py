@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Annotations, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_codedeploy as codedeploy
 from aws_cdk import aws_dynamodb as dynamodb
@@ -245,6 +245,8 @@ def build_function(
         log_group=log_group,
         tracing=lambda_.Tracing.ACTIVE,
         reserved_concurrent_executions=reserved_concurrency,
+        # every caller invokes the `live` alias, i.e. a published version (live_alias)
+        snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if config.snapstart else None,
         logging_format=lambda_.LoggingFormat.JSON,
         application_log_level_v2=lambda_.ApplicationLogLevel[LOG_LEVEL],
         system_log_level_v2=lambda_.SystemLogLevel[SYSTEM_LOG_LEVEL],
@@ -285,6 +287,11 @@ def live_alias(scope: Construct, function: lambda_.Function, *, config: DeployCo
         version=function.current_version,
         description="what the API and the stream invoke",
     )
+    if config.snapstart:
+        Annotations.of(function).acknowledge_warning(
+            "@aws-cdk/aws-lambda:snapStartRequirePublish",
+            "the function is invoked through its live alias only, on the version published here",
+        )
     if config.protected:
         errors = cloudwatch.Alarm(
             scope,

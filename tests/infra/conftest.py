@@ -4,7 +4,7 @@
 used by the packaging test; ``prod_external`` is a production-stage synth with
 an external JWT issuer; ``staging`` is another protected stage (Cognito, an
 existing alarm topic, a runbook URL); ``sam_local`` is the ``-c local=true`` synth for
-`sam local invoke`.
+`sam local invoke`; ``snapstart`` is a protected stage with ``-c snapstart=true``.
 """
 
 from __future__ import annotations
@@ -151,6 +151,16 @@ def edge_default_domain(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
 def sam_local(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
     """`make synth-local`: the template `sam local invoke` reads (never deployed)."""
     return _synth(tmp_path_factory, "local", {"arch": "x86_64", "local": "true"})
+
+
+@pytest.fixture(scope="session")
+def snapstart(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """`-c snapstart=true` on a protected stage: SnapStart versions behind the aliases and their canaries."""
+    return _synth(
+        tmp_path_factory,
+        "snapstart",
+        {"arch": "x86_64", "stage": "prod", **PINNED, "alarm_email": "oncall@example.com", "snapstart": "true"},
+    )
 
 
 # The Cognito options of a real shop (docs/infrastructure.md#cognito).

@@ -27,7 +27,7 @@ def _aliases(assembly: Any) -> dict[str, tuple[str, str, dict[str, Any]]]:
     return found
 
 
-@pytest.mark.parametrize("assembly_name", ["arm64", "prod_external"])
+@pytest.mark.parametrize("assembly_name", ["arm64", "prod_external", "snapstart"])
 def test_every_function_has_a_live_alias_on_a_published_version(request, assembly_name) -> None:
     assembly = request.getfixturevalue(assembly_name)
     aliases = _aliases(assembly)
@@ -39,9 +39,11 @@ def test_every_function_has_a_live_alias_on_a_published_version(request, assembl
         assert version["Type"] == "AWS::Lambda::Version", name
 
 
-def test_callers_invoke_the_alias_never_the_unqualified_function(arm64) -> None:
-    alias_ids = {logical_id for _, logical_id, _ in _aliases(arm64).values()}
-    api = arm64.templates["ShopApi"]["Resources"]
+@pytest.mark.parametrize("assembly_name", ["arm64", "snapstart"])
+def test_callers_invoke_the_alias_never_the_unqualified_function(request, assembly_name) -> None:
+    assembly = request.getfixturevalue(assembly_name)
+    alias_ids = {logical_id for _, logical_id, _ in _aliases(assembly).values()}
+    api = assembly.templates["ShopApi"]["Resources"]
     integrations = [r for r in api.values() if r["Type"] == "AWS::ApiGatewayV2::Integration"]
     assert len(integrations) == 4
     for integration in integrations:
@@ -55,13 +57,13 @@ def test_callers_invoke_the_alias_never_the_unqualified_function(arm64) -> None:
     assert permissions
     for permission in permissions:
         assert permission["Properties"]["FunctionName"]["Ref"] in alias_ids
-    (mapping,) = [_ for _, m in arm64.resources("AWS::Lambda::EventSourceMapping").values() for _ in [m]]
-    assert {"Ref": _aliases(arm64)["order_events"][1]} in mapping["Properties"]["FunctionName"]["Fn::Join"][1][0][
+    (mapping,) = [_ for _, m in assembly.resources("AWS::Lambda::EventSourceMapping").values() for _ in [m]]
+    assert {"Ref": _aliases(assembly)["order_events"][1]} in mapping["Properties"]["FunctionName"]["Fn::Join"][1][0][
         "Fn::Select"
     ][1]["Fn::Split"]
 
 
-@pytest.mark.parametrize("assembly_name", ["prod_external", "staging"])
+@pytest.mark.parametrize("assembly_name", ["prod_external", "staging", "snapstart"])
 def test_a_protected_stage_shifts_each_alias_by_a_canary_that_rolls_back_on_errors(request, assembly_name) -> None:
     assembly = request.getfixturevalue(assembly_name)
     groups = assembly.resources("AWS::CodeDeploy::DeploymentGroup")

@@ -6,7 +6,8 @@ generational collector keeps walking it as it accumulates, and each full collect
 whole heap: ~40 ms of a ~290 ms import here (docs/decisions.md, "Cold start").
 
 ``begin()`` first thing in ``handler.py`` also registers Powertools' large packages to load
-lazily (``shop.lazy_packages``). It pauses the collector; ``done()`` last thing resumes it;
+lazily (``shop.lazy_packages``) and, in a SnapStart init, what a restore redraws
+(``shop.restore_hooks``). It pauses the collector; ``done()`` last thing resumes it;
 ``paused_first_call`` does the same around the first invocation (it creates the boto3 client).
 Reference counting frees everything acyclic meanwhile, so only cyclic garbage made during the
 import waits, and the import makes little. In a Lambda process (``AWS_LAMBDA_FUNCTION_NAME`` is
@@ -25,7 +26,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from shop import lazy_packages
+from shop import lazy_packages, restore_hooks
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,6 +37,7 @@ def begin() -> None:
     """Init starts: Powertools' large packages load lazily, the cyclic collector pauses until ``done()``."""
     global _paused
     lazy_packages.install()
+    restore_hooks.install()
     if gc.isenabled():
         gc.disable()
         _paused = True
