@@ -33,6 +33,13 @@ def test_review_keys_stay_inside_the_product_collection_range(rating, at):
     assert not low <= keys.reviewer_marker_key("p", "someone")[keys.SK] <= high
 
 
+def test_idempotency_records_each_have_their_own_partition():
+    one, other = keys.idempotency_key("orders#aaa"), keys.idempotency_key("orders#bbb")
+    assert one == {keys.PK: "IDEMPOTENCY#orders#aaa", keys.SK: keys.IDEMPOTENCY_SK}
+    assert one[keys.PK] != other[keys.PK]
+    assert keys.entity_of(one[keys.PK], one[keys.SK]) == "IDEMPOTENCY"
+
+
 @given(st.text(min_size=1, max_size=40), st.integers(1, 64))
 def test_status_shard_is_stable_and_in_range(order_id, shards):
     shard = keys.status_shard(order_id, shards)
