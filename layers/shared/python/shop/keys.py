@@ -98,16 +98,6 @@ def reviewer_marker_key(product_id: str, customer_id: str) -> Key:
     return {PK: product_pk(product_id), SK: f"{REVIEWER_PREFIX}{customer_id}"}
 
 
-def product_reviews_range() -> tuple[str, str]:
-    """SK range of a product collection holding the product item and its reviews.
-
-    ``BY_RATING#...`` sorts below ``PRODUCT`` and ``REVIEWER#...`` above it, so a
-    descending query over this range returns the product item first, then the
-    reviews by rating and recency, and never the one-per-customer markers.
-    """
-    return REVIEW_BY_RATING_PREFIX, PRODUCT_SK
-
-
 def customer_review_key(customer_id: str, created_at: str, product_id: str) -> Key:
     return {PK: customer_pk(customer_id), SK: f"{CUSTOMER_REVIEW_PREFIX}{created_at}#{product_id}"}
 
