@@ -134,6 +134,11 @@ def order_status_sk(created_at: str, order_id: str) -> str:
     return f"{created_at}#{order_id}"
 
 
+def created_at_of_status_sk(sort_key: str) -> str:
+    """The order's creation time an ``order_status_sk`` starts with (timestamps hold no ``#``)."""
+    return sort_key.split("#", 1)[0]
+
+
 def customer_order_key(customer_id: str, order_id: str) -> Key:
     """Ids are ULIDs, so this collection sorts oldest to newest by itself."""
     return {PK: customer_pk(customer_id), SK: f"{CUSTOMER_ORDER_PREFIX}{order_id}"}
