@@ -41,7 +41,16 @@ LIVE_ALIAS = "live"
 EVENT_ARCHIVE_RETENTION_DAYS = 90
 
 TABLE_INDEX = "GSI1"
-STATUS_SHARDS = 4
+# Shards per status of the orders-by-status index (`-c status_shards=N`, passed to every function as
+# STATUS_SHARDS). One partition key takes about 1,000 WCU/s; an order of up to 1 KB costs its PENDING
+# shard about 3 WCU (its index entry written in the placement transaction, 2 as docs/performance.md
+# models transactions, then removed by the confirmation, 1), so a shard carries ~330 orders/s and
+# N shards ~330 x N: 4 -> 1,300, 16 -> 5,300, 32 -> 10,700, 48 -> 16,000, 64 -> 21,300. The default
+# carries the documented 10,000 orders/s at 625 WCU/s per shard (headroom for bursts and larger
+# orders). The count may only grow: entries keep the shard they were written to and the listing reads
+# every shard below the current count (docs/operations.md, "Settings").
+DEFAULT_STATUS_SHARDS = 48
+MAX_STATUS_SHARDS = 64  # shop.limits.MAX_STATUS_SHARDS: a listing's next token carries one cursor per shard
 SESSION_TTL_SECONDS = 3600
 IDEMPOTENCY_TTL_SECONDS = 86400
 POWERTOOLS_NAMESPACE = "Shop"
@@ -306,6 +315,7 @@ class DeployConfig:
     # `-c snapstart=true`: each published version of a function invoked through its alias starts
     # from a snapshot of its initialized process (docs/deploy.md#snapstart-opt-in)
     snapstart: bool = False
+    status_shards: int = DEFAULT_STATUS_SHARDS
 
     @property
     def protected(self) -> bool:
@@ -342,6 +352,9 @@ class DeployConfig:
         if bool(issuer) != bool(audience):
             raise ValueError("context jwt_issuer and jwt_audience go together")
         concurrency = text("order_events_concurrency")
+        shards = text("status_shards") or str(DEFAULT_STATUS_SHARDS)
+        if not (shards.isascii() and shards.isdigit()) or not 1 <= int(shards) <= MAX_STATUS_SHARDS:
+            raise ValueError(f"context status_shards must be 1..{MAX_STATUS_SHARDS}, got {shards!r}")
         local = (text("local") or "false").lower()
         if local not in ("true", "false"):
             raise ValueError(f"context local must be true or false, got {local!r}")
@@ -381,6 +394,7 @@ class DeployConfig:
             local=local == "true",
             local_dynamodb_endpoint=endpoint,
             snapstart=snapstart == "true",
+            status_shards=int(shards),
         )
         if config.protected:
             config.require_protected_settings()

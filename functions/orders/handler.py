@@ -113,7 +113,7 @@ def place_order(
 
 @app.get(
     "/orders",
-    summary="Orders in a status, newest first (admin)",
+    summary="Orders in a status, each page newest first (admin)",
     responses=declare(200, s.OrderSummaryPage, 401, 403, errors_described={422: "VALIDATION_ERROR: unknown status"}),
     tags=TAGS,
 )

@@ -24,7 +24,6 @@ from infra.settings import (
     ROOT,
     RUNTIME_NAME,
     SESSION_TTL_SECONDS,
-    STATUS_SHARDS,
     SYSTEM_LOG_LEVEL,
     TABLE_INDEX,
     WRITE_IAM_ACTIONS,
@@ -216,7 +215,7 @@ def build_function(
         )
     env = {
         "TABLE_NAME": table.table_name,
-        "STATUS_SHARDS": str(STATUS_SHARDS),
+        "STATUS_SHARDS": str(config.status_shards),
         **secret_env,
         "SESSION_TTL_SECONDS": str(SESSION_TTL_SECONDS),
         "IDEMPOTENCY_TTL_SECONDS": str(IDEMPOTENCY_TTL_SECONDS),

@@ -191,6 +191,39 @@ def test_idempotency_same_key_same_body_returns_the_first_order(api):
     assert other_customer.body["order_id"] != first.body["order_id"]
 
 
+def test_each_idempotency_record_is_its_own_partition_and_a_replay_answers_the_same(api):
+    import hashlib
+
+    first, second = place("own-1"), place("own-2")
+    records = {
+        i["PK"]["S"]: i for i in api.client.scan(TableName=api.table_name)["Items"] if "IDEMPOTENCY" in i["PK"]["S"]
+    }
+    assert len(records) == 2
+    for pk, record in records.items():
+        assert pk.startswith("IDEMPOTENCY#orders#")
+        assert record["SK"]["S"] == "IDEMPOTENCY"
+        assert record["idempotency_status"]["S"] == "COMPLETED"
+    # Powertools hashes the key it is given (sub + newline + Idempotency-Key) with md5
+    digest = hashlib.md5(json.dumps("alice\nown-1").encode(), usedforsecurity=False).hexdigest()
+    assert f"IDEMPOTENCY#orders#{digest}" in records
+    assert place("own-1").body == first.body
+    assert place("own-2").body == second.body
+
+
+def test_a_key_first_used_under_the_shared_partition_places_no_second_order(api):
+    """A deploy moving the records: a repeat finds no record under the new key and runs again; the
+    placement claim written with the first order makes that run answer the same order."""
+    first = place("moved")
+    for item in api.client.scan(TableName=api.table_name)["Items"]:
+        if item["PK"]["S"].startswith("IDEMPOTENCY#"):
+            api.client.delete_item(TableName=api.table_name, Key={"PK": item["PK"], "SK": item["SK"]})
+    again = place("moved")
+    assert again.status == 201
+    assert again.body["order_id"] == first.body["order_id"]
+    assert len(call("GET", "/customers/alice/orders", claims=ALICE).body["items"]) == 3  # 2 seeded + 1
+    assert call("GET", "/products/prod-cable").body["stock"] == 99
+
+
 def test_failed_placement_does_not_burn_the_key(moto_api):
     assert place("retry", body=order_body("prod-soldout")).code == "OUT_OF_STOCK"
     call("POST", "/products/prod-soldout/stock", claims=ADMIN, body={"delta": 1})

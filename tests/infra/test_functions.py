@@ -18,7 +18,7 @@ FUNCTIONS = {"customers", "products", "orders", "sessions", "order_events"}
 USES_INDEX = {"customers", "products", "orders"}  # email lookup, category list, status index
 PAGINATING = {"customers", "products", "orders"}  # list routes with next tokens
 COMMON_ENV = {
-    "STATUS_SHARDS": "4",
+    "STATUS_SHARDS": "48",  # infra.settings.DEFAULT_STATUS_SHARDS
     "SESSION_TTL_SECONDS": "3600",
     "IDEMPOTENCY_TTL_SECONDS": "86400",
     "POWERTOOLS_METRICS_NAMESPACE": "Shop/dev",  # one namespace per stage

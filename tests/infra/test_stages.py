@@ -196,3 +196,15 @@ def test_an_ephemeral_stage_tears_down_and_pays_for_no_contributor_insights(arm6
                 assert resource.get("DeletionPolicy") == "Delete", logical_id
     (table,) = Template.from_json(arm64.templates["ShopData"]).find_resources("AWS::DynamoDB::Table").values()
     assert table["Properties"].get("ContributorInsightsSpecification", {"Enabled": False}) == {"Enabled": False}
+
+
+def test_the_status_shard_count_is_a_stage_setting_within_what_a_token_can_carry() -> None:
+    from infra.settings import DEFAULT_STATUS_SHARDS, MAX_STATUS_SHARDS
+    from shop import config, limits
+
+    assert (MAX_STATUS_SHARDS, DEFAULT_STATUS_SHARDS) == (limits.MAX_STATUS_SHARDS, config.DEFAULT_STATUS_SHARDS)
+    assert _config().status_shards == DEFAULT_STATUS_SHARDS
+    assert _config(status_shards="64").status_shards == 64
+    for wrong in ("0", "65", "-4", "four", "4.0", "²"):
+        with pytest.raises(ValueError, match=r"context status_shards must be 1\.\.64"):
+            _config(status_shards=wrong)

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from shop import errors
+from shop import errors, keys
+from shop.limits import MAX_PARALLEL_QUERIES
 from shop.models import OrderStatus
 from shop.repository import OrderRepository
 from shop.services.catalog import CatalogService
@@ -11,6 +12,7 @@ from shop.services.sessions import SessionService
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
 from tests.support.faults import first_answer_lost
+from tests.support.reads import reading
 
 
 def place(table, actor=ALICE, **lines):
@@ -159,11 +161,18 @@ def test_cancel_restocks_every_line(store):
         OrderService(store.table).cancel(BOB, place(store.table, **{hammer: 1}).order_id)
 
 
-def walk_status(service, status, limit):
+def walk_status(store, service, status, limit, shards):
+    """Every page of the listing: each sorted newest first, each reading exactly what it returns."""
     seen, token, pages = [], None, 0
     while True:
-        page = service.list_by_status(ADMIN, status, limit=limit, next_token=token)
+        with reading(store.client) as reads:
+            page = service.list_by_status(ADMIN, status, limit=limit, next_token=token)
         assert len(page.items) <= limit
+        assert reads.items_read == len(page.items)  # read amplification 1.00
+        assert set(reads.operations) <= {"Query"}
+        assert 1 <= len(reads.operations) <= min(shards, limit, MAX_PARALLEL_QUERIES)
+        keys_ = [(o.created_at, o.order_id) for o in page.items]
+        assert keys_ == sorted(keys_, reverse=True)
         seen += [o.order_id for o in page.items]
         pages += 1
         token = page.next_token
@@ -171,14 +180,21 @@ def walk_status(service, status, limit):
             return seen, pages
 
 
-def test_every_page_size_walks_the_shards_in_order(store):
+@pytest.mark.parametrize("shards", [1, 4, 64])
+def test_every_order_once_in_shard_order_reading_only_what_is_returned(store, shards):
     pid = product(store.table, stock=100)
-    service = OrderService(store.table, shards=4)
-    placed = [service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]).order_id for _ in range(13)]
-    for limit in (1, 2, 5, 13, 20):
-        seen, pages = walk_status(service, OrderStatus.PENDING, limit)
-        assert seen == list(reversed(placed)), limit
-        assert pages <= 13, limit
+    service = OrderService(store.table, shards=shards)
+    placed = [service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]).order_id for _ in range(30)]
+    newest_first = list(reversed(placed))
+    for limit in (1, 7, 30, 100):
+        seen, pages = walk_status(store, service, OrderStatus.PENDING, limit, shards)
+        assert sorted(seen) == sorted(placed), limit  # each once
+        for shard in range(shards):  # each shard's orders in exact newest-first order
+            of_shard = [o for o in newest_first if keys.status_shard(o, shards) == shard]
+            assert [o for o in seen if keys.status_shard(o, shards) == shard] == of_shard, (limit, shard)
+        assert pages <= -(-len(placed) // limit) + shards, limit  # at most one short page per shard
+        if shards == 1:
+            assert seen == newest_first
 
 
 def test_status_index_merges_shards_newest_first_and_paginates(store):
@@ -187,23 +203,40 @@ def test_status_index_merges_shards_newest_first_and_paginates(store):
     placed = [service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]) for _ in range(9)]
     shipped = placed[0]
     service.change_status(ADMIN, shipped.order_id, OrderStatus.CONFIRMED, expected_version=1)
-    expected = [o.order_id for o in reversed(placed[1:])]
-    seen, token = [], None
-    while True:
-        with counting(store.client) as calls:
-            page = service.list_by_status(ADMIN, OrderStatus.PENDING, limit=3, next_token=token)
-        assert calls.operations == ["Query"] * 4
-        seen += [o.order_id for o in page.items]
-        token = page.next_token
-        if not token:
-            break
-    assert seen == expected
+    with counting(store.client) as calls:
+        first = service.list_by_status(ADMIN, OrderStatus.PENDING, limit=4, next_token=None)
+    assert calls.operations == ["Query"] * 4  # one round: every shard once, in parallel
+    seen, _ = walk_status(store, service, OrderStatus.PENDING, 3, 4)
+    assert sorted(seen) == sorted(o.order_id for o in placed[1:])
     confirmed = service.list_by_status(ADMIN, OrderStatus.CONFIRMED, limit=10, next_token=None)
     assert [o.order_id for o in confirmed.items] == [shipped.order_id]
-    other_shards = OrderService(store.table, shards=2)
-    first = service.list_by_status(ADMIN, OrderStatus.PENDING, limit=1, next_token=None)
+    assert confirmed.next_token is None
+    assert first.next_token is not None
     with pytest.raises(errors.InvalidNextToken):
-        other_shards.list_by_status(ADMIN, OrderStatus.PENDING, limit=1, next_token=first.next_token)
+        OrderService(store.table, shards=8).list_by_status(
+            ADMIN, OrderStatus.PENDING, limit=1, next_token=first.next_token
+        )
+    with pytest.raises(errors.InvalidNextToken):
+        service.list_by_status(ADMIN, OrderStatus.CONFIRMED, limit=1, next_token=first.next_token)
+
+
+def test_orders_written_under_fewer_shards_stay_listed_after_the_count_grows(store):
+    """The shard count may only grow: entries keep the shard they were written to, and the listing
+    reads every shard below the current count."""
+    pid = product(store.table, stock=100)
+    before = [
+        OrderService(store.table, shards=4).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]).order_id
+        for _ in range(6)
+    ]
+    grown = OrderService(store.table, shards=16)
+    after = [grown.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]).order_id for _ in range(6)]
+    grown.change_status(ADMIN, before[0], OrderStatus.CONFIRMED, expected_version=1)
+    seen, _ = walk_status(store, grown, OrderStatus.PENDING, 5, 16)
+    assert sorted(seen) == sorted(before[1:] + after)
+    # a status with fewer orders than shards: pages of 5 reach all 16 shards within 4 pages
+    confirmed, pages = walk_status(store, grown, OrderStatus.CONFIRMED, 5, 16)
+    assert confirmed == [before[0]]
+    assert pages <= 4
 
 
 def test_restore_writes_an_order_without_touching_stock_once(store):

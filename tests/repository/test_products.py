@@ -7,6 +7,7 @@ from shop.services.catalog import CatalogService
 from tests.support.calls import counting
 from tests.support.factories import ADMIN, ALICE, BOB, product
 from tests.support.faults import first_answer_lost
+from tests.support.reads import reading
 
 
 def test_product_read_is_one_get_item(store):
@@ -123,9 +124,54 @@ def test_product_reviews_highest_rating_then_newest(store):
         if token is None:
             break
     assert seen == [(5, "customer-3"), (5, "customer-1"), (3, "customer-4"), (3, "customer-0"), (1, "customer-2")]
-    with pytest.raises(errors.ProductNotFound):
+    # only an empty first page asks whether the product exists
+    with counting(store.client) as calls, pytest.raises(errors.ProductNotFound):
         service.reviews_of_product("missing", limit=5, next_token=None)
-    assert service.reviews_of_product(product(store.table), limit=5, next_token=None).items == []
+    assert calls.operations == ["Query", "GetItem"]
+    unreviewed = product(store.table)
+    with counting(store.client) as calls:
+        assert service.reviews_of_product(unreviewed, limit=5, next_token=None).items == []
+    assert calls.operations == ["Query", "GetItem"]
+
+
+@pytest.mark.parametrize("limit", [5, 20])
+def test_product_reviews_read_only_what_they_return(store, limit):
+    """Amplification 1.00 on every page with reviews, and the capacity DynamoDB Local reports against the
+    single Query this replaced (product item first, then the reviews: docs/performance.md)."""
+    from shop.services.actor import Actor
+
+    service = CatalogService(store.table)
+    pid = service.create(
+        ADMIN, name="Drill", category="tools", price_cents=4999, description="d" * 1500, stock=5
+    ).product_id
+    for index in range(limit + 3):
+        service.review(Actor(f"customer-{index:02d}"), pid, rating=1 + index % 5, title="A title", body="b" * 150)
+    token, pages = None, []
+    while True:
+        with reading(store.client) as reads:
+            page = service.reviews_of_product(pid, limit=limit, next_token=token)
+        assert reads.operations == ["Query"]
+        assert reads.items_read == len(page.items) > 0
+        pages.append(reads.capacity)
+        token = page.next_token
+        if token is None:
+            break
+    with reading(store.client) as reads:
+        store.client.query(
+            TableName=store.table_name,
+            KeyConditionExpression="PK = :pk AND SK BETWEEN :low AND :high",
+            ExpressionAttributeValues={
+                ":pk": {"S": f"PRODUCT#{pid}"},
+                ":low": {"S": "BY_RATING#"},
+                ":high": {"S": "PRODUCT"},
+            },
+            ScanIndexForward=False,
+            Limit=limit + 1,
+        )
+    assert reads.items_read == limit + 1  # the replaced first page: the product item, then `limit` reviews
+    if store.backend == "local":
+        assert pages[0] <= reads.capacity
+        print(f"limit {limit}: first page {pages[0]} RCU, the single Query with the product item {reads.capacity} RCU")
 
 
 def test_customer_reviews_newest_first(store):

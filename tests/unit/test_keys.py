@@ -27,10 +27,17 @@ def test_review_keys_descend_by_rating_then_recency(reviews):
 
 
 @given(st.integers(1, 5), moments)
-def test_review_keys_stay_inside_the_product_collection_range(rating, at):
-    low, high = keys.product_reviews_range()
-    assert low <= keys.review_rating_sk(rating, clock.iso(at), "someone") <= high
-    assert not low <= keys.reviewer_marker_key("p", "someone")[keys.SK] <= high
+def test_only_reviews_share_the_by_rating_prefix(rating, at):
+    assert keys.review_rating_sk(rating, clock.iso(at), "someone").startswith(keys.REVIEW_BY_RATING_PREFIX)
+    assert not keys.reviewer_marker_key("p", "someone")[keys.SK].startswith(keys.REVIEW_BY_RATING_PREFIX)
+    assert not keys.product_key("p")[keys.SK].startswith(keys.REVIEW_BY_RATING_PREFIX)
+
+
+def test_idempotency_records_each_have_their_own_partition():
+    one, other = keys.idempotency_key("orders#aaa"), keys.idempotency_key("orders#bbb")
+    assert one == {keys.PK: "IDEMPOTENCY#orders#aaa", keys.SK: keys.IDEMPOTENCY_SK}
+    assert one[keys.PK] != other[keys.PK]
+    assert keys.entity_of(one[keys.PK], one[keys.SK]) == "IDEMPOTENCY"
 
 
 @given(st.text(min_size=1, max_size=40), st.integers(1, 64))

@@ -49,3 +49,28 @@ def test_foreign_scope_and_secret_are_refused():
 def test_junk_is_refused(junk):
     with pytest.raises(errors.InvalidNextToken):
         pagination.decode(junk, "scope", SECRET)
+
+
+@given(st.text(max_size=30), positions)
+def test_round_trip_compressed(scope, position):
+    token = pagination.encode(scope, position, SECRET, compress=True)
+    assert pagination.decode(token, scope, SECRET) == position
+    assert len(token) <= len(pagination.encode(scope, position, SECRET))
+
+
+def test_a_large_repetitive_position_is_deflated():
+    position = {"c": [f"2026-11-26T01:02:03.{n:06d}Z#01JD0000000000000000000{n:03d}" for n in range(64)]}
+    plain, deflated = pagination.encode("s", position, SECRET), pagination.encode("s", position, SECRET, compress=True)
+    assert len(deflated) < len(plain) / 2
+    assert pagination.decode(deflated, "s", SECRET) == position
+
+
+def test_a_signed_payload_inflating_past_the_bound_is_refused():
+    import json
+    import zlib
+
+    bomb = zlib.compress(json.dumps("x" * (pagination.MAX_INFLATED_BYTES + 10)).encode(), 9)
+    body = pagination._b64(bomb)
+    token = f"{body}.{pagination._b64(pagination._signature('s', bomb, SECRET))}"
+    with pytest.raises(errors.InvalidNextToken):
+        pagination.decode(token, "s", SECRET)

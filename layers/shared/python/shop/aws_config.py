@@ -40,6 +40,8 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError
 
+from shop.limits import MAX_PARALLEL_QUERIES
+
 DEFAULT_FUNCTION_TIMEOUT_S = 10.0
 TOTAL_ATTEMPTS = 3
 # The deployed per-attempt ceiling: DynamoDB answers in milliseconds; longer waits only delay the 503.
@@ -130,6 +132,7 @@ def client_config() -> Config:
         connect_timeout=float(os.environ.get("DYNAMODB_CONNECT_TIMEOUT") or derived.connect_timeout_s),
         read_timeout=float(os.environ.get("DYNAMODB_READ_TIMEOUT") or derived.read_timeout_s),
         tcp_keepalive=True,
+        max_pool_connections=MAX_PARALLEL_QUERIES,  # a status-listing page's parallel Queries (botocore: 10)
     )
 
 

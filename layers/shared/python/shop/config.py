@@ -6,6 +6,11 @@ import os
 from dataclasses import dataclass
 from functools import cache
 
+from shop.limits import MAX_STATUS_SHARDS
+
+# infra.settings.DEFAULT_STATUS_SHARDS: what a function run without STATUS_SHARDS (tests, scripts) assumes.
+DEFAULT_STATUS_SHARDS = 48
+
 
 class ConfigurationError(RuntimeError):
     pass
@@ -29,13 +34,20 @@ def _required(name: str) -> str:
     return value
 
 
+def _status_shards() -> int:
+    text = os.environ.get("STATUS_SHARDS") or str(DEFAULT_STATUS_SHARDS)
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_STATUS_SHARDS:
+        raise ConfigurationError(f"STATUS_SHARDS must be 1..{MAX_STATUS_SHARDS}, got {text!r}")
+    return int(text)
+
+
 @cache
 def settings() -> Settings:
     arn = os.environ.get("PAGINATION_SECRET_ARN") or None
     literal = None if arn else os.environ.get("PAGINATION_SECRET") or None
     return Settings(
         table_name=_required("TABLE_NAME"),
-        status_shards=int(os.environ.get("STATUS_SHARDS", "4")),
+        status_shards=_status_shards(),
         pagination_secret=literal.encode() if literal else None,
         pagination_secret_arn=arn,
         session_ttl_seconds=int(os.environ.get("SESSION_TTL_SECONDS", "3600")),

@@ -34,6 +34,7 @@ REVIEW_BY_RATING_PREFIX = "BY_RATING#"
 REVIEWER_PREFIX = "REVIEWER#"
 
 IDEMPOTENCY_PK_PREFIX = "IDEMPOTENCY#"
+IDEMPOTENCY_SK = "IDEMPOTENCY"
 
 Key = dict[str, str]
 
@@ -97,16 +98,6 @@ def reviewer_marker_key(product_id: str, customer_id: str) -> Key:
     return {PK: product_pk(product_id), SK: f"{REVIEWER_PREFIX}{customer_id}"}
 
 
-def product_reviews_range() -> tuple[str, str]:
-    """SK range of a product collection holding the product item and its reviews.
-
-    ``BY_RATING#...`` sorts below ``PRODUCT`` and ``REVIEWER#...`` above it, so a
-    descending query over this range returns the product item first, then the
-    reviews by rating and recency, and never the one-per-customer markers.
-    """
-    return REVIEW_BY_RATING_PREFIX, PRODUCT_SK
-
-
 def customer_review_key(customer_id: str, created_at: str, product_id: str) -> Key:
     return {PK: customer_pk(customer_id), SK: f"{CUSTOMER_REVIEW_PREFIX}{created_at}#{product_id}"}
 
@@ -143,6 +134,11 @@ def order_status_sk(created_at: str, order_id: str) -> str:
     return f"{created_at}#{order_id}"
 
 
+def created_at_of_status_sk(sort_key: str) -> str:
+    """The order's creation time an ``order_status_sk`` starts with (timestamps hold no ``#``)."""
+    return sort_key.split("#", 1)[0]
+
+
 def customer_order_key(customer_id: str, order_id: str) -> Key:
     """Ids are ULIDs, so this collection sorts oldest to newest by itself."""
     return {PK: customer_pk(customer_id), SK: f"{CUSTOMER_ORDER_PREFIX}{order_id}"}
@@ -162,8 +158,12 @@ def placement_key(customer_id: str, idempotency_key: str) -> Key:
     return {PK: f"{PLACEMENT_PREFIX}{digest}", SK: PLACEMENT_SK}
 
 
-def idempotency_pk(function_name: str) -> str:
-    return f"{IDEMPOTENCY_PK_PREFIX}{function_name}"
+def idempotency_key(record_key: str) -> Key:
+    """One partition per idempotency record: ``record_key`` is Powertools' ``<name>#<md5 of the key>``.
+
+    Records used to share ``IDEMPOTENCY#<name>``, one partition taking about 3 WCU per order.
+    """
+    return {PK: f"{IDEMPOTENCY_PK_PREFIX}{record_key}", SK: IDEMPOTENCY_SK}
 
 
 def entity_of(pk: str, sk: str) -> str:

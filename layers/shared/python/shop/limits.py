@@ -23,6 +23,12 @@ MAX_CATEGORY_LENGTH = 100
 # docs/decisions.md). API Gateway allows 10,240 bytes of request line and headers together.
 MAX_TOKEN_LENGTH = 4096
 
+# The status index's shards: a status-listing token holds one cursor per shard, deflated: at 64 shards of
+# server-made order ids (ULIDs) at most about 2,950 characters (tests/unit/test_key_limits.py).
+MAX_STATUS_SHARDS = 64
+# Shards one status-listing page queries at most, in parallel; also the store client's connection pool.
+MAX_PARALLEL_QUERIES = 32
+
 # The case-folded product name in GSI1's sort key is cut to this many bytes (on a character
 # boundary): names equal in their first 256 bytes sort by product id.
 NAME_SORT_KEY_BYTES = 256

@@ -1,8 +1,8 @@
 """Powertools idempotency persisted in the shop's single table.
 
-Records live at ``PK = IDEMPOTENCY#<name>``, ``SK = <name>#<md5(idempotency key)>`` with the TTL
-attribute ``expires_at`` (``IDEMPOTENCY_TTL_SECONDS``), written through the shop's one boto3 client
-(same retries and timeouts). The idempotency key is the caller's ``sub`` plus the client's
+Each record is its own partition, ``PK = IDEMPOTENCY#<name>#<md5(idempotency key)>``,
+``SK = IDEMPOTENCY`` (``_RecordPerKey``), with the TTL attribute ``expires_at``
+(``IDEMPOTENCY_TTL_SECONDS``), written through the shop's one boto3 client (same retries and timeouts). The idempotency key is the caller's ``sub`` plus the client's
 ``Idempotency-Key`` header, so two customers never share a key; the request body is the validated
 payload, so a key sent again with a different body is 409 ``IDEMPOTENCY_KEY_REUSED``.
 
@@ -52,6 +52,19 @@ class _Remaining:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+class _RecordPerKey(DynamoDBPersistenceLayer):
+    """Powertools' DynamoDB layer, each record keyed by its own hash instead of a shared static PK.
+
+    ``_get_key`` is the one key builder behind every read, put, update and delete the layer makes
+    (Powertools 3.x), so overriding it moves the records and leaves Powertools' conditions and
+    record handling untouched; ``tests/functions/test_api.py`` proves the records land there.
+    """
+
+    def _get_key(self, idempotency_key: str) -> dict[str, Any]:
+        key = keys.idempotency_key(idempotency_key)
+        return {self.key_attr: {"S": key[keys.PK]}, str(self.sort_key_attr): {"S": key[keys.SK]}}
+
+
 @dataclass(frozen=True)
 class _Built:
     client: Any
@@ -96,11 +109,10 @@ class IdempotentOperation:
             built = self._built
             if built is not None and built.client is client and built.table_name == table_name:
                 return built
-            persistence = DynamoDBPersistenceLayer(
+            persistence = _RecordPerKey(
                 table_name=table_name,
                 key_attr=keys.PK,
                 sort_key_attr=keys.SK,
-                static_pk_value=keys.idempotency_pk(self.name),
                 expiry_attr=keys.TTL_ATTRIBUTE,
                 in_progress_expiry_attr="in_progress_expires_at_ms",
                 status_attr="idempotency_status",

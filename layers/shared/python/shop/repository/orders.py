@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -12,9 +13,11 @@ from botocore.exceptions import ClientError
 
 from shop import errors, keys
 from shop.config import settings
+from shop.limits import MAX_PARALLEL_QUERIES
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusEntry
 from shop.repository import pagination
 from shop.repository.queries import collection_page
+from shop.repository.shard_walk import ShardWalk
 from shop.repository.store import (
     Table,
     TransactionCancelled,
@@ -50,7 +53,7 @@ class Placement:
 
 @cache
 def _shard_pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=16, thread_name_prefix="status-shard")
+    return ThreadPoolExecutor(max_workers=MAX_PARALLEL_QUERIES, thread_name_prefix="status-shard")
 
 
 def order_item(order: Order, shards: int) -> dict[str, Any]:
@@ -267,23 +270,29 @@ class OrderRepository:
         ).as_page(OrderSummary.model_validate)
 
     def list_by_status(self, status: OrderStatus, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
-        """One Query per shard, in parallel, merged newest first; the token is the last key returned.
+        """One round of parallel Queries, each shard asked for its share of the page; every item read is
+        returned (read amplification 1.00), merged newest first. The token carries each shard's cursor.
 
-        Each shard is asked for a share of the page (plus one), not the whole page, so the listing
-        reads little more than it returns. A shard with more to give may hide items just below its
-        last one, so the page stops at the highest such boundary: pages can be shorter than `limit`,
-        never out of order.
+        Shares follow each shard's position in time (shop.repository.shard_walk): a page is sorted newest
+        first and each shard's orders come in exact order across pages, while across shards pages are
+        approximately newest first. A page can be shorter than `limit`, even empty: a shard ran out exactly
+        at its share, or (more shards than `limit`) the entries are in shards this page did not reach.
         """
         scope = f"orders-by-status:{status}:{self.shards}"
-        before = pagination.decode(next_token, scope) if next_token else None
-        per_shard = -(-limit // self.shards) + 1
+        walk = (
+            ShardWalk.from_position(pagination.decode(next_token, scope), self.shards)
+            if next_token
+            else ShardWalk.start(self.shards)
+        )
+        shares = walk.plan(limit, MAX_PARALLEL_QUERIES)
 
         def query_shard(shard: int) -> tuple[list[dict[str, Any]], bool]:
             condition = "GSI1PK = :pk"
             attr_values = values(pk=keys.order_status_pk(status, shard))
-            if before is not None:
-                condition += " AND GSI1SK < :before"
-                attr_values.update(values(before=before))
+            cursor = walk.cursors[shard]
+            if isinstance(cursor, str):
+                condition += " AND GSI1SK < :cursor"
+                attr_values.update(values(cursor=cursor))
             with translated_errors():
                 response = self.table.client.query(
                     TableName=self.table.name,
@@ -291,19 +300,17 @@ class OrderRepository:
                     KeyConditionExpression=condition,
                     ExpressionAttributeValues=attr_values,
                     ScanIndexForward=False,
-                    Limit=per_shard,
+                    Limit=shares[shard],
                 )
             return [from_item(i) for i in response.get("Items", [])], "LastEvaluatedKey" in response
 
-        results = list(_shard_pool().map(query_shard, range(self.shards)))
-        boundaries = [items[-1]["GSI1SK"] for items, has_more in results if has_more and items]
-        floor = max(boundaries) if boundaries else None
-        merged = sorted((item for items, _ in results for item in items), key=lambda i: i["GSI1SK"], reverse=True)
-        certain = [item for item in merged if floor is None or item["GSI1SK"] >= floor]
-        taken = certain[:limit]
-        more = len(certain) > limit or floor is not None
-        token = pagination.encode(scope, taken[-1]["GSI1SK"]) if more and taken else None
-        return Page[OrderSummary](items=[OrderSummary.model_validate(i) for i in taken], next_token=token)
+        # Each query runs in a copy of this context: the invocation's deadline (shop.aws_config) holds there too.
+        pending = {s: _shard_pool().submit(contextvars.copy_context().run, query_shard, s) for s in shares}
+        results = {shard: future.result() for shard, future in pending.items()}
+        walk.advance({shard: ([i["GSI1SK"] for i in items], more) for shard, (items, more) in results.items()})
+        page = sorted((i for items, _ in results.values() for i in items), key=lambda i: i["GSI1SK"], reverse=True)
+        token = None if walk.finished else pagination.encode(scope, walk.position(), compress=True)
+        return Page[OrderSummary](items=[OrderSummary.model_validate(i) for i in page], next_token=token)
 
     def change_status(self, order: Order, new_status: OrderStatus, *, updated_at: str) -> Order:
         """Move the order to new_status if it still has the version it was read with.

@@ -6,7 +6,8 @@ token from another list, another customer or another shard set is rejected, not
 followed; the scope itself is not carried, which keeps tokens short. The JSON is
 UTF-8, not ASCII escapes: a position holds keys, and keys hold client text.
 Tokens are signed with the current key and read with the current or the previous one
-(shop.pagination_keys), so they survive a rotation of the key.
+(shop.pagination_keys), so they survive a rotation of the key. A large position (the status
+listing's one cursor per shard) may be deflated first: a zlib stream cannot start like JSON does.
 """
 
 from __future__ import annotations
@@ -15,10 +16,15 @@ import base64
 import hashlib
 import hmac
 import json
+import zlib
 from typing import Any
 
 from shop import errors, pagination_keys
 from shop.limits import MAX_TOKEN_LENGTH
+
+_ZLIB_HEADER = 0x78
+# A signed payload is ours, but bound what it may inflate to anyway.
+MAX_INFLATED_BYTES = 64 * 1024
 
 
 def _b64(data: bytes) -> str:
@@ -34,8 +40,10 @@ def _signature(scope: str, payload: bytes, secret: bytes) -> bytes:
     return hmac.new(secret, scope.encode() + b"\n" + payload, hashlib.sha256).digest()
 
 
-def encode(scope: str, position: Any, secret: bytes | None = None) -> str:
+def encode(scope: str, position: Any, secret: bytes | None = None, *, compress: bool = False) -> str:
     payload = json.dumps(position, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
+    if compress:
+        payload = min(payload, zlib.compress(payload, 9), key=len)
     key = secret if secret is not None else pagination_keys.signing_key()
     return f"{_b64(payload)}.{_b64(_signature(scope, payload, key))}"
 
@@ -57,6 +65,11 @@ def decode(token: str, scope: str, secret: bytes | None = None) -> Any:
     if not (matches(secret) if secret is not None else pagination_keys.verify(matches)):
         raise invalid
     try:
+        if payload[:1] == bytes([_ZLIB_HEADER]):
+            inflater = zlib.decompressobj()
+            payload = inflater.decompress(payload, MAX_INFLATED_BYTES)
+            if inflater.unconsumed_tail:
+                raise ValueError("inflates past the bound")
         return json.loads(payload)
-    except ValueError:
+    except (ValueError, zlib.error):
         raise invalid from None

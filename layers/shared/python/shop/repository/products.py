@@ -10,7 +10,6 @@ from botocore.exceptions import ClientError
 from shop import errors, ids, keys
 from shop.limits import MAX_STOCK
 from shop.models import Page, Product, Review
-from shop.repository import pagination
 from shop.repository.queries import collection_page, gsi1_page
 from shop.repository.store import (
     Table,
@@ -264,31 +263,32 @@ class ProductRepository:
         return review
 
     def reviews_of_product(self, product_id: str, *, limit: int, next_token: str | None) -> Page[Review]:
-        """One Query over the product's collection: the product item (first page only) proves it exists."""
-        scope = f"product-reviews:{product_id}"
-        low, high = keys.product_reviews_range()
-        first_page = not next_token
-        params: dict[str, Any] = {
-            "TableName": self.table.name,
-            "KeyConditionExpression": "PK = :pk AND SK BETWEEN :low AND :high",
-            "ExpressionAttributeValues": values(pk=keys.product_pk(product_id), low=low, high=high),
-            "ScanIndexForward": False,
-            "Limit": limit + 1 if first_page else limit,
-        }
-        if next_token:
-            params["ExclusiveStartKey"] = pagination.decode(next_token, scope)
-        with translated_errors():
-            response = self.table.client.query(**params)
-        items = [from_item(i) for i in response.get("Items", [])]
-        if first_page:
-            if not items or items[0].get("SK") != keys.PRODUCT_SK:
-                raise errors.ProductNotFound([product_id])
-            items = items[1:]
-        last = response.get("LastEvaluatedKey")
-        return Page[Review](
-            items=[Review.model_validate(i) for i in items],
-            next_token=pagination.encode(scope, last) if last else None,
+        """One Query over the product's reviews only, so every item read is returned (amplification 1.00).
+
+        Reviews exist only for an existing product, so a page with reviews proves the product. Only an
+        empty first page reads the product too (GetItem), to tell "no reviews yet" from 404: those
+        products pay a second call, instead of every product's first page reading the product item.
+        """
+        page = collection_page(
+            self.table,
+            scope=f"product-reviews:{product_id}",
+            partition=keys.product_pk(product_id),
+            sk_prefix=keys.REVIEW_BY_RATING_PREFIX,
+            limit=limit,
+            next_token=next_token,
         )
+        if not page.items and not next_token and not self._exists(product_id):
+            raise errors.ProductNotFound([product_id])
+        return page.as_page(Review.model_validate)
+
+    def _exists(self, product_id: str) -> bool:
+        with translated_errors():
+            response = self.table.client.get_item(
+                TableName=self.table.name,
+                Key=to_item(keys.product_key(product_id)),
+                ProjectionExpression="PK",
+            )
+        return "Item" in response
 
     def reviews_of_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[Review]:
         return collection_page(

@@ -1,0 +1,127 @@
+"""Where a walk through a sharded, newest-first index stands, and how its next page is shared out.
+
+The position is one cursor per shard: not started, exhausted, or the last sort key that shard
+returned. A page asks some shards for a share of the page, in one round of parallel Queries, and
+returns every item they read, so nothing is read twice or thrown away (read amplification 1.00).
+The shares follow time: each shard's next entry is expected one `gap` (the estimated time between
+two entries of a shard, learned from the pages read so far) below its cursor, a shard not started
+at the newest time seen, and the page goes, entry by entry, to the shard expected to hold the
+newest one. The shards stay abreast, so pages come approximately newest first across shards; within
+a page and within each shard the order is exact. Sort keys start with an ISO-8601 UTC timestamp.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from shop import errors, keys
+
+NOT_STARTED = None
+EXHAUSTED = 0
+# With no gap learned yet every shard counts as equally far: the page is shared out in turn.
+UNKNOWN_GAP = 1 << 62
+# Before any time is known, a shard not started is taken to hold the newest entries.
+_NEWEST = 1 << 62
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+Cursor = str | int | None
+
+
+def _micros(sort_key: str) -> int | None:
+    try:
+        moment = datetime.fromisoformat(keys.created_at_of_status_sk(sort_key))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+@dataclass
+class ShardWalk:
+    cursors: list[Cursor]
+    gap_us: int | None = None
+    top_us: int | None = None
+
+    @classmethod
+    def start(cls, shards: int) -> ShardWalk:
+        return cls([NOT_STARTED] * shards)
+
+    @classmethod
+    def from_position(cls, position: Any, shards: int) -> ShardWalk:
+        """The walk a (signed) token holds; anything else is refused as a token this list did not issue."""
+        invalid = errors.InvalidNextToken("next_token is not a token this list issued")
+        if not isinstance(position, dict) or not isinstance(position.get("c"), list):
+            raise invalid
+        cursors, gap, top = position["c"], position.get("g"), position.get("t")
+        well_formed = (
+            len(cursors) == shards
+            and all(c is NOT_STARTED or (type(c) is int and c == EXHAUSTED) or (type(c) is str and c) for c in cursors)
+            and (gap is None or (type(gap) is int and gap > 0))
+            and (top is None or type(top) is int)
+        )
+        if not well_formed:
+            raise invalid
+        return cls(list(cursors), gap, top)
+
+    def position(self) -> dict[str, Any]:
+        """What the next token carries (compact: absent rather than null)."""
+        out: dict[str, Any] = {"c": self.cursors}
+        if self.gap_us is not None:
+            out["g"] = self.gap_us
+        if self.top_us is not None:
+            out["t"] = self.top_us
+        return out
+
+    @property
+    def finished(self) -> bool:
+        return all(c == EXHAUSTED for c in self.cursors)
+
+    def _expected_next(self, shard: int, gap: int) -> int:
+        top = self.top_us if self.top_us is not None else _NEWEST
+        cursor = self.cursors[shard]
+        if cursor is NOT_STARTED:
+            return top
+        at = _micros(str(cursor))
+        return (at if at is not None else top) - gap
+
+    def plan(self, limit: int, max_queries: int) -> dict[int, int]:
+        """How many entries to ask of which shards: `limit` in all, from at most `max_queries` shards."""
+        gap = self.gap_us or UNKNOWN_GAP
+        live = [s for s, c in enumerate(self.cursors) if c != EXHAUSTED]
+        expected = {s: self._expected_next(s, gap) for s in live}
+        chosen = sorted(live, key=lambda s: (-expected[s], s))[:max_queries]
+        heap = [(-expected[s], s) for s in chosen]
+        heapq.heapify(heap)
+        shares: dict[int, int] = {}
+        for _ in range(limit if heap else 0):
+            negated, shard = heapq.heappop(heap)
+            shares[shard] = shares.get(shard, 0) + 1
+            heapq.heappush(heap, (negated + gap, shard))
+        return shares
+
+    def advance(self, read: dict[int, tuple[list[str], bool]]) -> None:
+        """Move past what each queried shard returned (its sort keys, newest first; whether it has more)."""
+        spans = gaps = 0
+        for shard, (sort_keys, more) in read.items():
+            before = self.cursors[shard]
+            if sort_keys:
+                newest, oldest = _micros(sort_keys[0]), _micros(sort_keys[-1])
+                if newest is not None:
+                    self.top_us = newest if self.top_us is None else max(self.top_us, newest)
+                start = _micros(before) if isinstance(before, str) else newest
+                between = len(sort_keys) if isinstance(before, str) else len(sort_keys) - 1
+                if start is not None and oldest is not None and between:
+                    spans += start - oldest
+                    gaps += between
+            if not more:
+                self.cursors[shard] = EXHAUSTED
+            elif sort_keys:
+                self.cursors[shard] = sort_keys[-1]
+        if gaps:
+            learned = max(1, spans // gaps)
+            self.gap_us = learned if self.gap_us is None else max(1, (self.gap_us + learned) // 2)
