@@ -9,9 +9,8 @@ from botocore.exceptions import ClientError
 
 from shop import errors, keys
 from shop.clock import iso_from_epoch
+from shop.limits import MAX_CART_LINES
 from shop.repository.store import Table, error_code, from_item, to_item, translated_errors, values
-
-MAX_CART_LINES = 25
 
 
 @dataclass(frozen=True)
