@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
-
-from botocore.exceptions import ClientError
 
 from shop import errors, keys
 from shop.clock import iso_from_epoch
 from shop.limits import MAX_CART_LINES
-from shop.repository.store import Table, error_code, from_item, to_item, translated_errors, values
-
-
-@dataclass(frozen=True)
-class StoredLine:
-    """A cart line as stored: the product's name and price when the line was last set."""
-
-    product_id: str
-    name: str
-    unit_price_cents: int
-    quantity: int
-
-
-@dataclass(frozen=True)
-class StoredSession:
-    session_id: str
-    lines: list[StoredLine]
-    expires_at: str
-    cart_version: int
+from shop.models.sessions import StoredLine, StoredSession
+from shop.repository.store import (
+    ConditionFailed,
+    Table,
+    conditional_write,
+    from_item,
+    to_item,
+    translated_errors,
+    values,
+)
 
 
 def _session(item: dict[str, Any]) -> StoredSession:
@@ -116,7 +104,7 @@ class SessionRepository:
             }
             attr_values = values(now=now, exp=expires_at, one=1, line=line, max=MAX_CART_LINES, at=added_at)
         try:
-            with translated_errors():
+            with conditional_write():
                 response = self.table.client.update_item(
                     TableName=self.table.name,
                     Key=to_item(keys.session_key(session_id)),
@@ -127,13 +115,10 @@ class SessionRepository:
                     ReturnValues="ALL_NEW",
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
-        except ClientError as error:
-            if error_code(error) != "ConditionalCheckFailedException":
-                raise
-            old = error.response.get("Item")
-            if old is None or int(from_item(old)[keys.TTL_ATTRIBUTE]) <= now:
-                raise errors.SessionNotFound("session not found or expired") from error
-            raise errors.CartFull(f"a cart holds at most {MAX_CART_LINES} lines") from error
+        except ConditionFailed as failed:
+            if failed.item is None or int(failed.item[keys.TTL_ATTRIBUTE]) <= now:
+                raise errors.SessionNotFound("session not found or expired") from failed
+            raise errors.CartFull(f"a cart holds at most {MAX_CART_LINES} lines") from failed
         return _session(from_item(response["Attributes"]))
 
     def delete(self, session_id: str) -> None:
