@@ -325,7 +325,7 @@ class MemorySessions:
 
     def create(self, session_id: str, *, created_at: str, expires_at: int) -> StoredSession:
         if session_id in self.state.sessions:
-            raise errors.Conflict("the data changed meanwhile, retry")
+            raise errors.Conflict("a session with this id exists")
         cart = _Cart(session_id, expires_at)
         self.state.sessions[session_id] = cart
         return cart.stored()

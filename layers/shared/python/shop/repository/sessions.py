@@ -53,10 +53,19 @@ class SessionRepository:
             "created_at": created_at,
             keys.TTL_ATTRIBUTE: expires_at,
         }
-        with translated_errors():
-            self.table.client.put_item(
-                TableName=self.table.name, Item=to_item(item), ConditionExpression="attribute_not_exists(PK)"
-            )
+        try:
+            with conditional_write():
+                self.table.client.put_item(
+                    TableName=self.table.name,
+                    Item=to_item(item),
+                    ConditionExpression="attribute_not_exists(PK)",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ConditionFailed as failed:
+            # The id is new and random: a session already there with this creation time is this write's own,
+            # committed by an attempt whose answer was lost (botocore re-sends after a timeout).
+            if failed.item is None or failed.item.get("created_at") != created_at:
+                raise errors.Conflict("a session with this id exists") from failed
         return _session(item)
 
     def get(self, session_id: str, *, now: int) -> StoredSession:

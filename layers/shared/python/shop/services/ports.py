@@ -102,7 +102,8 @@ class OrderStore(Protocol):
 
 
 class SessionStore(Protocol):
-    def create(self, session_id: str, *, created_at: str, expires_at: int) -> StoredSession: ...
+    def create(self, session_id: str, *, created_at: str, expires_at: int) -> StoredSession:
+        """An empty cart; Conflict when another session has the id (a re-sent create is not another)."""
 
     def get(self, session_id: str, *, now: int) -> StoredSession:
         """SessionNotFound, also when it expired by `now` (epoch seconds)."""
