@@ -62,6 +62,8 @@ typecheck: setup
 test: setup lint typecheck synth
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
+# The fast lane (~25 s): every service rule on the in-memory store; tests/unit/conftest.py keeps moto and
+# DynamoDB Local out. The adapters are proved by tests/repository (moto and DynamoDB Local).
 unit: setup
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 

@@ -19,6 +19,7 @@ from shop.http_api.observability import count, lambda_handler
 from shop.http_api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, OrderId, Request, caller
 from shop.http_api.resolver import create_app, declare, json_response
 from shop.http_api.schemas import given
+from shop.limits import MAX_QUANTITY
 from shop.models import OrderStatus, ShippingAddress
 from shop.repository import Table
 from shop.services.actor import Actor
@@ -76,7 +77,7 @@ placement = IdempotentOperation("orders", _place)
             409: "OUT_OF_STOCK (details.product_ids), CART_EMPTY, IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS,"
             " PRICE_CHANGED",
             422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header, "
-            "lines of one product adding up to more than 99, a country that is not an ISO 3166-1 alpha-2 code)",
+            f"lines of one product adding up to more than {MAX_QUANTITY}, a country that is not an ISO 3166-1 alpha-2 code)",
         },
     ),
     tags=TAGS,

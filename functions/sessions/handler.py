@@ -10,6 +10,7 @@ from shop.http_api import session_schemas as s
 from shop.http_api.observability import lambda_handler
 from shop.http_api.params import ProductId, SessionId
 from shop.http_api.resolver import create_app, declare, json_response
+from shop.limits import MAX_CART_LINES
 from shop.repository import Table
 from shop.services.sessions import SessionService
 
@@ -48,7 +49,7 @@ def get_session(session_id: SessionId):
         body=True,
         errors_described={
             404: "SESSION_NOT_FOUND or PRODUCT_NOT_FOUND",
-            422: "VALIDATION_ERROR, or CART_FULL (more than 25 lines)",
+            422: f"VALIDATION_ERROR, or CART_FULL (more than {MAX_CART_LINES} lines)",
         },
     ),
     tags=TAGS,

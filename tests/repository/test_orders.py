@@ -140,7 +140,9 @@ def test_status_change_is_conditional_on_version(store):
         service.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=1)
     stale = order.model_copy()
     with pytest.raises(errors.VersionMismatch):
-        OrderRepository(store.table).change_status(stale, OrderStatus.CANCELLED, updated_at="2026-01-01T00:00:00Z")
+        OrderRepository(store.table).change_status(
+            stale, OrderStatus.CANCELLED, updated_at="2026-01-01T00:00:00Z", restock=stale.lines
+        )
     with pytest.raises(errors.InvalidTransition):
         service.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=2)
     with pytest.raises(errors.DomainError):
@@ -306,7 +308,7 @@ def test_cancel_whose_answer_was_lost_answers_the_cancelled_order_and_restocks_o
 
     repository = OrderRepository(store.table)
     for updated_at in (cancelled.updated_at, "2030-01-01T00:00:00Z"):  # the same write again, then a new one
-        replayed = repository.change_status(order, OrderStatus.CANCELLED, updated_at=updated_at)
+        replayed = repository.change_status(order, OrderStatus.CANCELLED, updated_at=updated_at, restock=order.lines)
         assert (replayed.status, replayed.version, replayed.updated_at) == (
             OrderStatus.CANCELLED,
             2,
@@ -340,7 +342,7 @@ def test_status_change_tokens_fit_dynamodb_and_name_one_write(store):
 
     store.client.meta.events.register("provide-client-params.dynamodb.TransactWriteItems", record)
     try:
-        OrderRepository(store.table).change_status(order, OrderStatus.CANCELLED, updated_at=at)
+        OrderRepository(store.table).change_status(order, OrderStatus.CANCELLED, updated_at=at, restock=order.lines)
     finally:
         store.client.meta.events.unregister("provide-client-params.dynamodb.TransactWriteItems", record)
     assert [r["ClientRequestToken"] for r in requests] == [token]

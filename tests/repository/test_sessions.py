@@ -9,6 +9,7 @@ from shop.services.orders import OrderService
 from shop.services.sessions import SessionService
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
+from tests.support.faults import first_answer_lost
 
 
 def test_session_cart_lifecycle(store):
@@ -157,3 +158,14 @@ def test_current_prices_read_only_what_a_cart_shows(store):
     assert len(table_request["Keys"]) == 2
     assert set(table_request["ExpressionAttributeNames"].values()) == {"product_id", "name", "price_cents"}
     assert not table_request.get("ConsistentRead")
+
+
+def test_a_create_whose_answer_was_lost_is_the_session_it_created(store):
+    """botocore re-sends a PutItem whose answer timed out (a store stall): the id is new and random,
+    so the item the re-sent write finds is the first attempt's own, not a clash."""
+    service = SessionService(store.table, ttl_seconds=600)
+    with first_answer_lost(store.client, "PutItem"):
+        session = service.create()
+    assert service.get(session.session_id) == session
+    with pytest.raises(errors.Conflict):  # another create of the id is a clash
+        SessionRepository(store.table).create(session.session_id, created_at="2026-01-01", expires_at=2**40)

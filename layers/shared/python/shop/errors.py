@@ -19,7 +19,15 @@ class DomainError(Exception):
         self.details = details
 
 
+class Forbidden(DomainError):
+    """The caller is known but may not do this (not an administrator, not the owner)."""
+
+    code = "FORBIDDEN"
+
+
 class NotFound(DomainError):
+    """Nothing at this address: an unknown route, or a thing no more specific class names."""
+
     code = "NOT_FOUND"
 
 
@@ -120,7 +128,7 @@ class ServiceUnavailable(DomainError):
 
 
 class InvalidRequest(DomainError):
-    """A request that is well-formed but breaks a rule the schema cannot express."""
+    """A request that breaks the schema (details list the fields) or a rule the schema cannot express."""
 
     code = "VALIDATION_ERROR"
 

@@ -33,8 +33,13 @@ MAX_PARALLEL_QUERIES = 32
 # boundary): names equal in their first 256 bytes sort by product id.
 NAME_SORT_KEY_BYTES = 256
 
+# Pages of a list.
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 20
+
 # Quantities.
 MAX_QUANTITY = 99  # of one product in an order or a cart, after merging duplicate lines
-MAX_ORDER_LINES = 25
+MAX_ORDER_LINES = 25  # distinct products in one order
+MAX_CART_LINES = 25  # distinct products in one session's cart
 MAX_PRICE_CENTS = 100_000_000
 MAX_STOCK = 1_000_000  # what an admin may set or adjust stock to

@@ -19,9 +19,10 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from shop.errors import Forbidden
 from shop.http_api.errors import Unauthorized
 from shop.limits import MAX_SUB_LENGTH
-from shop.services.actor import Actor, Forbidden
+from shop.services.actor import Actor
 
 GROUP_CLAIMS = ("cognito:groups", "groups")
 ADMIN_GROUP = "admin"

@@ -7,10 +7,11 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, model_validator
 
 from shop.http_api.schemas import EMAIL_PATTERN, MISSING, PYTHON_REGEX, Body
+from shop.limits import MAX_EMAIL_LENGTH
 from shop.models import Customer, Notification
 from shop.models.common import Model
 
-Email = Annotated[str, Field(min_length=3, max_length=254, pattern=EMAIL_PATTERN)]
+Email = Annotated[str, Field(min_length=3, max_length=MAX_EMAIL_LENGTH, pattern=EMAIL_PATTERN)]
 CustomerName = Annotated[str, Field(min_length=1, max_length=200)]
 
 

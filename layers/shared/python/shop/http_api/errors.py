@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from shop import errors
-from shop.services.actor import Forbidden
 
 
 class Unauthorized(errors.DomainError):
@@ -26,16 +25,6 @@ class BadRequest(errors.DomainError):
 
 class UnsupportedMediaType(errors.DomainError):
     code = "UNSUPPORTED_MEDIA_TYPE"
-
-
-class ValidationFailed(errors.DomainError):
-    """The request parsed but breaks the schema; ``details`` lists the offending fields."""
-
-    code = "VALIDATION_ERROR"
-
-
-class RouteNotFound(errors.NotFound):
-    code = "NOT_FOUND"
 
 
 class PreconditionRequired(errors.DomainError):
@@ -60,12 +49,11 @@ STATUS_BY_ERROR: dict[type[errors.DomainError], int] = {
     BadRequest: 400,
     errors.InvalidNextToken: 400,
     Unauthorized: 401,
-    Forbidden: 403,
+    errors.Forbidden: 403,
     errors.NotFound: 404,
     errors.Conflict: 409,
     errors.VersionMismatch: 412,
     UnsupportedMediaType: 415,
-    ValidationFailed: 422,
     errors.InvalidRequest: 422,
     errors.CartFull: 422,
     PreconditionRequired: 428,

@@ -7,7 +7,8 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
 from shop.http_api.countries import CountryCode
-from shop.http_api.schemas import INTEGRAL, MAX_ID_LENGTH, MAX_ORDER_LINES, MAX_QUANTITY, MISSING, Body
+from shop.http_api.schemas import INTEGRAL, MISSING, Body
+from shop.limits import MAX_ID_LENGTH, MAX_ORDER_LINES, MAX_QUANTITY
 from shop.models import Order, OrderStatus, OrderSummary, ShippingAddress
 from shop.models.common import Model
 

@@ -6,7 +6,7 @@ from aws_lambda_powertools.event_handler import Request
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from shop.http_api.auth import require_actor
-from shop.http_api.schemas import DEFAULT_LIMIT, MAX_ID_LENGTH, MAX_LIMIT, MAX_TOKEN_LENGTH
+from shop.limits import DEFAULT_LIMIT, MAX_ID_LENGTH, MAX_LIMIT, MAX_TOKEN_LENGTH
 from shop.services.actor import Actor
 
 CustomerId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH, description="the customer's token sub")]

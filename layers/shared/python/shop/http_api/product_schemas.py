@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
-from shop.http_api.schemas import INTEGRAL, MAX_PRICE_CENTS, MAX_STOCK, MISSING, Body
-from shop.limits import MAX_CATEGORY_LENGTH, MAX_PRODUCT_NAME_LENGTH
+from shop.http_api.schemas import INTEGRAL, MISSING, Body
+from shop.limits import MAX_CATEGORY_LENGTH, MAX_PRICE_CENTS, MAX_PRODUCT_NAME_LENGTH, MAX_STOCK
 from shop.models import Product, Review
 from shop.models.common import Model
 

@@ -311,7 +311,7 @@ def _on_validation_error(exc: RequestValidationError) -> Response:
     observability.count("ValidationFailures")
     fields = ", ".join(f"{d['location']}.{d['field']}".rstrip(".") for d in details)
     return _error_response(
-        422, http_errors.error_body(http_errors.ValidationFailed.code, f"invalid request: {fields}", details)
+        422, http_errors.error_body(errors.InvalidRequest.code, f"invalid request: {fields}", details)
     )
 
 
@@ -320,7 +320,7 @@ def _on_unsupported_media(exc: RequestUnsupportedContentType) -> Response:
 
 
 def _on_not_found(exc: NotFoundError) -> Response:
-    return _on_domain_error(http_errors.RouteNotFound("no such route"))
+    return _on_domain_error(errors.NotFound("no such route"))
 
 
 def _on_unexpected(exc: Exception) -> Response:

@@ -1,7 +1,7 @@
 """The HTTP bodies and parameters: what the OpenAPI document says, and what validation enforces.
 
-This module holds what every API function shares: the limits, the request-body base and the error
-bodies. Each function's own bodies are in ``customer_schemas``, ``product_schemas``,
+This module holds what every API function shares: the request-body base and the error bodies (the
+limits are in shop.limits). Each function's own bodies are in ``customer_schemas``, ``product_schemas``,
 ``session_schemas`` and ``order_schemas``, so a function defines only its own models at import.
 
 Request bodies forbid unknown fields and use strict integers (no "5" for 5, no true for 1, but 2.0
@@ -20,11 +20,8 @@ from typing import Any, TypeVar
 
 from pydantic import MISSING, BeforeValidator, ConfigDict, Field, RootModel
 
-from shop.limits import MAX_ID_LENGTH, MAX_ORDER_LINES, MAX_PRICE_CENTS, MAX_QUANTITY, MAX_STOCK, MAX_TOKEN_LENGTH
 from shop.models.common import Model
 
-MAX_LIMIT = 100
-DEFAULT_LIMIT = 20
 # Not `\s`: its members differ between ECMA-262, Rust and Python. Spelled out, the class excludes
 # every control character and every character any of them counts as whitespace. Not `$` either:
 # Python's also matches before a final newline; `(?![\s\S])` is the end of the string in ECMA-262
@@ -99,16 +96,8 @@ class ValidationErrorResponse(Model):
 
 
 __all__ = [
-    "DEFAULT_LIMIT",
     "EMAIL_PATTERN",
     "INTEGRAL",
-    "MAX_ID_LENGTH",
-    "MAX_LIMIT",
-    "MAX_ORDER_LINES",
-    "MAX_PRICE_CENTS",
-    "MAX_QUANTITY",
-    "MAX_STOCK",
-    "MAX_TOKEN_LENGTH",
     "MISSING",
     "PYTHON_REGEX",
     "Body",

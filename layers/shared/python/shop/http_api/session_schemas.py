@@ -6,7 +6,8 @@ from typing import Annotated
 
 from pydantic import Field, StrictInt
 
-from shop.http_api.schemas import INTEGRAL, MAX_QUANTITY, Body
+from shop.http_api.schemas import INTEGRAL, Body
+from shop.limits import MAX_QUANTITY
 from shop.models import Session
 
 

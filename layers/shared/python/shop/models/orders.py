@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 from pydantic import Field
 
 from shop.models.common import Model
+from shop.models.pricing import line_total
 
 
 class OrderStatus(StrEnum):
@@ -40,6 +42,17 @@ class OrderLine(Model):
     quantity: int
     line_total_cents: int
 
+    @classmethod
+    def priced(cls, product_id: str, name: str, unit_price_cents: int, quantity: int) -> OrderLine:
+        """The line at this unit price, its total computed by the one rule."""
+        return cls(
+            product_id=product_id,
+            name=name,
+            unit_price_cents=unit_price_cents,
+            quantity=quantity,
+            line_total_cents=line_total(unit_price_cents, quantity),
+        )
+
 
 class StatusEntry(Model):
     status: OrderStatus
@@ -60,3 +73,20 @@ class Order(OrderSummary):
     lines: list[OrderLine]
     shipping_address: ShippingAddress
     history: list[StatusEntry]
+
+
+@dataclass(frozen=True)
+class SessionClaim:
+    """The session whose cart is being checked out, as it was read; `now` is the checkout's epoch second."""
+
+    session_id: str
+    cart_version: int
+    now: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The customer's Idempotency-Key an order is placed under, claimed until `expires_at` (epoch s)."""
+
+    key: str
+    expires_at: int

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from shop.models.common import Model
 
 
@@ -14,3 +16,12 @@ class Product(Model):
     rating_average: float | None = None
     created_at: str
     updated_at: str
+
+
+@dataclass(frozen=True)
+class CataloguePrice:
+    """What a cart shows of a product: its name and current price."""
+
+    product_id: str
+    name: str
+    price_cents: int

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import Field
 
 from shop.models.common import Model
@@ -25,3 +27,23 @@ class Session(Model):
     cart: list[CartLine]
     subtotal_cents: int = Field(description="current unit price x quantity over the lines that are not unavailable")
     expires_at: str
+
+
+@dataclass(frozen=True)
+class StoredLine:
+    """A cart line as stored: the product's name and price when the line was last set."""
+
+    product_id: str
+    name: str
+    unit_price_cents: int
+    quantity: int
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """A session as stored: its lines in the order they were first added; `cart_version` counts changes."""
+
+    session_id: str
+    lines: list[StoredLine]
+    expires_at: str
+    cart_version: int

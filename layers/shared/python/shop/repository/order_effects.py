@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from botocore.exceptions import ClientError
-
 from shop import keys
 from shop.models import Notification, OrderStatus, OrderSummary
 from shop.repository.orders import OrderRepository
-from shop.repository.store import Table, error_code, to_item, translated_errors, values
+from shop.repository.store import ConditionFailed, Table, conditional_write, to_item, translated_errors, values
 
 
 def notification_id(order_id: str, version: int) -> str:
@@ -23,7 +21,7 @@ class OrderEffectsRepository:
         """PENDING at `version` -> CONFIRMED at version + 1. False when that already happened or cannot."""
         gsi = keys.order_status_gsi(OrderStatus.CONFIRMED, order_id, created_at, self.orders.shards)
         try:
-            with translated_errors():
+            with conditional_write():
                 self.table.client.update_item(
                     TableName=self.table.name,
                     Key=to_item(keys.order_key(order_id)),
@@ -39,24 +37,20 @@ class OrderEffectsRepository:
                         version=version,
                     ),
                 )
-        except ClientError as error:
-            if error_code(error) == "ConditionalCheckFailedException":
-                return False
-            raise
+        except ConditionFailed:
+            return False
         return True
 
     def _put_once(self, item: dict[str, object]) -> bool:
         try:
-            with translated_errors():
+            with conditional_write():
                 self.table.client.put_item(
                     TableName=self.table.name,
                     Item=to_item(item),
                     ConditionExpression="attribute_not_exists(PK)",
                 )
-        except ClientError as error:
-            if error_code(error) == "ConditionalCheckFailedException":
-                return False
-            raise
+        except ConditionFailed:
+            return False
         return True
 
     def history_recorded(self, change: OrderSummary) -> bool:
@@ -102,7 +96,7 @@ class OrderEffectsRepository:
     def update_customer_index(self, change: OrderSummary) -> bool:
         """Newer versions only: an older or repeated record never moves the index backwards."""
         try:
-            with translated_errors():
+            with conditional_write():
                 self.table.client.update_item(
                     TableName=self.table.name,
                     Key=to_item(keys.customer_order_key(change.customer_id, change.order_id)),
@@ -113,8 +107,6 @@ class OrderEffectsRepository:
                         status=change.status.value, version=change.version, at=change.updated_at
                     ),
                 )
-        except ClientError as error:
-            if error_code(error) == "ConditionalCheckFailedException":
-                return False
-            raise
+        except ConditionFailed:
+            return False
         return True

@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import contextvars
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
-
-from botocore.exceptions import ClientError
 
 from shop import errors, keys
 from shop.config import settings
 from shop.limits import MAX_PARALLEL_QUERIES
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusEntry
+from shop.models.orders import Placement, SessionClaim
 from shop.repository import pagination
 from shop.repository.queries import collection_page
 from shop.repository.shard_walk import ShardWalk
 from shop.repository.store import (
+    ConditionFailed,
     Table,
     TransactionCancelled,
-    error_code,
+    conditional_write,
     from_item,
     to_item,
     transact_write,
@@ -32,23 +32,6 @@ from shop.repository.store import (
 # Namespace of the status changes' client request tokens (uuid5 of the change).
 STATUS_CHANGE_TOKENS = uuid.UUID("6f0c2a4e-9a53-5b1e-8f3d-2d7c1e0b9a61")
 SUMMARY_FIELDS = ("order_id", "customer_id", "status", "version", "total_cents", "created_at", "updated_at")
-
-
-@dataclass(frozen=True)
-class SessionClaim:
-    """The session whose cart is being checked out, as it was read."""
-
-    session_id: str
-    cart_version: int
-    now: int
-
-
-@dataclass(frozen=True)
-class Placement:
-    """The customer's Idempotency-Key an order is placed under, claimed until `expires_at` (epoch s)."""
-
-    key: str
-    expires_at: int
 
 
 @cache
@@ -82,18 +65,16 @@ def _order_from_items(items: list[dict[str, Any]]) -> Order:
 
 
 def _stock_check_failures(
-    order_lines: list[OrderLine], reasons: list[dict[str, Any]], first_line_index: int
+    order_lines: list[OrderLine], cancelled: TransactionCancelled, first_line_index: int
 ) -> tuple[list[str], list[str], list[str]]:
     missing, short, repriced = [], [], []
-    for offset, line in enumerate(order_lines):
-        reason = reasons[first_line_index + offset] if first_line_index + offset < len(reasons) else {}
-        if reason.get("Code") != "ConditionalCheckFailed":
+    for index, line in enumerate(order_lines, start=first_line_index):
+        if not cancelled.failed_condition(index):
             continue
-        if "Item" not in reason:
+        current = cancelled.old_item(index)
+        if current is None:
             missing.append(line.product_id)
-            continue
-        current = from_item(reason["Item"])
-        if int(current.get("stock", 0)) < line.quantity:
+        elif int(current.get("stock", 0)) < line.quantity:
             short.append(line.product_id)
         elif int(current.get("price_cents", -1)) != line.unit_price_cents:
             repriced.append(line.product_id)
@@ -238,7 +219,7 @@ class OrderRepository:
 
     @staticmethod
     def _raise_placement_failure(order: Order, cancelled: TransactionCancelled, session: SessionClaim | None) -> None:
-        missing, short, repriced = _stock_check_failures(order.lines, cancelled.reasons, 1)
+        missing, short, repriced = _stock_check_failures(order.lines, cancelled, 1)
         if missing:
             raise errors.ProductNotFound(missing) from cancelled
         if short:
@@ -312,13 +293,15 @@ class OrderRepository:
         token = None if walk.finished else pagination.encode(scope, walk.position(), compress=True)
         return Page[OrderSummary](items=[OrderSummary.model_validate(i) for i in page], next_token=token)
 
-    def change_status(self, order: Order, new_status: OrderStatus, *, updated_at: str) -> Order:
+    def change_status(
+        self, order: Order, new_status: OrderStatus, *, updated_at: str, restock: Sequence[OrderLine] = ()
+    ) -> Order:
         """Move the order to new_status if it still has the version it was read with.
 
-        Cancelling restocks every line in the same transaction, sent with a client request token derived
-        from the write, so a retry of a transaction that committed changes nothing. A failed condition is
-        explained from the order as it is: already in new_status at the next version means this change
-        was made (a retry after a lost response) and is answered as done.
+        With ``restock`` lines, their quantities go back to stock in the same transaction, sent with a
+        client request token derived from the write, so a retry of a transaction that committed changes
+        nothing. A failed condition is explained from the order as it is: already in new_status at the
+        next version means this change was made (a retry after a lost response) and is answered as done.
         """
         gsi = keys.order_status_gsi(new_status, order.order_id, order.created_at, self.shards)
         update = {
@@ -337,8 +320,8 @@ class OrderRepository:
             ),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        if new_status is OrderStatus.CANCELLED:
-            restock = [
+        if restock:
+            restocks = [
                 {
                     "Update": {
                         "TableName": self.table.name,
@@ -348,23 +331,21 @@ class OrderRepository:
                         "ExpressionAttributeValues": values(qty=line.quantity),
                     }
                 }
-                for line in order.lines
+                for line in restock
             ]
             token = status_change_token(order, new_status, updated_at)
             try:
-                transact_write(self.table, [{"Update": update}, *restock], ClientRequestToken=token)
+                transact_write(self.table, [{"Update": update}, *restocks], ClientRequestToken=token)
             except TransactionCancelled as cancelled:
                 if cancelled.failed_condition(0):
-                    return _explain_failed_change(order, new_status, cancelled.reasons[0].get("Item"))
+                    return _explain_failed_change(order, new_status, cancelled.old_item(0))
                 raise cancelled.unexplained() from cancelled
         else:
             try:
-                with translated_errors():
+                with conditional_write():
                     self.table.client.update_item(**update)
-            except ClientError as error:
-                if error_code(error) == "ConditionalCheckFailedException":
-                    return _explain_failed_change(order, new_status, error.response.get("Item"))
-                raise
+            except ConditionFailed as failed:
+                return _explain_failed_change(order, new_status, failed.item)
         return _advanced(order, new_status, order.version + 1, updated_at)
 
 
@@ -383,11 +364,10 @@ def _advanced(order: Order, status: OrderStatus, version: int, updated_at: str) 
     return order.model_copy(update={"status": status, "version": version, "updated_at": updated_at, "history": history})
 
 
-def _explain_failed_change(order: Order, new_status: OrderStatus, current_item: dict[str, Any] | None) -> Order:
+def _explain_failed_change(order: Order, new_status: OrderStatus, current: dict[str, Any] | None) -> Order:
     """The order a failed conditional status change leaves, if the change is already made; else why it failed."""
-    if current_item is None:
+    if current is None:
         raise errors.OrderNotFound("order not found")
-    current = from_item(current_item)
     version = int(current["version"])
     if current["status"] == new_status.value and version == order.version + 1:
         return _advanced(order, new_status, version, current["updated_at"])

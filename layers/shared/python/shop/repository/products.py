@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
-
-from botocore.exceptions import ClientError
 
 from shop import errors, ids, keys
 from shop.limits import MAX_STOCK
 from shop.models import Page, Product, Review
+from shop.models.products import CataloguePrice
 from shop.repository.queries import collection_page, gsi1_page
 from shop.repository.store import (
+    ConditionFailed,
     Table,
     TransactionCancelled,
-    error_code,
+    conditional_write,
     from_item,
     to_item,
     transact_write,
@@ -26,13 +25,6 @@ BATCH_GET_LIMIT = 100
 EDITABLE_FIELDS = ("name", "category", "price_cents", "description")
 # What a cart needs of a product; archival will add the product's status here.
 CART_PROJECTION = {"#id": "product_id", "#name": "name", "#price": "price_cents"}
-
-
-@dataclass(frozen=True)
-class CataloguePrice:
-    product_id: str
-    name: str
-    price_cents: int
 
 
 def product_from_item(item: dict[str, Any]) -> Product:
@@ -59,16 +51,14 @@ class ProductRepository:
 
     def create(self, product: Product) -> Product:
         try:
-            with translated_errors():
+            with conditional_write():
                 self.table.client.put_item(
                     TableName=self.table.name,
                     Item=to_item(product_item(product)),
                     ConditionExpression="attribute_not_exists(PK)",
                 )
-        except ClientError as error:
-            if error_code(error) == "ConditionalCheckFailedException":
-                raise errors.ProductExists(f"product {product.product_id} exists") from error
-            raise
+        except ConditionFailed as failed:
+            raise errors.ProductExists(f"product {product.product_id} exists") from failed
         return product
 
     def get(self, product_id: str) -> Product:
@@ -137,7 +127,7 @@ class ProductRepository:
         if remove_parts:
             expression += " REMOVE " + ", ".join(remove_parts)
         try:
-            with translated_errors():
+            with conditional_write():
                 response = self.table.client.update_item(
                     TableName=self.table.name,
                     Key=to_item(keys.product_key(current.product_id)),
@@ -153,10 +143,8 @@ class ProductRepository:
                     ),
                     ReturnValues="ALL_NEW",
                 )
-        except ClientError as error:
-            if error_code(error) == "ConditionalCheckFailedException":
-                raise errors.Conflict("the product changed meanwhile, retry") from error
-            raise
+        except ConditionFailed as failed:
+            raise errors.Conflict("the product changed meanwhile, retry") from failed
         return product_from_item(from_item(response["Attributes"]))
 
     def adjust_stock(self, product_id: str, delta: int) -> int:
@@ -171,7 +159,7 @@ class ProductRepository:
             bound, limit = "stock <= :limit", MAX_STOCK - delta
         adjustment = ids.new_id()
         try:
-            with translated_errors():
+            with conditional_write():
                 response = self.table.client.update_item(
                     TableName=self.table.name,
                     Key=to_item(keys.product_key(product_id)),
@@ -184,20 +172,17 @@ class ProductRepository:
                     ReturnValues="UPDATED_NEW",
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
-        except ClientError as error:
-            if error_code(error) != "ConditionalCheckFailedException":
-                raise
-            if "Item" not in error.response:
-                raise errors.ProductNotFound([product_id]) from error
-            current = from_item(error.response["Item"])
-            stock = int(current["stock"])
-            if current.get("last_stock_adjustment") == adjustment:
+        except ConditionFailed as failed:
+            if failed.item is None:
+                raise errors.ProductNotFound([product_id]) from failed
+            stock = int(failed.item["stock"])
+            if failed.item.get("last_stock_adjustment") == adjustment:
                 return stock
             if delta <= 0:
-                raise errors.InsufficientStock("stock cannot go below zero", {"stock": stock}) from error
+                raise errors.InsufficientStock("stock cannot go below zero", {"stock": stock}) from failed
             raise errors.StockLimitExceeded(
                 f"stock cannot go above {MAX_STOCK}", {"delta": f"stock is {stock}, at most {MAX_STOCK} allowed"}
-            ) from error
+            ) from failed
         return int(from_item(response["Attributes"])["stock"])
 
     def add_review(self, review: Review) -> Review:

@@ -2,34 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
-
-from botocore.exceptions import ClientError
 
 from shop import errors, keys
 from shop.clock import iso_from_epoch
-from shop.repository.store import Table, error_code, from_item, to_item, translated_errors, values
-
-MAX_CART_LINES = 25
-
-
-@dataclass(frozen=True)
-class StoredLine:
-    """A cart line as stored: the product's name and price when the line was last set."""
-
-    product_id: str
-    name: str
-    unit_price_cents: int
-    quantity: int
-
-
-@dataclass(frozen=True)
-class StoredSession:
-    session_id: str
-    lines: list[StoredLine]
-    expires_at: str
-    cart_version: int
+from shop.limits import MAX_CART_LINES
+from shop.models.sessions import StoredLine, StoredSession
+from shop.repository.store import (
+    ConditionFailed,
+    Table,
+    conditional_write,
+    from_item,
+    to_item,
+    translated_errors,
+    values,
+)
 
 
 def _session(item: dict[str, Any]) -> StoredSession:
@@ -66,10 +53,19 @@ class SessionRepository:
             "created_at": created_at,
             keys.TTL_ATTRIBUTE: expires_at,
         }
-        with translated_errors():
-            self.table.client.put_item(
-                TableName=self.table.name, Item=to_item(item), ConditionExpression="attribute_not_exists(PK)"
-            )
+        try:
+            with conditional_write():
+                self.table.client.put_item(
+                    TableName=self.table.name,
+                    Item=to_item(item),
+                    ConditionExpression="attribute_not_exists(PK)",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ConditionFailed as failed:
+            # The id is new and random: a session already there with this creation time is this write's own,
+            # committed by an attempt whose answer was lost (botocore re-sends after a timeout).
+            if failed.item is None or failed.item.get("created_at") != created_at:
+                raise errors.Conflict("a session with this id exists") from failed
         return _session(item)
 
     def get(self, session_id: str, *, now: int) -> StoredSession:
@@ -117,7 +113,7 @@ class SessionRepository:
             }
             attr_values = values(now=now, exp=expires_at, one=1, line=line, max=MAX_CART_LINES, at=added_at)
         try:
-            with translated_errors():
+            with conditional_write():
                 response = self.table.client.update_item(
                     TableName=self.table.name,
                     Key=to_item(keys.session_key(session_id)),
@@ -128,13 +124,10 @@ class SessionRepository:
                     ReturnValues="ALL_NEW",
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
-        except ClientError as error:
-            if error_code(error) != "ConditionalCheckFailedException":
-                raise
-            old = error.response.get("Item")
-            if old is None or int(from_item(old)[keys.TTL_ATTRIBUTE]) <= now:
-                raise errors.SessionNotFound("session not found or expired") from error
-            raise errors.CartFull(f"a cart holds at most {MAX_CART_LINES} lines") from error
+        except ConditionFailed as failed:
+            if failed.item is None or int(failed.item[keys.TTL_ATTRIBUTE]) <= now:
+                raise errors.SessionNotFound("session not found or expired") from failed
+            raise errors.CartFull(f"a cart holds at most {MAX_CART_LINES} lines") from failed
         return _session(from_item(response["Attributes"]))
 
     def delete(self, session_id: str) -> None:

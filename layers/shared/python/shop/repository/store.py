@@ -132,6 +132,32 @@ def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
+class ConditionFailed(Exception):
+    """A single-item write whose ConditionExpression did not hold.
+
+    ``item`` is the item as it was, plain, when the write asked for it with
+    ReturnValuesOnConditionCheckFailure=ALL_OLD and it existed; None otherwise.
+    """
+
+    def __init__(self, item: dict[str, Any] | None) -> None:
+        super().__init__("the condition of the write did not hold")
+        self.item = item
+
+
+@contextmanager
+def conditional_write() -> Iterator[None]:
+    """translated_errors() for one PutItem, UpdateItem or DeleteItem, whose failed condition is raised as
+    ConditionFailed for the caller to explain."""
+    try:
+        with translated_errors():
+            yield
+    except ClientError as error:
+        if error_code(error) != "ConditionalCheckFailedException":
+            raise
+        old = error.response.get("Item")
+        raise ConditionFailed(from_item(old) if old is not None else None) from error
+
+
 class TransactionCancelled(Exception):
     """A cancelled TransactWriteItems with its per-item reasons, in the order the items were sent."""
 
@@ -141,6 +167,11 @@ class TransactionCancelled(Exception):
 
     def failed_condition(self, index: int) -> bool:
         return index < len(self.reasons) and self.reasons[index].get("Code") == "ConditionalCheckFailed"
+
+    def old_item(self, index: int) -> dict[str, Any] | None:
+        """Item `index` as it was (plain), when its write asked for ReturnValuesOnConditionCheckFailure."""
+        item = self.reasons[index].get("Item") if index < len(self.reasons) else None
+        return from_item(item) if item is not None else None
 
     def unexplained(self) -> errors.DomainError:
         """What a cancellation the caller's conditions do not explain means.

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shop import errors
-
-
-class Forbidden(errors.DomainError):
-    code = "FORBIDDEN"
+from shop.errors import Forbidden
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,13 @@ from shop import clock, ids
 from shop.models import Page, Product, Review
 from shop.repository import ProductRepository, Table
 from shop.services.actor import Actor
+from shop.services.ports import ProductStore
 
 
 class CatalogService:
-    def __init__(self, table: Table) -> None:
-        self.products = ProductRepository(table)
+    def __init__(self, table: Table | None = None, *, products: ProductStore | None = None) -> None:
+        """The rules over `products`; by default the DynamoDB repository on `table` (the function's table)."""
+        self.products: ProductStore = products if products is not None else ProductRepository(table or Table())
 
     def create(
         self, actor: Actor, *, name: str, category: str, price_cents: int, description: str | None, stock: int

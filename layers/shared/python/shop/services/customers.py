@@ -9,14 +9,16 @@ from shop import clock, errors
 from shop.models import Customer, Notification, Page
 from shop.repository import CustomerRepository, Table
 from shop.services.actor import Actor
+from shop.services.ports import CustomerStore
 
 # Reads and conditional writes one PATCH without If-Match tries before answering 409 CONFLICT.
 UPDATE_ATTEMPTS = 5
 
 
 class CustomerService:
-    def __init__(self, table: Table) -> None:
-        self.customers = CustomerRepository(table)
+    def __init__(self, table: Table | None = None, *, customers: CustomerStore | None = None) -> None:
+        """The rules over `customers`; by default the DynamoDB repository on `table` (the function's table)."""
+        self.customers: CustomerStore = customers if customers is not None else CustomerRepository(table or Table())
 
     def create(self, actor: Actor, *, email: str, name: str) -> Customer:
         now = clock.iso_now()

@@ -17,17 +17,15 @@ from shop.models import (
     ShippingAddress,
     StatusEntry,
 )
-from shop.repository import (
-    OrderRepository,
-    Placement,
-    ProductRepository,
-    SessionClaim,
-    SessionRepository,
-    Table,
-)
+from shop.models.orders import Placement, SessionClaim
+from shop.models.pricing import subtotal
+from shop.repository import OrderRepository, ProductRepository, SessionRepository, Table
 from shop.services.actor import Actor
+from shop.services.ports import OrderStore, ProductPrices, SessionStore
 
 REPRICE_ATTEMPTS = 3
+# Reads and conditional writes one cancel tries before answering 503 (the order keeps changing).
+CANCEL_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -56,10 +54,21 @@ def lines_over_the_limit(lines: list[RequestedLine]) -> dict[str, str]:
 
 
 class OrderService:
-    def __init__(self, table: Table, shards: int | None = None) -> None:
-        self.orders = OrderRepository(table, shards)
-        self.products = ProductRepository(table)
-        self.sessions = SessionRepository(table)
+    def __init__(
+        self,
+        table: Table | None = None,
+        shards: int | None = None,
+        *,
+        orders: OrderStore | None = None,
+        products: ProductPrices | None = None,
+        sessions: SessionStore | None = None,
+    ) -> None:
+        """The rules over the stores given; the others are the DynamoDB repositories on `table` (the
+        function's table), the status index in `shards` shards."""
+        table = table or Table()
+        self.orders: OrderStore = orders if orders is not None else OrderRepository(table, shards)
+        self.products: ProductPrices = products if products is not None else ProductRepository(table)
+        self.sessions: SessionStore = sessions if sessions is not None else SessionRepository(table)
 
     def _price(self, quantities: dict[str, int]) -> list[OrderLine]:
         catalogue = self.products.get_many(list(quantities))
@@ -67,13 +76,7 @@ class OrderService:
         if missing:
             raise errors.ProductNotFound(missing)
         return [
-            OrderLine(
-                product_id=pid,
-                name=catalogue[pid].name,
-                unit_price_cents=catalogue[pid].price_cents,
-                quantity=qty,
-                line_total_cents=catalogue[pid].price_cents * qty,
-            )
+            OrderLine.priced(pid, catalogue[pid].name, catalogue[pid].price_cents, qty)
             for pid, qty in quantities.items()
         ]
 
@@ -85,7 +88,7 @@ class OrderService:
             status=OrderStatus.PENDING,
             version=1,
             lines=lines,
-            total_cents=sum(line.line_total_cents for line in lines),
+            total_cents=subtotal(lines),
             shipping_address=address,
             created_at=now,
             updated_at=now,
@@ -111,13 +114,7 @@ class OrderService:
                 raise errors.CartEmpty("the session's cart is empty", {"session_id": session_id})
             claim = SessionClaim(session_id, stored.cart_version, clock.epoch(clock.now()))
             priced = [
-                OrderLine(
-                    product_id=line.product_id,
-                    name=line.name,
-                    unit_price_cents=line.unit_price_cents,
-                    quantity=line.quantity,
-                    line_total_cents=line.unit_price_cents * line.quantity,
-                )
+                OrderLine.priced(line.product_id, line.name, line.unit_price_cents, line.quantity)
                 for line in stored.lines
             ]
             quantities = {line.product_id: line.quantity for line in stored.lines}
@@ -173,23 +170,24 @@ class OrderService:
             return order  # the change is made: a retry whose first attempt's answer was lost
         if order.version != expected_version:
             raise errors.VersionMismatch("the order changed since you read it", {"current_version": order.version})
-        self._check_transition(order, new_status)
-        return self.orders.change_status(order, new_status, updated_at=clock.iso_now())
+        return self._move(order, new_status)
 
     def cancel(self, actor: Actor, order_id: str) -> Order:
-        for _ in range(3):
+        """The owner's or an admin's cancel; a concurrent change is re-read and the cancel re-tried."""
+        for _ in range(CANCEL_ATTEMPTS):
             order = self.get(actor, order_id)
-            self._check_transition(order, OrderStatus.CANCELLED)
             try:
-                return self.orders.change_status(order, OrderStatus.CANCELLED, updated_at=clock.iso_now())
+                return self._move(order, OrderStatus.CANCELLED)
             except errors.VersionMismatch:
                 continue
         raise errors.ServiceUnavailable("the order keeps changing, retry later")
 
-    @staticmethod
-    def _check_transition(order: Order, new_status: OrderStatus) -> None:
+    def _move(self, order: Order, new_status: OrderStatus) -> Order:
+        """The status machine's step from the order as read; cancelling puts every line back in stock."""
         if new_status not in ORDER_TRANSITIONS[order.status]:
             raise errors.InvalidTransition(
                 f"an order cannot go from {order.status} to {new_status}",
                 {"from": order.status.value, "to": new_status.value},
             )
+        restock = order.lines if new_status is OrderStatus.CANCELLED else ()
+        return self.orders.change_status(order, new_status, updated_at=clock.iso_now(), restock=restock)

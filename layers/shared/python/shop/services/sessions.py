@@ -9,8 +9,11 @@ from __future__ import annotations
 from shop import clock, ids
 from shop.config import settings
 from shop.models import CartLine, Session
-from shop.repository import ProductRepository, SessionRepository, StoredSession, Table
-from shop.repository.products import CataloguePrice
+from shop.models.pricing import subtotal
+from shop.models.products import CataloguePrice
+from shop.models.sessions import StoredSession
+from shop.repository import ProductRepository, SessionRepository, Table
+from shop.services.ports import ProductPrices, SessionStore
 
 
 def priced_session(stored: StoredSession, catalogue: dict[str, CataloguePrice]) -> Session:
@@ -33,15 +36,25 @@ def priced_session(stored: StoredSession, catalogue: dict[str, CataloguePrice]) 
     return Session(
         session_id=stored.session_id,
         cart=cart,
-        subtotal_cents=sum(line.unit_price_cents * line.quantity for line in cart if not line.unavailable),
+        subtotal_cents=subtotal(line for line in cart if not line.unavailable),
         expires_at=stored.expires_at,
     )
 
 
 class SessionService:
-    def __init__(self, table: Table, ttl_seconds: int | None = None) -> None:
-        self.sessions = SessionRepository(table)
-        self.products = ProductRepository(table)
+    def __init__(
+        self,
+        table: Table | None = None,
+        ttl_seconds: int | None = None,
+        *,
+        sessions: SessionStore | None = None,
+        products: ProductPrices | None = None,
+    ) -> None:
+        """The rules over the stores given; the others are the DynamoDB repositories on `table` (the
+        function's table). Sessions last `ttl_seconds` past their last change (default: the setting)."""
+        table = table or Table()
+        self.sessions: SessionStore = sessions if sessions is not None else SessionRepository(table)
+        self.products: ProductPrices = products if products is not None else ProductRepository(table)
         self._ttl = ttl_seconds
 
     @property
