@@ -24,6 +24,7 @@ from enum import StrEnum
 from shop import clock
 from shop.models import OrderStatus
 from shop.models.events import AbandonedLine, CartAbandoned, DetailType, OrderChange, Source
+from shop.models.pricing import subtotal
 from shop.publishing import Event
 from shop.repository import OrderEffectsRepository, Table
 from shop.repository.stream_records import OrderImage, SessionImage, StreamRecord
@@ -102,7 +103,7 @@ def cart_abandoned_event(session: SessionImage) -> Event:
             )
             for product_id, item in ordered
         ],
-        subtotal_cents=sum(item.unit_price_cents * item.quantity for item in session.cart.values()),
+        subtotal_cents=subtotal(session.cart.values()),
     )
     return Event(source=Source.SESSIONS, detail_type=DetailType.CART_ABANDONED, detail=dict(detail))
 
