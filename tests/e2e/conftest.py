@@ -409,3 +409,23 @@ def eventually(probe: Callable[[], Any], *, timeout: float = 30.0, interval: flo
 def create_product(api: Api, admin: str, *, category: str, name: str, price_cents: int, stock: int) -> dict[str, Any]:
     body = {"name": name, "category": category, "price_cents": price_cents, "stock": stock, "description": "e2e"}
     return expect(api.post("/products", token=admin, json=body), 201)
+
+
+def order_lines(product_id: str, quantity: int = 1) -> dict[str, Any]:
+    """An order body: one line of the product, shipped to ADDRESS."""
+    return {"lines": [{"product_id": product_id, "quantity": quantity}], "shipping_address": ADDRESS}
+
+
+def place_order(api: Api, token: str, key: str, body: dict[str, Any]) -> requests.Response:
+    """POST /orders with its Idempotency-Key; the response, whatever its status."""
+    return api.post("/orders", token=token, headers={"Idempotency-Key": key}, json=body)
+
+
+def confirmed(api: Api, token: str, order_id: str, *, timeout: float = 30.0) -> requests.Response:
+    """GET /orders/{order_id} once the stream processor has confirmed the order (bounded wait)."""
+
+    def probe() -> requests.Response | None:
+        resp = api.get(f"/orders/{order_id}", token=token)
+        return resp if expect(resp, 200)["status"] == "CONFIRMED" else None
+
+    return eventually(probe, timeout=timeout, what=f"order {order_id} CONFIRMED by the stream processor")
