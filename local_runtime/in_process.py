@@ -128,8 +128,8 @@ class InProcessFunctions:
         return self._event(self.route(method, path), method, path, **kwargs)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Reply:
-        """Send a request to the function its route names: `query` (a mapping), `body` (any JSON value;
-        bytes go as they are), `headers`, `claims` (what the JWT authorizer passes)."""
+        """Send a request to the function its route names: `query` (a mapping), `body` (any JSON value),
+        `headers`, `claims` (what the JWT authorizer passes)."""
         match = self.route(method, path)
         if match is None:
             raise LookupError(f"no route for {method} {path}")
@@ -155,7 +155,7 @@ class InProcessFunctions:
             raw_path=path,
             raw_query=urlencode(query or {}),
             headers=list(all_headers.items()),
-            body=b"" if body is None else body if isinstance(body, bytes) else json.dumps(body).encode(),
+            body=b"" if body is None else json.dumps(body).encode(),
             source_ip=self.source_ip,
         )
         return events.http_api_event(

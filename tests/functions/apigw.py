@@ -58,19 +58,14 @@ def event(
     """A payload-format-2.0 event as API Gateway sends it, claims from the JWT authorizer (iss, aud, token_use
     added); `route_key` overrides the matched route's."""
     text = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
-    all_headers = {"authorization": "Bearer eyJ.test.token"} if claims else {}
+    all_headers = {"content-type": "application/json"} if text is not None else {}
+    if claims:
+        all_headers["authorization"] = "Bearer eyJ.test.token"
     all_headers.update(headers or {})
     full_claims = (
         {"iss": "https://issuer.example.com", "aud": "shop", "token_use": "access", **claims} if claims else None
     )
-    evt = API.http_event(
-        method,
-        path,
-        query=query,
-        body=text.encode("utf-8", "surrogatepass") if text is not None else None,
-        headers=all_headers,
-        claims=full_claims,
-    )
+    evt = API.http_event(method, path, query=query, headers=all_headers, claims=full_claims)
     context = evt["requestContext"]
     evt["rawPath"] = context["http"]["path"] = path
     if route_key is not None:
@@ -78,9 +73,8 @@ def event(
     if full_claims is not None:
         context["authorizer"]["jwt"]["claims"] = full_claims
     if text is not None:
-        evt["body"], evt["isBase64Encoded"] = (
-            (base64.b64encode(text.encode()).decode(), True) if base64_body else (text, False)
-        )
+        evt["body"] = base64.b64encode(text.encode()).decode() if base64_body else text
+        evt["isBase64Encoded"] = base64_body
     return evt
 
 
