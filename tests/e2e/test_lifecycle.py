@@ -12,17 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import (
-    Stack,
-    confirmed,
-    create_product,
-    eventually,
-    expect,
-    order_lines,
-    place_order,
-    processes_mentioning,
-    still_alive,
-)
+from local_runtime.stack import processes_mentioning, still_alive
+from tests.e2e.conftest import Stack, confirmed, create_product, eventually, expect, order_lines, place_order
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
