@@ -19,9 +19,10 @@ import tempfile
 import time
 from typing import Any
 
-from bench.lambdas import FUNCTIONS_DIR, SHARED_LAYER, available, http_event
 from bench.stats import median
 from bench.store import function_env
+from local_runtime.functions import SHARED_LAYER
+from local_runtime.template import FunctionDef
 
 TARGET = 1.5
 CHILD = pathlib.Path(__file__).resolve().parent / "coldchild.py"
@@ -35,6 +36,22 @@ client = boto3.client("dynamodb")
 def handler(event, context):
     return {"statusCode": 200, "body": str(len(getattr(client, event["operation"])(**event["params"])))}
 """
+
+
+def _child_request(fn: FunctionDef, code_dir: pathlib.Path, layers: list[str], event: Any) -> dict[str, Any]:
+    """What the child loads (the handler of code_dir, with Lambda's sys.path) and calls it with."""
+    return {
+        "code_dir": str(code_dir),
+        "handler": fn.handler,
+        "sys_path": [str(code_dir), *layers],
+        "event": event,
+        "context": {
+            "function_name": fn.function_name,
+            "memory_limit_in_mb": fn.memory_mb,
+            "invoked_function_arn": fn.arn,
+            "timeout_s": fn.timeout_s,
+        },
+    }
 
 
 def _run_child(request: dict[str, Any], env: dict[str, str], importtime: bool = False) -> tuple[dict[str, Any], str]:
@@ -85,6 +102,7 @@ def _requests(ctx: dict[str, Any], table: str) -> dict[str, dict[str, Any]]:
     from shop.repository.store import to_item
 
     scenario = ctx["scenario"]
+    http_event = ctx["functions"].http_event
     product_id = scenario.ids["products"][0]
     order_id = scenario.ids.get("order_id") or "missing"
     out: dict[str, dict[str, Any]] = {
@@ -128,8 +146,8 @@ def _requests(ctx: dict[str, Any], table: str) -> dict[str, dict[str, Any]]:
 
 def _stream_request(ctx: dict[str, Any], table: str) -> dict[str, Any]:
     """A fresh PENDING order and its real INSERT stream record (each sample confirms its own order)."""
+    from bench.lambdas import order_events_reader
     from bench.routes import ADDRESS
-    from bench.streams import StreamFeeder
     from shop import keys
     from shop.models import ShippingAddress
     from shop.repository import Table
@@ -138,14 +156,16 @@ def _stream_request(ctx: dict[str, Any], table: str) -> dict[str, Any]:
     from shop.services.orders import OrderService, RequestedLine
 
     store = ctx["store"]
-    feeder = ctx.setdefault("cold_feeder", StreamFeeder(store.client(), store.client("dynamodbstreams"), table))
-    feeder.skip_to_now()
+    if "cold_reader" not in ctx:
+        ctx["cold_reader"] = order_events_reader(store.client(), store.client("dynamodbstreams"), table)
+    reader = ctx["cold_reader"]
+    reader.skip_to_now()
     order = OrderService(Table()).place(
         Actor("bench-cold"),
         address=ShippingAddress.model_validate(ADDRESS),
         lines=[RequestedLine(ctx["scenario"].ids["products"][5], 1)],
     )
-    records = [r for r in feeder.pending() if r["dynamodb"]["Keys"]["PK"]["S"] == keys.order_pk(order.order_id)]
+    records = [r for r in reader.read() if r["dynamodb"]["Keys"]["PK"]["S"] == keys.order_pk(order.order_id)]
     return {
         "event": {"Records": records[:1]},
         "bare": {
@@ -176,11 +196,13 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     (bare_dir / "handler.py").write_text(BARE)
     results: dict[str, Any] = {}
     misses: list[str] = []
+    functions = ctx["functions"]
     for function in ("customers", "products", "orders", "sessions", "order_events"):
-        if not available(function):
-            results[function] = {"skipped": f"missing: functions/{function}/handler.py"}
+        if not functions.has(function):
+            results[function] = {"skipped": functions.errors[function]}
             misses.append(f"{function}: not measured")
             continue
+        fn = functions.functions[function]
         env = {
             **{k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ},
             **function_env(store.endpoint, table, service=function),
@@ -188,23 +210,12 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
             "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
             "TZ": ":UTC",
         }
-        code_dir = str(FUNCTIONS_DIR / function)
         fn_samples: list[dict[str, Any]] = []
         bare_samples: list[dict[str, Any]] = []
         for i in range(config.cold_samples):
             request = _stream_request(ctx, table) if function == "order_events" else requests[function]
-            fn_request = {
-                "name": function,
-                "code_dir": code_dir,
-                "sys_path": [code_dir, str(SHARED_LAYER)],
-                "event": request["event"],
-            }
-            bare_request = {
-                "name": "bare",
-                "code_dir": str(bare_dir),
-                "sys_path": [str(bare_dir)],
-                "event": request["bare"],
-            }
+            fn_request = _child_request(fn, fn.code_dir, [str(SHARED_LAYER)], request["event"])
+            bare_request = _child_request(fn, bare_dir, [], request["bare"])
             pair = [(fn_samples, fn_request), (bare_samples, bare_request)]
             for samples, req in pair if i % 2 == 0 else reversed(pair):
                 samples.append(_run_child(req, env)[0])
@@ -233,12 +244,7 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
             misses.append(f"{function}: {ratio}x")
         if (ratio is None or ratio > TARGET) and config.profile:
             request = _stream_request(ctx, table) if function == "order_events" else requests[function]
-            profile_request = {
-                "name": function,
-                "code_dir": code_dir,
-                "sys_path": [code_dir, str(SHARED_LAYER)],
-                "event": request["event"],
-            }
+            profile_request = _child_request(fn, fn.code_dir, [str(SHARED_LAYER)], request["event"])
             _, stderr = _run_child(profile_request, env, importtime=True)
             entry["heaviest_imports"] = top_imports(stderr)
         results[function] = entry

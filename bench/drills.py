@@ -36,11 +36,11 @@ from typing import Any
 import requests
 
 from bench.run import RESULTS
+from local_runtime import stack as local_stack
 from local_runtime.cli import STORE_FAULTS_FILE
+from local_runtime.template import REPO_ROOT, TemplateError
 from shop.aws_config import Budget
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-READY = re.compile(r"local stack ready at (http://\S+)")
 API_TIMEOUT_S = 10.0
 GATEWAY_ALLOWANCE_S = 1.0  # the local gateway's own hop and worker hand-off
 ADDRESS = {"name": "Drill", "line1": "1 Loopback Road", "city": "London", "postal_code": "SW1A 1AA", "country": "GB"}
@@ -62,51 +62,22 @@ class Rig:
         self.log = data_dir.parent / f"{data_dir.name}.log"
 
     def start(self, *, fresh: bool) -> None:
-        cmd = [sys.executable, "-m", "local_runtime", "dev", "--port", "0", "--data-dir", str(self.data_dir)]
-        cmd += ["--cdk-out", str(self.cdk_out), "--no-seed", "--deployed-budget"] + (["--fresh"] if fresh else [])
+        options = ["--no-seed", "--deployed-budget", *(["--fresh"] if fresh else [])]
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
         env.pop("TABLE_NAME", None)
-        with self.log.open("ab") as out:
-            offset = out.tell()
-            self.proc = subprocess.Popen(
-                cmd, cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            with self.log.open("rb") as out:
-                out.seek(offset)
-                found = READY.search(out.read().decode(errors="replace"))
-            if found:
-                self.url = found.group(1)
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.2)
+        self.proc, offset = local_stack.launch(self.data_dir, self.log, cdk_out=self.cdk_out, options=options, env=env)
+        url = local_stack.wait_ready(self.proc, self.log, offset, 90)
+        if url:
+            self.url = url
+            return
         self.stop()
         raise RuntimeError(f"the local stack did not start; see {self.log}")
 
     def pids(self, mark: str) -> list[int]:
-        """This run's processes (the stack and its descendants) whose command line contains `mark`."""
+        """This run's processes (below the stack process) whose command line contains `mark`."""
         if self.proc is None:
             return []
-        table: dict[int, tuple[int, str, str]] = {}  # pid -> (parent, state, command line)
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                cmdline = pathlib.Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-                stat = pathlib.Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rfind(")") + 2 :].split()
-            table[int(entry)] = (int(fields[1]), fields[0], cmdline)
-        family, todo = set(), [self.proc.pid]
-        while todo:
-            parent = todo.pop()
-            children = [pid for pid, (ppid, _, _) in table.items() if ppid == parent and pid not in family]
-            family.update(children)
-            todo += children
-        return sorted(pid for pid in family if mark in table[pid][2] and table[pid][1] != "Z")
+        return sorted(p.pid for p in local_stack.descendants(self.proc.pid) if mark in p.cmdline and p.state != "Z")
 
     def java(self) -> int:
         [pid] = self.pids("DynamoDBLocal.jar")
@@ -478,18 +449,6 @@ def _kept(keep: str | None, tmp: str) -> Iterator[None]:
             shutil.copytree(tmp, keep, dirs_exist_ok=True)
 
 
-def templates_only(source: pathlib.Path, target: pathlib.Path) -> pathlib.Path:
-    """The synthesized templates without their assets: the runtime then loads functions/<name>/ (the
-    source synth packages), as the e2e tests do, and a stale asset folder cannot hide a change."""
-    templates = sorted(source.glob("*.template.json"))
-    if not templates:
-        raise SystemExit(f"no synthesized templates in {source}: run `make synth` first")
-    target.mkdir(parents=True, exist_ok=True)
-    for path in templates:
-        shutil.copy2(path, target / path.name)
-    return target
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.drills", description=__doc__)
     parser.add_argument("--only", nargs="*", choices=sorted(FAULTS), help="some drills only")
@@ -501,7 +460,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     faults: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="shop-drills-") as tmp, _kept(args.keep, tmp):
-        cdk_out = templates_only(pathlib.Path(args.cdk_out), pathlib.Path(tmp) / "cdk.out")
+        try:  # the templates only, as the e2e tests run them: a stale asset folder cannot hide a change
+            cdk_out = local_stack.templates_only(pathlib.Path(args.cdk_out), pathlib.Path(tmp) / "cdk.out")
+        except TemplateError as exc:
+            raise SystemExit(str(exc)) from None
         for name in args.only or FAULTS:
             print(f"[drill] {name} ...", file=sys.stderr, flush=True)
             faults[name] = drill(name, pathlib.Path(tmp), cdk_out, scale=args.scale, clients=args.clients)

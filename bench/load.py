@@ -22,8 +22,9 @@ import threading
 import time
 from typing import Any
 
-from bench.lambdas import REPO_ROOT, SHARED_LAYER
 from bench.stats import ms, percentile
+from local_runtime.functions import SHARED_LAYER
+from local_runtime.template import REPO_ROOT
 
 READY = re.compile(r"local stack ready at (http://\S+)")
 MIX = (("get_product", 4), ("list_category", 3), ("create_session", 1.5), ("put_cart", 1.5))

@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from bench.hooks import Measurement, key_of
-from bench.streams import StreamFeeder
+from local_runtime.streams import StreamReader
 
 KB = 1024
 GSI_KEYS = ("GSI1PK", "GSI1SK")
@@ -90,15 +90,14 @@ class Accountant:
     """Reads every stream record (no filters) and prices it onto the call that wrote the item."""
 
     def __init__(self, dynamodb: Any, streams: Any, table_name: str) -> None:
-        self.reader = StreamFeeder(dynamodb, streams, table_name)
-        self.reader.filters = [{}]  # the empty pattern matches every record
+        self.reader = StreamReader(dynamodb, streams, table_name)
         self.unattributed = 0
 
     def skip(self) -> None:
         self.reader.skip_to_now()
 
     def attribute(self, measurement: Measurement) -> None:
-        records = self.reader.pending()
+        records = self.reader.read()
         for call in measurement.calls:
             if call.is_write and call.error == "ConditionalCheckFailedException":
                 call.modelled_wru += 1

@@ -9,7 +9,7 @@ import re
 import zipfile
 from typing import Any
 
-from bench.lambdas import REPO_ROOT
+from local_runtime.template import REPO_ROOT
 
 CDK_OUT = REPO_ROOT / "cdk.out"
 FUNCTION_LIMIT = 100 * 1024

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.hooks import Measurement, Recorder
-from bench.lambdas import Functions, Response, match_route
+from bench.lambdas import Functions, order_events_reader
 from bench.model import Accountant
-from bench.streams import StreamFeeder
+from local_runtime.in_process import Reply
 
 ADMIN = ("bench-admin", ["admin"])
 ALICE = ("bench-alice", None)
@@ -103,7 +103,7 @@ class Scenario:
     stream_steps: dict[str, Measurement] = field(default_factory=dict)
     ids: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
-    feeder: Any = None
+    reader: Any = None
     accountant: Any = None
 
     # -- plumbing --------------------------------------------------------------------------------
@@ -115,10 +115,10 @@ class Scenario:
         actor: tuple[str, list[str] | None] | None,
         expect: int,
         **kwargs: Any,
-    ) -> Response | None:
-        matched = match_route(method, path)
-        assert matched is not None, path
-        route_key, function, _ = matched
+    ) -> Reply | None:
+        match = self.functions.route(method, path)
+        assert match is not None, path
+        route_key, function = match.route.route_key, match.route.function
         key = label or route_key
         if not self.functions.has(function):
             self.steps[key] = Step(key, skipped=self.functions.errors.get(function, "missing"))
@@ -147,12 +147,12 @@ class Scenario:
             return total
         self.accountant.skip()
         for _ in range(6):
-            records = self.feeder.pending()
+            records = self.reader.read()
             if not records:
                 break
-            for batch in self.feeder.batches(records):
+            for event in self.reader.events_for(records):
                 with self.recorder.measure() as measurement:
-                    result = self.functions.invoke("order_events", batch)
+                    result = self.functions.invoke("order_events", event)
                 total.calls += measurement.calls
                 failures = (result or {}).get("batchItemFailures") if isinstance(result, dict) else None
                 if failures:
@@ -172,7 +172,7 @@ class Scenario:
         from shop.services.customers import CustomerService
         from shop.services.orders import OrderService, RequestedLine
 
-        self.feeder = StreamFeeder(self.dynamodb, self.streams, self.table_name)
+        self.reader = order_events_reader(self.dynamodb, self.streams, self.table_name)
         self.accountant = Accountant(self.dynamodb, self.streams, self.table_name)
         table = Table()
         admin, alice = Actor(ADMIN[0], is_admin=True), Actor(ALICE[0])

@@ -15,7 +15,7 @@ import traceback
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench.lambdas import REPO_ROOT
+from local_runtime.template import REPO_ROOT
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results.json"
 PHASES = ("packages", "routes", "overhead", "cold_start", "scale", "load")

@@ -10,7 +10,8 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from bench.lambdas import REPO_ROOT, SHARED_LAYER
+from local_runtime.functions import SHARED_LAYER
+from local_runtime.template import REPO_ROOT
 
 DATA_TEMPLATE = REPO_ROOT / "cdk.out" / "ShopData.template.json"
 PAGINATION_SECRET = "bench-pagination-secret-0123456789abcdef"

@@ -10,7 +10,6 @@ import datetime as dt
 import json
 import secrets
 import time
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -105,7 +104,7 @@ def http_api_event(
     headers.setdefault("x-forwarded-proto", "http")
     if ":" in host:
         headers.setdefault("x-forwarded-port", host.rsplit(":", 1)[1])
-    headers.setdefault("x-amzn-trace-id", f"Root=1-{int(now):08x}-{uuid.uuid4().hex[:24]}")
+    headers.setdefault("x-amzn-trace-id", f"Root=1-{int(now):08x}-{secrets.token_hex(12)}")
     query: dict[str, str] = {}
     for key, value in parse_qsl(request.raw_query, keep_blank_values=True):
         query[key] = f"{query[key]},{value}" if key in query else value
@@ -137,7 +136,7 @@ def http_api_event(
         "requestId": request_id,
         "routeKey": route_key,
         "stage": stage,
-        "time": dt.datetime.fromtimestamp(now, dt.UTC).strftime("%d/%b/%Y:%H:%M:%S +0000"),
+        "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
         "timeEpoch": int(now * 1000),
     }
     if claims is not None:

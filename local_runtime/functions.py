@@ -328,6 +328,16 @@ class Functions:
             pool.close()
 
 
+def lambda_context(fn: FunctionDef) -> worker.LambdaContext:
+    """The context Lambda passes the function (a new request id)."""
+    return worker.LambdaContext(
+        function_name=fn.function_name,
+        memory_limit_in_mb=fn.memory_mb,
+        invoked_function_arn=fn.arn,
+        timeout_s=fn.timeout_s,
+    )
+
+
 def invoke_in_process(fn: FunctionDef, env: dict[str, str], event: Any) -> InvokeResult:
     """Run one function in this process with its environment (used by `invoke`)."""
     os.environ.update(env)
@@ -335,12 +345,7 @@ def invoke_in_process(fn: FunctionDef, env: dict[str, str], event: Any) -> Invok
         if entry not in sys.path:
             sys.path.insert(0, entry)
     handler = worker.load_handler(str(fn.code_dir), fn.handler, module_alias=f"_local_fn_{fn.name}_handler")
-    context = worker.LambdaContext(
-        function_name=fn.function_name,
-        memory_limit_in_mb=fn.memory_mb,
-        invoked_function_arn=fn.arn,
-        timeout_s=fn.timeout_s,
-    )
+    context = lambda_context(fn)
     started = time.monotonic()
     response = worker.call(handler, event, context)
     duration = (time.monotonic() - started) * 1000

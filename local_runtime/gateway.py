@@ -38,7 +38,7 @@ class Router:
 
     def __init__(self, routes: list[RouteDef]) -> None:
         self.default = next((r for r in routes if r.route_key == "$default"), None)
-        self._compiled: list[tuple[tuple[int, int, int], re.Pattern[str], list[str], RouteDef]] = []
+        self._compiled: list[tuple[tuple[int, int, int], str, re.Pattern[str], list[str], RouteDef]] = []
         for route in routes:
             if route.route_key == "$default":
                 continue
@@ -61,13 +61,14 @@ class Router:
                     parts.append(re.escape(seg))
             regex = re.compile("^/" + "/".join(parts) + "$")
             any_method = 1 if route.method == "ANY" else 0
-            self._compiled.append(((greedy, -literal, any_method), regex, names, route))
+            self._compiled.append(((greedy, -literal, any_method), route.method, regex, names, route))
         self._compiled.sort(key=lambda c: c[0])
 
     def match(self, method: str, path: str) -> Match | None:
         """The route for a decoded path; its variables are the decoded segments they matched."""
-        for _rank, regex, names, route in self._compiled:
-            if route.method not in (method.upper(), "ANY"):
+        methods = (method.upper(), "ANY")
+        for _rank, route_method, regex, names, route in self._compiled:
+            if route_method not in methods:
                 continue
             found = regex.match(path)
             if found:

@@ -1,7 +1,7 @@
 """The whole API's OpenAPI document, merged from the HTTP functions' Powertools resolvers.
 
 Each HTTP function's `handler.py` exposes `app` (an APIGatewayHttpResolver with validation); this
-imports each one in turn (its folder first on sys.path, its sibling modules forgotten afterwards)
+imports each one in turn (isolated, see `worker.import_handler_module`, and forgotten afterwards)
 and merges `app.get_openapi_schema()`. `python -m local_runtime.openapi` prints it (`make openapi`).
 """
 
@@ -21,23 +21,15 @@ VERSION = "1"
 
 
 def _function_schema(name: str, root: pathlib.Path) -> dict[str, Any]:
-    from local_runtime.worker import load_handler
+    from local_runtime.worker import import_handler_module
 
-    code_dir = root / "functions" / name
-    before = set(sys.modules)
-    sys.path.insert(0, str(code_dir))
+    alias = f"_openapi_{name}_handler"
+    module = import_handler_module(str(root / "functions" / name), "handler", alias, isolated=True)
     try:
-        load_handler(str(code_dir), "handler.handler", module_alias=f"_openapi_{name}_handler")
-        module = sys.modules[f"_openapi_{name}_handler"]
-        app = module.app
-        schema = app.get_openapi_schema(title=TITLE, version=VERSION)
+        schema = module.app.get_openapi_schema(title=TITLE, version=VERSION)
         return json.loads(schema.model_dump_json(by_alias=True, exclude_none=True))
     finally:
-        sys.path.remove(str(code_dir))
-        for mod in set(sys.modules) - before:
-            file = getattr(sys.modules[mod], "__file__", None) or ""
-            if file.startswith(str(code_dir)) or mod.startswith("_openapi_"):
-                del sys.modules[mod]
+        del sys.modules[alias]
 
 
 def merge(documents: list[dict[str, Any]], servers: list[str] | None = None) -> dict[str, Any]:

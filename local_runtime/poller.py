@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from local_runtime import events, failures, filters
+from local_runtime import events, failures, streams
 from local_runtime.functions import InvokeResult
 from local_runtime.template import MappingDef
 
@@ -154,10 +154,8 @@ class StreamPoller:
 
     # -- delivery ---------------------------------------------------------------------------------
     def _deliver(self, arn: str, shard_id: str, records: list[dict[str, Any]]) -> None:
-        wanted = [r for r in records if filters.matches_any(self.mapping.filters, r)]
-        size = max(1, self.mapping.batch_size)
-        for start in range(0, len(wanted), size):
-            self._process(arn, shard_id, wanted[start : start + size])
+        for batch in streams.batches(self.mapping, streams.wanted(self.mapping, records)):
+            self._process(arn, shard_id, batch)
         if not self._stop.is_set():  # records filtered out count as processed
             self._checkpoint(arn, shard_id, records[-1]["dynamodb"]["SequenceNumber"])
 

@@ -6,8 +6,11 @@ it has the function's own environment, its own module state and a sys.path of
 one JSON object per line on a private pipe (the original stdout); the function's own stdout
 (Powertools logs) goes to stderr, which the parent shows as the function's log.
 
-Also imported in-process (`LambdaContext`, `load_handler`, `call`) by `python -m local_runtime invoke`.
-Standard library only: the worker starts with nothing but the runtime's site-packages.
+Also imported in-process (`LambdaContext`, `load_handler`, `call`) by `python -m local_runtime invoke`,
+by `local_runtime.in_process` (the tests' and the bench's functions) and by the bench's cold-start
+child, which times a handler's import right after importing this module: at module level it imports
+only the standard modules the child would import anyway. Standard library only: the worker starts
+with nothing but the runtime's site-packages.
 """
 
 from __future__ import annotations
@@ -15,13 +18,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import random
 import sys
 import time
-import traceback
 import uuid
-from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for the type checker only (see above)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+    from typing import Any
 
 
 class LambdaContext:
@@ -42,7 +47,7 @@ class LambdaContext:
         self.invoked_function_arn = invoked_function_arn
         self.aws_request_id = aws_request_id or str(uuid.uuid4())
         self.log_group_name = f"/aws/lambda/{function_name}"
-        self.log_stream_name = time.strftime("%Y/%m/%d/[$LATEST]") + uuid.uuid4().hex
+        self.log_stream_name = time.strftime("%Y/%m/%d/[$LATEST]") + os.urandom(16).hex()
         self.identity = None
         self.client_context = None
         self.tenant_id = None
@@ -52,17 +57,46 @@ class LambdaContext:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
-def load_handler(code_dir: str, handler: str, module_alias: str | None = None) -> Callable[..., Any]:
-    """Import `<module>.<function>` from code_dir; module_alias keeps same-named modules apart."""
-    module_name, _, attr = handler.rpartition(".")
+def import_handler_module(
+    code_dir: str, module_name: str, alias: str | None = None, *, isolated: bool = False
+) -> ModuleType:
+    """Import `<code_dir>/<module>.py` as the Lambda runtime imports a handler's module, under `alias`
+    (default: its own name), so that same-named modules of several functions are kept apart.
+
+    `isolated`, for several functions in one interpreter: the code dir is first on sys.path only
+    while the module is imported, and the modules imported from it (the function's own siblings)
+    leave sys.modules afterwards, so another function's same-named ones come from its own folder.
+    """
     path = os.path.join(code_dir, *module_name.split(".")) + ".py"
-    alias = module_alias or module_name
+    alias = alias or module_name
     spec = importlib.util.spec_from_file_location(alias, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"Unable to import module '{module_name}': no {path}")
     module = importlib.util.module_from_spec(spec)
+    before = set(sys.modules)
+    if isolated:
+        sys.path.insert(0, code_dir)
     sys.modules[alias] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(alias, None)
+        raise
+    finally:
+        if isolated:
+            sys.path.remove(code_dir)
+            for name in set(sys.modules) - before - {alias}:
+                if (getattr(sys.modules[name], "__file__", None) or "").startswith(code_dir + os.sep):
+                    del sys.modules[name]
+    return module
+
+
+def load_handler(
+    code_dir: str, handler: str, module_alias: str | None = None, *, isolated: bool = False
+) -> Callable[..., Any]:
+    """The function a Handler setting (`<module>.<function>`) names in code_dir; see import_handler_module."""
+    module_name, _, attr = handler.rpartition(".")
+    module = import_handler_module(code_dir, module_name, module_alias, isolated=isolated)
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise AttributeError(f"Handler '{attr}' missing on module '{module_name}'")
@@ -70,6 +104,8 @@ def load_handler(code_dir: str, handler: str, module_alias: str | None = None) -
 
 
 def error_payload(exc: BaseException, request_id: str) -> dict[str, Any]:
+    import traceback
+
     return {
         "errorMessage": str(exc),
         "errorType": type(exc).__name__,
@@ -84,6 +120,8 @@ def call(fn: Callable[..., Any], event: Any, context: LambdaContext) -> dict[str
         result = fn(event, context)
         return {"ok": True, "result": json.loads(json.dumps(result))}
     except Exception as exc:
+        import traceback
+
         traceback.print_exc(file=sys.stderr)
         return {"ok": False, "error": error_payload(exc, context.aws_request_id)}
 
@@ -119,6 +157,8 @@ class StoreFaults:
             self._rate, self._until = float(spec.get("throttle_rate", 0)), float(spec.get("until", 0))
 
     def __call__(self, request: Any, **_: Any) -> Any:
+        import random
+
         self._refresh()
         if time.time() >= self._until or random.random() >= self._rate:
             return None
@@ -165,6 +205,8 @@ def main() -> None:
     try:
         fn = load_handler(init["code_dir"], init["handler"])
     except Exception as exc:
+        import traceback
+
         traceback.print_exc(file=sys.stderr)
         init_error = error_payload(exc, "init")
         init_error["errorType"] = "Runtime.ImportModuleError"

@@ -1,9 +1,9 @@
 """End-to-end fixtures: the real local stack (`python -m local_runtime dev`) as a subprocess, driven over HTTP.
 
 The stack is started exactly as `make dev` starts it after set-up and synth, on free ports
-(`--port 0`; DynamoDB Local picks its own free port), with its own data directory, and is stopped
-the way a person stops it: SIGINT (Ctrl-C). Stopping asserts a clean exit and that no process of
-that run (DynamoDB Local's Java, function workers) is left behind, found by a /proc scan (no psutil).
+(`--port 0`; DynamoDB Local picks its own free port), with its own data directory (`local_runtime.stack`),
+and is stopped the way a person stops it: SIGINT (Ctrl-C). Stopping asserts a clean exit and that no
+process of that run (DynamoDB Local's Java, function workers) is left behind, found by a /proc scan.
 
 Which code runs: the stack reads routes, authorizer, environment and the stream mapping from the
 synthesized templates. By default the templates are copied without their asset folders, so the
@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import pathlib
-import shutil
 import signal
 import subprocess
 import sys
@@ -36,68 +35,17 @@ from typing import Any
 import pytest
 import requests
 
+from local_runtime import stack as local_stack
+from local_runtime.stack import Proc, descendants, processes_mentioning, read_proc, still_alive, templates_only
+from local_runtime.template import TemplateError
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-READY_MARK = "local stack ready at "
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
 HTTP_TIMEOUT_S = 60.0
 # Variables the root conftest sets for moto/unit tests; the stack must not inherit any of them.
 _SCRUB_PREFIXES = ("AWS_ENDPOINT_URL",)
 _SCRUB = {"TABLE_NAME", "PAGINATION_SECRET", "STATUS_SHARDS", "POWERTOOLS_SERVICE_NAME"}
-
-
-# --------------------------------------------------------------------------- /proc helpers
-
-
-@dataclass(frozen=True)
-class Proc:
-    pid: int
-    ppid: int
-    state: str
-    start: int  # clock ticks since boot: tells a live process from a reused pid
-    cmdline: str
-
-
-def _read_proc(pid: int) -> Proc | None:
-    try:
-        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-        raw = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return Proc(pid, int(fields[1]), fields[0], int(fields[19]), raw.replace(b"\0", b" ").decode(errors="replace"))
-
-
-def process_table() -> dict[int, Proc]:
-    table = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            proc = _read_proc(int(entry))
-            if proc is not None:
-                table[proc.pid] = proc
-    return table
-
-
-def descendants(root: int) -> list[Proc]:
-    table = process_table()
-    children: dict[int, list[Proc]] = {}
-    for proc in table.values():
-        children.setdefault(proc.ppid, []).append(proc)
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child.pid)
-    return found
-
-
-def still_alive(proc: Proc) -> bool:
-    now = _read_proc(proc.pid)
-    return now is not None and now.start == proc.start and now.state not in ("Z", "X")
-
-
-def processes_mentioning(text: str) -> list[Proc]:
-    return [p for p in process_table().values() if text in p.cmdline and p.pid != os.getpid() and p.state != "Z"]
 
 
 # --------------------------------------------------------------------------- the HTTP client
@@ -149,15 +97,10 @@ def cdk_out_dir(workdir: pathlib.Path) -> pathlib.Path:
     override = os.environ.get("E2E_CDK_OUT")
     if override:
         return (REPO_ROOT / override).resolve()
-    source = REPO_ROOT / "cdk.out"
-    templates = sorted(source.glob("*.template.json"))
-    if not templates:
-        pytest.fail("no synthesized templates in cdk.out: run `make synth` first (make test does)")
-    target = workdir / "cdk.out"
-    target.mkdir(parents=True, exist_ok=True)
-    for path in templates:
-        shutil.copy2(path, target / path.name)
-    return target
+    try:
+        return templates_only(REPO_ROOT / "cdk.out", workdir / "cdk.out")
+    except TemplateError as exc:
+        pytest.fail(f"{exc} (make test does)")
 
 
 def stack_env() -> dict[str, str]:
@@ -184,47 +127,22 @@ class Stack:
     # ---- life cycle
 
     def start(self, timeout: float = START_TIMEOUT_S) -> Stack:
-        cmd = [sys.executable, "-m", "local_runtime", "dev", "--port", "0", "--data-dir", str(self.data_dir)]
-        cmd += ["--cdk-out", str(self.cdk_out)]
-        if self.fresh:
-            cmd.append("--fresh")
-        if not self.seed:
-            cmd.append("--no-seed")
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
-            self._log_offset = log.tell()  # only this run's output counts
-            log.write(f"\n$ {' '.join(cmd)}\n".encode())
-            log.flush()
-            # Its own process group: a Ctrl-C in the terminal running pytest does not hit it twice,
-            # and `interrupt(group=True)` can send SIGINT to the group as a terminal would.
-            self.proc = subprocess.Popen(
-                cmd, cwd=REPO_ROOT, env=stack_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            url = self._ready_url()
-            if url:
-                self.url = url
-                self.api = Api(url)
-                return self
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.2)
+        options = [*(["--fresh"] if self.fresh else []), *([] if self.seed else ["--no-seed"])]
+        self.proc, self._log_offset = local_stack.launch(
+            self.data_dir, self.log_path, cdk_out=self.cdk_out, options=options, env=stack_env()
+        )
+        url = local_stack.wait_ready(self.proc, self.log_path, self._log_offset, timeout)
+        if url:
+            self.url = url
+            self.api = Api(url)
+            return self
         rc = self.proc.poll()
         self.kill()
         pytest.fail(f"local stack not ready within {timeout:.0f}s (exit code {rc}); log tail:\n{self.log_tail()}")
 
     def output(self) -> str:
         """What this run printed so far."""
-        with self.log_path.open("rb") as log:
-            log.seek(self._log_offset)
-            return log.read().decode(errors="replace")
-
-    def _ready_url(self) -> str | None:
-        for line in self.output().splitlines():
-            if READY_MARK in line:
-                return line.split(READY_MARK, 1)[1].split()[0]
-        return None
+        return local_stack.output(self.log_path, self._log_offset)
 
     def log_tail(self, chars: int = 4000) -> str:
         with contextlib.suppress(FileNotFoundError):
@@ -234,7 +152,7 @@ class Stack:
     def run_processes(self) -> list[Proc]:
         """The stack process and everything it started (Java, workers), alive now."""
         assert self.proc is not None
-        me = _read_proc(self.proc.pid)
+        me = read_proc(self.proc.pid)
         return ([me] if me else []) + descendants(self.proc.pid)
 
     def interrupt(self, *, group: bool = False, timeout: float = STOP_TIMEOUT_S) -> tuple[int | None, list[Proc]]:
@@ -409,3 +327,23 @@ def eventually(probe: Callable[[], Any], *, timeout: float = 30.0, interval: flo
 def create_product(api: Api, admin: str, *, category: str, name: str, price_cents: int, stock: int) -> dict[str, Any]:
     body = {"name": name, "category": category, "price_cents": price_cents, "stock": stock, "description": "e2e"}
     return expect(api.post("/products", token=admin, json=body), 201)
+
+
+def order_lines(product_id: str, quantity: int = 1) -> dict[str, Any]:
+    """An order body: one line of the product, shipped to ADDRESS."""
+    return {"lines": [{"product_id": product_id, "quantity": quantity}], "shipping_address": ADDRESS}
+
+
+def place_order(api: Api, token: str, key: str, body: dict[str, Any]) -> requests.Response:
+    """POST /orders with its Idempotency-Key; the response, whatever its status."""
+    return api.post("/orders", token=token, headers={"Idempotency-Key": key}, json=body)
+
+
+def confirmed(api: Api, token: str, order_id: str, *, timeout: float = 30.0) -> requests.Response:
+    """GET /orders/{order_id} once the stream processor has confirmed the order (bounded wait)."""
+
+    def probe() -> requests.Response | None:
+        resp = api.get(f"/orders/{order_id}", token=token)
+        return resp if expect(resp, 200)["status"] == "CONFIRMED" else None
+
+    return eventually(probe, timeout=timeout, what=f"order {order_id} CONFIRMED by the stream processor")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ADDRESS, Api, Stack, create_product, expect
+from tests.e2e.conftest import ADDRESS, Api, Stack, create_product, expect, order_lines, place_order
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -48,15 +48,7 @@ def world(stack: Stack) -> dict[str, Any]:
     expect(api.post("/customers", token=a, json={"email": f"a-{uid}@example.com", "name": "A"}), 201)
     expect(api.post("/customers", token=b, json={"email": f"b-{uid}@example.com", "name": "B"}), 201)
     product = create_product(api, admin, category=f"e2e-authz-{uid}", name="Widget", price_cents=500, stock=50)
-    order = expect(
-        api.post(
-            "/orders",
-            token=a,
-            headers={"Idempotency-Key": f"authz-{uid}"},
-            json={"lines": [{"product_id": product["product_id"], "quantity": 1}], "shipping_address": ADDRESS},
-        ),
-        201,
-    )
+    order = expect(place_order(api, a, f"authz-{uid}", order_lines(product["product_id"])), 201)
     return {
         "admin": admin,
         "a": a,

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from tests.e2e.conftest import ADDRESS, Api, Stack, create_product, eventually, expect
+from tests.e2e.conftest import (
+    ADDRESS,
+    Api,
+    Stack,
+    confirmed,
+    create_product,
+    expect,
+    order_lines,
+    place_order,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -30,15 +37,7 @@ def test_cart_shows_the_new_price_and_checkout_charges_the_shown_subtotal(stack:
     assert shown["subtotal_cents"] == 2 * 2500
 
     customer = stack.token(f"e2e-prices-{uid}")
-    placed = expect(
-        api.post(
-            "/orders",
-            token=customer,
-            headers={"Idempotency-Key": f"prices-{uid}"},
-            json={"session_id": sid, "shipping_address": ADDRESS},
-        ),
-        201,
-    )
+    placed = expect(place_order(api, customer, f"prices-{uid}", {"session_id": sid, "shipping_address": ADDRESS}), 201)
     assert placed["total_cents"] == shown["subtotal_cents"]
 
 
@@ -46,21 +45,8 @@ def test_status_patch_sent_again_after_it_was_applied_answers_200(stack: Stack, 
     admin = stack.admin_token()
     kettle = create_product(api, admin, category=f"e2e-retry-{uid}", name="Kettle", price_cents=4100, stock=5)
     customer = stack.token(f"e2e-retry-{uid}")
-    order_id = expect(
-        api.post(
-            "/orders",
-            token=customer,
-            headers={"Idempotency-Key": f"retry-{uid}"},
-            json={"lines": [{"product_id": kettle["product_id"], "quantity": 1}], "shipping_address": ADDRESS},
-        ),
-        201,
-    )["order_id"]
-
-    def confirmed() -> dict[str, Any] | None:
-        order = expect(api.get(f"/orders/{order_id}", token=admin), 200)
-        return order if order["status"] == "CONFIRMED" else None
-
-    read = eventually(confirmed, what="order CONFIRMED by the stream processor")
+    order_id = expect(place_order(api, customer, f"retry-{uid}", order_lines(kettle["product_id"])), 201)["order_id"]
+    read = confirmed(api, admin, order_id).json()
     if_match = {"If-Match": f'"{read["version"]}"'}
     first = expect(api.patch(f"/orders/{order_id}", token=admin, headers=if_match, json={"status": "SHIPPED"}), 200)
     again = api.patch(f"/orders/{order_id}", token=admin, headers=if_match, json={"status": "SHIPPED"})

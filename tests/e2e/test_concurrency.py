@@ -14,7 +14,16 @@ from typing import Any
 import pytest
 import requests
 
-from tests.e2e.conftest import ADDRESS, Api, Stack, create_product, error_code, eventually, expect
+from tests.e2e.conftest import (
+    Api,
+    Stack,
+    confirmed,
+    create_product,
+    error_code,
+    expect,
+    order_lines,
+    place_order,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -37,12 +46,7 @@ def test_oversell_race_exactly_the_stock_succeeds(stack: Stack, api: Api, uid: s
     tokens = [stack.token(f"e2e-race-{uid}-{i}") for i in range(20)]
 
     def order(i: int) -> requests.Response:
-        return api.post(
-            "/orders",
-            token=tokens[i],
-            headers={"Idempotency-Key": f"race-{uid}-{i}"},
-            json={"lines": [{"product_id": pid, "quantity": 1}], "shipping_address": ADDRESS},
-        )
+        return place_order(api, tokens[i], f"race-{uid}-{i}", order_lines(pid))
 
     responses = all_at_once(20, order)
     outcomes = Counter((r.status_code, error_code(r)) for r in responses)
@@ -56,20 +60,11 @@ def test_oversell_race_exactly_the_stock_succeeds(stack: Stack, api: Api, uid: s
     # every winner's order exists, belongs to its customer, and gets confirmed by the stream processor
     for i, r in enumerate(responses):
         if r.status_code == 201:
-            oid = r.json()["order_id"]
-            eventually(
-                lambda i=i, oid=oid: expect(api.get(f"/orders/{oid}", token=tokens[i]), 200)["status"] == "CONFIRMED",
-                what=f"order {oid} CONFIRMED",
-            )
+            confirmed(api, tokens[i], r.json()["order_id"])
     # a winner repeating its key and body gets its first answer again, no new order...
     first = next(i for i, r in enumerate(responses) if r.status_code == 201)
     assert expect(order(first), 201)["order_id"] == responses[first].json()["order_id"]
-    late = api.post(
-        "/orders",
-        token=tokens[first],
-        headers={"Idempotency-Key": f"race-{uid}-late"},
-        json={"lines": [{"product_id": pid, "quantity": 1}], "shipping_address": ADDRESS},
-    )
+    late = place_order(api, tokens[first], f"race-{uid}-late", order_lines(pid))
     expect(late, 409, "OUT_OF_STOCK")  # ...and a new key is refused
     assert expect(api.get(f"/products/{pid}"), 200)["stock"] == 0
 
@@ -80,11 +75,9 @@ def test_idempotent_repeat_concurrent_same_key_one_order(stack: Stack, api: Api,
     customer_id = f"e2e-idem-{uid}"
     customer = stack.token(customer_id)
     key = f"idem-{uid}"
-    body = {"lines": [{"product_id": pid, "quantity": 2}], "shipping_address": ADDRESS}
+    body = order_lines(pid, 2)
 
-    responses = all_at_once(
-        10, lambda _i: api.post("/orders", token=customer, headers={"Idempotency-Key": key}, json=body)
-    )
+    responses = all_at_once(10, lambda _i: place_order(api, customer, key, body))
     statuses = Counter(r.status_code for r in responses)
     assert statuses == {201: 10}, [f"{r.status_code} {r.text[:200]}" for r in responses]
     order_ids = {r.json()["order_id"] for r in responses}
@@ -97,23 +90,18 @@ def test_idempotent_repeat_concurrent_same_key_one_order(stack: Stack, api: Api,
     assert expect(api.get(f"/products/{pid}"), 200)["stock"] == 8  # taken once, not ten times
 
     # a later repeat (sequential) still answers the first response
-    again = expect(api.post("/orders", token=customer, headers={"Idempotency-Key": key}, json=body), 201)
+    again = expect(place_order(api, customer, key, body), 201)
     assert again["order_id"] == order_id
 
     # the same key with a different body is refused, and places nothing
-    other = {"lines": [{"product_id": pid, "quantity": 3}], "shipping_address": ADDRESS}
-    expect(
-        api.post("/orders", token=customer, headers={"Idempotency-Key": key}, json=other),
-        409,
-        "IDEMPOTENCY_KEY_REUSED",
-    )
+    expect(place_order(api, customer, key, order_lines(pid, 3)), 409, "IDEMPOTENCY_KEY_REUSED")
     assert expect(api.get(f"/products/{pid}"), 200)["stock"] == 8
     listed = expect(api.get(f"/customers/{customer_id}/orders", token=customer), 200)["items"]
     assert [o["order_id"] for o in listed] == [order_id]
 
     # keys belong to their customer: another customer's identical key and body is a new order
     other_customer = stack.token(f"e2e-idem-other-{uid}")
-    theirs = expect(api.post("/orders", token=other_customer, headers={"Idempotency-Key": key}, json=body), 201)
+    theirs = expect(place_order(api, other_customer, key, body), 201)
     assert theirs["order_id"] != order_id
     assert expect(api.get(f"/products/{pid}"), 200)["stock"] == 6
 
@@ -129,21 +117,8 @@ def test_lost_update_concurrent_status_changes_one_wins(stack: Stack, api: Api, 
         "product_id"
     ]
     customer = stack.token(f"e2e-lost-{uid}")
-    oid = expect(
-        api.post(
-            "/orders",
-            token=customer,
-            headers={"Idempotency-Key": f"lost-{uid}"},
-            json={"lines": [{"product_id": pid, "quantity": 1}], "shipping_address": ADDRESS},
-        ),
-        201,
-    )["order_id"]
-
-    def confirmed_etag() -> str | None:
-        r = api.get(f"/orders/{oid}", token=admin)
-        return r.headers["ETag"] if expect(r, 200)["status"] == "CONFIRMED" else None
-
-    etag = eventually(confirmed_etag, what="order CONFIRMED")
+    oid = expect(place_order(api, customer, f"lost-{uid}", order_lines(pid)), 201)["order_id"]
+    etag = confirmed(api, admin, oid).headers["ETag"]
     targets = ["SHIPPED", "CANCELLED", "SHIPPED", "CANCELLED", "SHIPPED"]
     responses = all_at_once(
         5,

@@ -12,15 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import (
-    ADDRESS,
-    Stack,
-    create_product,
-    eventually,
-    expect,
-    processes_mentioning,
-    still_alive,
-)
+from local_runtime.stack import processes_mentioning, still_alive
+from tests.e2e.conftest import Stack, confirmed, create_product, eventually, expect, order_lines, place_order
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -36,19 +29,8 @@ def test_restart_keeps_the_data(new_stack: Any, tmp_path: pathlib.Path) -> None:
     customer = first.token(customer_id)
     product = create_product(first.api, admin, category="e2e-restart", name="Durable", price_cents=1234, stock=7)
     pid = product["product_id"]
-    oid = expect(
-        first.api.post(
-            "/orders",
-            token=customer,
-            headers={"Idempotency-Key": "restart-1"},
-            json={"lines": [{"product_id": pid, "quantity": 2}], "shipping_address": ADDRESS},
-        ),
-        201,
-    )["order_id"]
-    eventually(
-        lambda: expect(first.api.get(f"/orders/{oid}", token=customer), 200)["status"] == "CONFIRMED",
-        what="order CONFIRMED before the restart",
-    )
+    oid = expect(place_order(first.api, customer, "restart-1", order_lines(pid, 2)), 201)["order_id"]
+    confirmed(first.api, customer, oid)  # before the restart
     first.stop_cleanly()
 
     second: Stack = new_stack(data_dir, fresh=False, seed=True)  # same data dir, no --fresh
@@ -67,15 +49,7 @@ def test_restart_keeps_the_data(new_stack: Any, tmp_path: pathlib.Path) -> None:
     assert order["status"] == "CONFIRMED"
     assert [h["status"] for h in order["history"]] == ["PENDING", "CONFIRMED"]
     # the idempotency record survived too: the same key and body answer the same order
-    repeat = expect(
-        api.post(
-            "/orders",
-            token=customer,
-            headers={"Idempotency-Key": "restart-1"},
-            json={"lines": [{"product_id": pid, "quantity": 2}], "shipping_address": ADDRESS},
-        ),
-        201,
-    )
+    repeat = expect(place_order(api, customer, "restart-1", order_lines(pid, 2)), 201)
     assert repeat["order_id"] == oid
     # the stream poller resumed from its checkpoint: nothing replayed twice, new changes still processed
     notes = expect(api.get(f"/customers/{customer_id}/notifications", token=customer), 200)["items"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shop import limits
-from tests.e2e.conftest import ADDRESS, Api, Stack, create_product, expect
+from tests.e2e.conftest import ADDRESS, Api, Stack, create_product, expect, place_order
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -39,6 +39,5 @@ def test_quantities_and_countries_past_their_limits_are_422(stack: Stack, api: A
         {"lines": [half, half], "shipping_address": ADDRESS},
         {"lines": [half], "shipping_address": {**ADDRESS, "country": "XX"}},
     ):
-        headers = {"Idempotency-Key": f"{uid}-{len(body['lines'])}"}
-        expect(api.post("/orders", token=customer, headers=headers, json=body), 422, "VALIDATION_ERROR")
+        expect(place_order(api, customer, f"{uid}-{len(body['lines'])}", body), 422, "VALIDATION_ERROR")
     assert expect(api.get(f"/products/{pid}"), 200)["stock"] == 10

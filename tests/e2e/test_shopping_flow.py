@@ -13,7 +13,17 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ADDRESS, Api, Stack, create_product, eventually, expect
+from tests.e2e.conftest import (
+    ADDRESS,
+    Api,
+    Stack,
+    confirmed,
+    create_product,
+    eventually,
+    expect,
+    order_lines,
+    place_order,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -73,15 +83,7 @@ def test_the_whole_shopping_flow(stack: Stack, api: Api, uid: str) -> None:
     expect(api.get(f"/customers/{customer_id}", token=customer), 200)
 
     # --- checkout
-    placed = expect(
-        api.post(
-            "/orders",
-            token=customer,
-            headers={"Idempotency-Key": f"flow-{uid}"},
-            json={"session_id": sid, "shipping_address": ADDRESS},
-        ),
-        201,
-    )
+    placed = expect(place_order(api, customer, f"flow-{uid}", {"session_id": sid, "shipping_address": ADDRESS}), 201)
     order_id = placed["order_id"]
     assert placed["customer_id"] == customer_id
     assert placed["status"] in ("PENDING", "CONFIRMED")  # the stream processor may already have run
@@ -104,11 +106,7 @@ def test_the_whole_shopping_flow(stack: Stack, api: Api, uid: str) -> None:
     assert expect(api.get(f"/sessions/{sid}"), 200)["cart"] == []
 
     # --- the stream processor confirms it (bounded wait)
-    def confirmed() -> dict[str, Any] | None:
-        order = expect(api.get(f"/orders/{order_id}", token=customer), 200)
-        return order if order["status"] == "CONFIRMED" else None
-
-    order = eventually(confirmed, timeout=CONFIRM_WAIT_S, what="order CONFIRMED by the stream processor")
+    order = confirmed(api, customer, order_id, timeout=CONFIRM_WAIT_S).json()
     assert [h["status"] for h in order["history"]] == ["PENDING", "CONFIRMED"]
 
     def confirmation() -> list[dict[str, Any]]:
@@ -190,15 +188,7 @@ def test_cancel_before_shipping_restocks(stack: Stack, api: Api, uid: str) -> No
     pid = product["product_id"]
     customer_id = f"e2e-cancel-{uid}"
     customer = stack.token(customer_id)
-    order = expect(
-        api.post(
-            "/orders",
-            token=customer,
-            headers={"Idempotency-Key": f"cancel-{uid}"},
-            json={"lines": [{"product_id": pid, "quantity": 3}], "shipping_address": ADDRESS},
-        ),
-        201,
-    )
+    order = expect(place_order(api, customer, f"cancel-{uid}", order_lines(pid, 3)), 201)
     assert expect(api.get(f"/products/{pid}"), 200)["stock"] == 1
     cancelled = expect(api.post(f"/orders/{order['order_id']}/cancel", token=customer), 200)
     assert cancelled["status"] == "CANCELLED"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Store
-from tests.functions.apigw import FUNCTIONS, load_handler
+from tests.functions.apigw import API, FUNCTIONS
 
 _names = itertools.count()
 
@@ -25,7 +25,7 @@ _names = itertools.count()
 @pytest.fixture(scope="session", autouse=True)
 def _handlers_loaded() -> None:
     for name in FUNCTIONS:
-        load_handler(name)
+        API.handler(name)
 
 
 @pytest.fixture(scope="module")

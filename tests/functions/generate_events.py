@@ -428,6 +428,7 @@ def sample(name: str, method: str, path: str, route: str, kwargs: dict[str, Any]
     evt = event(method, path, route_key=f"{method} {route}", **kwargs)
     request_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"shop-sample/{name}"))
     evt["requestContext"].update(requestId=request_id, time="01/Jan/2026:00:00:00 +0000", timeEpoch=FIXED_EPOCH_MS)
+    evt["headers"]["x-amzn-trace-id"] = f"Root=1-{FIXED_EPOCH_MS // 1000:08x}-{request_id.replace('-', '')[:24]}"
     if "authorizer" in evt["requestContext"]:
         claims = evt["requestContext"]["authorizer"]["jwt"]["claims"]
         claims.update(iat=str(FIXED_EPOCH_MS // 1000), exp=str(FIXED_EPOCH_MS // 1000 + 3600))

@@ -119,12 +119,13 @@ def test_the_leading_keys_check_catches_a_foreign_write() -> None:
 
 def test_order_events_grants_match_its_calls(store):
     from functions.order_events.handler import handler
+    from local_runtime.events import stream_event as lambda_event
     from shop.models import OrderStatus
     from shop.repository.store import dynamodb_client
     from shop.services.orders import OrderService, RequestedLine
-    from tests.stream.conftest import FakeContext
+    from tests.stream.conftest import order_events_context as FakeContext
     from tests.support.factories import ADDRESS, ADMIN, ALICE, product
-    from tests.support.streams import StreamReader, lambda_event
+    from tests.support.streams import StreamReader
 
     orders = OrderService(store.table)
     order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])

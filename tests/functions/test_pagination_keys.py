@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -18,6 +17,7 @@ from infra.rotation import pagination_key as rotation
 from shop import errors, pagination_keys
 from shop.config import ConfigurationError, settings
 from shop.repository import pagination
+from tests.support.pagination_key import current_key, deploy_key, forget_keys, rotate
 
 SCOPE = "customer-orders:alice"
 
@@ -25,25 +25,8 @@ SCOPE = "customer-orders:alice"
 @pytest.fixture
 def secret(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, str]]:
     with mock_aws():
-        client = boto3.client("secretsmanager")
-        arn = client.create_secret(Name="shop-test-pagination", SecretString="k" * 64)["ARN"]
-        monkeypatch.setenv("PAGINATION_SECRET_ARN", arn)
-        settings.cache_clear()
-        pagination_keys.clear()
-        yield client, arn
-    settings.cache_clear()
-    pagination_keys.clear()
-
-
-def rotate(client: Any, arn: str) -> None:
-    """What Secrets Manager does on schedule: the four steps, each through the rotation function."""
-    token = str(uuid.uuid4())
-    for step in ("createSecret", "setSecret", "testSecret", "finishSecret"):
-        rotation.handler({"SecretId": arn, "ClientRequestToken": token, "Step": step}, None, client)
-
-
-def current_key(client: Any, arn: str) -> bytes:
-    return client.get_secret_value(SecretId=arn, VersionStage="AWSCURRENT")["SecretString"].encode()
+        yield deploy_key(monkeypatch)
+    forget_keys()
 
 
 def test_a_token_signed_before_a_rotation_still_reads_after_it(secret):

@@ -6,37 +6,21 @@ The products function with its key read at run time from (moto's) Secrets Manage
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 
-from infra.rotation import pagination_key as rotation
 from shop import pagination_keys
 from shop.config import settings
 from tests.functions.apigw import ADMIN, call
+from tests.support.pagination_key import deploy_key, forget_keys, rotate
 
 
 @pytest.fixture
 def deployed_key(moto_api: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, str]]:
-    client = boto3.client("secretsmanager")
-    arn = client.create_secret(Name=f"shop-test-pagination-{uuid.uuid4()}", SecretString="k" * 64)["ARN"]
-    monkeypatch.delenv("PAGINATION_SECRET", raising=False)
-    monkeypatch.setenv("PAGINATION_SECRET_ARN", arn)
-    settings.cache_clear()
-    pagination_keys.clear()
-    yield client, arn
-    settings.cache_clear()
-    pagination_keys.clear()
-
-
-def rotate(client: Any, arn: str) -> None:
-    token = str(uuid.uuid4())
-    for step in ("createSecret", "setSecret", "testSecret", "finishSecret"):
-        rotation.handler({"SecretId": arn, "ClientRequestToken": token, "Step": step}, None, client)
-    pagination_keys.clear()  # a new instance, or the cache's 5 minutes later
+    yield deploy_key(monkeypatch)
+    forget_keys()
 
 
 def page(token: str | None) -> Any:
@@ -52,11 +36,13 @@ def test_a_token_survives_one_rotation_not_two(deployed_key):
     token = first.body["next_token"]
 
     rotate(client, arn)
+    pagination_keys.clear()  # a new instance, or the cache's 5 minutes later
     second = page(token)
     assert second.status == 200
     assert [p["name"] for p in second.body["items"]] == ["item 2", "item 3"]
 
     rotate(client, arn)
+    pagination_keys.clear()
     refused = page(token)
     assert (refused.status, refused.code) == (400, "INVALID_NEXT_TOKEN")
     assert page(second.body["next_token"]).status == 200  # signed with the then-current key: one rotation old

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import pathlib
-import shutil
 import time
 from typing import Any
 
@@ -20,7 +19,8 @@ from local_runtime.cli import DEFAULT_TABLE_NAME
 from local_runtime.dynamodb_local import DynamoDBLocal, create_table
 from local_runtime.functions import Functions
 from local_runtime.poller import StreamPoller
-from local_runtime.template import AppModel, load_app
+from local_runtime.stack import templates_only
+from local_runtime.template import AppModel, TemplateError, load_app
 from shop.repository import Table
 from shop.services.orders import OrderService, RequestedLine
 from tests.stream.conftest import dump
@@ -35,13 +35,10 @@ UNREACHABLE = "http://127.0.0.1:9"  # connection refused at once: the store is "
 
 @pytest.fixture(scope="module")
 def cdk_out(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    templates = sorted((REPO / "cdk.out").glob("*.template.json"))
-    if not templates:
-        pytest.fail("no synthesized templates in cdk.out: run `make synth` first (make test does)")
-    target = tmp_path_factory.mktemp("cdk.out")
-    for path in templates:  # templates only: the functions run from source, never a stale asset
-        shutil.copy2(path, target / path.name)
-    return target
+    try:  # templates only: the functions run from source, never a stale asset
+        return templates_only(REPO / "cdk.out", tmp_path_factory.mktemp("cdk.out"))
+    except TemplateError as exc:
+        pytest.fail(f"{exc} (make test does)")
 
 
 @pytest.fixture(scope="module")

@@ -5,29 +5,20 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
+from local_runtime.functions import lambda_context
+from local_runtime.in_process import declared_functions
+from local_runtime.worker import LambdaContext
 from shop import publishing
 from shop.repository.store import from_item
 
 
-@dataclass
-class FakeContext:
-    """The attributes Powertools' Logger reads from the Lambda context."""
-
-    function_name: str = "order_events"
-    function_version: str = "$LATEST"
-    memory_limit_in_mb: int = 256
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:order_events"
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    log_group_name: str = "/aws/lambda/order_events"
-    log_stream_name: str = "local"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
+def order_events_context() -> LambdaContext:
+    """The context Lambda passes order_events (local_runtime's, sized as infra.settings declares it)."""
+    return lambda_context(declared_functions()["order_events"])
 
 
 @pytest.fixture
@@ -36,7 +27,7 @@ def invoke() -> Callable[[dict[str, Any]], dict[str, Any]]:
     from functions.order_events.handler import handler
 
     def call(event: dict[str, Any]) -> dict[str, Any]:
-        return handler(event, FakeContext())
+        return handler(event, order_events_context())
 
     return call
 

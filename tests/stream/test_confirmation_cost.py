@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from local_runtime.events import stream_event as lambda_event
 from shop.models import OrderStatus
 from shop.repository.store import dynamodb_client
 from shop.services.orders import OrderService, RequestedLine
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
-from tests.support.streams import StreamReader, lambda_event, only
+from tests.support.streams import StreamReader, only
 
 
 def test_the_confirmations_modify_reads_once_and_writes_nothing(store, invoke):

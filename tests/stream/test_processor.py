@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from local_runtime.events import stream_event as lambda_event
 from shop.models import OrderStatus
 from shop.repository import OrderEffectsRepository, stream_records
 from shop.repository.stream_records import StreamRecord
@@ -16,7 +17,7 @@ from shop.services.orders import OrderService, RequestedLine
 from shop.services.sessions import SessionService
 from tests.stream.conftest import dump, emitted_metrics
 from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
-from tests.support.streams import StreamReader, lambda_event, only, ttl_removal
+from tests.support.streams import StreamReader, only, ttl_removal
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 

@@ -9,6 +9,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from local_runtime.events import stream_event as lambda_event
 from shop import publishing
 from shop.models import OrderStatus
 from shop.publishing import Event, EventPublisher
@@ -16,7 +17,7 @@ from shop.services.orders import OrderService
 from tests.stream.conftest import RecordingEvents, dump, emitted_metrics
 from tests.stream.test_processor import place
 from tests.support.factories import ADMIN
-from tests.support.streams import StreamReader, lambda_event, only
+from tests.support.streams import StreamReader, only
 
 BUS = "shop-test-bus"
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")

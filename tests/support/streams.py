@@ -1,68 +1,24 @@
-"""Read a table's real stream records from a backend (moto or DynamoDB Local) and shape Lambda events.
+"""A table's real stream records, read from a test's backend (moto or DynamoDB Local) as Lambda delivers them.
 
 reader = StreamReader(store)
-records = reader.read()            # every record not read before, in shard order
-event = lambda_event(records)      # {"Records": [...]} as the event source mapping delivers it
+records = reader.read()            # every record not read before, in write order
+event = stream_event(records)      # {"Records": [...]} (local_runtime.events) as the mapping delivers it
+
+The reading and shaping are local_runtime's (`local_runtime.streams`, `local_runtime.events`).
 """
 
 from __future__ import annotations
 
-import copy
-import datetime
 from typing import Any
 
+from local_runtime import streams
 
-class StreamReader:
-    """Every record of a table's stream, each returned once across calls (per-shard position kept)."""
+
+class StreamReader(streams.StreamReader):
+    """local_runtime's reader (every record, no filter) on a test store's backend."""
 
     def __init__(self, store: Any) -> None:
-        self.streams = store.streams
-        table = store.client.describe_table(TableName=store.table_name)["Table"]
-        self.stream_arn: str = table["LatestStreamArn"]
-        self.region: str = store.client.meta.region_name
-        self._positions: dict[str, str] = {}  # shard id -> last sequence number read
-
-    def read(self) -> list[dict[str, Any]]:
-        description = self.streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
-        records: list[dict[str, Any]] = []
-        for shard in description["Shards"]:
-            shard_id = shard["ShardId"]
-            args: dict[str, Any] = {"StreamArn": self.stream_arn, "ShardId": shard_id}
-            if shard_id in self._positions:
-                args.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", SequenceNumber=self._positions[shard_id])
-            else:
-                args.update(ShardIteratorType="TRIM_HORIZON")
-            iterator = self.streams.get_shard_iterator(**args)["ShardIterator"]
-            empty_pages = 0
-            while iterator and empty_pages < 2:
-                page = self.streams.get_records(ShardIterator=iterator, Limit=1000)
-                batch = page.get("Records", [])
-                empty_pages = 0 if batch else empty_pages + 1
-                for record in batch:
-                    records.append(self._as_lambda_record(record))
-                    self._positions[shard_id] = record["dynamodb"]["SequenceNumber"]
-                iterator = page.get("NextShardIterator")
-        return records
-
-    def _as_lambda_record(self, record: dict[str, Any]) -> dict[str, Any]:
-        """What the event source mapping adds: the stream ARN; timestamps as epoch seconds."""
-        shaped = copy.deepcopy(record)
-        shaped["eventSourceARN"] = self.stream_arn
-        shaped.setdefault("awsRegion", self.region)
-        shaped.setdefault("eventSource", "aws:dynamodb")
-        created = shaped["dynamodb"].get("ApproximateCreationDateTime")
-        if isinstance(created, datetime.datetime):
-            shaped["dynamodb"]["ApproximateCreationDateTime"] = int(created.timestamp())
-        return shaped
-
-
-def lambda_event(records: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"Records": list(records)}
-
-
-def read_event(store: Any) -> dict[str, Any]:
-    """Every record of the table's stream so far, as one Lambda event."""
-    return lambda_event(StreamReader(store).read())
+        super().__init__(store.client, store.streams, store.table_name, region=store.client.meta.region_name)
 
 
 def only(
