@@ -47,7 +47,7 @@ def declared_functions(root: pathlib.Path = REPO_ROOT) -> dict[str, FunctionDef]
 
 def declared_routes() -> list[RouteDef]:
     """Every route of infra.settings (JWT-authorized unless public)."""
-    return [RouteDef(route.route_key, route.function, "JWT" if route.auth else "NONE") for route in ROUTES]
+    return [RouteDef(route.route_key, route.function, "NONE" if route.public else "JWT") for route in ROUTES]
 
 
 @dataclass
