@@ -31,9 +31,9 @@ def fresh_python(code: str) -> dict:
 @pytest.mark.parametrize("function", ["customers", "products", "orders", "sessions", "order_events"])
 def test_a_handler_import_leaves_out_what_it_does_not_use(function):
     loaded = fresh_python(
-        "import importlib.util, json, sys\n"
-        f"spec = importlib.util.spec_from_file_location('handler', 'functions/{function}/handler.py')\n"
-        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "import json, sys\n"
+        "from local_runtime.worker import import_handler_module\n"
+        f"module = import_handler_module('functions/{function}', 'handler')\n"
         "print(json.dumps({'asyncio': 'asyncio' in sys.modules, 'xray': 'aws_xray_sdk' in sys.modules,"
         " 'appsync': any('appsync' in name for name in sys.modules), 'handler': callable(module.handler),"
         " 'parameters': 'aws_lambda_powertools.utilities.parameters' in sys.modules}))"

@@ -19,9 +19,9 @@ def test_the_document_lists_exactly_the_codes_the_validator_accepts():
 
 def test_the_orders_function_starts_without_loading_the_list():
     loaded = fresh_python(
-        "import importlib.util, json, sys\n"
-        "spec = importlib.util.spec_from_file_location('handler', 'functions/orders/handler.py')\n"
-        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "import json, sys\n"
+        "from local_runtime.worker import import_handler_module\n"
+        "module = import_handler_module('functions/orders', 'handler')\n"
         "at_start = 'iso3166' in sys.modules\n"
         "from shop.http_api.order_schemas import AddressIn\n"
         "AddressIn(name='a', line1='b', city='c', postal_code='1', country='US')\n"

@@ -43,12 +43,9 @@ sys.modules["snapshot_restore_py"] = library
 """
 
 IMPORT_HANDLER = """
-import importlib.util
+from local_runtime.worker import import_handler_module
 def import_handler(function):
-    spec = importlib.util.spec_from_file_location("handler", f"functions/{function}/handler.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_handler_module(f"functions/{function}", "handler")
 """
 
 RESTORE_TWICE = (
