@@ -1,12 +1,7 @@
 """Build the third-party dependencies layer without Docker.
 
-``python -m infra.build_layers --arch x86_64|arm64`` installs the fully pinned
-``requirements/runtime.txt`` as manylinux wheels for the Lambda runtime's
-Python version and the chosen architecture into ``build/layers/deps-<arch>/python``.
-Only binary wheels are accepted (no source builds on the wrong platform) and
-``--no-deps`` is safe because the file is a complete lock. A stamp (hash of the
-lock file, the architecture and the Python version) skips the rebuild when
-nothing changed. boto3/botocore are not bundled: the Lambda runtime provides them.
+``python -m infra.build_layers --arch x86_64|arm64`` installs the locked ``requirements/runtime.txt`` as binary
+manylinux wheels into ``build/layers/deps-<arch>/python`` (docs/infrastructure.md, "Layers").
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Every cdk-nag AwsSolutions finding we accept, each on the narrowest construct, with the reason.
 
-cdk-nag 3 reports through CDK's policy validation: an unacknowledged finding
-fails ``cdk synth``. Acknowledgements are written into the templates' metadata
-(``cdk_nag.rules_to_suppress``) for auditors.
+An unacknowledged finding fails ``cdk synth`` (docs/infrastructure.md, "Guard rails").
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """order_events: the table stream -> OrderEventsService, with partial batch responses.
 
-Each record is read (shop.repository.stream_records) and handed to the service, which returns its
-outcome; the events go to the batch processor (shop.stream_batch), which publishes the batch's events
-together and reports a record whose event was not accepted as failed, so Lambda redelivers it.
+Each record is read (shop.repository.stream_records) and handed to the service; the batch processor
+(shop.stream_batch) publishes the batch's events and fails a record whose event was not accepted.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Cognito pre token generation trigger (event version 2): admin rights only with TOTP MFA enabled.
 
-Cognito sets MFA per user pool and the API's JWT authorizer trusts one issuer, so MFA cannot be
-required of one group. This trigger removes the `admin` group from the token's groups
-(`cognito:groups` of the ID and the access token) unless the user has TOTP MFA enabled, which
-Cognito then asks for at every sign-in. The event does not say whether the user has MFA, so it is
-read with AdminGetUser, only for members of `admin`. Fails closed: if that read fails, the token
-is issued without `admin` (the user keeps customer rights) and the failure is logged.
+Removes `admin` from the token's groups unless AdminGetUser shows TOTP MFA; fails closed (no `admin`) and never
+raises. Why: docs/decisions.md, "Production infrastructure: admin MFA".
 """
 
 from __future__ import annotations

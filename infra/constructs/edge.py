@@ -1,8 +1,7 @@
 """`-c edge=true`: CloudFront in front of the HTTP API with an AWS WAF web ACL (WAF cannot attach to an HTTP API).
 
-The web ACL of a distribution must live in us-east-1, so this construct is the body of its own
-stack there (EdgeStack). Its origin is the API's custom domain (the execute-api endpoint is
-disabled), a context value: nothing crosses regions.
+The body of its own us-east-1 stack (EdgeStack); its origin is the API's custom domain, a context value, so
+nothing crosses regions.
 """
 
 from __future__ import annotations

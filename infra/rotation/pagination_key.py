@@ -1,9 +1,7 @@
 """Secrets Manager rotation of the pagination key: a new random key becomes AWSCURRENT, the old one AWSPREVIOUS.
 
-Secrets Manager calls this function four times per rotation (createSecret, setSecret, testSecret,
-finishSecret) with the version it is creating. Only the shop's own functions use the key and they read
-both versions (shop.pagination_keys), so there is no outside system to set or test: createSecret stores
-a new random key as AWSPENDING, finishSecret makes it AWSCURRENT. Every step is safe to repeat.
+createSecret stores a new random key as AWSPENDING, finishSecret promotes it; setSecret and testSecret have nothing
+to do (only the shop's own functions use the key). Every step is safe to repeat.
 """
 
 from __future__ import annotations

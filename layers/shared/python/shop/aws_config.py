@@ -1,26 +1,7 @@
 """The one botocore configuration every AWS client of the shop uses, derived from the function's timeout.
 
-A handler must answer itself (503 SERVICE_UNAVAILABLE with Retry-After) before Lambda kills it
-at its timeout (API Gateway would answer a bare 500/503). So the store's budget is derived from
-FUNCTION_TIMEOUT_SECONDS (set by infra from the function's timeout; `Budget.for_timeout`):
-
-    worst case of one call = attempts x (connect + read) + standard mode's backoff sleeps
-                           <= timeout - margin
-
-and, because a handler makes several calls and retries transaction conflicts on top,
-`invocation_deadline(context)` sets a deadline for the whole invocation (Lambda's remaining time
-minus the margin): no attempt starts that could end after it (`DeadlineExceeded`, which the
-repository turns into ServiceUnavailable). docs/decisions.md shows the arithmetic.
-
-DYNAMODB_CONNECT_TIMEOUT and DYNAMODB_READ_TIMEOUT (seconds) override the timeouts where the
-store is slower than DynamoDB, as DynamoDB Local on a loaded laptop or CI machine is; the
-deadline still holds then.
-
-Standard mode does not retry a write that collided with a transaction on the same item
-(`TransactionConflictException` on PutItem/UpdateItem/DeleteItem, or a TransactWriteItems
-cancelled for `TransactionConflict`). `with_conflict_retries` adds that to the client's own
-retry loop: DynamoDB rejected the whole request, so sending it again re-evaluates every
-condition and applies it at most once.
+Attempts, timeouts and a per-invocation deadline leave a handler time to answer 503 itself before Lambda kills
+it; DynamoDB clients also retry transaction conflicts (docs/decisions.md, "Fault drills: the store budget").
 """
 
 from __future__ import annotations

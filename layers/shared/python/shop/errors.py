@@ -1,8 +1,7 @@
 """Typed domain errors.
 
-The repository turns AWS error codes into these; the HTTP layer maps each
-class to a status code in one table (shop.http_api.errors). Nothing matches on
-messages.
+The repository turns AWS error codes into these; the HTTP layer maps each class to a status code in one table
+(shop.http_api.errors). Nothing matches on messages.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """Import one class from a large package without running the package's ``__init__``.
 
-``aws_lambda_powertools.event_handler``'s ``__init__`` imports every resolver it ships (AppSync,
-and with it ``asyncio``; Bedrock; VPC Lattice; ...) and ``utilities.data_classes``'s imports all
-of its ~30 event classes. An API function uses one resolver and one event class; the stream
-processor a few. ``install()`` puts each package in ``sys.modules`` uninitialised, with a module
-``__getattr__``: a name the real ``__init__`` imports from a submodule (read from that
-``__init__``'s own source) is imported from that submodule alone, a submodule's name imports the
-submodule, and any other name runs the real ``__init__`` first, so ``from <package> import <anything>`` keeps working. Measured: ~50 fewer
-modules and ~15 to 25 ms less per cold start (docs/decisions.md, "Cold start").
-
-Nothing happens if a package is already imported or its ``__init__`` cannot be read; anything
-unexpected falls back to the ordinary import.
+``install()`` registers Powertools' ``event_handler`` and ``utilities.data_classes`` uninitialised; any name still
+imports, and anything unexpected falls back to the ordinary import. Why: docs/decisions.md, "Cold start".
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Every size limit in one place: DynamoDB's, and the API's, chosen so that any input fits DynamoDB's.
 
-DynamoDB counts key and item sizes in UTF-8 bytes; the API counts input lengths in characters
-(code points). Each key built from client input is proved to fit with its worst case (4-byte code
-points, characters whose case fold expands to 6 bytes) in tests/unit/test_key_limits.py; the
-budget behind each limit is in docs/decisions.md ("Hardening: limits").
+DynamoDB counts UTF-8 bytes, the API characters; tests/unit/test_key_limits.py proves every key fits at its worst
+case. The budget behind each limit: docs/decisions.md, "Hardening: limits".
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """The HMAC keys of next tokens: a local literal, or the pagination secret's current and previous versions.
 
-Deployed, the functions get only the secret's ARN (`PAGINATION_SECRET_ARN`) and read the key at run time
-through Powertools' parameters utility, cached for `MAX_AGE_S`. Tokens are signed with AWSCURRENT and
-verified against AWSCURRENT, then AWSPREVIOUS, so a token issued before a rotation still reads after it.
-An instance whose cached key predates a rotation refreshes when a token matches none of its keys, at most
-once per `REFRESH_AFTER_MISMATCH_S` (a forged token cannot make every request call Secrets Manager).
-Without the ARN (tests, `make dev`, bench) `PAGINATION_SECRET` is the one key.
+Deployed, the key is read at run time from the secret (`PAGINATION_SECRET_ARN`); otherwise `PAGINATION_SECRET` is
+the one key. Caching and rotation: docs/decisions.md, "Production infrastructure: secrets that rotate".
 """
 
 from __future__ import annotations

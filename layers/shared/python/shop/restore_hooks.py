@@ -1,15 +1,7 @@
 """SnapStart: the state each execution environment restored from one snapshot must draw again.
 
-With `-c snapstart=true` Lambda snapshots a function's process after its init and restores many
-environments from that one snapshot, so whatever the init drew is shared by all of them. Ids and
-tokens are drawn at call time from os.urandom (shop.ids, `secrets`), and no AWS client, connection
-or credential exists before the first invocation. What the init does hold: the `random` module's
-state, seeded when it was imported (retry jitter here and in botocore), and the last id of shop.ids.
-Both are redrawn after a restore.
-
-Hooks go through `snapshot_restore_py`, which Lambda's Python runtimes (3.12+) provide and run after
-each restore. They are registered during a SnapStart init only (AWS_LAMBDA_INITIALIZATION_TYPE):
-elsewhere, on Lambda or off it, nothing is imported or registered.
+After each restore the `random` module is reseeded and shop.ids' generator replaced; the hooks are registered
+in a SnapStart init only. What else holds after a restore: docs/deploy.md, "SnapStart (opt-in)".
 """
 
 from __future__ import annotations

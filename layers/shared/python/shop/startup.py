@@ -1,21 +1,7 @@
 """Cold start: no cyclic garbage collection while a function's module is imported (Lambda's init).
 
-Importing a function creates a few hundred modules' worth of long-lived objects (classes, typing
-constructs, Powertools' resolver, pydantic models). None of it is garbage, yet CPython's
-generational collector keeps walking it as it accumulates, and each full collection walks the
-whole heap: ~40 ms of a ~290 ms import here (docs/decisions.md, "Cold start").
-
-``begin()`` first thing in ``handler.py`` also registers Powertools' large packages to load
-lazily (``shop.lazy_packages``) and, in a SnapStart init, what a restore redraws
-(``shop.restore_hooks``). It pauses the collector; ``done()`` last thing resumes it;
-``paused_first_call`` does the same around the first invocation (it creates the boto3 client).
-Reference counting frees everything acyclic meanwhile, so only cyclic garbage made during the
-import waits, and the import makes little. In a Lambda process (``AWS_LAMBDA_FUNCTION_NAME`` is
-set), ``done()`` also moves what the import built to the permanent generation (``gc.freeze()``):
-it lives as long as the process, so later collections need not walk it again. Elsewhere (tests,
-the local runtime, the OpenAPI build, which import several functions into one long process)
-nothing is frozen. ``done()`` is idempotent. A module that fails half way leaves the collector
-paused, which only delays cyclic garbage: on Lambda a failed init ends the environment anyway.
+``begin()`` first thing in ``handler.py`` (it also installs ``shop.lazy_packages`` and ``shop.restore_hooks``),
+``done()`` last thing; ``paused_first_call`` covers the first invocation. Why: docs/decisions.md, "Cold start".
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The stream processor's batch: Powertools' partial-batch processor that publishes a batch's events once.
 
-A record handler returns the events its record produced. Those records are held back as successes
-until, after the last record, the batch's events go out together (PutEvents, 10 per call); a record
-whose event was not accepted is then reported failed like one that raised, so Lambda redelivers it.
-Powertools is extended through its documented hooks only (`success_handler`, `failure_handler`,
-`_prepare`, `_clean`: docs "Extending BatchProcessor", "Create your own partial processor").
+Records are held back until the batch's events are sent; a record whose event was not accepted fails, so Lambda
+redelivers it. Powertools' documented hooks only: docs/decisions.md, "Stream processor".
 """
 
 from __future__ import annotations

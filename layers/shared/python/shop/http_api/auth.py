@@ -1,16 +1,7 @@
 """Who is calling, from the claims API Gateway's JWT authorizer put in ``requestContext.authorizer.jwt``.
 
-API Gateway has already verified the token (and rejected a missing or invalid one with 401) on
-protected routes; the function only reads the verified claims. An array claim such as
-``cognito:groups`` reaches a payload-2.0 integration flattened into one string, ``"[admin]"`` or
-``"[admin ops]"`` (space-separated inside brackets); events built by hand or by other tools may
-carry it as a JSON list. Those are the only two forms read as lists: any other string is one group
-name, so ``"ops,admin"`` names the group ``ops,admin``, never ``admin``.
-
-The token's ``sub`` is the customer id in keys and paths, so it is checked before anything reads
-it: 1..128 characters, no control characters, and none of ``/ ? %``, which API Gateway cannot carry
-intact in a path segment (it decodes the path before routing, so a ``/`` splits the segment, a
-``?`` ends the path and a ``%`` is decoded a second time).
+The token is already verified: this reads the groups claim in its only two forms and checks ``sub`` (a key and a
+path segment) before anything reads it. Why: docs/decisions.md, "Hardening: gateway and identity".
 """
 
 from __future__ import annotations

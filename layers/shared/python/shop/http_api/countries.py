@@ -1,8 +1,7 @@
 """Country codes a shipping address accepts: ISO 3166-1 alpha-2, from the maintained iso3166 package.
 
-The list is loaded on first use (a validation or the OpenAPI document), not when a function starts.
-The stored ``ShippingAddress`` keeps only its ``[A-Z]{2}`` shape, so an order placed with a code a
-later release withdraws still reads back.
+Loaded on first use, not when a function starts. The stored address keeps only the ``[A-Z]{2}`` shape, so an order
+placed with a code a later release withdraws still reads back.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Versions over HTTP: the ``ETag`` a versioned entity is answered with and the ``If-Match`` it is changed with.
 
-Orders and customer profiles carry an integer ``version``; the ETag is that number, quoted
-(``"3"``). ``If-Match`` accepts ``"3"``, ``3`` and ``W/"3"``; anything else (``*``, a list, a
-number over 9 digits) names no version, so it is answered 412 ``VERSION_MISMATCH`` when the entity
-exists (docs/decisions.md, "Hardening: customer versions").
+The ETag is the quoted integer version (``"3"``); ``If-Match`` accepts ``"3"``, ``3`` and ``W/"3"``, and anything
+else names no version (docs/decisions.md, "Hardening: customer versions").
 """
 
 from __future__ import annotations

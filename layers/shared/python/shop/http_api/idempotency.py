@@ -1,15 +1,7 @@
-"""Powertools idempotency persisted in the shop's single table.
+"""Powertools idempotency persisted in the shop's single table, each record its own partition.
 
-Each record is its own partition, ``PK = IDEMPOTENCY#<name>#<md5(idempotency key)>``,
-``SK = IDEMPOTENCY`` (``_RecordPerKey``), with the TTL attribute ``expires_at``
-(``IDEMPOTENCY_TTL_SECONDS``), written through the shop's one boto3 client (same retries and timeouts). The idempotency key is the caller's ``sub`` plus the client's
-``Idempotency-Key`` header, so two customers never share a key; the request body is the validated
-payload, so a key sent again with a different body is 409 ``IDEMPOTENCY_KEY_REUSED``.
-
-Each :class:`IdempotentOperation` owns ONE persistence layer, built on first use (no AWS work at
-import) and rebuilt only if the table or client changes (tests switch stores). A concurrent repeat
-that finds the first attempt still in progress polls with bounded backoff until the first response
-is stored, and answers 409 ``IDEMPOTENCY_IN_PROGRESS`` only if it never completes in time.
+The key is the caller's ``sub`` plus the ``Idempotency-Key`` header; the payload is the validated body. Keys,
+polling and why Powertools is subclassed: docs/decisions.md, "HTTP API".
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """Logs, metrics and (optionally) traces for the API functions.
 
-- ``logger``: Powertools JSON Logger; each invocation's lines carry ``correlation_id`` (the API
-  Gateway request id) as thread-local keys, so concurrent in-process invocations do not mix them.
-- ``count()``: EMF metrics (namespace ``POWERTOOLS_METRICS_NAMESPACE``, default ``Shop``), flushed
-  once at the end of each invocation: OrdersPlaced, OrderValueCents, OutOfStockRejections,
-  ValidationFailures, StoreUnavailable (answers 503 because the store throttled, stalled or failed).
-- Tracing: ``aws_xray_sdk`` is imported only when ``POWERTOOLS_TRACE_DISABLED`` is not ``true``;
-  otherwise the handler is not wrapped at all and the X-Ray SDK stays unimported (~120 ms saved).
-- Cold start: the first invocation runs with the cyclic collector paused (``shop.startup``).
+``logger`` (a thread-local ``correlation_id``), ``count()`` (EMF, flushed once per invocation), ``lambda_handler``;
+the X-Ray SDK is imported only when tracing is on. Metric names: docs/decisions.md, "HTTP API".
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
 """The resolver every API function uses: Powertools' HTTP API resolver with validation and our errors.
 
-- ``create_app(function)`` returns a :class:`ShopResolver` with request validation enabled and the error
-  handlers registered: domain errors through the one table in ``shop.http_api.errors``; malformed JSON
-  400 ``BAD_REQUEST``; schema violations 422 ``VALIDATION_ERROR`` with the offending fields; unknown
-  routes 404 ``NOT_FOUND``; anything else 500 ``INTERNAL_ERROR`` (logged, never echoed).
-- A function registers only its own routes of ``shop.http_api.routes`` (any other fails the import),
-  and each declares the bearer token exactly when the table says it is not public.
-- ``ShopResolver`` keeps the per-request state (event, context, routing context) per thread, so one
-  module-level ``app`` can serve concurrent in-process invocations (tests, the local gateway); on
-  Lambda there is only ever one invocation per process and this costs nothing.
-- ``declare()`` builds a route's OpenAPI responses so the generated document lists every status.
-- Path parameters are API Gateway's decoded ``pathParameters`` when the event has them, so a
-  handler sees ``auth0|123`` whether the event's ``rawPath`` carries it encoded or decoded; a
-  variable matches any decoded segment (everything but ``/``), as API Gateway's routes do.
+``create_app(function)`` accepts only that function's routes of ``shop.http_api.routes`` and answers every error
+the one way; ``ShopResolver`` keeps per-request state per thread. Why: docs/decisions.md, "HTTP API".
 """
 
 from __future__ import annotations

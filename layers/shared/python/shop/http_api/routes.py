@@ -1,9 +1,7 @@
 """Every route of the HTTP API, declared once: method, path, the function serving it, public or not.
 
-The API functions' resolvers (``shop.http_api.resolver.create_app``) accept only their own routes
-from this table and declare the bearer token from it; infra (``infra.settings``) wires API Gateway's
-routes, integrations, JWT authorizer and throttles from it. Plain data: every API function imports
-it at cold start, and so does the CDK app.
+The API functions' resolvers and the CDK app (``infra.settings``) both read this table, so it stays plain data:
+every API function imports it at cold start. docs/decisions.md, "HTTP API".
 """
 
 from __future__ import annotations

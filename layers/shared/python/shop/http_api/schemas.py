@@ -1,17 +1,7 @@
 """The HTTP bodies and parameters: what the OpenAPI document says, and what validation enforces.
 
-This module holds what every API function shares: the request-body base and the error bodies (the
-limits are in shop.limits). Each function's own bodies are in ``customer_schemas``, ``product_schemas``,
-``session_schemas`` and ``order_schemas``, so a function defines only its own models at import.
-
-Request bodies forbid unknown fields and use strict integers (no "5" for 5, no true for 1, but 2.0
-for 2, as JSON Schema counts it an integer), with bounds on every number and string so nothing a
-client sends can reach the store as a bad value. The document says exactly what validation accepts:
-an optional field that may not be null is ``T | MISSING`` (absent from the schema's ``required``,
-no ``null`` in its type), and a rule across fields is in the schema too (``minProperties``,
-``oneOf``). Patterns use only syntax that means the same in ECMA-262 (what JSON Schema and
-schemathesis read), Rust's regex (what pydantic runs) and Python's ``re``.
-Responses reuse the domain models (shop.models) so the document describes exactly what is sent.
+What every API function shares is here; its own bodies are in ``<customer|product|session|order>_schemas``.
+The document says exactly what validation accepts: docs/decisions.md, "Hardening: an exact OpenAPI document".
 """
 
 from __future__ import annotations

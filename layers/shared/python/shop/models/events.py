@@ -1,9 +1,7 @@
 """The events the shop publishes on its EventBridge bus: sources, detail types and each detail's shape.
 
-Delivery is at least once; `id` is deterministic (`<order_id>:<version>`, `<session_id>:<cart_version>`)
-so consumers can dedupe a redelivered event. The details are TypedDicts, not pydantic models: they
-are built from images already validated, go out as JSON as they are, and cost nothing at import
-(order_events' cold start).
+Each detail's `id` is deterministic, for consumers to dedupe at-least-once delivery. The details are TypedDicts,
+not pydantic models (docs/decisions.md, "Stream processor").
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""Opaque, tamper-evident next tokens.
+"""Opaque, tamper-evident next tokens: base64url(JSON position) + "." + base64url(HMAC-SHA256).
 
-A token is base64url(JSON position) + "." + base64url(HMAC-SHA256). The HMAC
-covers the list the token belongs to (its scope) as well as the position, so a
-token from another list, another customer or another shard set is rejected, not
-followed; the scope itself is not carried, which keeps tokens short. The JSON is
-UTF-8, not ASCII escapes: a position holds keys, and keys hold client text.
-Tokens are signed with the current key and read with the current or the previous one
-(shop.pagination_keys), so they survive a rotation of the key. A large position (the status
-listing's one cursor per shard) may be deflated first: a zlib stream cannot start like JSON does.
+The HMAC also covers the list's scope (not carried), so a token of another list is refused; keys come from
+shop.pagination_keys. docs/access-patterns.md ("Pagination"), docs/decisions.md ("Hardening: limits").
 """
 
 from __future__ import annotations

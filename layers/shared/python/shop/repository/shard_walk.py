@@ -1,13 +1,7 @@
 """Where a walk through a sharded, newest-first index stands, and how its next page is shared out.
 
-The position is one cursor per shard: not started, exhausted, or the last sort key that shard
-returned. A page asks some shards for a share of the page, in one round of parallel Queries, and
-returns every item they read, so nothing is read twice or thrown away (read amplification 1.00).
-The shares follow time: each shard's next entry is expected one `gap` (the estimated time between
-two entries of a shard, learned from the pages read so far) below its cursor, a shard not started
-at the newest time seen, and the page goes, entry by entry, to the shard expected to hold the
-newest one. The shards stay abreast, so pages come approximately newest first across shards; within
-a page and within each shard the order is exact. Sort keys start with an ISO-8601 UTC timestamp.
+A page is one round of parallel Queries whose every item is returned; across shards the order is only approximately
+newest first. Sort keys start with an ISO-8601 UTC timestamp. docs/decisions.md, "Data model and repository".
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The table's stream records, read for the stream processor: the only code that knows their wire format.
 
-What the repository is for table calls, this module is for the records Lambda delivers: keys and
-images in DynamoDB JSON become a `StreamRecord` whose keys are decoded and whose status and typed
-images (`OrderImage`, `SessionImage`) are read only when a rule asks, so a record that is not ours is
-skipped from its keys alone. A record that cannot be read raises `MalformedRecord`.
+A `StreamRecord` decodes the keys at once and reads status and images only when a rule asks, so a record that is
+not ours is skipped from its keys alone; an unreadable record raises `MalformedRecord`.
 """
 
 from __future__ import annotations

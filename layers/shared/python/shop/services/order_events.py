@@ -1,18 +1,7 @@
 """The stream processor's rules: confirm new orders, record status changes, notice abandoned carts.
 
-Delivery is at least once, so every table write is keyed by order id and version and conditional
-(see OrderEffectsRepository): a replayed or retried record changes nothing. Events go to EventBridge
-at least once, each with a deterministic `id` in its detail for consumers to dedupe on.
-
-- INSERT of a PENDING order: confirm it (conditional on status and version); when this record won,
-  write the confirmed version's effects at once (customer index, ORDER_CONFIRMED, history last).
-  When it lost, do nothing: the MODIFY record of whoever changed the order covers it.
-- MODIFY of an order whose status changed: write that version's effects (for CONFIRMED, only if
-  one read shows the INSERT path did not already) and publish OrderConfirmed / OrderStatusChanged.
-- REMOVE of a session by TTL with a non-empty cart: publish CartAbandoned. A holder's delete: nothing.
-- Anything else is skipped, decided from the record's keys without deserialising the images.
-
-Records arrive read (shop.repository.stream_records); the events are those of shop.models.events.
+Delivery is at least once: every table write is conditional and keyed by order id and version, so a replayed
+record changes nothing. Each rule, by record type: docs/decisions.md, "Stream processor".
 """
 
 from __future__ import annotations
