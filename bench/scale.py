@@ -273,13 +273,13 @@ def scale(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
         return {"met": False, "why": "needs the products and orders handlers (routes phase)"}
     import botocore.config
 
-    from shop.repository.store import CLIENT_CONFIG
+    from shop.aws_config import client_config
 
     store = ctx["store"]
     small_table = store.create_table("bench-scale-small")
     large_table = store.create_table("bench-scale-large")
     store.use(small_table)
-    client = store.client(config=CLIENT_CONFIG.merge(botocore.config.Config(max_pool_connections=16)))
+    client = store.client(config=client_config().merge(botocore.config.Config(max_pool_connections=16)))
 
     def items(count: int) -> list[dict[str, Any]]:
         factory = ItemFactory()

@@ -15,9 +15,6 @@ from shop import errors
 from shop.aws_config import CONFLICT_ERROR, CONFLICT_REASON, client_config, with_conflict_retries
 from shop.config import settings
 
-# Kept for callers that build their own client against another endpoint (tests, benchmarks).
-CLIENT_CONFIG = client_config()
-
 UNAVAILABLE_CODES = frozenset(
     {
         "ProvisionedThroughputExceededException",
