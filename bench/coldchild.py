@@ -1,8 +1,6 @@
 """One cold start, run in a fresh interpreter: `python -I coldchild.py <request.json> <result.json>`.
 
-Standard library only until the handler is imported. Times the handler module's import (Lambda's
-init) and its first invocation, loading the handler as the local runtime's worker does
-(`local_runtime.worker`, which imports only what this child needs anyway).
+Standard library only until the handler is imported; the handler is loaded as `local_runtime.worker` loads it.
 """
 
 import time

@@ -1,10 +1,7 @@
 """Cold start: each function in a fresh process (import + first invocation) against a bare boto3 handler.
 
-The bare handler is a module that imports boto3 and makes a DynamoDB client at import, and whose
-handler makes the same single call the function's first request needs. Both run in a fresh
-`python -I` per sample with the environment the deployed function gets (pointed at DynamoDB Local),
-samples alternate function/bare, and the medians are compared. A function over the target is
-profiled with `python -X importtime`: the heaviest imports are reported for its owners.
+Samples alternate function/bare and their medians are compared; a function over the target is profiled with
+`python -X importtime` (docs/performance.md, "How each figure is measured").
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """`make drill`: fault drills against the local stack under steady load, figures into results.json `faults`.
 
-Each drill starts `python -m local_runtime dev --deployed-budget` (the deployed store timeouts and
-retries, not the relaxed local ones) on loopback, runs client threads (product reads, cart writes,
-order placements with an Idempotency-Key), injects its fault, and then checks:
-- no answer is a 500 and none took longer than the function timeout (+ a gateway allowance);
-- every 503 carries Retry-After;
-- integrity: every 201 order exists; an order answered 503 exists only if its repeat (same key)
-  returns it; the product's stock went down by exactly the orders that exist;
-- exactly-once stream effects: every order ends CONFIRMED with history [PENDING, CONFIRMED] and
-  one ORDER_CONFIRMED notification.
-Every process a drill starts is stopped in a finally block (by pid, its own process group).
+What each drill injects and checks: docs/operations.md, "Fault drills". Every process a drill starts is stopped in
+a finally block (by pid, its own process group).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Count and cost every DynamoDB call made in this process, from any client.
 
-The shop's client (``shop.repository.store.dynamodb_client()``) and Powertools idempotency's own
-client are separate botocore clients with separate event systems, so instead of registering on one
-client's ``before-call`` hook this wraps ``botocore.client.BaseClient._make_api_call`` (one call per
-API operation, SDK retries excluded, whichever client or thread makes it). While a recorder is
-installed every DynamoDB request that accepts it gets ``ReturnConsumedCapacity=INDEXES`` (table and
-GSI split), and the response's ``ConsumedCapacity``, ``Count`` and ``ScannedCount`` are kept.
+Wraps ``botocore.client.BaseClient._make_api_call`` rather than one client's hooks, so the shop's and Powertools'
+clients are both seen (docs/performance.md, "How each figure is measured").
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """The functions driven in-process for the bench: local_runtime's harness, with the bench's callers.
 
-Requests go through `local_runtime.in_process` (routed, shaped and answered as by the HTTP API); a
-caller is a `sub` and its groups, passed as the JWT authorizer's claims. order_events gets the
-table's stream as its event source mapping delivers it (`local_runtime.streams`).
+A caller is a `sub` and its groups, passed as the JWT authorizer's claims (`local_runtime.in_process`).
 """
 
 from __future__ import annotations

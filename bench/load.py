@@ -1,9 +1,6 @@
 """A bounded load run against the local stack: fixed clients, fixed time, loopback only.
 
-Starts `python -m local_runtime dev --port 0 --data-dir <tmp> --fresh` (seeded demo catalogue),
-waits for its ready line, then N threads (one requests.Session each) loop over a fixed mix for a
-fixed time: GET a product, list a category, POST a session, PUT a cart line on the client's own
-session. Every request has a timeout; the stack is stopped with SIGINT (its Ctrl-C path) and waited for.
+The mix and the stack's start and stop: docs/performance.md, "How each figure is measured".
 """
 
 from __future__ import annotations

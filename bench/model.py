@@ -1,16 +1,7 @@
 """Write request units as DynamoDB bills them, from the stream's before/after images of every write.
 
-DynamoDB Local's ConsumedCapacity is right for single-item requests and reads, but for a multi-item
-TransactWriteItems it keeps one entry per operation type (three Puts report as one), so it
-undercounts every transaction. This model prices each written item from the NEW_AND_OLD_IMAGES
-stream record that the write produced:
-
-- table: ceil(max(old size, new size) / 1 KB) write units, x2 when the write was part of a
-  TransactWriteItems;
-- GSI1 (projection ALL): an item entering or leaving the index is one index write of its size; an
-  item staying under the same index key is one; an item moving to another index key is two (a
-  delete and a put); the same x2 for transactions (as DynamoDB Local reports it: conservative);
-- a conditional write that failed still costs 1 write unit (the items involved are under 1 KB).
+DynamoDB Local undercounts multi-item transactions, so each written item is priced from its NEW_AND_OLD_IMAGES
+stream record; the rules: docs/performance.md, "How each figure is measured".
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Round trips, scans, read amplification and capacity: every route of api.md, driven in-process.
 
-Set-up data goes in through the domain services (uncounted); then each route is called once through
-its function's handler with a payload 2.0 event while the recorder counts the DynamoDB calls (the
-idempotency record's included) and the capacity DynamoDB Local reports. The life of one 3-line
-order (placement, confirmation by order_events fed the real stream records, one status change and
-its stream effects, the customer's reads) is measured along the way.
+Set-up goes through the domain services (uncounted); each route is called once through its handler while the
+recorder counts its calls. Also measures the life of a 3-line order (docs/performance.md).
 """
 
 from __future__ import annotations

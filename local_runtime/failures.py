@@ -1,14 +1,7 @@
 """Given-up stream batches in the shape of Lambda's S3 on-failure destination, and their replay.
 
-Lambda writes one object per given-up batch under `aws/lambda/<mapping UUID>/<shard id>/YYYY/MM/DD/`:
-the invocation record (requestContext, responseContext, DDBStreamBatchInfo, ...) and, in `payload`, the
-whole event the function was invoked with. Locally the stream poller writes the same objects into
-`<state dir>/stream-failures/` (the bucket's stand-in).
-
-Replay invokes the processor with each object's event. An object whose records all succeed moves to
-`replayed/` (same key), so replaying again re-drives nothing; one that fails again stays and is retried
-on the next replay. order_events is idempotent per record (conditional writes), so a record that had
-partly taken effect before it was given up is finished, not doubled.
+The poller writes them under `<state dir>/stream-failures/`; replay moves each one whose records all succeed to
+`replayed/` (docs/decisions.md, "Production infrastructure: replayable stream failures").
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """Lambda event filtering (FilterCriteria) for the local event source mapping.
 
-Implements the documented Lambda filter-rule grammar: a pattern is a JSON object whose leaves are
-lists of alternatives (OR); nested objects AND together; `$or` takes a list of sub-patterns.
-Alternatives: exact values (string, number, boolean, null), `prefix`, `suffix` (both optionally
-`{"equals-ignore-case": ...}`), `anything-but` (values, a value, or `{"prefix"|"suffix": ...}`),
-`numeric` (one or two comparisons), `exists` (true/false), `equals-ignore-case`, `cidr`.
-An event field holding a list matches when any element matches. A record matches FilterCriteria
-when ANY of its filters matches. PyPI has no maintained Python implementation of this grammar
-(event-ruler is unmaintained), so it lives here; tests cross-check it with moto's EventBridge matcher.
+The documented filter-rule grammar, implemented here because PyPI has no maintained implementation; tests
+cross-check it with moto's EventBridge matcher (docs/local-runtime.md, "Filters").
 """
 
 from __future__ import annotations

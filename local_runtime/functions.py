@@ -1,11 +1,7 @@
 """Run the template's functions: the local environment, worker pools and in-process invocation.
 
-Decision (docs/local-runtime.md): the gateway and the poller run each function in its own worker
-processes (`local_runtime/worker.py`), like Lambda execution environments: each has the function's
-own environment variables, module state and sys.path, so five modules all named `handler`, their
-sibling modules and their import-time configuration never mix, and concurrent requests really run
-concurrently (up to `concurrency` workers per function, spawned on demand and reused warm).
-`python -m local_runtime invoke` runs one function in-process instead.
+Each function runs in its own warm worker processes (`local_runtime/worker.py`), like Lambda execution environments;
+`python -m local_runtime invoke` runs one in-process instead (docs/local-runtime.md, "Execution").
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The functions called in this interpreter as the HTTP API and Lambda call them: the tests' and the bench's harness.
 
-The functions and routes are the ones infra.settings declares (synth turns them into the template the
-gateway reads), so no `cdk.out` is needed. Each handler is imported once under its own name
-(`worker.load_handler`, isolated: five modules all called `handler` side by side) and called with the
-context Lambda passes. A request is routed as the gateway routes it (`gateway.Router`), becomes the
-payload 2.0 event the gateway builds (`events.http_api_event`), and the handler's result becomes the
-response API Gateway sends (`events.http_response`). No token is checked: the caller passes the
-claims the JWT authorizer would.
+Functions and routes come from infra.settings (no `cdk.out` needed); no token is checked, the caller passes the
+claims (docs/local-runtime.md, "Execution").
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The whole API's OpenAPI document, merged from the HTTP functions' Powertools resolvers.
 
-Each HTTP function's `handler.py` exposes `app` (an APIGatewayHttpResolver with validation); this
-imports each one in turn (isolated, see `worker.import_handler_module`, and forgotten afterwards)
-and merges `app.get_openapi_schema()`. `python -m local_runtime.openapi` prints it (`make openapi`).
+Each handler's `app` is imported in isolation (`worker.import_handler_module`) and forgotten after its
+`get_openapi_schema()`; `python -m local_runtime.openapi` prints the merge (`make openapi`).
 """
 
 from __future__ import annotations

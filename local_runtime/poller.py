@@ -1,15 +1,7 @@
 """The Lambda event source mapping for the table's stream, against DynamoDB Local.
 
-Per shard, in sequence-number order: read records, drop those the FilterCriteria do not match (Lambda
-counts them as processed), invoke the function with up to BatchSize records, and then
-- success without failures: checkpoint after the batch;
-- `batchItemFailures` (ReportBatchItemFailures): checkpoint before the first failed record and retry
-  from it (an empty/unknown itemIdentifier fails the whole batch);
-- function error: retry the batch, bisected in halves when BisectBatchOnFunctionError;
-- after MaximumRetryAttempts retries (or MaximumRecordAgeInSeconds), the batch goes to the on-failure
-  destination, here `<state dir>/stream-failures/` in the shape of Lambda's S3 destination (the
-  invocation record with the whole event, see local_runtime.failures), and the shard moves on.
-Checkpoints live in `<state dir>/stream-checkpoints.json`, so a restart resumes where it stopped.
+Per shard: filter, batch, invoke, checkpoint; retries, bisection and the on-failure destination as Lambda does them
+(docs/local-runtime.md, "Poller"). Checkpoints persist, so a restart resumes where it stopped.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The fixed data the sample events (``events/<function>/*.json``) rely on, loaded through the repositories.
 
-``events/seed.json`` is the one definition: customers ``alice`` and ``bob``, products with fixed
-ids (``prod-keyboard``, ``prod-mouse``, ``prod-soldout`` with stock 0, ``prod-cable``), a review,
-orders ``00-alice-pending`` (version 1) and ``00-alice-shipped`` (version 3) and two sessions.
-
-``load_seed(table=None, path=None)`` writes it into the table (default: ``Table()``, i.e. TABLE_NAME
-and the shop's client) and returns the parsed seed. It is idempotent: anything that already
-exists is left alone, so running it twice is harmless; for a pristine state use a fresh table.
+``load_seed`` writes ``events/seed.json`` (docs/http-api.md, "Sample events and seed") and is idempotent: what
+already exists is left alone; for a pristine state use a fresh table.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The local stack as a child process (`python -m local_runtime dev`): the e2e tests' and the fault drills' rig.
 
-Started on free ports on its own data directory, in its own process group, its output appended to a
-log file; ready once it prints its URL. Its processes (the stack, DynamoDB Local's Java, the function
-workers) are found by a /proc scan (no psutil). How to stop it is the caller's: Ctrl-C and a clean
-exit for the tests, kill -9 for a crash drill.
+Free ports, its own data directory and process group; how to stop it is the caller's (docs/local-runtime.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """A table's stream read on demand: each record once, shaped, filtered and batched as Lambda delivers it.
 
-The poller (`local_runtime.poller`) is the event source mapping running on its own, with checkpoints
-and retries; the tests and the bench call order_events themselves and read the stream with
-`StreamReader` (with the mapping's FilterCriteria and BatchSize, or every record when given none).
+For the tests and the bench, which call order_events themselves; the poller is the mapping running on its own.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The single table's definition: built-in default and the one read from a synthesized template.
 
-The built-in default below is the ONE place where the local runtime spells the intended table
-(docs/conventions.md, "Table"); `tests/local_runtime/test_table_definition.py` compares it with
-the table that `cdk synth` writes into `cdk.out/`, so the two cannot drift apart silently.
+The built-in default is the one place the local runtime spells the table (docs/conventions.md, "Table");
+`tests/local_runtime/test_table_definition.py` keeps it equal to what `cdk synth` writes.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Read what the local runtime needs out of the synthesized CloudFormation templates in `cdk.out/`.
 
-Only what `cdk synth` wrote is used: HTTP API routes (AWS::ApiGatewayV2::Route), their integrations
-(to a function or its alias) and JWT authorizer, each AWS::Lambda::Function (Handler, Environment, Code via the
-`aws:asset:path` metadata, MemorySize, Timeout), the DynamoDB table and the stream's
-AWS::Lambda::EventSourceMapping. CloudFormation intrinsics are resolved locally (see `Resolver`).
+Routes, integrations, the JWT authorizer, functions, the table and the stream mapping, with intrinsics resolved
+locally (`Resolver`); what each becomes: docs/local-runtime.md, "What mirrors AWS".
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """A Lambda-like execution environment for one function: import once (init), then invoke per request.
 
-Run as a separate process by `local_runtime.functions.FunctionPool` (`python -I worker.py <init json>`),
-it has the function's own environment, its own module state and a sys.path of
-[code dir, layer python dirs, site-packages] like /var/task and /opt/python on Lambda. It speaks
-one JSON object per line on a private pipe (the original stdout); the function's own stdout
-(Powertools logs) goes to stderr, which the parent shows as the function's log.
-
-Also imported in-process (`LambdaContext`, `load_handler`, `call`) by `python -m local_runtime invoke`,
-by `local_runtime.in_process` (the tests' and the bench's functions) and by the bench's cold-start
-child, which times a handler's import right after importing this module: at module level it imports
-only the standard modules the child would import anyway. Standard library only: the worker starts
-with nothing but the runtime's site-packages.
+Run by `functions.FunctionPool` (`python -I worker.py <init json>`), also imported in-process (docs/local-runtime.md,
+"Execution"). Standard library only at module level: a worker has only the runtime's site-packages, and the bench's
+cold-start child imports this module before it times the handler's import.
 """
 
 from __future__ import annotations
