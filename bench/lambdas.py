@@ -50,6 +50,7 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", "/orders/{order_id}", "orders"),
     ("PATCH", "/orders/{order_id}", "orders"),
     ("POST", "/orders/{order_id}/cancel", "orders"),
+    ("GET", "/admin/alerts", "products"),
 ]
 
 
