@@ -11,12 +11,18 @@ from typing import Any
 
 import pytest
 
+from infra.settings import STREAM_FILTERS
+from local_runtime.filters import matches_any
 from shop import keys
 from shop.repository.store import to_item, values
+from shop.repository.stream_records import StreamRecord
 from shop.services.alerts import AlertService
 from shop.services.catalog import CatalogService
+from shop.services.order_events import OrderEventsService
 from shop.services.orders import OrderService, RequestedLine
+from shop.services.stream_outcome import Action
 from tests.stream.conftest import dump
+from tests.stream.test_processor import NoStore
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.streams import StreamReader, lambda_event, only
 
@@ -124,3 +130,25 @@ def test_a_catalogue_edit_publishes_product_updated(store, invoke, recorded_bus)
     no_failures(invoke(lambda_event(reader.read())))
     [updated] = product_events(recorded_bus).values()
     assert (updated["type"], updated["changed"], updated["price_cents"]) == ("ProductUpdated", ["price_cents"], 1999)
+
+
+def test_the_filter_lets_in_product_records_and_each_order_line_costs_one_skipped_record(store, invoke, monkeypatch):
+    """What the mapping's filter admits per 3-line order (docs/performance.md, "Product events")."""
+
+    pids = [product(store.table, name=f"Beans {n}", stock=100) for n in range(3)]
+    CatalogService(store.table).review(ALICE, pids[0], rating=5, title="t", body="b")
+    reader = StreamReader(store)
+    admitted = [r for r in reader.read() if matches_any(STREAM_FILTERS, r)]
+    assert [(r["eventName"], r["dynamodb"]["Keys"]["SK"]["S"]) for r in admitted] == [("INSERT", "PRODUCT")] * 3 + [
+        ("MODIFY", "PRODUCT")  # the review's rating summary: a product MODIFY, skipped by the rule
+    ]
+    no_failures(invoke(lambda_event(admitted)))
+
+    OrderService(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2) for pid in pids])
+    placed = [r for r in reader.read() if matches_any(STREAM_FILTERS, r)]
+    stock_moves = only(placed, entity="PRODUCT", event_name="MODIFY")
+    assert (len(placed), len(stock_moves)) == (4, 3)  # the order's INSERT, and one stock move per line
+    service = OrderEventsService(store.table)
+    monkeypatch.setattr(service.effects.table, "_client", NoStore())  # a skipped stock move calls nothing
+    for record in stock_moves:
+        assert service.handle(StreamRecord.from_lambda(record)).action is Action.SKIPPED
