@@ -20,6 +20,7 @@ ADMIN = ("bench-admin", ["admin"])
 ALICE = ("bench-alice", None)
 CAROL = ("bench-carol", None)
 CATEGORY = "bench-tools"
+LOW_CATEGORY = "bench-low-stock"  # products whose stock alerts GET /admin/alerts lists
 ADDRESS = {"name": "Alice", "line1": "1 Main St", "city": "Springfield", "postal_code": "12345", "country": "US"}
 PAGE = 5  # list routes are read with ?limit=5 over lists holding more than 5 items
 
@@ -48,6 +49,7 @@ EXPECTED = {
     "GET /orders/{order_id}": 1,
     "PATCH /orders/{order_id}": 2,
     "POST /orders/{order_id}/cancel": 2,
+    "GET /admin/alerts": 1,
 }
 # A cart shows current prices: the session read is followed by one BatchGetItem of its products.
 CART_READ = "GET /sessions/{session_id}"
@@ -58,6 +60,7 @@ LIST_ROUTES = (
     "GET /products",
     "GET /products/{product_id}/reviews",
     "GET /orders",
+    "GET /admin/alerts",
 )
 
 
@@ -193,6 +196,11 @@ class Scenario:
         address = ShippingAddress.model_validate(ADDRESS)
         for i in range(PAGE + 3):  # Alice's order history, confirmed by the stream processor
             orders.place(alice, address=address, lines=[RequestedLine(products[i % 4], 1)])
+        for i in range(PAGE + 2):  # stock alerts: each product's stock crosses below the default threshold once
+            low = catalog.create(
+                admin, name=f"Bench low {i}", category=LOW_CATEGORY, price_cents=500, description=None, stock=6
+            )
+            catalog.adjust_stock(admin, low.product_id, -2)
         self.drain(None)
 
     # -- the routes ------------------------------------------------------------------------------
@@ -230,6 +238,7 @@ class Scenario:
             "", "POST", f"/products/{p[8]}/reviews", ALICE, 201, body={"rating": 5, "title": "Good", "body": "Yes."}
         )
         self.call("", "GET", f"/customers/{alice_id}/reviews", None, 200, query={"limit": str(PAGE)})
+        self.call("", "GET", "/admin/alerts", ADMIN, 200, query={"limit": str(PAGE)})
         log("round trips: sessions")
         created = self.call("", "POST", "/sessions", None, 201)
         session_id = created.body["session_id"] if created is not None and created.status == 201 else "missing"

@@ -127,7 +127,7 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
 
 STREAM_FUNCTION = FunctionSpec(
     "order_events",
-    "Table stream processor: confirmations, status history, abandoned carts",
+    "Table stream processor: confirmations, status history, abandoned carts, product events",
     DYNAMODB_ACTIONS["order_events"],
     memory_mb=256,
     timeout_s=30,
@@ -192,6 +192,10 @@ STREAM_FILTERS: tuple[dict[str, Any], ...] = (
         "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
         "dynamodb": {"OldImage": {"entity": {"S": ["SESSION"]}}},
     },
+    # a product created or changed: ProductCreated/Updated/Archived, StockLow. A filter compares each
+    # field with constants only, never OldImage with NewImage, so every order's stock move gets through
+    # and the rule skips it from raw attributes (cost: docs/performance.md, "Product events").
+    {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": {"entity": {"S": ["PRODUCT"]}}}},
 )
 
 

@@ -1,4 +1,4 @@
-"""order_events: the table stream -> OrderEventsService, with partial batch responses.
+"""order_events: the table stream -> OrderEventsService (orders, sessions, products), with partial batch responses.
 
 Each record is read (shop.repository.stream_records) and handed to the service; the batch processor
 (shop.stream_batch) publishes the batch's events and fails a record whose event was not accepted.
@@ -38,6 +38,8 @@ def count(outcome: Outcome) -> None:
         metrics.add_metric(name="StatusChanges", unit=MetricUnit.Count, value=1)
     if outcome.action is Action.CART_ABANDONED:
         metrics.add_metric(name="CartsAbandoned", unit=MetricUnit.Count, value=1)
+    if outcome.alert_written:
+        metrics.add_metric(name="StockLowAlerts", unit=MetricUnit.Count, value=1)
 
 
 def log(outcome: Outcome) -> None:
@@ -45,6 +47,9 @@ def log(outcome: Outcome) -> None:
         return
     if outcome.order_id is not None:
         logger.info(outcome.action.value, status=outcome.status, new_history=outcome.history_written)
+    elif outcome.product_id is not None:
+        kinds = [event.detail_type for event in outcome.events]
+        logger.info(outcome.action.value, events=kinds, new_alert=outcome.alert_written)
     else:
         logger.info(outcome.action.value, events=len(outcome.events))
 

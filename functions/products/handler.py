@@ -1,4 +1,4 @@
-"""products: the catalogue (admin writes, public reads), stock adjustments and reviews."""
+"""products: the catalogue (admin writes, public reads), stock adjustments, reviews and stock alerts."""
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
 from shop import startup
@@ -10,12 +10,14 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
+from shop.http_api import alert_schemas
 from shop.http_api import product_schemas as s
 from shop.http_api.observability import lambda_handler
 from shop.http_api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, ProductId, Request, caller
 from shop.http_api.resolver import create_app, declare, json_response
 from shop.limits import MAX_CATEGORY_LENGTH, MAX_STOCK
 from shop.repository import Table
+from shop.services.alerts import AlertService
 from shop.services.catalog import CatalogService
 
 app = create_app("products")
@@ -129,6 +131,19 @@ def create_review(product_id: ProductId, body: s.ReviewIn, request: Request):
 )
 def list_customer_reviews(customer_id: CustomerId, limit: Limit = DEFAULT_LIMIT, next_token: NextToken = None):
     return json_response(200, catalog.reviews_of_customer(customer_id, limit=limit, next_token=next_token))
+
+
+alerts = AlertService(Table())
+
+
+@app.get(
+    "/admin/alerts",
+    summary="Stock alerts (StockLow: a product's stock crossed below its threshold), newest first (admin)",
+    responses=declare(200, alert_schemas.AlertPage, 401, 403),
+    tags=["alerts"],
+)
+def list_alerts(request: Request, limit: Limit = DEFAULT_LIMIT, next_token: NextToken = None):
+    return json_response(200, alerts.newest(caller(request), limit=limit, next_token=next_token))
 
 
 handler = lambda_handler(app.resolve)

@@ -34,6 +34,7 @@ PROTECTED = [
     ("GET", "/orders/{oid}", None),
     ("PATCH", "/orders/{oid}", {"status": "SHIPPED"}),
     ("POST", "/orders/{oid}/cancel", None),
+    ("GET", "/admin/alerts", None),
 ]
 
 
@@ -181,6 +182,7 @@ ADMIN_ONLY = [
     ("GET", "/customers?email=x%40example.com", None),
     ("GET", "/orders?status=PENDING", None),
     ("PATCH", "/orders/{oid}", {"status": "CANCELLED"}),
+    ("GET", "/admin/alerts", None),
 ]
 
 

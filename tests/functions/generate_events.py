@@ -248,6 +248,8 @@ SAMPLES: dict[str, dict[str, tuple[str, str, str, dict[str, Any]]]] = {
             {"claims": BOB, "body": {"rating": 6, "title": "Wow", "body": "Six stars."}},
         ),
         "list_customer_reviews_200": ("GET", "/customers/alice/reviews", "/customers/{customer_id}/reviews", {}),
+        "list_alerts_200": ("GET", "/admin/alerts", "/admin/alerts", {"claims": ADMIN, "query": {"limit": "10"}}),
+        "list_alerts_not_admin_403": ("GET", "/admin/alerts", "/admin/alerts", {"claims": ALICE}),
     },
     "sessions": {
         "post_session_201": ("POST", "/sessions", "/sessions", {}),

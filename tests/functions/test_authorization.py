@@ -61,6 +61,7 @@ MATRIX: list[tuple[str, str, dict[str, Any], tuple[int, int, int, int]]] = [
         (401, 403, 403, 200),
     ),
     ("POST", "/orders/00-alice-pending/cancel", {}, (401, 200, 404, 200)),
+    ("GET", "/admin/alerts", {}, (401, 403, 403, 200)),
 ]
 
 CASES = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shop.models import OrderStatus
+from shop.services.alerts import AlertService
 from shop.services.catalog import CatalogService
 from shop.services.customers import CustomerService
 from shop.services.orders import OrderService, RequestedLine
@@ -36,6 +37,7 @@ def test_no_read_scans_and_each_is_one_call(store):
             ["Query"] * 4,
         ),
         "session": (lambda: sessions.get(session.session_id), ["GetItem"]),
+        "stock alerts": (lambda: AlertService(table).newest(ADMIN, limit=5, next_token=None), ["Query"]),
     }
     for name, (read, expected) in reads.items():
         with counting(store.client) as calls:

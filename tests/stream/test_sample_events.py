@@ -19,6 +19,10 @@ EXPECTED: dict[str, tuple[list[str], list[str]]] = {
     "session_user_delete.json": ([], []),
     "poison_record.json": ([POISON], []),
     "mixed_batch.json": ([POISON], ["OrderStatusChanged", "CartAbandoned"]),
+    "product_created.json": ([], ["ProductCreated"]),
+    "product_stock_low.json": ([], ["StockLow"]),  # 6 -> 4 crosses the default threshold 5; 4 -> 3 stays low
+    "product_stock_move.json": ([], []),  # an order's stock move above the threshold: skipped
+    "product_archived.json": ([], ["ProductArchived"]),
 }
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")

@@ -19,9 +19,11 @@ from typing import Any, TypeVar
 from shop import clock, errors, keys
 from shop.limits import MAX_CART_LINES, MAX_STOCK
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
+from shop.models.alerts import Alert
 from shop.models.orders import Placement, SessionClaim, StatusEntry
 from shop.models.products import CataloguePrice
 from shop.models.sessions import StoredLine, StoredSession
+from shop.services.alerts import AlertService
 from shop.services.catalog import CatalogService
 from shop.services.customers import CustomerService
 from shop.services.orders import OrderService
@@ -72,6 +74,7 @@ class MemoryState:
     orders: dict[str, Order] = field(default_factory=dict)
     placements: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # -> (order id, expiry)
     sessions: dict[str, _Cart] = field(default_factory=dict)
+    alerts: dict[tuple[str, str], Alert] = field(default_factory=dict)  # (created_at, alert id), as keyed
 
 
 class MemoryProducts:
@@ -368,6 +371,24 @@ class MemorySessions:
         self.state.sessions.pop(session_id, None)
 
 
+class MemoryAlerts:
+    """AlertStore: written once per key, read newest first."""
+
+    def __init__(self, state: MemoryState) -> None:
+        self.state = state
+
+    def record(self, alert: Alert) -> bool:
+        key = (alert.created_at, alert.alert_id)
+        if key in self.state.alerts:
+            return False
+        self.state.alerts[key] = alert
+        return True
+
+    def newest(self, *, limit: int, next_token: str | None) -> Page[Alert]:
+        ordered = [self.state.alerts[key] for key in sorted(self.state.alerts, reverse=True)]
+        return page_of(ordered, limit=limit, next_token=next_token)
+
+
 class MemoryStore:
     """One in-memory table: the four stores over one state, as the repositories share one table."""
 
@@ -377,6 +398,7 @@ class MemoryStore:
         self.customers = MemoryCustomers(self.state)
         self.orders = MemoryOrders(self.state)
         self.sessions = MemorySessions(self.state)
+        self.alerts = MemoryAlerts(self.state)
 
     def catalog_service(self) -> CatalogService:
         return CatalogService(products=self.products)
@@ -386,6 +408,9 @@ class MemoryStore:
 
     def order_service(self) -> OrderService:
         return OrderService(orders=self.orders, products=self.products, sessions=self.sessions)
+
+    def alert_service(self) -> AlertService:
+        return AlertService(alerts=self.alerts)
 
     def session_service(self, ttl_seconds: int = 600) -> SessionService:
         return SessionService(ttl_seconds=ttl_seconds, sessions=self.sessions, products=self.products)

@@ -159,7 +159,8 @@ def test_a_session_remove_by_anyone_but_ttl_is_not_a_ttl_removal(identity):
     ("pk", "sk", "entity"),
     [
         (f"ORDER#{ORDER_ID}", "HISTORY#000002", "ORDER_HISTORY"),
-        ("PRODUCT#P1", "PRODUCT", "PRODUCT"),
+        ("PRODUCT#P1", "BY_RATING#5#2026-01-01T00:00:00.000000Z#alice", "PRODUCT_BY_RATING"),
+        ("PRODUCT#P1", "REVIEWER#alice", "PRODUCT_REVIEWER"),
         ("CUSTOMER#alice", f"ORDER#{ORDER_ID}", "CUSTOMER"),
     ],
 )
@@ -168,6 +169,30 @@ def test_other_items_are_named_from_their_keys_alone(pk, sk, entity, monkeypatch
     read = StreamRecord.from_lambda(record("INSERT", pk, sk, new={"PK": {"S": pk}, "status": {"S": "PENDING"}}))
     assert read.entity == entity
     assert read.log_keys == {"sequence_number": "100000000000000000001"}
+
+
+def test_the_product_item_is_named_and_read_for_its_stock_without_deserialising(monkeypatch):
+    monkeypatch.setattr(stream_records, "from_item", None)
+    old = {"stock": {"N": "5"}, "name": {"S": "Widget"}, "categories": {"SS": ["b", "a"]}}
+    new = {"stock": {"N": "4"}, "name": {"S": "Widget"}, "categories": {"SS": ["a", "b"]}, "status": {}}
+    read = StreamRecord.from_lambda(record("MODIFY", "PRODUCT#P1", "PRODUCT", new=new, old=old))
+    assert read.entity == "PRODUCT"
+    assert read.log_keys == {"product_id": "P1", "sequence_number": "100000000000000000001"}
+    assert (read.old_number("stock"), read.new_number("stock"), read.new_number("low_stock_threshold")) == (5, 4, None)
+    assert read.changed_attributes(["name", "categories", "status", "stock"]) == ["stock"]
+    assert read.created_at == "2023-11-14T22:13:20.000000Z"
+
+
+def test_a_product_image_reads_with_the_defaults_of_older_items():
+    image = {"product_id": {"S": "P1"}, "name": {"S": "Widget"}, "price_cents": {"N": "100"}, "category": {"S": "c"}}
+    product = StreamRecord.from_lambda(record("INSERT", "PRODUCT#P1", "PRODUCT", new=image)).new_product()
+    assert (product.status, product.low_stock_threshold, product.category_slugs) == ("ACTIVE", 5, ["c"])
+
+
+def test_a_stock_that_is_no_integer_is_malformed():
+    read = StreamRecord.from_lambda(record("MODIFY", "PRODUCT#P1", "PRODUCT", new={"stock": {"N": "1.5"}}, old={}))
+    with pytest.raises(MalformedRecord, match="stock"):
+        read.new_number("stock")
 
 
 def test_routing_facts_need_no_image_deserialised(monkeypatch):

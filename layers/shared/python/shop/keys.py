@@ -173,4 +173,16 @@ def entity_of(pk: str, sk: str) -> str:
         return "ORDER" if sk == ORDER_SK else "ORDER_" + sk.split("#", 1)[0]
     if prefix == "SESSION":
         return "SESSION"
+    if prefix == "PRODUCT":  # the product item; reviews and other items of its collection are PRODUCT_<kind>
+        return "PRODUCT" if sk == PRODUCT_SK else "PRODUCT_" + sk.split("#", 1)[0]
     return prefix
+
+
+# StockLow alerts (issue 12): one partition, newest first by the crossing's time. Alerts are rare
+# (once per crossing below a product's threshold), far below one partition's 1,000 writes/s.
+ALERTS_PK = "ALERTS"
+ALERT_PREFIX = "ALERT#"
+
+
+def alert_key(created_at: str, alert_id: str) -> Key:
+    return {PK: ALERTS_PK, SK: f"{ALERT_PREFIX}{created_at}#{alert_id}"}

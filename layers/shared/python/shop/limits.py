@@ -41,3 +41,6 @@ MAX_ORDER_LINES = 25  # distinct products in one order
 MAX_CART_LINES = 25  # distinct products in one session's cart
 MAX_PRICE_CENTS = 100_000_000
 MAX_STOCK = 1_000_000  # what an admin may set or adjust stock to
+
+# Product events (issue 12): a product without a low_stock_threshold attribute alerts below this stock.
+DEFAULT_LOW_STOCK_THRESHOLD = 5

@@ -51,4 +51,7 @@ ROUTES: tuple[Route, ...] = (
     _r("GET", "/orders/{order_id}", "orders"),
     _r("PATCH", "/orders/{order_id}", "orders"),
     _r("POST", "/orders/{order_id}/cancel", "orders"),
+    # Version 2 (issue 12): StockLow alerts. products serves it: its grants (Query on the table) already
+    # cover the read, and stock is its concern; customers would need nothing new either, but holds no stock.
+    _r("GET", "/admin/alerts", "products"),
 )

@@ -13,12 +13,17 @@ from typing import TypedDict
 class Source(StrEnum):
     ORDERS = "shop.orders"
     SESSIONS = "shop.sessions"
+    PRODUCTS = "shop.products"
 
 
 class DetailType(StrEnum):
     ORDER_CONFIRMED = "OrderConfirmed"  # source shop.orders, detail OrderChange
     ORDER_STATUS_CHANGED = "OrderStatusChanged"  # source shop.orders, detail OrderChange
     CART_ABANDONED = "CartAbandoned"  # source shop.sessions, detail CartAbandoned
+    PRODUCT_CREATED = "ProductCreated"  # source shop.products, detail ProductChange
+    PRODUCT_UPDATED = "ProductUpdated"  # source shop.products, detail ProductChange
+    PRODUCT_ARCHIVED = "ProductArchived"  # source shop.products, detail ProductChange
+    STOCK_LOW = "StockLow"  # source shop.products, detail StockLow
 
 
 class OrderChange(TypedDict):
@@ -49,3 +54,34 @@ class CartAbandoned(TypedDict):
     session_id: str
     lines: list[AbandonedLine]
     subtotal_cents: int
+
+
+class ProductChange(TypedDict):
+    """A product created, its catalogue fields changed, or archived: the product as the change left it.
+
+    Stock moves alone publish nothing (every order moves it); StockLow reports the moves that matter.
+    """
+
+    id: str  # <product_id>:<sequence number of the stream record>:<created|updated|archived>
+    product_id: str
+    name: str
+    categories: list[str]
+    price_cents: int
+    description: str | None
+    status: str  # ACTIVE or ARCHIVED
+    stock: int
+    low_stock_threshold: int
+    changed: list[str]  # the catalogue fields this change set ([] for ProductCreated)
+    changed_at: str  # the product's updated_at
+
+
+class StockLow(TypedDict):
+    """A product's stock crossed below its low_stock_threshold (once per crossing, not per order below it)."""
+
+    id: str  # <product_id>:<sequence number of the stream record>:stock-low, also the alert's id
+    product_id: str
+    name: str
+    stock: int
+    previous_stock: int
+    low_stock_threshold: int
+    at: str  # when the crossing write happened (the stream record's creation time)

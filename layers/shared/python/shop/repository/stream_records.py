@@ -6,13 +6,15 @@ not ours is skipped from its keys alone; an unreadable record raises `MalformedR
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from shop import keys
+from shop import clock, keys
+from shop.limits import DEFAULT_LOW_STOCK_THRESHOLD
 from shop.models import OrderLine, OrderSummary
 from shop.repository.store import from_item
 
@@ -54,6 +56,31 @@ class SessionImage(BaseModel):
         return self.cart_added.get(product_id) or self.cart[product_id].added_at
 
 
+class ProductImage(BaseModel):
+    """The product item as a stream image holds it, with the defaults of items written before issue 12
+    (no status: ACTIVE; no threshold: DEFAULT_LOW_STOCK_THRESHOLD; one `category`, no `categories`)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
+
+    product_id: str
+    name: str
+    price_cents: int
+    stock: int = 0
+    category: str | None = None
+    categories: list[str] | None = None
+    description: str | None = None
+    status: str = "ACTIVE"
+    low_stock_threshold: int = DEFAULT_LOW_STOCK_THRESHOLD
+    created_at: str = ""
+    updated_at: str = ""
+
+    @property
+    def category_slugs(self) -> list[str]:
+        if self.categories:
+            return list(self.categories)
+        return [self.category] if self.category else []
+
+
 @dataclass(frozen=True)
 class StreamRecord:
     """One stream record: what changed (event name, entity and id from its keys) and, on demand, its images.
@@ -69,6 +96,7 @@ class StreamRecord:
     _new_image: Mapping[str, Any] | None = field(default=None, repr=False)  # DynamoDB JSON: this module's
     _old_image: Mapping[str, Any] | None = field(default=None, repr=False)
     _user_identity: Mapping[str, Any] | None = field(default=None, repr=False)
+    _created: Any = field(default=None, repr=False)  # ApproximateCreationDateTime: epoch seconds
 
     @classmethod
     def from_lambda(cls, record: Mapping[str, Any]) -> StreamRecord:
@@ -85,6 +113,7 @@ class StreamRecord:
                 _new_image=data.get("NewImage"),
                 _old_image=data.get("OldImage"),
                 _user_identity=record.get("userIdentity"),
+                _created=data.get("ApproximateCreationDateTime"),
             )
         except (KeyError, TypeError) as error:
             raise MalformedRecord(f"not a DynamoDB stream record: missing {error}") from error
@@ -96,6 +125,8 @@ class StreamRecord:
             return {"order_id": self.entity_id, "sequence_number": self.sequence_number}
         if self.entity == "SESSION":
             return {"session_id": self.entity_id, "sequence_number": self.sequence_number}
+        if self.entity == "PRODUCT":
+            return {"product_id": self.entity_id, "sequence_number": self.sequence_number}
         return {"sequence_number": self.sequence_number}
 
     @property
@@ -114,6 +145,30 @@ class StreamRecord:
         """The status before the record, read without deserialising the image."""
         return _raw_status(self._old_image)
 
+    @property
+    def created_at(self) -> str:
+        """When the write happened (ApproximateCreationDateTime, the same on every delivery), ISO-8601."""
+        if not isinstance(self._created, int | float) or isinstance(self._created, bool):
+            raise MalformedRecord("the record carries no ApproximateCreationDateTime")
+        return clock.iso(datetime.fromtimestamp(self._created, UTC))
+
+    def new_number(self, name: str) -> int | None:
+        """A number attribute of the NewImage, read without deserialising the image (None if absent)."""
+        return _raw_number(self._new_image, name)
+
+    def old_number(self, name: str) -> int | None:
+        """A number attribute of the OldImage, read without deserialising the image (None if absent)."""
+        return _raw_number(self._old_image, name)
+
+    def changed_attributes(self, names: Iterable[str]) -> list[str]:
+        """Those of `names` whose value differs between the images (compared in DynamoDB JSON)."""
+        old, new = self._old_image or {}, self._new_image or {}
+        return [name for name in names if _attribute(old, name) != _attribute(new, name)]
+
+    def new_product(self) -> ProductImage:
+        """The product the record wrote (its NewImage)."""
+        return _parse(ProductImage, self._new_image)
+
     def new_order(self) -> OrderImage:
         """The order version the record wrote (its NewImage)."""
         return _parse(OrderImage, self._new_image)
@@ -128,6 +183,25 @@ def _raw_status(image: Mapping[str, Any] | None) -> str | None:
         return None
     attribute = image.get("status")
     return attribute.get("S") if isinstance(attribute, Mapping) else None
+
+
+def _attribute(image: Mapping[str, Any], name: str) -> Any:
+    value = image.get(name)
+    if isinstance(value, Mapping) and not value:  # DynamoDB Local shows an empty map as `{}`
+        return None
+    if isinstance(value, Mapping) and "SS" in value:  # a set's order means nothing
+        return {"SS": sorted(value["SS"])}
+    return value
+
+
+def _raw_number(image: Mapping[str, Any] | None, name: str) -> int | None:
+    attribute = (image or {}).get(name)
+    if not isinstance(attribute, Mapping) or "N" not in attribute:
+        return None
+    try:
+        return int(attribute["N"])
+    except (TypeError, ValueError) as error:
+        raise MalformedRecord(f"{name} is not an integer: {attribute['N']!r}") from error
 
 
 def _parse(model: type[M], image: Mapping[str, Any] | None) -> M:

@@ -1,4 +1,4 @@
-"""The stream processor's rules: confirm new orders, record status changes, notice abandoned carts.
+"""The stream processor's rules: confirm new orders, record status changes, notice abandoned carts, product events.
 
 Delivery is at least once: every table write is conditional and keyed by order id and version, so a replayed
 record changes nothing. Each rule, by record type: docs/decisions.md, "Stream processor".
@@ -7,42 +7,21 @@ record changes nothing. Each rule, by record type: docs/decisions.md, "Stream pr
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import StrEnum
 
 from shop import clock
 from shop.models import OrderStatus
 from shop.models.events import AbandonedLine, CartAbandoned, DetailType, OrderChange, Source
 from shop.models.pricing import subtotal
 from shop.publishing import Event
-from shop.repository import OrderEffectsRepository, Table
+from shop.repository import AlertRepository, OrderEffectsRepository, Table
 from shop.repository.stream_records import OrderImage, SessionImage, StreamRecord
+from shop.services.product_events import ProductEventsService
+from shop.services.stream_outcome import SKIPPED, Action, Outcome
+
+__all__ = ["Action", "OrderEventsService", "Outcome"]
 
 ORDER_CONFIRMED = "ORDER_CONFIRMED"  # notification types
 ORDER_STATUS_CHANGED = "ORDER_STATUS_CHANGED"
-
-
-# -- outcome of one record ------------------------------------------------------------------------
-
-
-class Action(StrEnum):
-    SKIPPED = "skipped"  # not ours, or nothing to do
-    CONFIRMED = "confirmed"  # this record confirmed the order
-    NOT_CONFIRMED = "not_confirmed"  # already confirmed (a replay) or cancelled first
-    STATUS_CHANGED = "status_changed"
-    CART_ABANDONED = "cart_abandoned"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    action: Action
-    order_id: str | None = None
-    status: str | None = None
-    history_written: bool = False  # a new status history entry (False on a replay)
-    events: tuple[Event, ...] = field(default=())
-
-
-SKIPPED = Outcome(Action.SKIPPED)
 
 
 def money(cents: int) -> str:
@@ -103,6 +82,7 @@ def cart_abandoned_event(session: SessionImage) -> Event:
 class OrderEventsService:
     def __init__(self, table: Table, shards: int | None = None, now: Callable[[], str] = clock.iso_now) -> None:
         self.effects = OrderEffectsRepository(table, shards)
+        self.products = ProductEventsService(AlertRepository(table))
         self.now = now
 
     def handle(self, record: StreamRecord) -> Outcome:
@@ -114,6 +94,8 @@ class OrderEventsService:
                 return self.order_changed(record)
         elif entity == "SESSION" and record.event_name == "REMOVE":
             return self.session_removed(record)
+        elif entity == "PRODUCT":
+            return self.products.handle(record)
         return SKIPPED
 
     def order_placed(self, record: StreamRecord) -> Outcome:

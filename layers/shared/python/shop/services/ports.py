@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
+from shop.models.alerts import Alert
 from shop.models.orders import Placement, SessionClaim
 from shop.models.products import CataloguePrice
 from shop.models.sessions import StoredSession
@@ -127,3 +128,13 @@ class SessionStore(Protocol):
         """
 
     def delete(self, session_id: str) -> None: ...
+
+
+class AlertStore(Protocol):
+    """Admin alerts: written by the stream processor, read by admins."""
+
+    def record(self, alert: Alert) -> bool:
+        """Write the alert once: False when an alert with its id (and time) exists already."""
+
+    def newest(self, *, limit: int, next_token: str | None) -> Page[Alert]:
+        """Newest first."""

@@ -1,0 +1,31 @@
+"""What the stream processor's rules say about one record: the action taken, its table effects, its events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from shop.publishing import Event
+
+
+class Action(StrEnum):
+    SKIPPED = "skipped"  # not ours, or nothing to do
+    CONFIRMED = "confirmed"  # this record confirmed the order
+    NOT_CONFIRMED = "not_confirmed"  # already confirmed (a replay) or cancelled first
+    STATUS_CHANGED = "status_changed"
+    CART_ABANDONED = "cart_abandoned"
+    PRODUCT_CHANGED = "product_changed"  # created, catalogue edited, archived and/or stock crossed low
+
+
+@dataclass(frozen=True)
+class Outcome:
+    action: Action
+    order_id: str | None = None
+    status: str | None = None
+    history_written: bool = False  # a new status history entry (False on a replay)
+    events: tuple[Event, ...] = field(default=())
+    product_id: str | None = None
+    alert_written: bool = False  # a new StockLow alert (False on a replay)
+
+
+SKIPPED = Outcome(Action.SKIPPED)
