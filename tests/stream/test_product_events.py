@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from infra.settings import STREAM_FILTERS
+from local_runtime.events import stream_event as lambda_event
 from local_runtime.filters import matches_any
 from shop import keys
 from shop.repository.store import to_item, values
@@ -24,7 +25,7 @@ from shop.services.stream_outcome import Action
 from tests.stream.conftest import dump
 from tests.stream.test_processor import NoStore
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
-from tests.support.streams import StreamReader, lambda_event, only
+from tests.support.streams import StreamReader, only
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 
