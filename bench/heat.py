@@ -21,6 +21,7 @@ table and GSI1 apart) within 10%.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 import uuid
@@ -40,6 +41,7 @@ NOT_ATTRIBUTED = "(not attributed to a key)"
 ADMIN = ("heat-admin", ["admin"])
 ADDRESS = {"name": "Heat", "line1": "1 Main St", "city": "Springfield", "postal_code": "12345", "country": "US"}
 STEADY_LINES = 3  # a steady-mix order: 3 lines (the bench's order), products uniform over the catalogue
+BACK_OFFICE_ORDERS_PER_SHARD = 6  # orders seeded per status shard: every shard a page queries holds some
 CART_LINES = 3  # a cart write changes the quantity of a line of a 3-line cart
 
 # Populations the mixes spread their traffic over (placeholders of the key families).
@@ -296,6 +298,7 @@ class Driver:
 
         self.functions = functions
         self.recorder = recorder
+        self.client, self.table = dynamodb, table
         self.reader = order_events_reader(dynamodb, streams, table)
         self.accountant = Accountant(dynamodb, streams, table)
         self.rng = random.Random(11)
@@ -308,30 +311,32 @@ class Driver:
         self.serial = 0
 
     def seed(self, products: int, categories: int, customers: int, sessions: int) -> None:
-        from shop.repository import Table
-        from shop.services.actor import Actor
-        from shop.services.catalog import CatalogService
-        from shop.services.customers import CustomerService
+        """Products written with ids chosen here, so that an SDK retry of a write that landed (a busy
+        machine) is harmless; customers need no profile to order."""
+        from shop import clock, errors, ids
+        from shop.models import Product
+        from shop.repository import ProductRepository, Table
 
-        table = Table()
-        admin = Actor(ADMIN[0], is_admin=True)
-        catalog, people = CatalogService(table), CustomerService(table)
+        repository = ProductRepository(Table())
+        now = clock.iso_now()
         for i in range(products + 1):
             category = f"heat-category-{i % categories}" if i < products else "heat-flash-sale"
-            product = catalog.create(
-                admin,
+            product = Product(
+                product_id=ids.new_id(),
                 name=f"Heat item {i:03d}",
                 category=category,
                 price_cents=500 + 10 * i,
                 description="A product of the partition-heat sample.",
                 stock=1_000_000,
+                created_at=now,
+                updated_at=now,
             )
+            with contextlib.suppress(errors.ProductExists):
+                repository.create(product)
             self.products[product.product_id] = category
         self.flash = next(pid for pid, cat in self.products.items() if cat == "heat-flash-sale")
-        for i in range(customers):
-            customer = f"heat-customer-{i:03d}"
-            people.create(Actor(customer), email=f"{customer}@heat.example", name=f"Customer {i}")
-            self.customers.append(customer)
+        self.customers = [f"heat-customer-{i:03d}" for i in range(customers)]
+        self.fill_status_index()
         catalogue = self.catalogue()
         for _ in range(sessions):  # carts of CART_LINES lines: a cart write changes a quantity (a steady cost)
             created = self.functions.request("POST", "/sessions")
@@ -343,6 +348,22 @@ class Driver:
                 self.sessions.append(session)
                 self.carts[session] = lines
         self.drain(None)
+
+    def fill_status_index(self) -> None:
+        """Orders in every status, about BACK_OFFICE_ORDERS_PER_SHARD per shard, so that a status page's Queries
+        read what they would on a busy table (DynamoDB Local reports 0 RCU for a Query that finds nothing)."""
+        from bench.scale import ItemFactory, bulk_load
+        from shop.config import settings
+        from shop.models import OrderStatus
+
+        shards = settings().status_shards
+        factory = ItemFactory(shards=shards)
+        items = [
+            factory.order("heat-back-office", status)[0]
+            for status in OrderStatus
+            for _ in range(shards * BACK_OFFICE_ORDERS_PER_SHARD)
+        ]
+        bulk_load(self.client, self.table, items)
 
     def catalogue(self) -> list[str]:
         return [pid for pid in self.products if pid != self.flash]
