@@ -310,7 +310,7 @@ class Driver:
         self.problems: list[str] = []
         self.serial = 0
 
-    def seed(self, products: int, categories: int, customers: int, sessions: int) -> None:
+    def seed(self, products: int, categories: int, customers: int, sessions: int, per_shard: int) -> None:
         """Products written with ids chosen here, so that an SDK retry of a write that landed (a busy
         machine) is harmless; customers need no profile to order."""
         from shop import clock, errors, ids
@@ -336,7 +336,7 @@ class Driver:
             self.products[product.product_id] = category
         self.flash = next(pid for pid, cat in self.products.items() if cat == "heat-flash-sale")
         self.customers = [f"heat-customer-{i:03d}" for i in range(customers)]
-        self.fill_status_index()
+        self.fill_status_index(per_shard)
         catalogue = self.catalogue()
         for _ in range(sessions):  # carts of CART_LINES lines: a cart write changes a quantity (a steady cost)
             created = self.functions.request("POST", "/sessions")
@@ -349,8 +349,8 @@ class Driver:
                 self.carts[session] = lines
         self.drain(None)
 
-    def fill_status_index(self) -> None:
-        """Orders in every status, about BACK_OFFICE_ORDERS_PER_SHARD per shard, so that a status page's Queries
+    def fill_status_index(self, per_shard: int) -> None:
+        """Orders in every status, about ``per_shard`` per shard, so that a status page's Queries
         read what they would on a busy table (DynamoDB Local reports 0 RCU for a Query that finds nothing)."""
         from bench.scale import ItemFactory, bulk_load
         from shop.config import settings
@@ -359,9 +359,7 @@ class Driver:
         shards = settings().status_shards
         factory = ItemFactory(shards=shards)
         items = [
-            factory.order("heat-back-office", status)[0]
-            for status in OrderStatus
-            for _ in range(shards * BACK_OFFICE_ORDERS_PER_SHARD)
+            factory.order("heat-back-office", status)[0] for status in OrderStatus for _ in range(shards * per_shard)
         ]
         bulk_load(self.client, self.table, items)
 
@@ -521,9 +519,9 @@ def partition_heat(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
         driver = Driver(functions, recorder, store.client(), store.client("dynamodbstreams"), table)
         log("partition heat: seeding the catalogue, customers and carts")
         if config.smoke:
-            driver.seed(products=8, categories=2, customers=4, sessions=2)
+            driver.seed(products=8, categories=2, customers=4, sessions=2, per_shard=1)
         else:
-            driver.seed(products=40, categories=8, customers=16, sessions=8)
+            driver.seed(products=40, categories=8, customers=16, sessions=8, per_shard=BACK_OFFICE_ORDERS_PER_SHARD)
         log(f"partition heat: {per_type} request(s) of each type")
         samples = [driver.run(request) for request in REQUESTS for _ in range(per_type)]
         profile = Profile.of(samples)
