@@ -506,6 +506,7 @@ def partition_heat(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     table = store.create_table("bench-heat")
     store.use(table)
     shards = DEFAULT_STATUS_SHARDS  # the deployed default, not the routes phase's 4
+    previous = os.environ.get("STATUS_SHARDS", "")
     os.environ["STATUS_SHARDS"] = str(shards)
     settings.cache_clear()
     functions = ctx.get("functions")
@@ -528,6 +529,8 @@ def partition_heat(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
         check_counts = dict.fromkeys(REQUESTS, 1 if config.smoke else 4)
         log("partition heat: the model's check run")
         check = model_check(profile, driver, check_counts)
+    os.environ["STATUS_SHARDS"] = previous  # the later phases' setting (bench/store.py)
+    settings.cache_clear()
     status_family = family(keys.order_status_pk("S", 0), {"S": "s"}).replace("<s>", "{status}")
     shard_counts = {
         status_family.replace("{status}", status): shards
