@@ -37,6 +37,10 @@ class Call:
     modelled_wru: float = 0.0
     thread: int = 0
     written_bytes: list[int] = field(default_factory=list)
+    # One entry per item the write changed (bench/model.py, from its stream record): the partition keys
+    # it wrote on the table and GSI1, with the write units each took (bench/heat.py reads these).
+    written_items: list[dict[str, Any]] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
 
     @property
     def transactional(self) -> bool:
@@ -257,6 +261,7 @@ class Recorder:
                 seconds=time.perf_counter() - started,
                 write_keys=write_keys(operation, params) if operation in WRITE_OPERATIONS else [],
                 thread=threading.get_ident(),
+                params=params,
             )
             with self._lock:
                 for measurement in self._active:

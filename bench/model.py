@@ -63,17 +63,25 @@ def _gsi_key(item: dict[str, Any] | None) -> tuple[str, str] | None:
 
 def record_units(record: dict[str, Any]) -> tuple[int, int]:
     """(table, GSI1) write units of one stream record, before any transactional multiplier."""
+    table, gsi_writes = record_partitions(record)
+    return table, sum(units for _, units in gsi_writes)
+
+
+def record_partitions(record: dict[str, Any]) -> tuple[int, list[tuple[str, int]]]:
+    """The table's write units of one stream record, and each GSI1 partition key it writes with its units
+    (an item moving to another index key: a delete under the old key, a put under the new one)."""
     ddb = record.get("dynamodb", {})
     old, new = ddb.get("OldImage"), ddb.get("NewImage")
     table = _units(max(item_size(old), item_size(new)))
     old_key, new_key = _gsi_key(old), _gsi_key(new)
-    gsi = 0
-    if old_key and new_key:
-        gsi = _units(item_size(new)) if old_key == new_key else _units(item_size(old)) + _units(item_size(new))
-    elif new_key:
-        gsi = _units(item_size(new))
-    elif old_key:
-        gsi = _units(item_size(old))
+    gsi: list[tuple[str, int]] = []
+    if old_key and new_key and old_key == new_key:
+        gsi.append((new_key[0], _units(item_size(new))))
+    else:
+        if old_key:
+            gsi.append((old_key[0], _units(item_size(old))))
+        if new_key:
+            gsi.append((new_key[0], _units(item_size(new))))
     return table, gsi
 
 
@@ -106,8 +114,15 @@ class Accountant:
                 self.unattributed += 1
                 continue
             owner = owners.pop(0) if len(owners) > 1 else owners[0]
-            table, gsi = record_units(record)
+            table, gsi_writes = record_partitions(record)
             factor = 2 if owner.transactional else 1
-            owner.modelled_wru += factor * (table + gsi)
+            owner.modelled_wru += factor * (table + sum(units for _, units in gsi_writes))
             ddb = record.get("dynamodb", {})
+            owner.written_items.append(
+                {
+                    "pk": (key or "").split("|", 1)[0],
+                    "table_wru": factor * table,
+                    "gsi1": [(pk, factor * units) for pk, units in gsi_writes],
+                }
+            )
             owner.written_bytes.append(max(item_size(ddb.get("OldImage")), item_size(ddb.get("NewImage"))))

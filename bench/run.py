@@ -18,7 +18,7 @@ from typing import Any
 from local_runtime.template import REPO_ROOT
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results.json"
-PHASES = ("packages", "routes", "overhead", "cold_start", "scale", "load")
+PHASES = ("packages", "routes", "overhead", "cold_start", "scale", "partition_heat", "load")
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,12 @@ def _phase_load(config: Config, results: dict[str, Any], ctx: dict[str, Any]) ->
     results["load"] = load(config, ctx)
 
 
+def _phase_partition_heat(config: Config, results: dict[str, Any], ctx: dict[str, Any]) -> None:
+    from bench.heat import partition_heat
+
+    results["partition_heat"] = partition_heat(config, ctx)
+
+
 RUNNERS = {
     "packages": _phase_packages,
     "routes": _phase_routes,
@@ -119,6 +125,7 @@ RUNNERS = {
     "cold_start": _phase_cold_start,
     "scale": _phase_scale,
     "load": _phase_load,
+    "partition_heat": _phase_partition_heat,
 }
 RESULT_KEYS = {
     "packages": ["package_bytes"],
@@ -127,6 +134,7 @@ RESULT_KEYS = {
     "cold_start": ["cold_start"],
     "scale": ["scale"],
     "load": ["load"],
+    "partition_heat": ["partition_heat"],
 }
 TARGETS = {
     "round_trips": "every read route 1 (status listing: one per shard, in parallel; a session with a cart: 2); "
@@ -140,6 +148,8 @@ TARGETS = {
     "cold_start": "<= 1.5x the bare handler",
     "package_bytes": "function code < 100 KB each; all layers < 15 MB",
     "load": "0 errors",
+    "partition_heat": "no partition key above 1,000 WCU/s or 3,000 RCU/s in any mix (steady, flash sale, back "
+    "office); the model within 10% of DynamoDB Local's capacity on a small run",
 }
 
 
@@ -192,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     log_file = pathlib.Path(tempfile.gettempdir()) / f"bench-functions-{os.getpid()}.log"
     ctx: dict[str, Any] = {"log": log_file, "root": REPO_ROOT}
-    needs_store = any(p in phases for p in ("routes", "overhead", "cold_start", "scale"))
+    needs_store = any(p in phases for p in ("routes", "overhead", "cold_start", "scale", "partition_heat"))
     try:
         if needs_store:
             from bench.store import Store

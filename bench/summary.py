@@ -121,6 +121,27 @@ def summary(results: dict[str, Any]) -> str:
         lines.append(f"        layer {name[:34]:<34} {figure['bytes']:>10} bytes")
     lines.append(f"        layers total {pk.get('layers_total_bytes')} bytes")
 
+    ph = results.get("partition_heat") or {}
+    check = ph.get("model_check") or {}
+    lines.append(
+        f"[{_mark(targets, 'partition_heat')}] partition_heat (hottest key per mix, per second; limits 1,000 WCU, "
+        f"3,000 RCU; model check {'within' if check.get('met') else 'NOT within'} 10%)"
+    )
+    for name, mix in (ph.get("mixes") or {}).items():
+        for space in ("table", "gsi1"):
+            top = mix.get(f"hottest_{space}_key") or {}
+            lines.append(
+                f"        {name:<12} {space:<6} {top.get('key')!s:<44} WCU {top.get('wcu_s')!s:<9} "
+                f"RCU {top.get('rcu_s')}"
+            )
+    for key, figure in (check.get("totals") or {}).items():
+        lines.append(
+            f"        check {key:<12} predicted {figure['predicted']:<8} measured {figure['measured']:<8} "
+            f"error {figure['error']:+.1%}"
+        )
+    if "error" in ph:
+        lines.append(f"        error: {ph['error']}")
+
     ld = results.get("load") or {}
     lines.append(f"[{_mark(targets, 'load')}] load")
     if "requests" in ld:
