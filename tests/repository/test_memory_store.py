@@ -89,8 +89,9 @@ def test_both_stores_implement_the_ports():
 def test_products_conditions_and_stock_bounds(stores):
     products = stores.products
     product = new_product(stores, stock=5)
+    assert products.create(product) == product  # the same create again: its first answer was lost
     with pytest.raises(errors.ProductExists):
-        products.create(product)
+        products.create(product.model_copy(update={"created_at": "2026-01-01T00:00:00Z"}))
     with pytest.raises(errors.ProductNotFound):
         products.get("ghost")
     updated = products.update(product, {"price_cents": 1200, "description": "steel"}, clock.iso_now())

@@ -191,4 +191,11 @@ def test_creating_an_existing_product_is_a_conflict(store):
     pid = product(store.table)
     existing = CatalogService(store.table).get(pid)
     with pytest.raises(errors.ProductExists):
-        ProductRepository(store.table).create(existing)
+        ProductRepository(store.table).create(existing.model_copy(update={"created_at": "2026-01-01T00:00:00Z"}))
+
+
+def test_a_create_whose_answer_was_lost_is_the_product_it_created(store):
+    """botocore re-sends a PutItem whose answer timed out: the item it finds is the first attempt's own."""
+    with first_answer_lost(store.client, "PutItem"):
+        pid = product(store.table, name="Lost answer")
+    assert CatalogService(store.table).get(pid).name == "Lost answer"

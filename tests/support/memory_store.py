@@ -96,7 +96,10 @@ class MemoryProducts:
         )
 
     def create(self, product: Product) -> Product:
-        if product.product_id in self.state.products:
+        existing = self.state.products.get(product.product_id)
+        if existing is not None and existing.product.created_at == product.created_at:
+            return product  # the same create sent again (its first answer lost)
+        if existing is not None:
             raise errors.ProductExists(f"product {product.product_id} exists")
         self.state.products[product.product_id] = _StoredProduct(product)
         return product

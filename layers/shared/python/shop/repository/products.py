@@ -56,9 +56,13 @@ class ProductRepository:
                     TableName=self.table.name,
                     Item=to_item(product_item(product)),
                     ConditionExpression="attribute_not_exists(PK)",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
         except ConditionFailed as failed:
-            raise errors.ProductExists(f"product {product.product_id} exists") from failed
+            # The id is new: an item with this create's creation time is its own, committed by an attempt
+            # whose answer was lost (botocore re-sends after a timeout).
+            if failed.item is None or failed.item.get("created_at") != product.created_at:
+                raise errors.ProductExists(f"product {product.product_id} exists") from failed
         return product
 
     def get(self, product_id: str) -> Product:
