@@ -2,30 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import pathlib
-import subprocess
-import sys
-
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-ENV = {
-    "PYTHONPATH": f"{REPO / 'layers/shared/python'}:{REPO}",
-    "TABLE_NAME": "shop-test",
-    "PAGINATION_SECRET": "x",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "POWERTOOLS_TRACE_DISABLED": "true",
-    "PATH": "/usr/bin:/bin",
-}
-
-
-def fresh_python(code: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=ENV, cwd=REPO, capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+from tests.support.fresh_python import fresh_python
 
 
 @pytest.mark.parametrize("function", ["customers", "products", "orders", "sessions", "order_events"])

@@ -6,7 +6,7 @@ import iso3166
 
 from shop.http_api.countries import country_codes
 from shop.http_api.order_schemas import AddressIn
-from tests.unit.test_cold_start_imports import fresh_python
+from tests.support.fresh_python import fresh_python
 
 
 def test_the_document_lists_exactly_the_codes_the_validator_accepts():

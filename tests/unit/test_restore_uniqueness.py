@@ -10,23 +10,11 @@ Every scenario runs in a fresh interpreter, with the handler imported as Lambda 
 
 from __future__ import annotations
 
-import json
-import pathlib
-import subprocess
-import sys
-
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-ENV = {
-    "PYTHONPATH": f"{REPO / 'layers/shared/python'}:{REPO}",
-    "TABLE_NAME": "shop-test",
-    "PAGINATION_SECRET": "x",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "POWERTOOLS_TRACE_DISABLED": "true",
-    "PATH": "/usr/bin:/bin",
-}
-SNAPSTART_INIT = {**ENV, "AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start"}
+from tests.support.fresh_python import LAMBDA_LIKE_ENV, fresh_python
+
+SNAPSTART_INIT = {**LAMBDA_LIKE_ENV, "AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start"}
 DRAWS = 2000
 
 # The part of Lambda's `snapshot_restore_py` the runtime uses after a restore: a registry of hooks.
@@ -106,14 +94,6 @@ print(json.dumps({{"primed": primed, "restored": results[:2], "unhooked": result
 )
 
 
-def fresh_python(code: str, env: dict[str, str]) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 @pytest.fixture(scope="module")
 def restores() -> dict:
     return fresh_python(RESTORE_TWICE, SNAPSTART_INIT)
@@ -183,6 +163,6 @@ def test_outside_a_snapstart_init_nothing_is_imported_or_registered() -> None:
         + "import_handler('orders')\n"
         + "import json, sys\n"
         + "print(json.dumps({'library': 'snapshot_restore_py' in sys.modules}))",
-        ENV,
+        LAMBDA_LIKE_ENV,
     )
     assert found == {"library": False}
