@@ -125,6 +125,7 @@ OPERATIONS = [
     ("GET", "/orders"),
     ("PATCH", "/orders/{order_id}"),
     ("POST", "/orders/{order_id}/cancel"),
+    ("GET", "/admin/alerts"),
 ]
 
 
