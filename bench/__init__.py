@@ -1,1 +1,1 @@
-"""Benchmarks: the performance figures of ../shared/design/quality.md, measured side by side in one run."""
+"""Benchmarks: the performance figures of docs/performance.md, measured side by side in one run."""

@@ -1,4 +1,4 @@
-"""The HTTP API: every route of docs/api.md, its function and authorizer; stage, CORS, outputs."""
+"""The HTTP API: every route of shop.http_api.routes, its function and authorizer; stage, CORS, outputs."""
 
 from __future__ import annotations
 

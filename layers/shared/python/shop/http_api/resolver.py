@@ -228,7 +228,7 @@ class ShopResolver(APIGatewayHttpResolver):
             self._prepared = True
 
     def get_openapi_schema(self, **kwargs: Any) -> Any:
-        """This function's part of the API document (``shop.http_api.openapi`` merges the four)."""
+        """This function's part of the API document (``local_runtime.openapi`` merges the four)."""
         if not kwargs.get("security_schemes"):
             kwargs["security_schemes"] = security_schemes()
         kwargs.setdefault("title", API_TITLE)
