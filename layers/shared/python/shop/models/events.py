@@ -1,6 +1,7 @@
 """The events the shop publishes on its EventBridge bus: sources, detail types and each detail's shape.
 
-Delivery is at least once; `id` is deterministic (`<order_id>:<version>`, `<session_id>:<cart_version>`)
+Delivery is at least once; `id` is deterministic (`<order_id>:<version>`, `<session_id>:<cart_version>`,
+`customer:<customer_id>:<expires_at>`)
 so consumers can dedupe a redelivered event. The details are TypedDicts, not pydantic models: they
 are built from images already validated, go out as JSON as they are, and cost nothing at import
 (order_events' cold start).
@@ -20,7 +21,7 @@ class Source(StrEnum):
 class DetailType(StrEnum):
     ORDER_CONFIRMED = "OrderConfirmed"  # source shop.orders, detail OrderChange
     ORDER_STATUS_CHANGED = "OrderStatusChanged"  # source shop.orders, detail OrderChange
-    CART_ABANDONED = "CartAbandoned"  # source shop.sessions, detail CartAbandoned
+    CART_ABANDONED = "CartAbandoned"  # source shop.sessions, detail CartAbandoned or CustomerCartAbandoned
 
 
 class OrderChange(TypedDict):
@@ -49,5 +50,17 @@ class CartAbandoned(TypedDict):
 
     id: str  # <session_id>:<cart_version>
     session_id: str
+    lines: list[AbandonedLine]
+    subtotal_cents: int
+
+
+class CustomerCartAbandoned(TypedDict):
+    """A customer cart expired (TTL, 30 days after its last change) with lines: in the order they were added.
+
+    Same detail type as a session's (CartAbandoned); `customer_id` instead of `session_id` tells them apart.
+    """
+
+    id: str  # customer:<customer_id>:<expires_at epoch seconds> - one per cart life, as expiry only moves later
+    customer_id: str
     lines: list[AbandonedLine]
     subtotal_cents: int

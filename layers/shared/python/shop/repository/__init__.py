@@ -4,6 +4,7 @@
 not from here, so the API functions never load it.
 """
 
+from shop.repository.carts import CustomerCartRepository
 from shop.repository.customers import CustomerRepository
 from shop.repository.order_effects import OrderEffectsRepository
 from shop.repository.orders import OrderRepository, Placement, SessionClaim
@@ -12,6 +13,7 @@ from shop.repository.sessions import SessionRepository, StoredSession
 from shop.repository.store import Table
 
 __all__ = [
+    "CustomerCartRepository",
     "CustomerRepository",
     "OrderEffectsRepository",
     "OrderRepository",

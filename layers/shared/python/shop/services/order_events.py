@@ -9,7 +9,7 @@ at least once, each with a deterministic `id` in its detail for consumers to ded
   When it lost, do nothing: the MODIFY record of whoever changed the order covers it.
 - MODIFY of an order whose status changed: write that version's effects (for CONFIRMED, only if
   one read shows the INSERT path did not already) and publish OrderConfirmed / OrderStatusChanged.
-- REMOVE of a session by TTL with a non-empty cart: publish CartAbandoned. A holder's delete: nothing.
+- REMOVE of a session or a customer cart by TTL with lines: publish CartAbandoned. A holder's delete: nothing.
 - Anything else is skipped, decided from the record's keys without deserialising the images.
 
 Records arrive read (shop.repository.stream_records); the events are those of shop.models.events.
@@ -23,10 +23,10 @@ from enum import StrEnum
 
 from shop import clock
 from shop.models import OrderStatus
-from shop.models.events import AbandonedLine, CartAbandoned, DetailType, OrderChange, Source
+from shop.models.events import AbandonedLine, CartAbandoned, CustomerCartAbandoned, DetailType, OrderChange, Source
 from shop.publishing import Event
 from shop.repository import OrderEffectsRepository, Table
-from shop.repository.stream_records import OrderImage, SessionImage, StreamRecord
+from shop.repository.stream_records import CustomerCartImage, OrderImage, SessionImage, StreamRecord
 
 ORDER_CONFIRMED = "ORDER_CONFIRMED"  # notification types
 ORDER_STATUS_CHANGED = "ORDER_STATUS_CHANGED"
@@ -107,6 +107,23 @@ def cart_abandoned_event(session: SessionImage) -> Event:
     return Event(source=Source.SESSIONS, detail_type=DetailType.CART_ABANDONED, detail=dict(detail))
 
 
+def customer_cart_abandoned_event(cart: CustomerCartImage) -> Event:
+    """`id` names the cart's life (its expiry, which every change moves later), so a redelivery dedupes."""
+    ordered = sorted(cart.cart.items(), key=lambda entry: (cart.added_at(entry[0]), entry[0]))
+    detail = CustomerCartAbandoned(
+        id=f"customer:{cart.customer_id}:{cart.expires_at}",
+        customer_id=cart.customer_id,
+        lines=[
+            AbandonedLine(
+                product_id=product_id, name=item.name, unit_price_cents=item.unit_price_cents, quantity=item.quantity
+            )
+            for product_id, item in ordered
+        ],
+        subtotal_cents=sum(item.unit_price_cents * item.quantity for item in cart.cart.values()),
+    )
+    return Event(source=Source.SESSIONS, detail_type=DetailType.CART_ABANDONED, detail=dict(detail))
+
+
 # -- the rules ------------------------------------------------------------------------------------
 
 
@@ -124,6 +141,8 @@ class OrderEventsService:
                 return self.order_changed(record)
         elif entity == "SESSION" and record.event_name == "REMOVE":
             return self.session_removed(record)
+        elif entity == "CUSTOMER_CART" and record.event_name == "REMOVE":
+            return self.customer_cart_removed(record)
         return SKIPPED
 
     def order_placed(self, record: StreamRecord) -> Outcome:
@@ -165,6 +184,14 @@ class OrderEventsService:
         if not session.cart:
             return SKIPPED
         return Outcome(Action.CART_ABANDONED, events=(cart_abandoned_event(session),))
+
+    def customer_cart_removed(self, record: StreamRecord) -> Outcome:
+        if not record.removed_by_ttl:
+            return SKIPPED
+        cart = record.old_customer_cart()
+        if not cart.cart:
+            return SKIPPED
+        return Outcome(Action.CART_ABANDONED, events=(customer_cart_abandoned_event(cart),))
 
     def _record_change(self, order: OrderImage, *, unless_recorded: bool = False) -> bool:
         """Customer index, notification, then history entry of one order version; True if the history is new.
