@@ -136,8 +136,8 @@ def test_an_expired_cart_is_never_served_nor_revived(store, monkeypatch):
     cart = carts.set_quantity(ALICE, "alice", new, 1)
     assert quantities(cart) == [(new, 1)], "the expired lines are gone, not revived"
     assert int(cart_item(store)["cart_version"]["N"]) == 2, "versions keep counting over the replaced item"
+    monkeypatch.setattr(clock, "now", lambda: expired + timedelta(days=31))
     with pytest.raises(errors.CartEmpty):
-        monkeypatch.setattr(clock, "now", lambda: expired + timedelta(days=31))
         OrderService(store.table).place(ALICE, address=ADDRESS, customer_cart=True)
 
 

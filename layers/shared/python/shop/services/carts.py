@@ -10,6 +10,9 @@ repeat of the same merge answer what the first did.
 
 from __future__ import annotations
 
+import random
+import time
+
 from shop import clock, errors
 from shop.config import settings
 from shop.limits import MAX_CART_LINES, MAX_QUANTITY
@@ -22,8 +25,10 @@ from shop.services.actor import Actor
 from shop.services.ports import CustomerCartStore, ProductPrices
 from shop.services.sessions import cart_subtotal, priced_lines
 
-# Reads and conditional transactions one merge tries before answering 503 (the cart keeps changing).
-MERGE_ATTEMPTS = 5
+# Reads and conditional transactions one merge tries before answering 503 (the cart keeps changing),
+# waiting a random part of MERGE_BACKOFF_S x 2^attempt between them so that contenders spread out.
+MERGE_ATTEMPTS = 6
+MERGE_BACKOFF_S = 0.01
 ARCHIVED = "ARCHIVED"
 
 
@@ -115,7 +120,9 @@ class CartService:
         """One BatchGetItem (profile, cart, session, marker), one transaction, one BatchGetItem of prices;
         again from the read when the cart or the session moved in between."""
         actor.require_self(customer_id)
-        for _ in range(MERGE_ATTEMPTS):
+        for attempt in range(MERGE_ATTEMPTS):
+            if attempt:
+                time.sleep(random.uniform(0, MERGE_BACKOFF_S * 2**attempt))
             moment = clock.now()
             now = clock.epoch(moment)
             view = self.carts.read_for_merge(customer_id, session_id, now=now)
