@@ -18,6 +18,11 @@ EXPECTED_FILTERS = [
         "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
         "dynamodb": {"OldImage": {"entity": {"S": ["SESSION"]}}},
     },
+    {
+        "eventName": ["REMOVE"],
+        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+        "dynamodb": {"OldImage": {"entity": {"S": ["CUSTOMER_CART"]}}},
+    },
 ]
 
 
