@@ -50,6 +50,11 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", "/orders/{order_id}", "orders"),
     ("PATCH", "/orders/{order_id}", "orders"),
     ("POST", "/orders/{order_id}/cancel", "orders"),
+    # Customer carts (issue 14), served with the session carts.
+    ("GET", "/customers/{customer_id}/cart", "sessions"),
+    ("PUT", "/customers/{customer_id}/cart/{product_id}", "sessions"),
+    ("POST", "/customers/{customer_id}/cart/merge", "sessions"),
+    ("DELETE", "/customers/{customer_id}/cart", "sessions"),
 ]
 
 
