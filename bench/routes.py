@@ -318,7 +318,7 @@ class Scenario:
         log("round trips: the customer cart (first line, another, merge at sign-in, read, checkout, empty)")
         cart = f"/customers/{alice_id}/cart"
         self.call(
-            "PUT /customers/{customer_id}/cart/{product_id} (first line: a refused update, then the new cart)",
+            "PUT /customers/{customer_id}/cart/{product_id} (first line, a refused update then the new cart)",
             "PUT",
             f"{cart}/{p[5]}",
             ALICE,
