@@ -91,7 +91,8 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     "products": ("GetItem", "Query", "PutItem", "UpdateItem", "TransactWriteItems"),
     # PutItem/UpdateItem/DeleteItem/GetItem also serve the idempotency records.
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
-    "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem"),  # BatchGetItem: cart prices
+    # BatchGetItem: cart prices, a customer cart with its profile; TransactWriteItems: merging a session into a cart
+    "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     "order_events": ("GetItem", "PutItem", "UpdateItem"),
 }
 
@@ -119,9 +120,10 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         "sessions",
-        "Anonymous shopping sessions and carts",
+        "Anonymous shopping sessions and customer carts",
         DYNAMODB_ACTIONS["sessions"],
-        write_leading_keys=("SESSION#*",),  # reads products (cart prices), writes sessions only
+        # reads products and profiles, writes sessions and customer carts only (carts are CART#<customer_id>)
+        write_leading_keys=("SESSION#*", "CART#*"),
     ),
 )
 
@@ -196,6 +198,12 @@ STREAM_FILTERS: tuple[dict[str, Any], ...] = (
     # field with constants only, never OldImage with NewImage, so every order's stock move gets through
     # and the rule skips it from raw attributes (cost: docs/performance.md, "Product events").
     {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": {"entity": {"S": ["PRODUCT"]}}}},
+    # a customer cart removed by TTL (30 days without a change): abandoned cart
+    {
+        "eventName": ["REMOVE"],
+        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+        "dynamodb": {"OldImage": {"entity": {"S": ["CUSTOMER_CART"]}}},
+    },
 )
 
 

@@ -13,10 +13,18 @@ from typing import Any
 
 from shop import clock, errors
 from shop.models import Customer, Order, OrderLine, OrderStatus, Product, Review, ShippingAddress
-from shop.repository import CustomerRepository, OrderRepository, ProductRepository, SessionRepository, Table
+from shop.repository import (
+    CustomerCartRepository,
+    CustomerRepository,
+    OrderRepository,
+    ProductRepository,
+    SessionRepository,
+    Table,
+)
 
 SEED_PATH = pathlib.Path(__file__).resolve().parents[1] / "events" / "seed.json"
 SESSION_TTL_SECONDS = 7 * 24 * 3600
+CART_TTL_SECONDS = 30 * 24 * 3600
 _PATH_TO_STATUS = {
     OrderStatus.PENDING: [],
     OrderStatus.CONFIRMED: [OrderStatus.CONFIRMED],
@@ -107,5 +115,23 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
                 added_at=clock.iso_now(),
                 now=clock.epoch(moment),
                 expires_at=expires_at,
+            )
+
+    carts = CustomerCartRepository(table)
+    for entry in seed.get("customer_carts", []):
+        customer_id = entry["customer_id"]
+        if carts.get(customer_id, now=clock.epoch(moment), require_profile=False).lines:
+            continue
+        for line in entry.get("cart", []):
+            product = catalogue[line["product_id"]]
+            carts.set_line(
+                customer_id,
+                product_id=product.product_id,
+                name=product.name,
+                unit_price_cents=product.price_cents,
+                quantity=line["quantity"],
+                added_at=clock.iso_now(),
+                now=clock.epoch(moment),
+                expires_at=clock.epoch(moment) + CART_TTL_SECONDS,
             )
     return seed

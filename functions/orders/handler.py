@@ -50,6 +50,7 @@ def _place(*, request: dict, actor: Actor, body: s.OrderIn) -> dict:
         address=ShippingAddress.model_validate(body.shipping_address.model_dump()),
         lines=[RequestedLine(line.product_id, line.quantity) for line in lines] if lines else None,
         session_id=given(body.session_id),
+        customer_cart=given(body.cart) == "customer",
         idempotency_key=request["key"],
     )
     count("OrdersPlaced")
@@ -62,7 +63,7 @@ placement = IdempotentOperation("orders", _place)
 
 @app.post(
     "/orders",
-    summary="Place an order from lines or a session's cart (idempotent per Idempotency-Key)",
+    summary="Place an order from lines, a session's cart or the caller's cart (idempotent per Idempotency-Key)",
     responses=declare(
         201,
         s.Order,
@@ -74,8 +75,8 @@ placement = IdempotentOperation("orders", _place)
         links=NEXT_STEPS,
         errors_described={
             404: "PRODUCT_NOT_FOUND or SESSION_NOT_FOUND",
-            409: "OUT_OF_STOCK (details.product_ids), CART_EMPTY, IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS,"
-            " PRICE_CHANGED",
+            409: "OUT_OF_STOCK (details.product_ids), CART_EMPTY, CART_CHANGED (the customer cart changed during "
+            "checkout), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED",
             422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header, "
             f"lines of one product adding up to more than {MAX_QUANTITY}, a country that is not an ISO 3166-1 alpha-2 code)",
         },

@@ -1,4 +1,5 @@
-"""sessions: anonymous shopping sessions; the unguessable id is the capability, every change slides the expiry."""
+"""sessions: carts. Anonymous sessions (the unguessable id is the capability, every change slides the expiry)
+and customer carts (the token's customer's, 30 days past their last change, merged from a session at sign-in)."""
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
 from shop import startup
@@ -6,17 +7,22 @@ from shop import startup
 startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
 
 # isort: split
+from shop.http_api import cart_schemas as c
 from shop.http_api import session_schemas as s
 from shop.http_api.observability import lambda_handler
-from shop.http_api.params import ProductId, SessionId
+from shop.http_api.params import CustomerId, ProductId, Request, SessionId, caller
 from shop.http_api.resolver import create_app, declare, json_response
-from shop.limits import MAX_CART_LINES
+from shop.limits import MAX_CART_LINES, MAX_QUANTITY
 from shop.repository import Table
+from shop.services.carts import CartService
 from shop.services.sessions import SessionService
 
 app = create_app("sessions")
-sessions = SessionService(Table())
+table = Table()
+sessions = SessionService(table)
+carts = CartService(table)
 TAGS = ["sessions"]
+CART_TAGS = ["carts"]
 
 
 @app.post(
@@ -66,6 +72,68 @@ def set_cart_line(session_id: SessionId, product_id: ProductId, body: s.CartQuan
 )
 def delete_session(session_id: SessionId):
     sessions.delete(session_id)
+    return json_response(204, None)
+
+
+@app.get(
+    "/customers/<customer_id>/cart",
+    summary="The customer's cart at current prices (self or admin)",
+    responses=declare(200, c.Cart, 401, 403, 404, errors_described={404: "CUSTOMER_NOT_FOUND: no profile"}),
+    tags=CART_TAGS,
+)
+def get_customer_cart(customer_id: CustomerId, request: Request):
+    return json_response(200, carts.get(caller(request), customer_id))
+
+
+@app.put(
+    "/customers/<customer_id>/cart/<product_id>",
+    summary="Set a line of the customer's cart (0 removes it); slides the expiry to 30 days (self)",
+    responses=declare(
+        200,
+        c.Cart,
+        401,
+        403,
+        404,
+        409,
+        body=True,
+        errors_described={
+            404: "CUSTOMER_NOT_FOUND (no profile) or PRODUCT_NOT_FOUND",
+            409: "PRODUCT_UNAVAILABLE (archived)",
+            422: f"VALIDATION_ERROR (quantity 0..{MAX_QUANTITY}), or CART_FULL (more than {MAX_CART_LINES} lines)",
+        },
+    ),
+    tags=CART_TAGS,
+)
+def set_customer_cart_line(customer_id: CustomerId, product_id: ProductId, body: c.CartQuantityIn, request: Request):
+    return json_response(200, carts.set_quantity(caller(request), customer_id, product_id, body.quantity))
+
+
+@app.post(
+    "/customers/<customer_id>/cart/merge",
+    summary="Merge an anonymous session's cart into the customer's and end the session (self; a repeat is a no-op)",
+    responses=declare(
+        200,
+        c.MergedCart,
+        401,
+        403,
+        404,
+        body=True,
+        errors_described={404: "SESSION_NOT_FOUND (unknown, expired or merged into another cart), CUSTOMER_NOT_FOUND"},
+    ),
+    tags=CART_TAGS,
+)
+def merge_session_into_cart(customer_id: CustomerId, body: c.CartMergeIn, request: Request):
+    return json_response(200, carts.merge(caller(request), customer_id, body.session_id))
+
+
+@app.delete(
+    "/customers/<customer_id>/cart",
+    summary="Empty the customer's cart (self)",
+    responses=declare(204, None, 401, 403, description="emptied (also when there was no cart)"),
+    tags=CART_TAGS,
+)
+def empty_customer_cart(customer_id: CustomerId, request: Request):
+    carts.delete(caller(request), customer_id)
     return json_response(204, None)
 
 

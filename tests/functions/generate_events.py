@@ -286,6 +286,74 @@ SAMPLES: dict[str, dict[str, tuple[str, str, str, dict[str, Any]]]] = {
             {"body": {"quantity": 100}},
         ),
         "delete_session_204": ("DELETE", f"/sessions/{SESSION}", "/sessions/{session_id}", {}),
+        # Customer carts (served by sessions): alice's holds one prod-mouse (events/seed.json).
+        "get_customer_cart_200": ("GET", "/customers/alice/cart", "/customers/{customer_id}/cart", {"claims": ALICE}),
+        "get_customer_cart_as_admin_200": (
+            "GET",
+            "/customers/alice/cart",
+            "/customers/{customer_id}/cart",
+            {"claims": ADMIN},
+        ),
+        "get_customer_cart_no_profile_404": (
+            "GET",
+            "/customers/dave/cart",
+            "/customers/{customer_id}/cart",
+            {"claims": DAVE},
+        ),
+        "get_customer_cart_other_customer_403": (
+            "GET",
+            "/customers/alice/cart",
+            "/customers/{customer_id}/cart",
+            {"claims": BOB},
+        ),
+        "put_customer_cart_line_200": (
+            "PUT",
+            "/customers/alice/cart/prod-cable",
+            "/customers/{customer_id}/cart/{product_id}",
+            {"claims": ALICE, "body": {"quantity": 2}},
+        ),
+        "put_customer_cart_line_remove_200": (
+            "PUT",
+            "/customers/alice/cart/prod-mouse",
+            "/customers/{customer_id}/cart/{product_id}",
+            {"claims": ALICE, "body": {"quantity": 0}},
+        ),
+        "put_customer_cart_line_unknown_product_404": (
+            "PUT",
+            "/customers/alice/cart/prod-missing",
+            "/customers/{customer_id}/cart/{product_id}",
+            {"claims": ALICE, "body": {"quantity": 1}},
+        ),
+        "put_customer_cart_line_as_admin_403": (
+            "PUT",
+            "/customers/alice/cart/prod-cable",
+            "/customers/{customer_id}/cart/{product_id}",
+            {"claims": ADMIN, "body": {"quantity": 1}},
+        ),
+        "put_customer_cart_line_quantity_too_big_422": (
+            "PUT",
+            "/customers/alice/cart/prod-cable",
+            "/customers/{customer_id}/cart/{product_id}",
+            {"claims": ALICE, "body": {"quantity": 100}},
+        ),
+        "merge_session_into_cart_200": (
+            "POST",
+            "/customers/alice/cart/merge",
+            "/customers/{customer_id}/cart/merge",
+            {"claims": ALICE, "body": {"session_id": SESSION}},
+        ),
+        "merge_unknown_session_404": (
+            "POST",
+            "/customers/alice/cart/merge",
+            "/customers/{customer_id}/cart/merge",
+            {"claims": ALICE, "body": {"session_id": "sess-unknown"}},
+        ),
+        "delete_customer_cart_204": (
+            "DELETE",
+            "/customers/alice/cart",
+            "/customers/{customer_id}/cart",
+            {"claims": ALICE},
+        ),
     },
     "orders": {
         "post_order_201": (
@@ -323,6 +391,18 @@ SAMPLES: dict[str, dict[str, tuple[str, str, str, dict[str, Any]]]] = {
             "/orders",
             "/orders",
             {"claims": ALICE, "headers": KEY, "body": {"session_id": EMPTY_SESSION, "shipping_address": ADDRESS}},
+        ),
+        "post_order_from_customer_cart_201": (
+            "POST",
+            "/orders",
+            "/orders",
+            {"claims": ALICE, "headers": KEY, "body": {"cart": "customer", "shipping_address": ADDRESS}},
+        ),
+        "post_order_from_empty_customer_cart_409": (
+            "POST",
+            "/orders",
+            "/orders",
+            {"claims": BOB, "headers": KEY, "body": {"cart": "customer", "shipping_address": ADDRESS}},
         ),
         "post_order_without_idempotency_key_422": (
             "POST",

@@ -62,6 +62,17 @@ MATRIX: list[tuple[str, str, dict[str, Any], tuple[int, int, int, int]]] = [
     ),
     ("POST", "/orders/00-alice-pending/cancel", {}, (401, 200, 404, 200)),
     ("GET", "/admin/alerts", {}, (401, 403, 403, 200)),
+    # Customer carts: self or admin reads, only self writes; alice's cart holds a mouse (events/seed.json).
+    ("GET", "/customers/alice/cart", {}, (401, 200, 403, 200)),
+    ("PUT", "/customers/alice/cart/prod-cable", {"body": {"quantity": 1}}, (401, 200, 403, 403)),
+    ("POST", "/customers/alice/cart/merge", {"body": {"session_id": SESSION}}, (401, 200, 403, 403)),
+    ("DELETE", "/customers/alice/cart", {}, (401, 204, 403, 403)),
+    (  # each caller checks out their own cart: bob's and the admin's are empty
+        "POST",
+        "/orders",
+        {"body": {"cart": "customer", "shipping_address": ADDRESS}, "headers": {"Idempotency-Key": "k"}},
+        (401, 201, 409, 409),
+    ),
 ]
 
 CASES = [

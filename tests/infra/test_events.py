@@ -19,6 +19,11 @@ EXPECTED_FILTERS = [
         "dynamodb": {"OldImage": {"entity": {"S": ["SESSION"]}}},
     },
     {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": {"entity": {"S": ["PRODUCT"]}}}},
+    {
+        "eventName": ["REMOVE"],
+        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+        "dynamodb": {"OldImage": {"entity": {"S": ["CUSTOMER_CART"]}}},
+    },
 ]
 
 

@@ -211,14 +211,14 @@ def _table_statements(assembly: Any, name: str) -> list[dict[str, Any]]:
 
 def test_sessions_writes_only_its_own_keys(arm64) -> None:
     statements = _table_statements(arm64, "sessions")
-    leading_keys = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["SESSION#*"]}}
+    leading_keys = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["SESSION#*", "CART#*"]}}  # and customer carts
     writes = [s for s in statements if "Condition" in s]
     reads = [s for s in statements if "Condition" not in s]
     assert len(writes) == 1, statements
     assert len(reads) == 1, statements
     assert writes[0]["Condition"] == leading_keys
     assert sorted(_as_list(writes[0]["Action"])) == ["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
-    # the cart reads product prices anywhere in the table, and never needs the index
+    # carts read product prices (and customer profiles) anywhere in the table, and never need the index
     assert sorted(_as_list(reads[0]["Action"])) == ["dynamodb:BatchGetItem", "dynamodb:GetItem"]
     for statement in statements:
         assert "index" not in json.dumps(statement["Resource"])

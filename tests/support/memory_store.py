@@ -2,7 +2,8 @@
 
 It keeps the semantics the rules rely on, as the DynamoDB repositories do: conditional writes that
 fail with the same domain errors, versions, stock that never goes negative nor past MAX_STOCK,
-all-or-nothing placement and status changes, session expiry, the cart's line limit and order.
+all-or-nothing placement and status changes, session and customer cart expiry, the carts' line limit
+and order, merges conditional on the cart's and the session's versions.
 Pages are simplified: the next token is the position of the next item. tests/repository/
 test_memory_store.py runs the same scenarios on this and on the repositories (moto, DynamoDB Local).
 
@@ -20,10 +21,12 @@ from shop import clock, errors, keys
 from shop.limits import MAX_CART_LINES, MAX_STOCK
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
 from shop.models.alerts import Alert
+from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
 from shop.models.orders import Placement, SessionClaim, StatusEntry
 from shop.models.products import CataloguePrice
 from shop.models.sessions import StoredLine, StoredSession
 from shop.services.alerts import AlertService
+from shop.services.carts import CartService
 from shop.services.catalog import CatalogService
 from shop.services.customers import CustomerService
 from shop.services.orders import OrderService
@@ -63,6 +66,20 @@ class _Cart:
 
 
 @dataclass
+class _CustomerCart:
+    customer_id: str
+    expires_at: int
+    lines: dict[str, StoredLine] = field(default_factory=dict)
+    version: int = 0
+
+    def stored(self, now: int) -> StoredCart:
+        if self.expires_at <= now:
+            return StoredCart(self.customer_id, [], None, self.version)
+        ordered = sorted(self.lines.values(), key=lambda line: (line.added_at, line.product_id))
+        return StoredCart(self.customer_id, ordered, clock.iso_from_epoch(self.expires_at), self.version)
+
+
+@dataclass
 class MemoryState:
     """Every entity, as the table would hold it."""
 
@@ -75,6 +92,8 @@ class MemoryState:
     placements: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # -> (order id, expiry)
     sessions: dict[str, _Cart] = field(default_factory=dict)
     alerts: dict[tuple[str, str], Alert] = field(default_factory=dict)  # (created_at, alert id), as keyed
+    carts: dict[str, _CustomerCart] = field(default_factory=dict)
+    merges: dict[tuple[str, str], list[NotMerged]] = field(default_factory=dict)  # (customer, session)
 
 
 class MemoryProducts:
@@ -239,7 +258,14 @@ class MemoryOrders:
     def __init__(self, state: MemoryState) -> None:
         self.state = state
 
-    def place(self, order: Order, session: SessionClaim | None = None, *, placement: Placement | None = None) -> Order:
+    def place(
+        self,
+        order: Order,
+        session: SessionClaim | None = None,
+        *,
+        placement: Placement | None = None,
+        cart: CartClaim | None = None,
+    ) -> Order:
         if placement is not None:
             claimed = self.state.placements.get((order.customer_id, placement.key))
             if claimed is not None:
@@ -260,18 +286,28 @@ class MemoryOrders:
         ]
         if repriced:
             raise errors.PriceChanged(repriced)
-        cart = self.state.sessions.get(session.session_id) if session is not None else None
+        session_cart = self.state.sessions.get(session.session_id) if session is not None else None
         if session is not None and (
-            cart is None or cart.version != session.cart_version or cart.expires_at <= session.now
+            session_cart is None
+            or session_cart.version != session.cart_version
+            or session_cart.expires_at <= session.now
         ):
             raise errors.SessionNotFound("the session expired or its cart changed during checkout")
+        customer_cart = self.state.carts.get(cart.customer_id) if cart is not None else None
+        if cart is not None and (
+            customer_cart is None or customer_cart.version != cart.cart_version or customer_cart.expires_at <= cart.now
+        ):
+            raise errors.CartChanged("your cart changed or expired during checkout, retry")
         for line in order.lines:
             stored = products[line.product_id]
             MemoryProducts._set_stock(stored, stored.product.stock - line.quantity)
-        if cart is not None:
-            cart.lines.clear()
-            cart.added.clear()
-            cart.version += 1
+        if session_cart is not None:
+            session_cart.lines.clear()
+            session_cart.added.clear()
+            session_cart.version += 1
+        if customer_cart is not None:
+            customer_cart.lines.clear()
+            customer_cart.version += 1
         if placement is not None:
             self.state.placements[(order.customer_id, placement.key)] = (order.order_id, placement.expires_at)
         self.state.orders[order.order_id] = order
@@ -364,8 +400,8 @@ class MemorySessions:
         else:
             if product_id not in cart.lines and len(cart.lines) >= MAX_CART_LINES:
                 raise errors.CartFull(f"a cart holds at most {MAX_CART_LINES} lines")
-            cart.lines[product_id] = StoredLine(product_id, name, unit_price_cents, quantity)
             cart.added.setdefault(product_id, added_at)
+            cart.lines[product_id] = StoredLine(product_id, name, unit_price_cents, quantity, cart.added[product_id])
         cart.expires_at = expires_at
         cart.version += 1
         return cart.stored()
@@ -392,8 +428,108 @@ class MemoryAlerts:
         return page_of(ordered, limit=limit, next_token=next_token)
 
 
+class MemoryCarts:
+    """CustomerCartStore, reading MemorySessions' sessions and MemoryCustomers' profiles."""
+
+    def __init__(self, state: MemoryState) -> None:
+        self.state = state
+
+    def _require_profile(self, customer_id: str) -> None:
+        if customer_id not in self.state.customers:
+            raise errors.CustomerNotFound("customer not found")
+
+    def _stored(self, customer_id: str, now: int) -> StoredCart:
+        cart = self.state.carts.get(customer_id)
+        return cart.stored(now) if cart is not None else StoredCart(customer_id, [], None, 0)
+
+    def get(self, customer_id: str, *, now: int, require_profile: bool = True) -> StoredCart:
+        if require_profile:
+            self._require_profile(customer_id)
+        return self._stored(customer_id, now)
+
+    def product_for(self, customer_id: str, product_id: str) -> Product:
+        self._require_profile(customer_id)
+        stored = self.state.products.get(product_id)
+        if stored is None:
+            raise errors.ProductNotFound([product_id])
+        return stored.product
+
+    def set_line(
+        self,
+        customer_id: str,
+        *,
+        product_id: str,
+        name: str,
+        unit_price_cents: int,
+        quantity: int,
+        added_at: str,
+        now: int,
+        expires_at: int,
+    ) -> StoredCart:
+        cart = self.state.carts.get(customer_id)
+        if cart is None or cart.expires_at <= now:
+            if quantity == 0:
+                return self._stored(customer_id, now)
+            cart = _CustomerCart(customer_id, expires_at, version=cart.version if cart is not None else 0)
+            self.state.carts[customer_id] = cart
+        if quantity == 0:
+            cart.lines.pop(product_id, None)
+        else:
+            held = cart.lines.get(product_id)
+            if held is None and len(cart.lines) >= MAX_CART_LINES:
+                raise errors.CartFull(f"a cart holds at most {MAX_CART_LINES} lines")
+            first_added = held.added_at if held is not None else added_at
+            cart.lines[product_id] = StoredLine(product_id, name, unit_price_cents, quantity, first_added)
+        cart.expires_at = expires_at
+        cart.version += 1
+        return cart.stored(now)
+
+    def read_for_merge(self, customer_id: str, session_id: str, *, now: int) -> MergeView:
+        self._require_profile(customer_id)
+        session = self.state.sessions.get(session_id)
+        return MergeView(
+            cart=self._stored(customer_id, now),
+            session=session.stored() if session is not None and session.expires_at > now else None,
+            merged=self.state.merges.get((customer_id, session_id)),
+        )
+
+    def merge(
+        self,
+        seen: StoredCart,
+        lines: list[StoredLine],
+        *,
+        session: SessionClaim,
+        not_merged: list[NotMerged],
+        updated_at: str,
+        expires_at: int,
+        marker_expires_at: int,
+    ) -> StoredCart:
+        current = self.state.carts.get(seen.customer_id)
+        if (current.version if current is not None else 0) != seen.cart_version or (
+            seen.customer_id,
+            session.session_id,
+        ) in self.state.merges:
+            raise errors.CartChanged("the cart changed meanwhile")
+        held = self.state.sessions.get(session.session_id)
+        if held is None or held.version != session.cart_version or held.expires_at <= session.now:
+            raise errors.SessionNotFound("the session changed, expired or went meanwhile")
+        del self.state.sessions[session.session_id]
+        cart = _CustomerCart(
+            seen.customer_id, expires_at, {line.product_id: line for line in lines}, seen.cart_version + 1
+        )
+        self.state.carts[seen.customer_id] = cart
+        self.state.merges[(seen.customer_id, session.session_id)] = list(not_merged)
+        return cart.stored(session.now)
+
+    def empty(self, customer_id: str, *, updated_at: str) -> None:
+        cart = self.state.carts.get(customer_id)
+        if cart is not None:
+            cart.lines.clear()
+            cart.version += 1
+
+
 class MemoryStore:
-    """One in-memory table: the four stores over one state, as the repositories share one table."""
+    """One in-memory table: the stores over one state, as the repositories share one table."""
 
     def __init__(self) -> None:
         self.state = MemoryState()
@@ -402,6 +538,7 @@ class MemoryStore:
         self.orders = MemoryOrders(self.state)
         self.sessions = MemorySessions(self.state)
         self.alerts = MemoryAlerts(self.state)
+        self.carts = MemoryCarts(self.state)
 
     def catalog_service(self) -> CatalogService:
         return CatalogService(products=self.products)
@@ -410,10 +547,13 @@ class MemoryStore:
         return CustomerService(customers=self.customers)
 
     def order_service(self) -> OrderService:
-        return OrderService(orders=self.orders, products=self.products, sessions=self.sessions)
+        return OrderService(orders=self.orders, products=self.products, sessions=self.sessions, carts=self.carts)
 
     def alert_service(self) -> AlertService:
         return AlertService(alerts=self.alerts)
 
     def session_service(self, ttl_seconds: int = 600) -> SessionService:
         return SessionService(ttl_seconds=ttl_seconds, sessions=self.sessions, products=self.products)
+
+    def cart_service(self, ttl_seconds: int = 30 * 24 * 3600) -> CartService:
+        return CartService(ttl_seconds=ttl_seconds, carts=self.carts, products=self.products)

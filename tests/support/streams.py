@@ -39,9 +39,14 @@ def only(
 
 
 def ttl_removal(
-    session_id: str, old_image: dict[str, Any], sequence_number: str = "999000000000000000001"
+    session_id: str,
+    old_image: dict[str, Any],
+    sequence_number: str = "999000000000000000001",
+    *,
+    item_keys: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A REMOVE record as DynamoDB TTL writes it (DynamoDB Local never expires items, so tests shape it)."""
+    """A REMOVE record as DynamoDB TTL writes it (DynamoDB Local never expires items, so tests shape it);
+    of the session `session_id`, or of the item whose keys (DynamoDB JSON) are `item_keys`."""
     return {
         "eventID": f"ttl-{sequence_number}",
         "eventName": "REMOVE",
@@ -50,7 +55,7 @@ def ttl_removal(
         "awsRegion": "us-east-1",
         "dynamodb": {
             "ApproximateCreationDateTime": 1700000000,
-            "Keys": {"PK": {"S": f"SESSION#{session_id}"}, "SK": {"S": "SESSION"}},
+            "Keys": item_keys or {"PK": {"S": f"SESSION#{session_id}"}, "SK": {"S": "SESSION"}},
             "OldImage": old_image,
             "SequenceNumber": sequence_number,
             "SizeBytes": 256,

@@ -10,6 +10,8 @@ from shop.limits import MAX_STATUS_SHARDS
 
 # infra.settings.DEFAULT_STATUS_SHARDS: what a function run without STATUS_SHARDS (tests, scripts) assumes.
 DEFAULT_STATUS_SHARDS = 48
+# A customer cart lives this long after its last change (CART_TTL_SECONDS overrides it).
+DEFAULT_CART_TTL_SECONDS = 30 * 24 * 3600
 
 
 class ConfigurationError(RuntimeError):
@@ -24,6 +26,7 @@ class Settings:
     pagination_secret_arn: str | None  # deployed: read at run time (shop.pagination_keys); only functions that paginate
     session_ttl_seconds: int
     idempotency_ttl_seconds: int
+    cart_ttl_seconds: int
     event_bus_name: str | None
 
 
@@ -52,5 +55,6 @@ def settings() -> Settings:
         pagination_secret_arn=arn,
         session_ttl_seconds=int(os.environ.get("SESSION_TTL_SECONDS", "3600")),
         idempotency_ttl_seconds=int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", "86400")),
+        cart_ttl_seconds=int(os.environ.get("CART_TTL_SECONDS", str(DEFAULT_CART_TTL_SECONDS))),
         event_bus_name=os.environ.get("EVENT_BUS_NAME") or None,
     )

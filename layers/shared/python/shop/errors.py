@@ -96,6 +96,18 @@ class PriceChanged(Conflict):
         self.product_ids = sorted(set(product_ids))
 
 
+class ProductUnavailable(Conflict):
+    """The product exists but can no longer be bought (archived): it cannot be added to a cart."""
+
+    code = "PRODUCT_UNAVAILABLE"
+
+
+class CartChanged(Conflict):
+    """A customer cart changed between reading it and writing it (checkout answers this; merges retry)."""
+
+    code = "CART_CHANGED"
+
+
 class InvalidTransition(Conflict):
     code = "INVALID_TRANSITION"
 

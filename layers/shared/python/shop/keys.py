@@ -33,6 +33,12 @@ HISTORY_PREFIX = "HISTORY#"
 REVIEW_BY_RATING_PREFIX = "BY_RATING#"
 REVIEWER_PREFIX = "REVIEWER#"
 
+# Customer carts (issue 14): their own partition prefix, so the sessions function's writes can be held to
+# SESSION# and CART# (IAM dynamodb:LeadingKeys) and never reach a customer's profile or orders.
+CART_PK_PREFIX = "CART#"
+CART_SK = "CART"
+CART_MERGE_PREFIX = "MERGED#"
+
 IDEMPOTENCY_PK_PREFIX = "IDEMPOTENCY#"
 IDEMPOTENCY_SK = "IDEMPOTENCY"
 
@@ -152,6 +158,16 @@ def session_key(session_id: str) -> Key:
     return {PK: f"SESSION#{session_id}", SK: SESSION_SK}
 
 
+def customer_cart_key(customer_id: str) -> Key:
+    """A customer's cart: one item per customer (the lines as a map), so one partition per customer."""
+    return {PK: f"{CART_PK_PREFIX}{customer_id}", SK: CART_SK}
+
+
+def cart_merge_key(customer_id: str, session_id: str) -> Key:
+    """The marker that a session was merged into this customer's cart (what the merge answered)."""
+    return {PK: f"{CART_PK_PREFIX}{customer_id}", SK: f"{CART_MERGE_PREFIX}{session_id}"}
+
+
 def placement_key(customer_id: str, idempotency_key: str) -> Key:
     """The one order a customer's Idempotency-Key placed (hashed: both parts are client-chosen lengths)."""
     digest = hashlib.blake2b(f"{customer_id}\n{idempotency_key}".encode(), digest_size=16).hexdigest()
@@ -175,6 +191,8 @@ def entity_of(pk: str, sk: str) -> str:
         return "SESSION"
     if prefix == "PRODUCT":  # the product item; reviews and other items of its collection are PRODUCT_<kind>
         return "PRODUCT" if sk == PRODUCT_SK else "PRODUCT_" + sk.split("#", 1)[0]
+    if prefix == "CART":
+        return "CUSTOMER_CART" if sk == CART_SK else "CART_MERGE"
     return prefix
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
@@ -24,19 +24,24 @@ class OrderLineIn(Body):
     quantity: Annotated[StrictInt, Field(ge=1, le=MAX_QUANTITY), INTEGRAL]
 
 
-class OrderIn(Body):
-    """Exactly one of ``session_id`` (check out a session's cart) or ``lines``, plus the address."""
+SOURCES = ("session_id", "lines", "cart")
 
-    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["session_id"]}, {"required": ["lines"]}]})
+
+class OrderIn(Body):
+    """Exactly one of ``session_id`` (check out a session's cart), ``lines`` or ``"cart": "customer"`` (check
+    out the caller's own cart), plus the address."""
+
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": [source]} for source in SOURCES]})
 
     session_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)] | MISSING = MISSING
     lines: Annotated[list[OrderLineIn], Field(min_length=1, max_length=MAX_ORDER_LINES)] | MISSING = MISSING
+    cart: Annotated[Literal["customer"], Field(description="check out the caller's customer cart")] | MISSING = MISSING
     shipping_address: AddressIn
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> OrderIn:
-        if ("session_id" in self.model_fields_set) == ("lines" in self.model_fields_set):
-            raise ValueError("give exactly one of session_id or lines")
+        if sum(source in self.model_fields_set for source in SOURCES) != 1:
+            raise ValueError("give exactly one of session_id, lines or cart")
         return self
 
 

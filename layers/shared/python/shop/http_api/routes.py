@@ -46,6 +46,11 @@ ROUTES: tuple[Route, ...] = (
     _r("GET", "/sessions/{session_id}", "sessions", public=True),
     _r("PUT", "/sessions/{session_id}/cart/{product_id}", "sessions", public=True),
     _r("DELETE", "/sessions/{session_id}", "sessions", public=True),
+    # Customer carts (issue 14): served with the session carts they merge from and price alike.
+    _r("GET", "/customers/{customer_id}/cart", "sessions"),
+    _r("PUT", "/customers/{customer_id}/cart/{product_id}", "sessions"),
+    _r("POST", "/customers/{customer_id}/cart/merge", "sessions"),
+    _r("DELETE", "/customers/{customer_id}/cart", "sessions"),
     _r("POST", "/orders", "orders"),
     _r("GET", "/orders", "orders"),
     _r("GET", "/orders/{order_id}", "orders"),

@@ -19,7 +19,7 @@ class Source(StrEnum):
 class DetailType(StrEnum):
     ORDER_CONFIRMED = "OrderConfirmed"  # source shop.orders, detail OrderChange
     ORDER_STATUS_CHANGED = "OrderStatusChanged"  # source shop.orders, detail OrderChange
-    CART_ABANDONED = "CartAbandoned"  # source shop.sessions, detail CartAbandoned
+    CART_ABANDONED = "CartAbandoned"  # source shop.sessions, detail CartAbandoned or CustomerCartAbandoned
     PRODUCT_CREATED = "ProductCreated"  # source shop.products, detail ProductChange
     PRODUCT_UPDATED = "ProductUpdated"  # source shop.products, detail ProductChange
     PRODUCT_ARCHIVED = "ProductArchived"  # source shop.products, detail ProductChange
@@ -85,3 +85,15 @@ class StockLow(TypedDict):
     previous_stock: int
     low_stock_threshold: int
     at: str  # when the crossing write happened (the stream record's creation time)
+
+
+class CustomerCartAbandoned(TypedDict):
+    """A customer cart expired (TTL, 30 days after its last change) with lines: in the order they were added.
+
+    Same detail type as a session's (CartAbandoned); `customer_id` instead of `session_id` tells them apart.
+    """
+
+    id: str  # customer:<customer_id>:<expires_at epoch seconds> - one per cart life, as expiry only moves later
+    customer_id: str
+    lines: list[AbandonedLine]
+    subtotal_cents: int

@@ -37,6 +37,7 @@ class StoredLine:
     name: str
     unit_price_cents: int
     quantity: int
+    added_at: str = ""  # when the product was first put in the cart (the cart's order)
 
 
 @dataclass(frozen=True)

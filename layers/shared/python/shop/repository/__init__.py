@@ -5,6 +5,7 @@ not from here, so the API functions never load it.
 """
 
 from shop.repository.alerts import AlertRepository
+from shop.repository.carts import CustomerCartRepository
 from shop.repository.customers import CustomerRepository
 from shop.repository.order_effects import OrderEffectsRepository
 from shop.repository.orders import OrderRepository, Placement, SessionClaim
@@ -14,6 +15,7 @@ from shop.repository.store import Table
 
 __all__ = [
     "AlertRepository",
+    "CustomerCartRepository",
     "CustomerRepository",
     "OrderEffectsRepository",
     "OrderRepository",

@@ -13,6 +13,7 @@ from shop import errors, keys
 from shop.config import settings
 from shop.limits import MAX_PARALLEL_QUERIES
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusEntry
+from shop.models.carts import CartClaim
 from shop.models.orders import Placement, SessionClaim
 from shop.repository import pagination
 from shop.repository.queries import collection_page
@@ -90,7 +91,14 @@ class OrderRepository:
     def shards(self) -> int:
         return self._shards if self._shards is not None else settings().status_shards
 
-    def place(self, order: Order, session: SessionClaim | None = None, *, placement: Placement | None = None) -> Order:
+    def place(
+        self,
+        order: Order,
+        session: SessionClaim | None = None,
+        *,
+        placement: Placement | None = None,
+        cart: CartClaim | None = None,
+    ) -> Order:
         """Order, stock decrements (checked against stock and price), customer index, cart: one transaction.
 
         The order id is the ClientRequestToken, so an SDK retry of a transaction that
@@ -152,6 +160,23 @@ class OrderRepository:
                     }
                 }
             )
+        cart_index = len(items) if cart is not None else None
+        if cart is not None:
+            items.append(
+                {
+                    "Update": {
+                        "TableName": name,
+                        "Key": to_item(keys.customer_cart_key(cart.customer_id)),
+                        "UpdateExpression": "SET cart = :empty, cart_added = :empty, updated_at = :at "
+                        "ADD cart_version :one",
+                        "ConditionExpression": "cart_version = :seen AND #exp > :now",
+                        "ExpressionAttributeNames": {"#exp": keys.TTL_ATTRIBUTE},
+                        "ExpressionAttributeValues": values(
+                            empty={}, at=order.created_at, one=1, seen=cart.cart_version, now=cart.now
+                        ),
+                    }
+                }
+            )
         if placement is not None:
             items.append(
                 {
@@ -174,6 +199,8 @@ class OrderRepository:
         except TransactionCancelled as cancelled:
             if placement is not None and cancelled.failed_condition(len(items) - 1):
                 return self.get(self._placed_order_id(order.customer_id, placement))
+            if cart_index is not None and cancelled.failed_condition(cart_index):
+                raise errors.CartChanged("your cart changed or expired during checkout, retry") from cancelled
             self._raise_placement_failure(order, cancelled, session)
         return order
 

@@ -19,20 +19,26 @@ from shop.repository.store import (
 )
 
 
-def _session(item: dict[str, Any]) -> StoredSession:
+def stored_lines(item: dict[str, Any]) -> list[StoredLine]:
+    """The lines of an item holding a cart (`cart` and `cart_added` maps): a session's or a customer's."""
     added = item.get("cart_added", {})
     lines = sorted(item.get("cart", {}).items(), key=lambda entry: (added.get(entry[0], ""), entry[0]))
+    return [
+        StoredLine(
+            product_id=pid,
+            name=line["name"],
+            unit_price_cents=line["unit_price_cents"],
+            quantity=line["quantity"],
+            added_at=added.get(pid, ""),
+        )
+        for pid, line in lines
+    ]
+
+
+def session_from_item(item: dict[str, Any]) -> StoredSession:
     return StoredSession(
         session_id=item["session_id"],
-        lines=[
-            StoredLine(
-                product_id=pid,
-                name=line["name"],
-                unit_price_cents=line["unit_price_cents"],
-                quantity=line["quantity"],
-            )
-            for pid, line in lines
-        ],
+        lines=stored_lines(item),
         expires_at=iso_from_epoch(int(item[keys.TTL_ATTRIBUTE])),
         cart_version=int(item.get("cart_version", 0)),
     )
@@ -66,7 +72,7 @@ class SessionRepository:
             # committed by an attempt whose answer was lost (botocore re-sends after a timeout).
             if failed.item is None or failed.item.get("created_at") != created_at:
                 raise errors.Conflict("a session with this id exists") from failed
-        return _session(item)
+        return session_from_item(item)
 
     def get(self, session_id: str, *, now: int) -> StoredSession:
         """Expired sessions are absent, whether or not TTL has deleted them yet."""
@@ -80,7 +86,7 @@ class SessionRepository:
         plain = from_item(item)
         if int(plain[keys.TTL_ATTRIBUTE]) <= now:
             raise errors.SessionNotFound("session not found or expired")
-        return _session(plain)
+        return session_from_item(plain)
 
     def set_line(
         self,
@@ -128,7 +134,7 @@ class SessionRepository:
             if failed.item is None or int(failed.item[keys.TTL_ATTRIBUTE]) <= now:
                 raise errors.SessionNotFound("session not found or expired") from failed
             raise errors.CartFull(f"a cart holds at most {MAX_CART_LINES} lines") from failed
-        return _session(from_item(response["Attributes"]))
+        return session_from_item(from_item(response["Attributes"]))
 
     def delete(self, session_id: str) -> None:
         with translated_errors():

@@ -81,6 +81,21 @@ class ProductImage(BaseModel):
         return [self.category] if self.category else []
 
 
+class CustomerCartImage(BaseModel):
+    """A customer cart item as a stream image holds it (keys and the rest are ignored)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
+
+    customer_id: str
+    cart: dict[str, CartItem] = {}
+    cart_added: dict[str, str] = {}
+    cart_version: int = 0
+    expires_at: int
+
+    def added_at(self, product_id: str) -> str:
+        return self.cart_added.get(product_id) or self.cart[product_id].added_at
+
+
 @dataclass(frozen=True)
 class StreamRecord:
     """One stream record: what changed (event name, entity and id from its keys) and, on demand, its images.
@@ -92,7 +107,9 @@ class StreamRecord:
     event_name: str  # INSERT, MODIFY or REMOVE
     sequence_number: str
     entity: str  # what the keys name (keys.entity_of): ORDER, SESSION, ORDER_HISTORY, PRODUCT, ...
-    entity_id: str  # the id in the partition key: the order's id for ORDER, the session's for SESSION
+    entity_id: (
+        str  # the id in the partition key: the order's for ORDER, the session's, the customer's for CUSTOMER_CART
+    )
     _new_image: Mapping[str, Any] | None = field(default=None, repr=False)  # DynamoDB JSON: this module's
     _old_image: Mapping[str, Any] | None = field(default=None, repr=False)
     _user_identity: Mapping[str, Any] | None = field(default=None, repr=False)
@@ -120,13 +137,15 @@ class StreamRecord:
 
     @property
     def log_keys(self) -> dict[str, str]:
-        """What structured logs carry for this record: the order or session id and the sequence number."""
+        """What structured logs carry for this record: the order, session or customer id and the sequence number."""
         if self.entity == "ORDER":
             return {"order_id": self.entity_id, "sequence_number": self.sequence_number}
         if self.entity == "SESSION":
             return {"session_id": self.entity_id, "sequence_number": self.sequence_number}
         if self.entity == "PRODUCT":
             return {"product_id": self.entity_id, "sequence_number": self.sequence_number}
+        if self.entity == "CUSTOMER_CART":
+            return {"customer_id": self.entity_id, "sequence_number": self.sequence_number}
         return {"sequence_number": self.sequence_number}
 
     @property
@@ -176,6 +195,10 @@ class StreamRecord:
     def old_session(self) -> SessionImage:
         """The session as it was before the record removed it (its OldImage)."""
         return _parse(SessionImage, self._old_image)
+
+    def old_customer_cart(self) -> CustomerCartImage:
+        """The customer cart as it was before the record removed it (its OldImage)."""
+        return _parse(CustomerCartImage, self._old_image)
 
 
 def _raw_status(image: Mapping[str, Any] | None) -> str | None:

@@ -16,6 +16,11 @@ class Actor:
         if not (self.is_admin or self.sub == customer_id):
             raise Forbidden("you may only act on your own profile")
 
+    def require_self(self, customer_id: str) -> None:
+        """What only the customer may do (their cart), administrators included."""
+        if self.sub != customer_id:
+            raise Forbidden("only the customer may do this")
+
     def require_admin(self) -> None:
         if not self.is_admin:
             raise Forbidden("administrators only")

@@ -10,11 +10,11 @@ from collections.abc import Callable
 
 from shop import clock
 from shop.models import OrderStatus
-from shop.models.events import AbandonedLine, CartAbandoned, DetailType, OrderChange, Source
+from shop.models.events import AbandonedLine, CartAbandoned, CustomerCartAbandoned, DetailType, OrderChange, Source
 from shop.models.pricing import subtotal
 from shop.publishing import Event
 from shop.repository import AlertRepository, OrderEffectsRepository, Table
-from shop.repository.stream_records import OrderImage, SessionImage, StreamRecord
+from shop.repository.stream_records import CustomerCartImage, OrderImage, SessionImage, StreamRecord
 from shop.services.product_events import ProductEventsService
 from shop.services.stream_outcome import SKIPPED, Action, Outcome
 
@@ -59,19 +59,35 @@ def order_event(order: OrderImage, previous: str | None) -> Event:
     return Event(source=Source.ORDERS, detail_type=kind, detail=dict(detail))
 
 
+def _abandoned_lines(cart: SessionImage | CustomerCartImage) -> list[AbandonedLine]:
+    """The cart's lines in the order they were added."""
+    ordered = sorted(cart.cart.items(), key=lambda entry: (cart.added_at(entry[0]), entry[0]))
+    return [
+        AbandonedLine(
+            product_id=product_id, name=item.name, unit_price_cents=item.unit_price_cents, quantity=item.quantity
+        )
+        for product_id, item in ordered
+    ]
+
+
 def cart_abandoned_event(session: SessionImage) -> Event:
     """`id` (session id and cart version) names the cart's last state, so a redelivery dedupes."""
-    ordered = sorted(session.cart.items(), key=lambda entry: (session.added_at(entry[0]), entry[0]))
     detail = CartAbandoned(
         id=f"{session.session_id}:{session.cart_version}",
         session_id=session.session_id,
-        lines=[
-            AbandonedLine(
-                product_id=product_id, name=item.name, unit_price_cents=item.unit_price_cents, quantity=item.quantity
-            )
-            for product_id, item in ordered
-        ],
+        lines=_abandoned_lines(session),
         subtotal_cents=subtotal(session.cart.values()),
+    )
+    return Event(source=Source.SESSIONS, detail_type=DetailType.CART_ABANDONED, detail=dict(detail))
+
+
+def customer_cart_abandoned_event(cart: CustomerCartImage) -> Event:
+    """`id` names the cart's life (its expiry, which every change moves later), so a redelivery dedupes."""
+    detail = CustomerCartAbandoned(
+        id=f"customer:{cart.customer_id}:{cart.expires_at}",
+        customer_id=cart.customer_id,
+        lines=_abandoned_lines(cart),
+        subtotal_cents=subtotal(cart.cart.values()),
     )
     return Event(source=Source.SESSIONS, detail_type=DetailType.CART_ABANDONED, detail=dict(detail))
 
@@ -96,6 +112,8 @@ class OrderEventsService:
             return self.session_removed(record)
         elif entity == "PRODUCT":
             return self.products.handle(record)
+        elif entity == "CUSTOMER_CART" and record.event_name == "REMOVE":
+            return self.customer_cart_removed(record)
         return SKIPPED
 
     def order_placed(self, record: StreamRecord) -> Outcome:
@@ -137,6 +155,14 @@ class OrderEventsService:
         if not session.cart:
             return SKIPPED
         return Outcome(Action.CART_ABANDONED, events=(cart_abandoned_event(session),))
+
+    def customer_cart_removed(self, record: StreamRecord) -> Outcome:
+        if not record.removed_by_ttl:
+            return SKIPPED
+        cart = record.old_customer_cart()
+        if not cart.cart:
+            return SKIPPED
+        return Outcome(Action.CART_ABANDONED, events=(customer_cart_abandoned_event(cart),))
 
     def _record_change(self, order: OrderImage, *, unless_recorded: bool = False) -> bool:
         """Customer index, notification, then history entry of one order version; True if the history is new.

@@ -17,11 +17,13 @@ from shop.models import (
     ShippingAddress,
     StatusEntry,
 )
+from shop.models.carts import CartClaim
 from shop.models.orders import Placement, SessionClaim
 from shop.models.pricing import subtotal
-from shop.repository import OrderRepository, ProductRepository, SessionRepository, Table
+from shop.models.sessions import StoredLine
+from shop.repository import CustomerCartRepository, OrderRepository, ProductRepository, SessionRepository, Table
 from shop.services.actor import Actor
-from shop.services.ports import OrderStore, ProductPrices, SessionStore
+from shop.services.ports import CustomerCartStore, OrderStore, ProductPrices, SessionStore
 
 REPRICE_ATTEMPTS = 3
 # Reads and conditional writes one cancel tries before answering 503 (the order keeps changing).
@@ -53,6 +55,13 @@ def lines_over_the_limit(lines: list[RequestedLine]) -> dict[str, str]:
     return over
 
 
+def _from_cart(lines: list[StoredLine]) -> tuple[list[OrderLine], dict[str, int]]:
+    """A cart's lines at the prices they were set with (placement checks them against the catalogue's and
+    re-prices on a change), and their quantities."""
+    priced = [OrderLine.priced(line.product_id, line.name, line.unit_price_cents, line.quantity) for line in lines]
+    return priced, {line.product_id: line.quantity for line in lines}
+
+
 class OrderService:
     def __init__(
         self,
@@ -62,6 +71,7 @@ class OrderService:
         orders: OrderStore | None = None,
         products: ProductPrices | None = None,
         sessions: SessionStore | None = None,
+        carts: CustomerCartStore | None = None,
     ) -> None:
         """The rules over the stores given; the others are the DynamoDB repositories on `table` (the
         function's table), the status index in `shards` shards."""
@@ -69,6 +79,7 @@ class OrderService:
         self.orders: OrderStore = orders if orders is not None else OrderRepository(table, shards)
         self.products: ProductPrices = products if products is not None else ProductRepository(table)
         self.sessions: SessionStore = sessions if sessions is not None else SessionRepository(table)
+        self.carts: CustomerCartStore = carts if carts is not None else CustomerCartRepository(table)
 
     def _price(self, quantities: dict[str, int]) -> list[OrderLine]:
         catalogue = self.products.get_many(list(quantities))
@@ -102,22 +113,27 @@ class OrderService:
         address: ShippingAddress,
         lines: list[RequestedLine] | None = None,
         session_id: str | None = None,
+        customer_cart: bool = False,
         idempotency_key: str | None = None,
     ) -> Order:
-        """Two store calls on the common path: one read (products or session), one transaction.
+        """Two store calls on the common path: one read (products, session or customer cart), one transaction.
 
         With an idempotency_key, placing again under it returns the order placed first (at most one)."""
         claim: SessionClaim | None = None
+        cart_claim: CartClaim | None = None
         if session_id is not None:
             stored = self.sessions.get(session_id, now=clock.epoch(clock.now()))
             if not stored.lines:
                 raise errors.CartEmpty("the session's cart is empty", {"session_id": session_id})
             claim = SessionClaim(session_id, stored.cart_version, clock.epoch(clock.now()))
-            priced = [
-                OrderLine.priced(line.product_id, line.name, line.unit_price_cents, line.quantity)
-                for line in stored.lines
-            ]
-            quantities = {line.product_id: line.quantity for line in stored.lines}
+            priced, quantities = _from_cart(stored.lines)
+        elif customer_cart:
+            now = clock.epoch(clock.now())
+            cart = self.carts.get(actor.sub, now=now, require_profile=False)
+            if not cart.lines:
+                raise errors.CartEmpty("your cart is empty", {"cart": "customer"})
+            cart_claim = CartClaim(actor.sub, cart.cart_version, now)
+            priced, quantities = _from_cart(cart.lines)
         else:
             quantities = merge_lines(lines or [])
             if not quantities:
@@ -138,7 +154,7 @@ class OrderService:
         for attempt in range(REPRICE_ATTEMPTS):
             order = self._new_order(actor, priced, address)
             try:
-                return self.orders.place(order, claim, placement=placement)
+                return self.orders.place(order, claim, placement=placement, cart=cart_claim)
             except errors.PriceChanged:
                 if attempt == REPRICE_ATTEMPTS - 1:
                     raise

@@ -11,9 +11,10 @@ from typing import Any, Protocol
 
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
 from shop.models.alerts import Alert
+from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
 from shop.models.orders import Placement, SessionClaim
 from shop.models.products import CataloguePrice
-from shop.models.sessions import StoredSession
+from shop.models.sessions import StoredLine, StoredSession
 
 
 class ProductStore(Protocol):
@@ -75,12 +76,20 @@ class CustomerStore(Protocol):
 
 
 class OrderStore(Protocol):
-    def place(self, order: Order, session: SessionClaim | None = None, *, placement: Placement | None = None) -> Order:
-        """The order, its stock taken and the session's cart emptied, all or nothing.
+    def place(
+        self,
+        order: Order,
+        session: SessionClaim | None = None,
+        *,
+        placement: Placement | None = None,
+        cart: CartClaim | None = None,
+    ) -> Order:
+        """The order, its stock taken and the session's or the customer's cart emptied, all or nothing.
 
         ProductNotFound, OutOfStock, PriceChanged (a line's unit price is no longer the catalogue's),
-        SessionNotFound (expired, or its cart changed since `session` was read). Under a placement
-        already claimed: the order placed under it.
+        SessionNotFound (expired, or its cart changed since `session` was read), CartChanged (the
+        customer cart is no longer at `cart`'s version, or expired). Under a placement already claimed:
+        the order placed under it.
         """
 
     def get(self, order_id: str) -> Order:
@@ -138,3 +147,50 @@ class AlertStore(Protocol):
 
     def newest(self, *, limit: int, next_token: str | None) -> Page[Alert]:
         """Newest first."""
+
+
+class CustomerCartStore(Protocol):
+    """Customer carts (one per customer) and the markers of the sessions merged into them."""
+
+    def get(self, customer_id: str, *, now: int, require_profile: bool = True) -> StoredCart:
+        """The live cart, or an empty one (absent or expired by `now`); CustomerNotFound when
+        `require_profile` and the customer has no profile."""
+
+    def product_for(self, customer_id: str, product_id: str) -> Product:
+        """The product to put in the customer's cart, read with the profile: CustomerNotFound, ProductNotFound."""
+
+    def set_line(
+        self,
+        customer_id: str,
+        *,
+        product_id: str,
+        name: str,
+        unit_price_cents: int,
+        quantity: int,
+        added_at: str,
+        now: int,
+        expires_at: int,
+    ) -> StoredCart:
+        """Put, change or (quantity 0) remove one line and move the expiry to `expires_at`; a line put in
+        no live cart starts a new one, a removal from none writes nothing. CartFull."""
+
+    def read_for_merge(self, customer_id: str, session_id: str, *, now: int) -> MergeView:
+        """The cart, the live session (None: absent or expired) and an earlier merge of it; CustomerNotFound."""
+
+    def merge(
+        self,
+        seen: StoredCart,
+        lines: list[StoredLine],
+        *,
+        session: SessionClaim,
+        not_merged: list[NotMerged],
+        updated_at: str,
+        expires_at: int,
+        marker_expires_at: int,
+    ) -> StoredCart:
+        """The cart holding `lines`, the session deleted and the merge recorded (until
+        `marker_expires_at`), all or nothing. CartChanged (the cart moved past `seen`, or this session
+        was merged meanwhile), SessionNotFound (the session moved past `session`, expired or went)."""
+
+    def empty(self, customer_id: str, *, updated_at: str) -> None:
+        """No lines left (nothing happens without a cart)."""

@@ -6,21 +6,23 @@ A cart shows current catalogue prices: each read fetches the prices of the cart'
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from shop import clock, ids
 from shop.config import settings
 from shop.models import CartLine, Session
 from shop.models.pricing import subtotal
 from shop.models.products import CataloguePrice
-from shop.models.sessions import StoredSession
+from shop.models.sessions import StoredLine, StoredSession
 from shop.repository import ProductRepository, SessionRepository, Table
 from shop.services.ports import ProductPrices, SessionStore
 
 
-def priced_session(stored: StoredSession, catalogue: dict[str, CataloguePrice]) -> Session:
-    """The session as the client sees it: current prices, changed and unavailable lines marked,
-    and a subtotal over the lines that can still be bought."""
+def priced_lines(lines: Iterable[StoredLine], catalogue: dict[str, CataloguePrice]) -> list[CartLine]:
+    """Cart lines as the client sees them, a session's or a customer's: current prices, changed and
+    unavailable lines marked."""
     cart = []
-    for line in stored.lines:
+    for line in lines:
         current = catalogue.get(line.product_id)
         cart.append(
             CartLine(
@@ -33,11 +35,19 @@ def priced_session(stored: StoredSession, catalogue: dict[str, CataloguePrice]) 
                 unavailable=current is None,
             )
         )
+    return cart
+
+
+def cart_subtotal(cart: list[CartLine]) -> int:
+    """What the lines that can still be bought cost."""
+    return subtotal(line for line in cart if not line.unavailable)
+
+
+def priced_session(stored: StoredSession, catalogue: dict[str, CataloguePrice]) -> Session:
+    """The session as the client sees it: priced lines and a subtotal over the lines that can still be bought."""
+    cart = priced_lines(stored.lines, catalogue)
     return Session(
-        session_id=stored.session_id,
-        cart=cart,
-        subtotal_cents=subtotal(line for line in cart if not line.unavailable),
-        expires_at=stored.expires_at,
+        session_id=stored.session_id, cart=cart, subtotal_cents=cart_subtotal(cart), expires_at=stored.expires_at
     )
 
 

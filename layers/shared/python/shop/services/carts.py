@@ -1,0 +1,165 @@
+"""Customer carts: a signed-in customer's cart that lasts 30 days past its last change, filled by hand or
+by merging an anonymous session into it at sign-in.
+
+Lines are priced like a session's (shop.services.sessions.priced_lines: one rule). A merge adds the
+session's quantities to the cart's, capped per line and per cart; what does not fit is answered, not
+dropped. It is one transaction conditional on the cart's version and the session's, re-read and
+re-tried when either moved, so concurrent merges of different sessions all land; its marker makes a
+repeat of the same merge answer what the first did.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from shop import clock, errors
+from shop.config import settings
+from shop.limits import MAX_CART_LINES, MAX_QUANTITY
+from shop.models.carts import Cart, MergedCart, NotMerged, NotMergedReason, StoredCart
+from shop.models.orders import SessionClaim
+from shop.models.products import CataloguePrice
+from shop.models.sessions import StoredLine
+from shop.repository import CustomerCartRepository, ProductRepository, Table
+from shop.services.actor import Actor
+from shop.services.ports import CustomerCartStore, ProductPrices
+from shop.services.sessions import cart_subtotal, priced_lines
+
+# Reads and conditional transactions one merge tries before answering 503 (the cart keeps changing),
+# waiting a random part of MERGE_BACKOFF_S x 2^attempt between them so that contenders spread out.
+MERGE_ATTEMPTS = 6
+MERGE_BACKOFF_S = 0.01
+ARCHIVED = "ARCHIVED"
+
+
+def merge_lines(cart: list[StoredLine], session: list[StoredLine]) -> tuple[list[StoredLine], list[NotMerged]]:
+    """The cart with the session's lines added: same products add up to at most MAX_QUANTITY, new products
+    go after the cart's own while it has fewer than MAX_CART_LINES lines; the rest is what did not fit.
+
+    A line already in the cart keeps its name and price as added; a new one comes with the session's."""
+    merged = {line.product_id: line for line in cart}
+    not_merged: list[NotMerged] = []
+    for line in session:
+        held = merged.get(line.product_id)
+        if held is None and len(merged) >= MAX_CART_LINES:
+            not_merged.append(
+                NotMerged(product_id=line.product_id, quantity=line.quantity, reason=NotMergedReason.CART_FULL)
+            )
+            continue
+        before = held.quantity if held is not None else 0
+        taken = min(line.quantity, MAX_QUANTITY - before)
+        if taken < line.quantity:
+            not_merged.append(
+                NotMerged(
+                    product_id=line.product_id, quantity=line.quantity - taken, reason=NotMergedReason.QUANTITY_LIMIT
+                )
+            )
+        if held is None:
+            merged[line.product_id] = line
+        elif taken:
+            merged[line.product_id] = StoredLine(
+                held.product_id, held.name, held.unit_price_cents, before + taken, held.added_at
+            )
+    return list(merged.values()), not_merged
+
+
+class CartService:
+    def __init__(
+        self,
+        table: Table | None = None,
+        ttl_seconds: int | None = None,
+        *,
+        carts: CustomerCartStore | None = None,
+        products: ProductPrices | None = None,
+    ) -> None:
+        """The rules over the stores given; the others are the DynamoDB repositories on `table` (the
+        function's table). Carts last `ttl_seconds` past their last change (default: the setting)."""
+        table = table or Table()
+        self.carts: CustomerCartStore = carts if carts is not None else CustomerCartRepository(table)
+        self.products: ProductPrices = products if products is not None else ProductRepository(table)
+        self._ttl = ttl_seconds
+
+    @property
+    def ttl(self) -> int:
+        return self._ttl if self._ttl is not None else settings().cart_ttl_seconds
+
+    def get(self, actor: Actor, customer_id: str) -> Cart:
+        """One BatchGetItem (profile and cart), one more of the cart's products' prices when it has lines."""
+        actor.require_self_or_admin(customer_id)
+        return self._priced(self.carts.get(customer_id, now=clock.epoch(clock.now())), {})
+
+    def set_quantity(self, actor: Actor, customer_id: str, product_id: str, quantity: int) -> Cart:
+        """BatchGetItem of profile and product, UpdateItem of the cart, BatchGetItem of the other lines' prices."""
+        actor.require_self(customer_id)
+        moment = clock.now()
+        now = clock.epoch(moment)
+        known: dict[str, CataloguePrice] = {}
+        if quantity == 0:
+            self.carts.get(customer_id, now=now)  # CustomerNotFound; a removal needs no product
+            name, price = "", 0
+        else:
+            product = self.carts.product_for(customer_id, product_id)
+            # Archival (the catalogue's status) makes a product unavailable; a product without one is active.
+            if str(getattr(product, "status", "ACTIVE")) == ARCHIVED:
+                raise errors.ProductUnavailable("the product can no longer be bought", {"product_id": product_id})
+            name, price = product.name, product.price_cents
+            known[product_id] = CataloguePrice(product_id, name, price)
+        stored = self.carts.set_line(
+            customer_id,
+            product_id=product_id,
+            name=name,
+            unit_price_cents=price,
+            quantity=quantity,
+            added_at=clock.iso(moment),
+            now=now,
+            expires_at=now + self.ttl,
+        )
+        return self._priced(stored, known)
+
+    def merge(self, actor: Actor, customer_id: str, session_id: str) -> MergedCart:
+        """One BatchGetItem (profile, cart, session, marker), one transaction, one BatchGetItem of prices;
+        again from the read when the cart or the session moved in between."""
+        actor.require_self(customer_id)
+        for attempt in range(MERGE_ATTEMPTS):
+            if attempt:
+                time.sleep(random.uniform(0, MERGE_BACKOFF_S * 2**attempt))
+            moment = clock.now()
+            now = clock.epoch(moment)
+            view = self.carts.read_for_merge(customer_id, session_id, now=now)
+            if view.merged is not None:
+                return self._merged(view.cart, view.merged)  # merged before: the same answer, nothing written
+            if view.session is None:
+                raise errors.SessionNotFound("session not found or expired")
+            lines, not_merged = merge_lines(view.cart.lines, view.session.lines)
+            try:
+                stored = self.carts.merge(
+                    view.cart,
+                    lines,
+                    session=SessionClaim(session_id, view.session.cart_version, now),
+                    not_merged=not_merged,
+                    updated_at=clock.iso(moment),
+                    expires_at=now + self.ttl,
+                    marker_expires_at=now + settings().idempotency_ttl_seconds,
+                )
+            except (errors.CartChanged, errors.SessionNotFound):
+                continue  # re-read: a concurrent change, or this very merge made by a concurrent request
+            return self._merged(stored, not_merged)
+        raise errors.ServiceUnavailable("the cart keeps changing, retry later")
+
+    def delete(self, actor: Actor, customer_id: str) -> None:
+        actor.require_self(customer_id)
+        self.carts.empty(customer_id, updated_at=clock.iso_now())
+
+    def _merged(self, stored: StoredCart, not_merged: list[NotMerged]) -> MergedCart:
+        cart = self._priced(stored, {})
+        return MergedCart(**dict(cart), not_merged=not_merged)
+
+    def _priced(self, stored: StoredCart, known: dict[str, CataloguePrice]) -> Cart:
+        unknown = [line.product_id for line in stored.lines if line.product_id not in known]
+        lines = priced_lines(stored.lines, {**known, **self.products.current_prices(unknown)})
+        return Cart(
+            customer_id=stored.customer_id,
+            cart=lines,
+            subtotal_cents=cart_subtotal(lines),
+            expires_at=stored.expires_at,
+        )
