@@ -174,3 +174,13 @@ def entity_of(pk: str, sk: str) -> str:
     if prefix == "SESSION":
         return "SESSION"
     return prefix
+
+
+# Flash-sale stock shards (issue 11): each shard is its own partition key, so the orders of one hot
+# product spread over `shards` keys instead of writing the product item's one key.
+STOCK_SHARD_PREFIX = "STOCK#"
+STOCK_SHARD_SK = "STOCK"
+
+
+def stock_shard_key(product_id: str, shard: int) -> Key:
+    return {PK: f"{STOCK_SHARD_PREFIX}{product_id}#{shard:02d}", SK: STOCK_SHARD_SK}

@@ -43,3 +43,7 @@ MAX_ORDER_LINES = 25  # distinct products in one order
 MAX_CART_LINES = 25  # distinct products in one session's cart
 MAX_PRICE_CENTS = 100_000_000
 MAX_STOCK = 1_000_000  # what an admin may set or adjust stock to
+
+# Flash-sale stock shards of one product (POST /products/{id}/stock-shards; 1 = not sharded). At 2 WCU per
+# transactional decrement a shard key carries about 500 orders/s, so 32 carry 10,000+ (docs/performance.md).
+MAX_STOCK_SHARDS = 32

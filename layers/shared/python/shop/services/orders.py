@@ -22,6 +22,7 @@ from shop.models.pricing import subtotal
 from shop.repository import OrderRepository, ProductRepository, SessionRepository, Table
 from shop.services.actor import Actor
 from shop.services.ports import OrderStore, ProductPrices, SessionStore
+from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation
 
 REPRICE_ATTEMPTS = 3
 # Reads and conditional writes one cancel tries before answering 503 (the order keeps changing).
@@ -70,15 +71,17 @@ class OrderService:
         self.products: ProductPrices = products if products is not None else ProductRepository(table)
         self.sessions: SessionStore = sessions if sessions is not None else SessionRepository(table)
 
-    def _price(self, quantities: dict[str, int]) -> list[OrderLine]:
+    def _price(self, quantities: dict[str, int]) -> tuple[list[OrderLine], dict[str, int]]:
+        """The lines at catalogue prices, and the stock shard count of each product that has shards."""
         catalogue = self.products.get_many(list(quantities))
         missing = [pid for pid in quantities if pid not in catalogue]
         if missing:
             raise errors.ProductNotFound(missing)
-        return [
+        lines = [
             OrderLine.priced(pid, catalogue[pid].name, catalogue[pid].price_cents, qty)
             for pid, qty in quantities.items()
         ]
+        return lines, {pid: product.stock_shards for pid, product in catalogue.items() if product.stock_shards > 1}
 
     def _new_order(self, actor: Actor, lines: list[OrderLine], address: ShippingAddress) -> Order:
         now = clock.iso_now()
@@ -108,6 +111,7 @@ class OrderService:
 
         With an idempotency_key, placing again under it returns the order placed first (at most one)."""
         claim: SessionClaim | None = None
+        shards: dict[str, int] = {}  # a session's checkout learns them from the first attempt
         if session_id is not None:
             stored = self.sessions.get(session_id, now=clock.epoch(clock.now()))
             if not stored.lines:
@@ -124,7 +128,7 @@ class OrderService:
                 raise errors.InvalidRequest("an order needs at least one line")
             if len(quantities) > MAX_ORDER_LINES:
                 raise errors.InvalidRequest(f"an order holds at most {MAX_ORDER_LINES} products")
-            priced = self._price(quantities)
+            priced, shards = self._price(quantities)
             # After pricing: an unknown product is a 404 whatever its quantities.
             over = lines_over_the_limit(lines or [])
             if over:
@@ -135,14 +139,36 @@ class OrderService:
         placement = None
         if idempotency_key is not None:
             placement = Placement(idempotency_key, clock.epoch(clock.now()) + settings().idempotency_ttl_seconds)
-        for attempt in range(REPRICE_ATTEMPTS):
+        return self._reserve_and_place(
+            actor, address, priced, quantities=quantities, shards=shards, claim=claim, placement=placement
+        )
+
+    def _reserve_and_place(
+        self,
+        actor: Actor,
+        address: ShippingAddress,
+        priced: list[OrderLine],
+        *,
+        quantities: dict[str, int],
+        shards: dict[str, int],
+        claim: SessionClaim | None,
+        placement: Placement | None,
+    ) -> Order:
+        """One transaction per attempt: a moved price re-reads the catalogue (REPRICE_ATTEMPTS in all), a
+        flash-sale shard that held too little sends the line to another (shop.services.stock)."""
+        stock = StockReservation(quantities, shards, self.products.stock_layout)
+        reprices = 0
+        for _ in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS):
             order = self._new_order(actor, priced, address)
             try:
-                return self.orders.place(order, claim, placement=placement)
+                return self.orders.place(order, claim, placement=placement, takes=stock.takes())
+            except errors.StockSourceShort as short:
+                stock.learn(short)
             except errors.PriceChanged:
-                if attempt == REPRICE_ATTEMPTS - 1:
+                reprices += 1
+                if reprices == REPRICE_ATTEMPTS:
                     raise
-                priced = self._price(quantities)
+                priced, _ = self._price(quantities)
         raise AssertionError("unreachable")
 
     def get(self, actor: Actor, order_id: str) -> Order:

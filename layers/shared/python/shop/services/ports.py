@@ -6,13 +6,14 @@ in memory for the rule tests (tests/unit). The errors a method raises are part o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
 from shop.models.orders import Placement, SessionClaim
 from shop.models.products import CataloguePrice
 from shop.models.sessions import StoredSession
+from shop.models.stock import StockLayout, StockTake
 
 
 class ProductStore(Protocol):
@@ -34,6 +35,13 @@ class ProductStore(Protocol):
         """The new stock, never below 0 (InsufficientStock) nor above MAX_STOCK (StockLimitExceeded); applied
         once however often the request is re-sent. ProductNotFound."""
 
+    def stock_layout(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
+        """The stock of the product item and of each flash-sale shard, read consistently; ProductNotFound."""
+
+    def spread_stock(self, seen: StockLayout, shards: int) -> StockLayout:
+        """All of the stock evenly over `shards` shards (1: back onto the product item); Conflict when any of it
+        moved since `seen` was read (or the price did)."""
+
     def add_review(self, review: Review) -> Review:
         """The review counted in the product's rating; ProductNotFound, AlreadyReviewed (one per customer)."""
 
@@ -50,7 +58,10 @@ class ProductPrices(Protocol):
         """ProductNotFound."""
 
     def get_many(self, product_ids: list[str]) -> dict[str, Product]:
-        """The products that exist, by id."""
+        """The products that exist, by id (a product with stock shards: `stock` is its product item's alone)."""
+
+    def stock_layout(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
+        """The stock of the product item and of each flash-sale shard, read consistently; ProductNotFound."""
 
     def current_prices(self, product_ids: list[str]) -> dict[str, CataloguePrice]:
         """Name and price of the products that exist, by id."""
@@ -74,12 +85,21 @@ class CustomerStore(Protocol):
 
 
 class OrderStore(Protocol):
-    def place(self, order: Order, session: SessionClaim | None = None, *, placement: Placement | None = None) -> Order:
+    def place(
+        self,
+        order: Order,
+        session: SessionClaim | None = None,
+        *,
+        placement: Placement | None = None,
+        takes: Mapping[str, Sequence[StockTake]] | None = None,
+    ) -> Order:
         """The order, its stock taken and the session's cart emptied, all or nothing.
 
-        ProductNotFound, OutOfStock, PriceChanged (a line's unit price is no longer the catalogue's),
-        SessionNotFound (expired, or its cart changed since `session` was read). Under a placement
-        already claimed: the order placed under it.
+        A line takes its stock from its product item, or from the places `takes` names for its product
+        (flash-sale shards); the order returned records the shards (`stock_taken`).
+        ProductNotFound, OutOfStock, StockSourceShort (a place of a product with shards held too little),
+        PriceChanged (a line's unit price is no longer the catalogue's), SessionNotFound (expired, or its
+        cart changed since `session` was read). Under a placement already claimed: the order placed under it.
         """
 
     def get(self, order_id: str) -> Order:
@@ -94,7 +114,8 @@ class OrderStore(Protocol):
     def change_status(
         self, order: Order, new_status: OrderStatus, *, updated_at: str, restock: Sequence[OrderLine] = ()
     ) -> Order:
-        """The order in new_status at version + 1, with `restock`'s quantities back in stock, all or nothing.
+        """The order in new_status at version + 1, with `restock`'s quantities back in stock (where the order
+        took them: its product item or the flash-sale shards it recorded), all or nothing.
 
         VersionMismatch when the order is no longer at `order`'s status and version, unless it is
         already at new_status and version + 1 (a retry): then that order. OrderNotFound.
