@@ -1,7 +1,8 @@
 """The fixed data the sample events (``events/<function>/*.json``) rely on, loaded through the repositories.
 
 ``events/seed.json`` is the one definition: customers ``alice`` and ``bob``, products with fixed
-ids (``prod-keyboard``, ``prod-mouse``, ``prod-soldout`` with stock 0, ``prod-cable``), a review,
+ids (``prod-keyboard``, ``prod-mouse``, ``prod-soldout`` with stock 0, ``prod-cable``, ``prod-flash`` with
+its stock of 40 spread over 4 flash-sale stock shards), a review,
 orders ``00-alice-pending`` (version 1) and ``00-alice-shipped`` (version 3) and two sessions.
 
 ``load_seed(table=None, path=None)`` writes it into the table (default: ``Table()``, i.e. TABLE_NAME
@@ -49,10 +50,13 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
 
     catalogue: dict[str, Product] = {}
     for entry in seed.get("products", []):
-        product = Product(**entry, created_at=now, updated_at=now)
+        shards = entry.get("stock_shards", 1)
+        product = Product(**{**entry, "stock_shards": 1}, created_at=now, updated_at=now)
         catalogue[product.product_id] = product
         with contextlib.suppress(errors.ProductExists):
             products.create(product)
+        if shards > 1:  # a flash-sale product: its stock spread over its shards (a no-op when it is)
+            products.spread_stock(products.stock_layout(product.product_id, shards_hint=shards), shards)
 
     for entry in seed.get("reviews", []):
         with contextlib.suppress(errors.AlreadyReviewed):

@@ -61,6 +61,8 @@ MATRIX: list[tuple[str, str, dict[str, Any], tuple[int, int, int, int]]] = [
         (401, 403, 403, 200),
     ),
     ("POST", "/orders/00-alice-pending/cancel", {}, (401, 200, 404, 200)),
+    # Flash-sale stock shards (issue 11).
+    ("POST", "/products/prod-keyboard/stock-shards", {"body": {"shards": 4}}, (401, 403, 403, 200)),
 ]
 
 CASES = [

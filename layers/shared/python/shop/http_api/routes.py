@@ -53,4 +53,6 @@ ROUTES: tuple[Route, ...] = (
     _r("GET", "/orders/{order_id}", "orders"),
     _r("PATCH", "/orders/{order_id}", "orders"),
     _r("POST", "/orders/{order_id}/cancel", "orders"),
+    # Flash-sale stock shards (issue 11).
+    _r("POST", "/products/{product_id}/stock-shards", "products"),
 )
