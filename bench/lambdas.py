@@ -50,6 +50,7 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", "/orders/{order_id}", "orders"),
     ("PATCH", "/orders/{order_id}", "orders"),
     ("POST", "/orders/{order_id}/cancel", "orders"),
+    ("POST", "/products/{product_id}/stock-shards", "products"),
 ]
 
 

@@ -51,6 +51,8 @@ EXPECTED = {
     "GET /orders/{order_id}": 1,
     "PATCH /orders/{order_id}": 2,
     "POST /orders/{order_id}/cancel": 2,
+    # Flash-sale stock shards (issue 11): the product and its shards read together, one transaction.
+    "POST /products/{product_id}/stock-shards": 2,
 }
 # A cart shows current prices: the session read is followed by one BatchGetItem of its products.
 CART_READ = "GET /sessions/{session_id}"
@@ -233,6 +235,7 @@ class Scenario:
             "", "POST", f"/products/{p[8]}/reviews", ALICE, 201, body={"rating": 5, "title": "Good", "body": "Yes."}
         )
         self.call("", "GET", f"/customers/{alice_id}/reviews", None, 200, query={"limit": str(PAGE)})
+        self.call("", "POST", f"/products/{p[7]}/stock-shards", ADMIN, 200, body={"shards": 8})
         log("round trips: sessions")
         created = self.call("", "POST", "/sessions", None, 201)
         session_id = created.body["session_id"] if created is not None and created.status == 201 else "missing"
