@@ -91,14 +91,15 @@ class StockShardRepository:
 
     def layout(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
         """The product item's stock and every shard's, strongly consistent, in one BatchGetItem of the
-        product and `shards_hint` shards (a second one only if the product has more shards than hinted).
+        product and its `shards_hint` shards (1: none; a second one for the shards the hint left out).
 
         ProductNotFound."""
-        main, shard_stock = self._read(product_id, range(shards_hint), with_product=True)
+        hinted = range(shards_hint) if shards_hint > 1 else range(0)
+        main, shard_stock = self._read(product_id, hinted, with_product=True)
         if main is None:
             raise errors.ProductNotFound([product_id])
         count = int(main.get("stock_shards", 1))
-        missing = [shard for shard in range(count) if shard not in shard_stock and shard >= shards_hint]
+        missing = [shard for shard in range(count) if shard not in hinted]
         if missing and count > 1:
             _, more = self._read(product_id, missing, with_product=False)
             shard_stock.update(more)
