@@ -55,6 +55,8 @@ EXPECTED = {
     "PUT /customers/{customer_id}/cart/{product_id}": 3,
     "POST /customers/{customer_id}/cart/merge": 3,
     "DELETE /customers/{customer_id}/cart": 1,
+    # Flash-sale stock shards (issue 11): the product and its shards read together, one transaction.
+    "POST /products/{product_id}/stock-shards": 2,
 }
 # A cart shows current prices: the session read is followed by one BatchGetItem of its products.
 CART_READ = "GET /sessions/{session_id}"
@@ -250,6 +252,7 @@ class Scenario:
         )
         self.call("", "GET", f"/customers/{alice_id}/reviews", None, 200, query={"limit": str(PAGE)})
         self.call("", "GET", "/admin/alerts", ADMIN, 200, query={"limit": str(PAGE)})
+        self.call("", "POST", f"/products/{p[7]}/stock-shards", ADMIN, 200, body={"shards": 8})
         log("round trips: sessions")
         created = self.call("", "POST", "/sessions", None, 201)
         session_id = created.body["session_id"] if created is not None and created.status == 201 else "missing"

@@ -88,7 +88,8 @@ class FunctionSpec:
 DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     # tests/functions/test_least_privilege.py proves each list is exactly what the code calls.
     "customers": ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
-    "products": ("GetItem", "Query", "PutItem", "UpdateItem", "TransactWriteItems"),
+    # BatchGetItem/DeleteItem: flash-sale stock shards (read together; deleted when the stock is spread over fewer).
+    "products": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # PutItem/UpdateItem/DeleteItem/GetItem also serve the idempotency records.
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # BatchGetItem: cart prices, a customer cart with its profile; TransactWriteItems: merging a session into a cart

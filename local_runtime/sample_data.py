@@ -52,10 +52,13 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
 
     catalogue: dict[str, Product] = {}
     for entry in seed.get("products", []):
-        product = Product(**entry, created_at=now, updated_at=now)
+        shards = entry.get("stock_shards", 1)
+        product = Product(**{**entry, "stock_shards": 1}, created_at=now, updated_at=now)
         catalogue[product.product_id] = product
         with contextlib.suppress(errors.ProductExists):
             products.create(product)
+        if shards > 1:  # a flash-sale product: its stock spread over its shards (a no-op when it is)
+            products.spread_stock(products.stock_layout(product.product_id, shards_hint=shards), shards)
 
     for entry in seed.get("reviews", []):
         with contextlib.suppress(errors.AlreadyReviewed):

@@ -102,6 +102,42 @@ def adjust_stock(product_id: ProductId, body: s.StockIn, request: Request):
     return json_response(200, s.StockOut(product_id=product_id, stock=stock))
 
 
+@app.post(
+    "/products/<product_id>/stock-shards",
+    summary="Spread the stock over flash-sale stock shards (admin)",
+    description=(
+        "Marks a product hot: its whole stock is spread evenly over `shards` stock shards, each its own "
+        "partition key, so orders for it write many keys instead of one. `shards: 1` puts all of it back on "
+        "the product. Repeating a request changes nothing; stock added later with POST /products/{id}/stock "
+        "stays on the product (still sold) until the next spread. Orders take from a random shard and fall "
+        "back to the others: a customer whose shard is empty still gets the order while the product has stock."
+    ),
+    responses=declare(
+        200,
+        s.StockShardsOut,
+        401,
+        403,
+        404,
+        409,
+        body=True,
+        errors_described={409: "CONFLICT: orders kept taking stock while it was being spread; retry"},
+    ),
+    tags=TAGS,
+)
+def set_stock_shards(product_id: ProductId, body: s.StockShardsIn, request: Request):
+    layout = catalog.set_stock_shards(caller(request), product_id, body.shards)
+    return json_response(
+        200,
+        s.StockShardsOut(
+            product_id=product_id,
+            stock=layout.total,
+            stock_shards=layout.shard_count,
+            shards=list(layout.shards),
+            unsharded_stock=layout.main,
+        ),
+    )
+
+
 @app.get(
     "/products/<product_id>/reviews",
     summary="A product's reviews, highest rating first, then newest",

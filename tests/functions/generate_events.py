@@ -522,6 +522,55 @@ def sample(name: str, method: str, path: str, route: str, kwargs: dict[str, Any]
     return evt
 
 
+# Flash-sale stock shards (issue 11): prod-flash has its 40 units over 4 shards in the seed.
+STOCK_SHARDS_ROUTE = "/products/{product_id}/stock-shards"
+SAMPLES["products"].update(
+    {
+        "post_stock_shards_200": (
+            "POST",
+            "/products/prod-keyboard/stock-shards",
+            STOCK_SHARDS_ROUTE,
+            {"claims": ADMIN, "body": {"shards": 8}},
+        ),
+        "post_stock_shards_unmark_200": (
+            "POST",
+            "/products/prod-flash/stock-shards",
+            STOCK_SHARDS_ROUTE,
+            {"claims": ADMIN, "body": {"shards": 1}},
+        ),
+        "post_stock_shards_not_admin_403": (
+            "POST",
+            "/products/prod-keyboard/stock-shards",
+            STOCK_SHARDS_ROUTE,
+            {"claims": ALICE, "body": {"shards": 8}},
+        ),
+        "post_stock_shards_unknown_product_404": (
+            "POST",
+            "/products/prod-missing/stock-shards",
+            STOCK_SHARDS_ROUTE,
+            {"claims": ADMIN, "body": {"shards": 8}},
+        ),
+        "post_stock_shards_too_many_422": (
+            "POST",
+            "/products/prod-keyboard/stock-shards",
+            STOCK_SHARDS_ROUTE,
+            {"claims": ADMIN, "body": {"shards": 33}},
+        ),
+        "get_flash_sale_product_200": ("GET", "/products/prod-flash", "/products/{product_id}", {}),
+    }
+)
+SAMPLES["orders"].update(
+    {
+        "post_order_flash_sale_product_201": (
+            "POST",
+            "/orders",
+            "/orders",
+            {"claims": ALICE, "headers": KEY, "body": order_lines("prod-flash", 2)},
+        ),
+    }
+)
+
+
 def write_all() -> int:
     written = 0
     for function, samples in SAMPLES.items():

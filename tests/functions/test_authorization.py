@@ -73,6 +73,8 @@ MATRIX: list[tuple[str, str, dict[str, Any], tuple[int, int, int, int]]] = [
         {"body": {"cart": "customer", "shipping_address": ADDRESS}, "headers": {"Idempotency-Key": "k"}},
         (401, 201, 409, 409),
     ),
+    # Flash-sale stock shards (issue 11).
+    ("POST", "/products/prod-keyboard/stock-shards", {"body": {"shards": 4}}, (401, 403, 403, 200)),
 ]
 
 CASES = [

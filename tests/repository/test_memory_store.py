@@ -16,6 +16,7 @@ from shop import clock, errors, ids
 from shop.limits import MAX_CART_LINES, MAX_STOCK
 from shop.models import Customer, Order, OrderStatus, Product, Review, StatusEntry
 from shop.models.orders import OrderLine, Placement, SessionClaim
+from shop.models.stock import StockLayout, StockTake
 from shop.repository import CustomerRepository, OrderRepository, ProductRepository, SessionRepository
 from shop.services.ports import CustomerStore, OrderStore, ProductPrices, ProductStore, SessionStore
 from tests.support.factories import ADDRESS
@@ -263,3 +264,32 @@ def test_sessions_expire_keep_their_line_order_and_hold_a_limited_cart(stores):
     sessions.delete("s1")
     with pytest.raises(errors.SessionNotFound):
         sessions.get("s1", now=NOW)
+
+
+def test_stock_shards_spread_take_fall_short_and_restock(stores):
+    products, orders = stores.products, stores.orders
+    product = new_product(stores, stock=7)
+    pid = product.product_id
+    spread = products.spread_stock(products.stock_layout(pid), 3)
+    assert spread == StockLayout(pid, 0, (3, 2, 2), 1000)
+    assert products.spread_stock(products.stock_layout(pid), 3) == spread  # a repeat changes nothing
+    with pytest.raises(errors.Conflict):
+        products.spread_stock(StockLayout(pid, 0, (3, 2, 1), 1000), 2)  # not what is there
+    assert (products.get(pid).stock, products.get(pid).stock_shards) == (7, 3)
+    assert products.get_many([pid])[pid].stock == 0  # the product item's own
+
+    order = orders.place(new_order("alice", (product, 3)), takes={pid: [StockTake(0, 2), StockTake(2, 1)]})
+    assert order.stock_taken == {pid: {"00": 2, "02": 1}}
+    with pytest.raises(errors.StockSourceShort) as short:
+        orders.place(new_order("bob", (product, 2)), takes={pid: [StockTake(0, 2)]})
+    assert short.value.seen == {pid: {0: 1}}
+    with pytest.raises(errors.StockSourceShort) as short:
+        orders.place(new_order("bob", (product, 1)))  # the product item of a sharded product
+    assert (short.value.seen, short.value.shards) == ({pid: {None: 0}}, {pid: 3})
+    assert products.stock_layout(pid).shards == (1, 2, 1)
+
+    placed = orders.get(order.order_id)
+    assert placed.stock_taken == order.stock_taken
+    orders.change_status(placed, OrderStatus.CANCELLED, updated_at=clock.iso_now(), restock=placed.lines)
+    assert products.stock_layout(pid).shards == (3, 2, 2)
+    assert products.spread_stock(products.stock_layout(pid), 1) == StockLayout(pid, 7, (), 1000)

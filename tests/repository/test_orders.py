@@ -66,7 +66,7 @@ def test_unknown_product(store):
 def test_price_changed_meanwhile_is_detected_and_repriced(store, monkeypatch):
     hammer = product(store.table, price_cents=1000, stock=5)
     repository = OrderRepository(store.table)
-    order = OrderService(store.table)._new_order(ALICE, OrderService(store.table)._price({hammer: 1}), ADDRESS)
+    order = OrderService(store.table)._new_order(ALICE, OrderService(store.table)._price({hammer: 1})[0], ADDRESS)
     CatalogService(store.table).update(ADMIN, hammer, {"price_cents": 1200})
     with pytest.raises(errors.PriceChanged) as raised:
         repository.place(order)
@@ -79,10 +79,11 @@ def test_price_changed_meanwhile_is_detected_and_repriced(store, monkeypatch):
 
     def stale_first(quantities):
         calls["n"] += 1
-        lines = original_price(quantities)
+        lines, shards = original_price(quantities)
         if calls["n"] == 1:
-            return [line.model_copy(update={"unit_price_cents": 1000, "line_total_cents": 1000}) for line in lines]
-        return lines
+            stale = [line.model_copy(update={"unit_price_cents": 1000, "line_total_cents": 1000}) for line in lines]
+            return stale, shards
+        return lines, shards
 
     monkeypatch.setattr(service, "_price", stale_first)
     placed = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 1)])
@@ -244,7 +245,7 @@ def test_orders_written_under_fewer_shards_stay_listed_after_the_count_grows(sto
 def test_restore_writes_an_order_without_touching_stock_once(store):
     pid = product(store.table, stock=5)
     service = OrderService(store.table)
-    order = service._new_order(ALICE, service._price({pid: 2}), ADDRESS)
+    order = service._new_order(ALICE, service._price({pid: 2})[0], ADDRESS)
     OrderRepository(store.table).restore(order)
     assert service.get(ALICE, order.order_id).total_cents == order.total_cents
     assert [o.order_id for o in service.list_for_customer(ALICE, "alice", limit=5, next_token=None).items] == [

@@ -13,7 +13,7 @@ test_memory_store.py runs the same scenarios on this and on the repositories (mo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -25,6 +25,7 @@ from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
 from shop.models.orders import Placement, SessionClaim, StatusEntry
 from shop.models.products import CataloguePrice
 from shop.models.sessions import StoredLine, StoredSession
+from shop.models.stock import StockLayout, StockSource, StockTake
 from shop.services.alerts import AlertService
 from shop.services.carts import CartService
 from shop.services.catalog import CatalogService
@@ -48,8 +49,21 @@ def page_of(items: list[T], *, limit: int, next_token: str | None) -> Page[T]:
 
 @dataclass
 class _StoredProduct:
-    product: Product
+    product: Product  # its stock is the product item's; the flash-sale shards' is in `shards`
     rating_sum: int = 0
+    shards: list[int] = field(default_factory=list)
+
+    def stock_of(self, source: StockSource) -> int | None:
+        """What a place holds; None for a shard that does not exist."""
+        if source is None:
+            return self.product.stock
+        return self.shards[source] if source < len(self.shards) else None
+
+    def move(self, source: StockSource, delta: int) -> None:
+        if source is None:
+            MemoryProducts._set_stock(self, self.product.stock + delta)
+        else:
+            self.shards[source] += delta
 
 
 @dataclass
@@ -124,10 +138,31 @@ class MemoryProducts:
         return product
 
     def get(self, product_id: str) -> Product:
-        return self._rated(self._stored(product_id))
+        stored = self._stored(product_id)
+        rated = self._rated(stored)
+        return rated.model_copy(update={"stock": rated.stock + sum(stored.shards)})
 
     def get_many(self, product_ids: list[str]) -> dict[str, Product]:
-        return {pid: self.get(pid) for pid in dict.fromkeys(product_ids) if pid in self.state.products}
+        return {
+            pid: self._rated(self.state.products[pid])
+            for pid in dict.fromkeys(product_ids)
+            if pid in self.state.products
+        }
+
+    def stock_layout(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
+        stored = self._stored(product_id)
+        return StockLayout(product_id, stored.product.stock, tuple(stored.shards), stored.product.price_cents)
+
+    def spread_stock(self, seen: StockLayout, shards: int) -> StockLayout:
+        if self.stock_layout(seen.product_id) != seen:
+            raise errors.Conflict("the stock moved meanwhile, retry")
+        stored = self._stored(seen.product_id)
+        base, extra = divmod(seen.total, shards)
+        stored.shards = [base + (1 if shard < extra else 0) for shard in range(shards)] if shards > 1 else []
+        stored.product = stored.product.model_copy(
+            update={"stock": 0 if shards > 1 else seen.total, "stock_shards": shards}
+        )
+        return self.stock_layout(seen.product_id)
 
     def current_prices(self, product_ids: list[str]) -> dict[str, CataloguePrice]:
         return {
@@ -265,7 +300,16 @@ class MemoryOrders:
         *,
         placement: Placement | None = None,
         cart: CartClaim | None = None,
+        takes: Mapping[str, Sequence[StockTake]] | None = None,
     ) -> Order:
+        takes = takes or {}
+        taken: dict[str, dict[str, int]] = {}
+        for pid, product_takes in takes.items():
+            for take in product_takes:
+                if take.source is not None:
+                    label = f"{take.source:02d}"
+                    taken.setdefault(pid, {})[label] = taken.get(pid, {}).get(label, 0) + take.quantity
+        order = order.model_copy(update={"stock_taken": taken})
         if placement is not None:
             claimed = self.state.placements.get((order.customer_id, placement.key))
             if claimed is not None:
@@ -276,9 +320,26 @@ class MemoryOrders:
         missing = [line.product_id for line in order.lines if line.product_id not in products]
         if missing:
             raise errors.ProductNotFound(missing)
-        short = [line.product_id for line in order.lines if products[line.product_id].product.stock < line.quantity]
+        places = [
+            (line.product_id, take)
+            for line in order.lines
+            for take in takes.get(line.product_id) or [StockTake(None, line.quantity)]
+        ]
+        short: list[str] = []
+        seen: dict[str, dict[int | None, int]] = {}
+        for pid, take in places:
+            stored = products[pid]
+            held = stored.stock_of(take.source)
+            if held is not None and held >= take.quantity:
+                continue
+            if take.source is None and stored.product.stock_shards <= 1:
+                short.append(pid)
+            else:
+                seen.setdefault(pid, {})[take.source] = held or 0
         if short:
             raise errors.OutOfStock(short)
+        if seen:
+            raise errors.StockSourceShort(seen, {pid: products[pid].product.stock_shards for pid in seen})
         repriced = [
             line.product_id
             for line in order.lines
@@ -298,9 +359,8 @@ class MemoryOrders:
             customer_cart is None or customer_cart.version != cart.cart_version or customer_cart.expires_at <= cart.now
         ):
             raise errors.CartChanged("your cart changed or expired during checkout, retry")
-        for line in order.lines:
-            stored = products[line.product_id]
-            MemoryProducts._set_stock(stored, stored.product.stock - line.quantity)
+        for pid, take in places:
+            products[pid].move(take.source, -take.quantity)
         if session_cart is not None:
             session_cart.lines.clear()
             session_cart.added.clear()
@@ -346,7 +406,13 @@ class MemoryOrders:
             raise errors.Conflict("the data changed meanwhile, retry")
         for line in restock:
             stored = self.state.products[line.product_id]
-            MemoryProducts._set_stock(stored, stored.product.stock + line.quantity)
+            left = line.quantity
+            for label, quantity in sorted(order.stock_taken.get(line.product_id, {}).items()):
+                back = min(quantity, left)
+                # Back to the shard it came from; to the product item when that shard is gone.
+                stored.move(int(label) if int(label) < len(stored.shards) else None, back)
+                left -= back
+            stored.move(None, left)
         changed = self._advanced(current, new_status, order.version + 1, updated_at)
         self.state.orders[order.order_id] = changed
         return self._advanced(order, new_status, order.version + 1, updated_at)

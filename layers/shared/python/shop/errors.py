@@ -82,6 +82,20 @@ class OutOfStock(Conflict):
         self.product_ids = sorted(set(product_ids))
 
 
+class StockSourceShort(OutOfStock):
+    """Placement: the places a line tried to take stock from held less than it took (a shard, or the
+    product item of a product that has shards); the order service tries other places before it answers.
+
+    `seen` is what each failed place held: product id -> {shard number or None (the product item): stock};
+    `shards` the product's shard count where the product item said it.
+    """
+
+    def __init__(self, seen: dict[str, dict[int | None, int]], shards: dict[str, int]) -> None:
+        super().__init__(list(seen))
+        self.seen = seen
+        self.shards = shards
+
+
 class InsufficientStock(Conflict):
     code = "INSUFFICIENT_STOCK"
 

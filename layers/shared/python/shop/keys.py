@@ -204,3 +204,13 @@ ALERT_PREFIX = "ALERT#"
 
 def alert_key(created_at: str, alert_id: str) -> Key:
     return {PK: ALERTS_PK, SK: f"{ALERT_PREFIX}{created_at}#{alert_id}"}
+
+
+# Flash-sale stock shards (issue 11): each shard is its own partition key, so the orders of one hot
+# product spread over `shards` keys instead of writing the product item's one key.
+STOCK_SHARD_PREFIX = "STOCK#"
+STOCK_SHARD_SK = "STOCK"
+
+
+def stock_shard_key(product_id: str, shard: int) -> Key:
+    return {PK: f"{STOCK_SHARD_PREFIX}{product_id}#{shard:02d}", SK: STOCK_SHARD_SK}

@@ -44,3 +44,6 @@ MAX_STOCK = 1_000_000  # what an admin may set or adjust stock to
 
 # Product events (issue 12): a product without a low_stock_threshold attribute alerts below this stock.
 DEFAULT_LOW_STOCK_THRESHOLD = 5
+# Flash-sale stock shards of one product (POST /products/{id}/stock-shards; 1 = not sharded). At 2 WCU per
+# transactional decrement a shard key carries about 500 orders/s, so 32 carry 10,000+ (docs/performance.md).
+MAX_STOCK_SHARDS = 32

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
 from shop.http_api.schemas import INTEGRAL, MISSING, Body
-from shop.limits import MAX_CATEGORY_LENGTH, MAX_PRICE_CENTS, MAX_PRODUCT_NAME_LENGTH, MAX_STOCK
+from shop.limits import MAX_CATEGORY_LENGTH, MAX_PRICE_CENTS, MAX_PRODUCT_NAME_LENGTH, MAX_STOCK, MAX_STOCK_SHARDS
 from shop.models import Product, Review
 from shop.models.common import Model
 
@@ -54,6 +54,20 @@ class StockOut(Model):
     stock: int
 
 
+class StockShardsIn(Body):
+    """How many stock shards the product's stock is spread over; 1 puts it all back on the product."""
+
+    shards: Annotated[StrictInt, Field(ge=1, le=MAX_STOCK_SHARDS), INTEGRAL]
+
+
+class StockShardsOut(Model):
+    product_id: str
+    stock: int = Field(description="all of the product's stock: the shards' and the product item's")
+    stock_shards: int
+    shards: list[int] = Field(description="each shard's stock, shard 0 first; empty when not sharded")
+    unsharded_stock: int = Field(description="stock on the product item itself (0 right after spreading)")
+
+
 class ReviewIn(Body):
     rating: Annotated[StrictInt, Field(ge=1, le=5), INTEGRAL]
     title: str = Field(min_length=1, max_length=200)
@@ -80,4 +94,6 @@ __all__ = [
     "ReviewPage",
     "StockIn",
     "StockOut",
+    "StockShardsIn",
+    "StockShardsOut",
 ]

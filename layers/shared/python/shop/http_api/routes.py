@@ -59,4 +59,6 @@ ROUTES: tuple[Route, ...] = (
     # Version 2 (issue 12): StockLow alerts. products serves it: its grants (Query on the table) already
     # cover the read, and stock is its concern; customers would need nothing new either, but holds no stock.
     _r("GET", "/admin/alerts", "products"),
+    # Flash-sale stock shards (issue 11).
+    _r("POST", "/products/{product_id}/stock-shards", "products"),
 )

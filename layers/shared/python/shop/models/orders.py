@@ -73,6 +73,9 @@ class Order(OrderSummary):
     lines: list[OrderLine]
     shipping_address: ShippingAddress
     history: list[StatusEntry]
+    # Stock taken from flash-sale shards: product id -> shard number (2 digits) -> quantity. Stored with the
+    # order so a cancel returns it where it came from; not part of any answer (exclude).
+    stock_taken: dict[str, dict[str, int]] = Field(default_factory=dict, exclude=True)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ class Product(Model):
     price_cents: int
     description: str | None = None
     stock: int
+    stock_shards: int = 1  # flash-sale stock shards (1: the stock is on the product item alone)
     rating_count: int = 0
     rating_average: float | None = None
     created_at: str

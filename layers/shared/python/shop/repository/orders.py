@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextvars
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -15,9 +16,11 @@ from shop.limits import MAX_PARALLEL_QUERIES
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusEntry
 from shop.models.carts import CartClaim
 from shop.models.orders import Placement, SessionClaim
+from shop.models.stock import StockTake
 from shop.repository import pagination
 from shop.repository.queries import collection_page
 from shop.repository.shard_walk import ShardWalk
+from shop.repository.stock_shards import restock_update, shard_label, take_update
 from shop.repository.store import (
     ConditionFailed,
     Table,
@@ -46,6 +49,7 @@ def order_item(order: Order, shards: int) -> dict[str, Any]:
         **keys.order_status_gsi(order.status, order.order_id, order.created_at, shards),
         "entity": "ORDER",
         **order.model_dump(mode="json", exclude={"history"}, exclude_none=True),
+        "stock_taken": order.stock_taken or None,  # excluded from answers, kept for the restock
     }
 
 
@@ -65,21 +69,64 @@ def _order_from_items(items: list[dict[str, Any]]) -> Order:
     return Order.model_validate({**header, "history": [h.model_dump() for h in history]})
 
 
-def _stock_check_failures(
-    order_lines: list[OrderLine], cancelled: TransactionCancelled, first_line_index: int
-) -> tuple[list[str], list[str], list[str]]:
+@dataclass(frozen=True)
+class _StockItem:
+    """One stock decrement of the placement transaction: which line, and where it takes from."""
+
+    index: int
+    line: OrderLine
+    take: StockTake
+
+
+def _stock_check_failures(stock_items: list[_StockItem], cancelled: TransactionCancelled) -> None:
+    """Raise what the failed stock conditions mean (nothing when none failed).
+
+    A flash-sale product's short place (a shard, or its product item) is StockSourceShort with what each
+    held, for the order service to try elsewhere; a plain product's is OutOfStock."""
     missing, short, repriced = [], [], []
-    for index, line in enumerate(order_lines, start=first_line_index):
-        if not cancelled.failed_condition(index):
+    seen: dict[str, dict[int | None, int]] = {}
+    shard_counts: dict[str, int] = {}
+    for item in stock_items:
+        if not cancelled.failed_condition(item.index):
             continue
-        current = cancelled.old_item(index)
+        pid, source = item.line.product_id, item.take.source
+        current = cancelled.old_item(item.index)
         if current is None:
-            missing.append(line.product_id)
-        elif int(current.get("stock", 0)) < line.quantity:
-            short.append(line.product_id)
-        elif int(current.get("price_cents", -1)) != line.unit_price_cents:
-            repriced.append(line.product_id)
-    return missing, short, repriced
+            if source is None:
+                missing.append(pid)
+            else:  # the shard is gone (the product was spread over fewer shards meanwhile)
+                seen.setdefault(pid, {})[source] = 0
+            continue
+        stock = int(current.get("stock", 0))
+        if stock < item.take.quantity:
+            count = int(current.get("stock_shards", 1)) if source is None else 0
+            if source is None and count <= 1:
+                short.append(pid)
+            else:
+                seen.setdefault(pid, {})[source] = stock
+                if count > 1:
+                    shard_counts[pid] = count
+        elif int(current.get("price_cents", -1)) != item.line.unit_price_cents:
+            repriced.append(pid)
+    if missing:
+        raise errors.ProductNotFound(missing) from cancelled
+    if short:
+        raise errors.OutOfStock(short) from cancelled
+    if seen:
+        raise errors.StockSourceShort(seen, shard_counts) from cancelled
+    if repriced:
+        raise errors.PriceChanged(repriced) from cancelled
+
+
+def _taken_from_shards(takes: Mapping[str, Sequence[StockTake]]) -> dict[str, dict[str, int]]:
+    taken: dict[str, dict[str, int]] = {}
+    for pid, product_takes in takes.items():
+        for take in product_takes:
+            if take.source is not None:
+                shards = taken.setdefault(pid, {})
+                label = shard_label(take.source)
+                shards[label] = shards.get(label, 0) + take.quantity
+    return taken
 
 
 class OrderRepository:
@@ -98,6 +145,7 @@ class OrderRepository:
         *,
         placement: Placement | None = None,
         cart: CartClaim | None = None,
+        takes: Mapping[str, Sequence[StockTake]] | None = None,
     ) -> Order:
         """Order, stock decrements (checked against stock and price), customer index, cart: one transaction.
 
@@ -105,7 +153,11 @@ class OrderRepository:
         already succeeded is answered as a success instead of a conflict. With a placement (the
         customer's Idempotency-Key) the transaction also claims it: a placement re-run after its
         first run died (its idempotency lock expired) returns the order that run placed, once.
+        A line's stock comes from its product item, or from the places `takes` names for its product
+        (flash-sale shards, each checked for stock and price); the order records the shards it took from.
         """
+        takes = takes or {}
+        order = order.model_copy(update={"stock_taken": _taken_from_shards(takes)})
         name = self.table.name
         items: list[dict[str, Any]] = [
             {
@@ -116,19 +168,11 @@ class OrderRepository:
                 }
             },
         ]
+        stock_items: list[_StockItem] = []
         for line in order.lines:
-            items.append(
-                {
-                    "Update": {
-                        "TableName": name,
-                        "Key": to_item(keys.product_key(line.product_id)),
-                        "UpdateExpression": "SET stock = stock - :qty",
-                        "ConditionExpression": "attribute_exists(PK) AND stock >= :qty AND price_cents = :price",
-                        "ExpressionAttributeValues": values(qty=line.quantity, price=line.unit_price_cents),
-                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                    }
-                }
-            )
+            for take in takes.get(line.product_id) or [StockTake(None, line.quantity)]:
+                stock_items.append(_StockItem(len(items), line, take))
+                items.append(take_update(self.table, line.product_id, take, price_cents=line.unit_price_cents))
         summary = {field: getattr(order, field) for field in SUMMARY_FIELDS}
         items.append(
             {
@@ -145,6 +189,7 @@ class OrderRepository:
                 }
             }
         )
+        session_index = len(items) if session is not None else None
         if session is not None:
             items.append(
                 {
@@ -201,7 +246,7 @@ class OrderRepository:
                 return self.get(self._placed_order_id(order.customer_id, placement))
             if cart_index is not None and cancelled.failed_condition(cart_index):
                 raise errors.CartChanged("your cart changed or expired during checkout, retry") from cancelled
-            self._raise_placement_failure(order, cancelled, session)
+            self._raise_placement_failure(stock_items, cancelled, session_index)
         return order
 
     def _placed_order_id(self, customer_id: str, placement: Placement) -> str:
@@ -245,15 +290,11 @@ class OrderRepository:
         return order
 
     @staticmethod
-    def _raise_placement_failure(order: Order, cancelled: TransactionCancelled, session: SessionClaim | None) -> None:
-        missing, short, repriced = _stock_check_failures(order.lines, cancelled, 1)
-        if missing:
-            raise errors.ProductNotFound(missing) from cancelled
-        if short:
-            raise errors.OutOfStock(short) from cancelled
-        if repriced:
-            raise errors.PriceChanged(repriced) from cancelled
-        if session is not None and cancelled.failed_condition(len(cancelled.reasons) - 1):
+    def _raise_placement_failure(
+        stock_items: list[_StockItem], cancelled: TransactionCancelled, session_index: int | None
+    ) -> None:
+        _stock_check_failures(stock_items, cancelled)
+        if session_index is not None and cancelled.failed_condition(session_index):
             raise errors.SessionNotFound("the session expired or its cart changed during checkout") from cancelled
         raise cancelled.unexplained() from cancelled
 
@@ -348,25 +389,28 @@ class OrderRepository:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         if restock:
-            restocks = [
-                {
-                    "Update": {
-                        "TableName": self.table.name,
-                        "Key": to_item(keys.product_key(line.product_id)),
-                        "UpdateExpression": "ADD stock :qty",
-                        "ConditionExpression": "attribute_exists(PK)",
-                        "ExpressionAttributeValues": values(qty=line.quantity),
-                    }
-                }
-                for line in restock
-            ]
+            returns = _stock_returns(order, restock)
             token = status_change_token(order, new_status, updated_at)
             try:
-                transact_write(self.table, [{"Update": update}, *restocks], ClientRequestToken=token)
+                self._change_with_restock(update, returns, token)
             except TransactionCancelled as cancelled:
                 if cancelled.failed_condition(0):
                     return _explain_failed_change(order, new_status, cancelled.old_item(0))
-                raise cancelled.unexplained() from cancelled
+                if not any(
+                    cancelled.failed_condition(i + 1) for i, (_, shard, _) in enumerate(returns) if shard is not None
+                ):
+                    raise cancelled.unexplained() from cancelled
+                # A shard the order took from is gone (its product was spread over fewer shards since): that
+                # stock goes back to the product item, where the next spread picks it up. Another token: the
+                # items differ from the first attempt's.
+                try:
+                    self._change_with_restock(
+                        update, _on_product_items(returns), str(uuid.uuid5(STATUS_CHANGE_TOKENS, token))
+                    )
+                except TransactionCancelled as again:
+                    if again.failed_condition(0):
+                        return _explain_failed_change(order, new_status, again.old_item(0))
+                    raise again.unexplained() from again
         else:
             try:
                 with conditional_write():
@@ -374,6 +418,34 @@ class OrderRepository:
             except ConditionFailed as failed:
                 return _explain_failed_change(order, new_status, failed.item)
         return _advanced(order, new_status, order.version + 1, updated_at)
+
+    def _change_with_restock(self, update: dict[str, Any], returns: list[_Return], token: str) -> None:
+        restocks = [restock_update(self.table, pid, shard, quantity) for pid, shard, quantity in returns]
+        transact_write(self.table, [{"Update": update}, *restocks], ClientRequestToken=token)
+
+
+# (product id, shard or None for the product item, quantity) of stock going back.
+_Return = tuple[str, int | None, int]
+
+
+def _stock_returns(order: Order, lines: Sequence[OrderLine]) -> list[_Return]:
+    """Each line's quantity back where the order took it: the shards it recorded, the rest to the product item."""
+    returns: list[_Return] = []
+    for line in lines:
+        left = line.quantity
+        for label, quantity in sorted(order.stock_taken.get(line.product_id, {}).items()):
+            returns.append((line.product_id, int(label), min(quantity, left)))
+            left -= min(quantity, left)
+        if left > 0:
+            returns.append((line.product_id, None, left))
+    return returns
+
+
+def _on_product_items(returns: list[_Return]) -> list[_Return]:
+    merged: dict[str, int] = {}
+    for pid, _, quantity in returns:
+        merged[pid] = merged.get(pid, 0) + quantity
+    return [(pid, None, quantity) for pid, quantity in merged.items()]
 
 
 def status_change_token(order: Order, new_status: OrderStatus, updated_at: str) -> str:

@@ -8,7 +8,9 @@ from shop import errors, ids, keys
 from shop.limits import MAX_STOCK
 from shop.models import Page, Product, Review
 from shop.models.products import CataloguePrice
+from shop.models.stock import StockLayout
 from shop.repository.queries import collection_page, gsi1_page
+from shop.repository.stock_shards import StockShardRepository, reprice_updates
 from shop.repository.store import (
     ConditionFailed,
     Table,
@@ -48,6 +50,7 @@ def product_item(product: Product, rating_sum: int = 0) -> dict[str, Any]:
 class ProductRepository:
     def __init__(self, table: Table) -> None:
         self.table = table
+        self.stock_shards = StockShardRepository(table)
 
     def create(self, product: Product) -> Product:
         try:
@@ -70,10 +73,24 @@ class ProductRepository:
             response = self.table.client.get_item(TableName=self.table.name, Key=to_item(keys.product_key(product_id)))
         if "Item" not in response:
             raise errors.ProductNotFound([product_id])
-        return product_from_item(from_item(response["Item"]))
+        product = product_from_item(from_item(response["Item"]))
+        if product.stock_shards > 1:  # a flash-sale product: its stock is the sum of its item's and its shards'
+            shards = self.stock_shards.shard_stock(product_id, product.stock_shards)
+            product = product.model_copy(update={"stock": product.stock + sum(shards)})
+        return product
+
+    def stock_layout(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
+        """Where the product's stock is, read consistently in one BatchGetItem (ProductNotFound)."""
+        return self.stock_shards.layout(product_id, shards_hint=shards_hint)
+
+    def spread_stock(self, seen: StockLayout, shards: int) -> StockLayout:
+        """All of the stock evenly over `shards` shards (1: back onto the product item); Conflict."""
+        return self.stock_shards.spread(seen, shards)
 
     def get_many(self, product_ids: list[str]) -> dict[str, Product]:
-        """One BatchGetItem (more only to fetch back keys DynamoDB left unprocessed)."""
+        """One BatchGetItem (more only to fetch back keys DynamoDB left unprocessed).
+
+        A flash-sale product's `stock` here is its product item's alone (`stock_shards` says it has shards)."""
         wanted = list(dict.fromkeys(product_ids))[:BATCH_GET_LIMIT]
         request: dict[str, Any] = {self.table.name: {"Keys": [to_item(keys.product_key(pid)) for pid in wanted]}}
         found: dict[str, Product] = {}
@@ -130,23 +147,43 @@ class ProductRepository:
         expression = "SET " + ", ".join([*set_parts, "updated_at = :at", "GSI1PK = :gpk", "GSI1SK = :gsk"])
         if remove_parts:
             expression += " REMOVE " + ", ".join(remove_parts)
+        update = {
+            "TableName": self.table.name,
+            "Key": to_item(keys.product_key(current.product_id)),
+            "UpdateExpression": expression,
+            # The shard count too: a product made hot meanwhile has shards carrying the old price.
+            "ConditionExpression": (
+                "attribute_exists(PK) AND updated_at = :seen AND "
+                "(attribute_not_exists(stock_shards) OR stock_shards = :shards)"
+            ),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values(
+                **{k: v for k, v in assignments.items() if v is not None},
+                at=updated_at,
+                gpk=gsi[keys.GSI1PK],
+                gsk=gsi[keys.GSI1SK],
+                seen=current.updated_at,
+                shards=current.stock_shards,
+            ),
+        }
+        if current.stock_shards > 1 and merged.price_cents != current.price_cents:
+            # Placement checks a flash-sale product's price on its shards: they change with the product.
+            try:
+                transact_write(
+                    self.table,
+                    [
+                        {"Update": update},
+                        *reprice_updates(self.table, merged.product_id, current.stock_shards, merged.price_cents),
+                    ],
+                )
+            except TransactionCancelled as cancelled:
+                if any(cancelled.failed_condition(index) for index in range(len(cancelled.reasons))):
+                    raise errors.Conflict("the product changed meanwhile, retry") from cancelled
+                raise cancelled.unexplained() from cancelled
+            return merged
         try:
             with conditional_write():
-                response = self.table.client.update_item(
-                    TableName=self.table.name,
-                    Key=to_item(keys.product_key(current.product_id)),
-                    UpdateExpression=expression,
-                    ConditionExpression="attribute_exists(PK) AND updated_at = :seen",
-                    ExpressionAttributeNames=names,
-                    ExpressionAttributeValues=values(
-                        **{k: v for k, v in assignments.items() if v is not None},
-                        at=updated_at,
-                        gpk=gsi[keys.GSI1PK],
-                        gsk=gsi[keys.GSI1SK],
-                        seen=current.updated_at,
-                    ),
-                    ReturnValues="ALL_NEW",
-                )
+                response = self.table.client.update_item(**update, ReturnValues="ALL_NEW")
         except ConditionFailed as failed:
             raise errors.Conflict("the product changed meanwhile, retry") from failed
         return product_from_item(from_item(response["Attributes"]))

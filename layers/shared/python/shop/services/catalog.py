@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from shop import clock, ids
+from shop import clock, errors, ids
 from shop.models import Page, Product, Review
+from shop.models.stock import StockLayout
 from shop.repository import ProductRepository, Table
 from shop.services.actor import Actor
 from shop.services.ports import ProductStore
+
+# Reads and spreads one POST /products/{id}/stock-shards tries while orders keep taking stock.
+STOCK_SPREAD_ATTEMPTS = 3
 
 
 class CatalogService:
@@ -47,6 +51,20 @@ class CatalogService:
     def adjust_stock(self, actor: Actor, product_id: str, delta: int) -> int:
         actor.require_admin()
         return self.products.adjust_stock(product_id, delta)
+
+    def set_stock_shards(self, actor: Actor, product_id: str, shards: int) -> StockLayout:
+        """Spread the product's whole stock evenly over `shards` flash-sale shards (1: back onto the product
+        item). Repeating it changes nothing; stock that moved between the read and the write (orders keep
+        coming) is read again, STOCK_SPREAD_ATTEMPTS times in all, then Conflict."""
+        actor.require_admin()
+        for attempt in range(STOCK_SPREAD_ATTEMPTS):
+            seen = self.products.stock_layout(product_id)
+            try:
+                return self.products.spread_stock(seen, shards)
+            except errors.Conflict:
+                if attempt == STOCK_SPREAD_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     def review(self, actor: Actor, product_id: str, *, rating: int, title: str, body: str) -> Review:
         review = Review(

@@ -24,6 +24,7 @@ from shop.models.sessions import StoredLine
 from shop.repository import CustomerCartRepository, OrderRepository, ProductRepository, SessionRepository, Table
 from shop.services.actor import Actor
 from shop.services.ports import CustomerCartStore, OrderStore, ProductPrices, SessionStore
+from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation
 
 REPRICE_ATTEMPTS = 3
 # Reads and conditional writes one cancel tries before answering 503 (the order keeps changing).
@@ -81,15 +82,17 @@ class OrderService:
         self.sessions: SessionStore = sessions if sessions is not None else SessionRepository(table)
         self.carts: CustomerCartStore = carts if carts is not None else CustomerCartRepository(table)
 
-    def _price(self, quantities: dict[str, int]) -> list[OrderLine]:
+    def _price(self, quantities: dict[str, int]) -> tuple[list[OrderLine], dict[str, int]]:
+        """The lines at catalogue prices, and the stock shard count of each product that has shards."""
         catalogue = self.products.get_many(list(quantities))
         missing = [pid for pid in quantities if pid not in catalogue]
         if missing:
             raise errors.ProductNotFound(missing)
-        return [
+        lines = [
             OrderLine.priced(pid, catalogue[pid].name, catalogue[pid].price_cents, qty)
             for pid, qty in quantities.items()
         ]
+        return lines, {pid: product.stock_shards for pid, product in catalogue.items() if product.stock_shards > 1}
 
     def _new_order(self, actor: Actor, lines: list[OrderLine], address: ShippingAddress) -> Order:
         now = clock.iso_now()
@@ -121,6 +124,7 @@ class OrderService:
         With an idempotency_key, placing again under it returns the order placed first (at most one)."""
         claim: SessionClaim | None = None
         cart_claim: CartClaim | None = None
+        shards: dict[str, int] = {}  # a cart's checkout (session or customer) learns them from the first attempt
         if session_id is not None:
             stored = self.sessions.get(session_id, now=clock.epoch(clock.now()))
             if not stored.lines:
@@ -140,7 +144,7 @@ class OrderService:
                 raise errors.InvalidRequest("an order needs at least one line")
             if len(quantities) > MAX_ORDER_LINES:
                 raise errors.InvalidRequest(f"an order holds at most {MAX_ORDER_LINES} products")
-            priced = self._price(quantities)
+            priced, shards = self._price(quantities)
             # After pricing: an unknown product is a 404 whatever its quantities.
             over = lines_over_the_limit(lines or [])
             if over:
@@ -151,14 +155,44 @@ class OrderService:
         placement = None
         if idempotency_key is not None:
             placement = Placement(idempotency_key, clock.epoch(clock.now()) + settings().idempotency_ttl_seconds)
-        for attempt in range(REPRICE_ATTEMPTS):
+        return self._reserve_and_place(
+            actor,
+            address,
+            priced,
+            quantities=quantities,
+            shards=shards,
+            claim=claim,
+            cart_claim=cart_claim,
+            placement=placement,
+        )
+
+    def _reserve_and_place(
+        self,
+        actor: Actor,
+        address: ShippingAddress,
+        priced: list[OrderLine],
+        *,
+        quantities: dict[str, int],
+        shards: dict[str, int],
+        claim: SessionClaim | None,
+        cart_claim: CartClaim | None,
+        placement: Placement | None,
+    ) -> Order:
+        """One transaction per attempt: a moved price re-reads the catalogue (REPRICE_ATTEMPTS in all), a
+        flash-sale shard that held too little sends the line to another (shop.services.stock)."""
+        stock = StockReservation(quantities, shards, self.products.stock_layout)
+        reprices = 0
+        for _ in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS):
             order = self._new_order(actor, priced, address)
             try:
-                return self.orders.place(order, claim, placement=placement, cart=cart_claim)
+                return self.orders.place(order, claim, placement=placement, cart=cart_claim, takes=stock.takes())
+            except errors.StockSourceShort as short:
+                stock.learn(short)
             except errors.PriceChanged:
-                if attempt == REPRICE_ATTEMPTS - 1:
+                reprices += 1
+                if reprices == REPRICE_ATTEMPTS:
                     raise
-                priced = self._price(quantities)
+                priced, _ = self._price(quantities)
         raise AssertionError("unreachable")
 
     def get(self, actor: Actor, order_id: str) -> Order:

@@ -6,7 +6,7 @@ in memory for the rule tests (tests/unit). The errors a method raises are part o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
@@ -15,6 +15,7 @@ from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
 from shop.models.orders import Placement, SessionClaim
 from shop.models.products import CataloguePrice
 from shop.models.sessions import StoredLine, StoredSession
+from shop.models.stock import StockLayout, StockTake
 
 
 class ProductStore(Protocol):
@@ -36,6 +37,13 @@ class ProductStore(Protocol):
         """The new stock, never below 0 (InsufficientStock) nor above MAX_STOCK (StockLimitExceeded); applied
         once however often the request is re-sent. ProductNotFound."""
 
+    def stock_layout(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
+        """The stock of the product item and of each flash-sale shard, read consistently; ProductNotFound."""
+
+    def spread_stock(self, seen: StockLayout, shards: int) -> StockLayout:
+        """All of the stock evenly over `shards` shards (1: back onto the product item); Conflict when any of it
+        moved since `seen` was read (or the price did)."""
+
     def add_review(self, review: Review) -> Review:
         """The review counted in the product's rating; ProductNotFound, AlreadyReviewed (one per customer)."""
 
@@ -52,7 +60,10 @@ class ProductPrices(Protocol):
         """ProductNotFound."""
 
     def get_many(self, product_ids: list[str]) -> dict[str, Product]:
-        """The products that exist, by id."""
+        """The products that exist, by id (a product with stock shards: `stock` is its product item's alone)."""
+
+    def stock_layout(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
+        """The stock of the product item and of each flash-sale shard, read consistently; ProductNotFound."""
 
     def current_prices(self, product_ids: list[str]) -> dict[str, CataloguePrice]:
         """Name and price of the products that exist, by id."""
@@ -83,13 +94,16 @@ class OrderStore(Protocol):
         *,
         placement: Placement | None = None,
         cart: CartClaim | None = None,
+        takes: Mapping[str, Sequence[StockTake]] | None = None,
     ) -> Order:
         """The order, its stock taken and the session's or the customer's cart emptied, all or nothing.
 
-        ProductNotFound, OutOfStock, PriceChanged (a line's unit price is no longer the catalogue's),
-        SessionNotFound (expired, or its cart changed since `session` was read), CartChanged (the
-        customer cart is no longer at `cart`'s version, or expired). Under a placement already claimed:
-        the order placed under it.
+        A line takes its stock from its product item, or from the places `takes` names for its product
+        (flash-sale shards); the order returned records the shards (`stock_taken`).
+        ProductNotFound, OutOfStock, StockSourceShort (a place of a product with shards held too little),
+        PriceChanged (a line's unit price is no longer the catalogue's), SessionNotFound (expired, or its
+        cart changed since `session` was read), CartChanged (the customer cart is no longer at `cart`'s
+        version, or expired). Under a placement already claimed: the order placed under it.
         """
 
     def get(self, order_id: str) -> Order:
@@ -104,7 +118,8 @@ class OrderStore(Protocol):
     def change_status(
         self, order: Order, new_status: OrderStatus, *, updated_at: str, restock: Sequence[OrderLine] = ()
     ) -> Order:
-        """The order in new_status at version + 1, with `restock`'s quantities back in stock, all or nothing.
+        """The order in new_status at version + 1, with `restock`'s quantities back in stock (where the order
+        took them: its product item or the flash-sale shards it recorded), all or nothing.
 
         VersionMismatch when the order is no longer at `order`'s status and version, unless it is
         already at new_status and version + 1 (a retry): then that order. OrderNotFound.

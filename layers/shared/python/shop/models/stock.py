@@ -1,0 +1,38 @@
+"""Where a product's stock lives: its product item and, for a flash-sale product, its stock shards."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# A place stock is taken from: a shard's number, or None for the product item itself.
+StockSource = int | None
+
+
+@dataclass(frozen=True)
+class StockLayout:
+    """The stock of the product item (`main`) and of each shard (`shards[n]`), as read together."""
+
+    product_id: str
+    main: int
+    shards: tuple[int, ...] = ()
+    price_cents: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.main + sum(self.shards)
+
+    @property
+    def shard_count(self) -> int:
+        """1 for a product that is not sharded, as the product's `stock_shards` says."""
+        return len(self.shards) or 1
+
+    def stock_of(self, source: StockSource) -> int:
+        return self.main if source is None else self.shards[source]
+
+
+@dataclass(frozen=True)
+class StockTake:
+    """`quantity` of a line's product taken from `source`."""
+
+    source: StockSource
+    quantity: int

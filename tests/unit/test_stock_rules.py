@@ -1,0 +1,118 @@
+"""Flash-sale stock: where a line takes its stock from (properties), then the placement rules on the memory
+store (random shard, fallback, split, out of stock, cancel, spreading)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shop import errors
+from shop.models import OrderStatus
+from shop.models.stock import StockLayout
+from shop.repository.stock_shards import even_split
+from shop.services import stock as stock_rules
+from shop.services.orders import RequestedLine
+from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation, takes_for
+from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB
+
+layouts = st.builds(
+    lambda pid, main, shards: StockLayout(pid, main, tuple(shards), 100),
+    st.just("p"),
+    st.integers(0, 20),
+    st.lists(st.integers(0, 20), min_size=2, max_size=32),
+)
+
+
+@given(layouts, st.integers(1, 99))
+def test_a_line_is_taken_whole_from_places_that_hold_it_or_refused(layout, quantity):
+    takes = takes_for(quantity, layout)
+    if layout.total < quantity:
+        assert takes is None
+        return
+    assert takes is not None
+    assert sum(take.quantity for take in takes) == quantity
+    assert len({take.source for take in takes}) == len(takes)  # each place once
+    for take in takes:
+        assert 0 < take.quantity <= layout.stock_of(take.source)
+    if any(stock >= quantity for stock in layout.shards):
+        assert len(takes) == 1
+        assert takes[0].source is not None  # a shard before the product item
+
+
+@given(st.integers(0, 1_000_000), st.integers(2, 32))
+def test_an_even_split_keeps_every_unit_and_differs_by_at_most_one(total, shards):
+    split = even_split(total, shards)
+    assert sum(split) == total
+    assert max(split) - min(split) <= 1
+
+
+# -- the rules on the memory store -------------------------------------------------------------------
+
+
+def hot(memory, *, stock: int, shards: int) -> str:
+    created = memory.catalog_service().create(
+        ADMIN, name="Headset", category="flash", price_cents=4900, description=None, stock=stock
+    )
+    memory.catalog_service().set_stock_shards(ADMIN, created.product_id, shards)
+    return created.product_id
+
+
+def buy(memory, pid: str, quantity: int, actor=ALICE):
+    return memory.order_service().place(actor, address=ADDRESS, lines=[RequestedLine(pid, quantity)])
+
+
+def test_marking_hot_spreads_everything_and_the_product_shows_the_sum(memory):
+    pid = hot(memory, stock=10, shards=4)
+    assert memory.products.stock_layout(pid) == StockLayout(pid, 0, (3, 3, 2, 2), 4900)
+    product = memory.catalog_service().get(pid)
+    assert (product.stock, product.stock_shards) == (10, 4)
+
+
+def test_only_an_admin_spreads_stock(memory):
+    pid = hot(memory, stock=10, shards=4)
+    with pytest.raises(errors.Forbidden):
+        memory.catalog_service().set_stock_shards(ALICE, pid, 2)
+
+
+def test_an_empty_shard_sends_the_line_to_another(memory, monkeypatch):
+    pid = hot(memory, stock=2, shards=2)
+    monkeypatch.setattr(stock_rules.random, "randrange", lambda _count: 0)
+    buy(memory, pid, 1)
+    order = buy(memory, pid, 1, BOB)
+    assert order.stock_taken == {pid: {"01": 1}}
+    with pytest.raises(errors.OutOfStock) as raised:
+        buy(memory, pid, 1)
+    assert type(raised.value) is errors.OutOfStock
+
+
+def test_a_line_bigger_than_every_shard_is_split(memory, monkeypatch):
+    pid = hot(memory, stock=9, shards=3)
+    monkeypatch.setattr(stock_rules.random, "randrange", lambda _count: 0)
+    order = buy(memory, pid, 7)
+    assert sum(order.stock_taken[pid].values()) == 7
+    assert memory.products.stock_layout(pid).total == 2
+
+
+def test_cancel_puts_each_unit_back_on_its_shard(memory, monkeypatch):
+    pid = hot(memory, stock=9, shards=3)
+    monkeypatch.setattr(stock_rules.random, "randrange", lambda _count: 2)
+    order = buy(memory, pid, 2)
+    assert memory.order_service().cancel(ALICE, order.order_id).status is OrderStatus.CANCELLED
+    assert memory.products.stock_layout(pid).shards == (3, 3, 3)
+
+
+def test_stock_that_keeps_moving_ends_in_503_after_the_bounded_attempts():
+    reads = []
+
+    def read_layout(pid, *, shards_hint):
+        reads.append(pid)
+        return StockLayout(pid, 0, (5, 5), 100)
+
+    reservation = StockReservation({"p": 1}, {"p": 2}, read_layout)
+    for _ in range(MAX_STOCK_ATTEMPTS - 1):
+        reservation.takes()
+        reservation.learn(errors.StockSourceShort({"p": {0: 0}}, {"p": 2}))
+    with pytest.raises(errors.ServiceUnavailable):
+        reservation.learn(errors.StockSourceShort({"p": {1: 0}}, {"p": 2}))
+    assert reads == ["p"]  # read once; later failures correct what was read
