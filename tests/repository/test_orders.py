@@ -107,6 +107,27 @@ def test_checkout_from_session_clears_the_cart(store):
         OrderService(store.table).place(ALICE, address=ADDRESS, session_id="missing")
 
 
+def test_session_changed_during_keyed_checkout_is_session_not_found(store):
+    """With an Idempotency-Key the placement claim is the transaction's last item; the session's own item
+    is the one checked."""
+    hammer = product(store.table, name="Hammer", price_cents=1500, stock=5)
+    sessions = SessionService(store.table)
+    session = sessions.create()
+    sessions.set_quantity(session.session_id, hammer, 2)
+    service = OrderService(store.table)
+    read = service.sessions.get
+
+    def read_then_change(session_id, **kwargs):
+        stored = read(session_id, **kwargs)
+        sessions.set_quantity(session_id, hammer, 3)
+        return stored
+
+    service.sessions.get = read_then_change  # type: ignore[method-assign]
+    with pytest.raises(errors.SessionNotFound):
+        service.place(ALICE, address=ADDRESS, session_id=session.session_id, idempotency_key="key-1")
+    assert CatalogService(store.table).get(hammer).stock == 5
+
+
 def test_other_customers_order_reads_as_not_found(store):
     order = place(store.table, **{product(store.table): 1})
     with pytest.raises(errors.OrderNotFound):
