@@ -43,3 +43,17 @@ MAX_ORDER_LINES = 25  # distinct products in one order
 MAX_CART_LINES = 25  # distinct products in one session's cart
 MAX_PRICE_CENTS = 100_000_000
 MAX_STOCK = 1_000_000  # what an admin may set or adjust stock to
+
+# The catalogue tree (issue 12).
+CATEGORY_SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,39}$"
+MAX_SLUG_LENGTH = 40
+MAX_CATEGORY_NAME_LENGTH = 100
+MAX_CATEGORY_DEPTH = 5  # a top-level category is depth 1
+MAX_PRODUCT_CATEGORIES = 5
+# Children a category shows (by name) in GET /categories/{slug}; a category holds at most this many.
+MAX_CHILDREN = 100
+# Products one step of a category move rewrites (one Query page, one BatchGetItem).
+MOVE_STEP_PRODUCTS = 100
+# Categories one step of a category move re-paths (three items each in one transaction).
+MOVE_STEP_CATEGORIES = 25
+DEFAULT_LOW_STOCK_THRESHOLD = 5

@@ -53,4 +53,10 @@ ROUTES: tuple[Route, ...] = (
     _r("GET", "/orders/{order_id}", "orders"),
     _r("PATCH", "/orders/{order_id}", "orders"),
     _r("POST", "/orders/{order_id}/cancel", "orders"),
+    # issue 12: the catalogue tree, browse-all and subtree listings (GET /products), archive
+    _r("POST", "/categories", "products"),
+    _r("GET", "/categories", "products", public=True),
+    _r("GET", "/categories/{slug}", "products", public=True),
+    _r("PATCH", "/categories/{slug}", "products"),
+    _r("DELETE", "/products/{product_id}", "products"),
 )

@@ -10,6 +10,7 @@ at least once, each with a deterministic `id` in its detail for consumers to ded
 - MODIFY of an order whose status changed: write that version's effects (for CONFIRMED, only if
   one read shows the INSERT path did not already) and publish OrderConfirmed / OrderStatusChanged.
 - REMOVE of a session by TTL with a non-empty cart: publish CartAbandoned. A holder's delete: nothing.
+- INSERT or MODIFY of the category move item: run the move's next step (shop.services.category_moves).
 - Anything else is skipped, decided from the record's keys without deserialising the images.
 
 Records arrive read (shop.repository.stream_records); the events are those of shop.models.events.
@@ -21,12 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from shop import clock
+from shop import clock, keys
 from shop.models import OrderStatus
 from shop.models.events import AbandonedLine, CartAbandoned, DetailType, OrderChange, Source
 from shop.publishing import Event
 from shop.repository import OrderEffectsRepository, Table
 from shop.repository.stream_records import OrderImage, SessionImage, StreamRecord
+from shop.services.category_moves import CategoryMoves
 
 ORDER_CONFIRMED = "ORDER_CONFIRMED"  # notification types
 ORDER_STATUS_CHANGED = "ORDER_STATUS_CHANGED"
@@ -41,6 +43,7 @@ class Action(StrEnum):
     NOT_CONFIRMED = "not_confirmed"  # already confirmed (a replay) or cancelled first
     STATUS_CHANGED = "status_changed"
     CART_ABANDONED = "cart_abandoned"
+    CATEGORY_MOVE_STEP = "category_move_step"  # one step of a category move (shop.services.category_moves)
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ def cart_abandoned_event(session: SessionImage) -> Event:
 class OrderEventsService:
     def __init__(self, table: Table, shards: int | None = None, now: Callable[[], str] = clock.iso_now) -> None:
         self.effects = OrderEffectsRepository(table, shards)
+        self.moves = CategoryMoves(table)
         self.now = now
 
     def handle(self, record: StreamRecord) -> Outcome:
@@ -124,6 +128,9 @@ class OrderEventsService:
                 return self.order_changed(record)
         elif entity == "SESSION" and record.event_name == "REMOVE":
             return self.session_removed(record)
+        elif entity == keys.CATEGORY_MOVE_PK and record.event_name in ("INSERT", "MODIFY"):
+            advanced = self.moves.step(record.new_move())
+            return Outcome(Action.CATEGORY_MOVE_STEP, history_written=False) if advanced else SKIPPED
         return SKIPPED
 
     def order_placed(self, record: StreamRecord) -> Outcome:
