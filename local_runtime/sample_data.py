@@ -1,6 +1,7 @@
 """The fixed data the sample events (``events/<function>/*.json``) rely on, loaded through the repositories.
 
-``events/seed.json`` is the one definition: customers ``alice`` and ``bob``, products with fixed
+``events/seed.json`` is the one definition: customers ``alice`` and ``bob``, categories ``computers`` >
+``peripherals`` and ``cables`` and ``audio``, products with fixed
 ids (``prod-keyboard``, ``prod-mouse``, ``prod-soldout`` with stock 0, ``prod-cable``), a review,
 orders ``00-alice-pending`` (version 1) and ``00-alice-shipped`` (version 3) and two sessions.
 
@@ -16,9 +17,11 @@ import json
 import pathlib
 from typing import Any
 
-from shop import clock, errors
+from shop import clock, errors, keys
 from shop.models import Customer, Order, OrderLine, OrderStatus, Product, Review, ShippingAddress
+from shop.models.categories import Category, listing_scopes
 from shop.repository import CustomerRepository, OrderRepository, ProductRepository, SessionRepository, Table
+from shop.repository.categories import CategoryRepository
 
 SEED_PATH = pathlib.Path(__file__).resolve().parents[1] / "events" / "seed.json"
 SESSION_TTL_SECONDS = 7 * 24 * 3600
@@ -47,12 +50,21 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
         with contextlib.suppress(errors.CustomerExists, errors.EmailTaken):
             customers.create(Customer(**entry, version=1, created_at=now, updated_at=now))
 
+    tree, paths = CategoryRepository(table), {}
+    for entry in seed.get("categories", []):
+        parent = tree.get(entry["parent"]) if entry.get("parent") else None
+        path = keys.category_path([*keys.path_slugs(parent.path), entry["slug"]] if parent else [entry["slug"]])
+        paths[entry["slug"]] = path
+        category = Category(**entry, path=path, depth=len(keys.path_slugs(path)), created_at=now)
+        with contextlib.suppress(errors.CategoryExists):
+            tree.create(category, parent)
+
     catalogue: dict[str, Product] = {}
     for entry in seed.get("products", []):
         product = Product(**entry, created_at=now, updated_at=now)
         catalogue[product.product_id] = product
         with contextlib.suppress(errors.ProductExists):
-            products.create(product)
+            products.create(product, listing_scopes([paths[slug] for slug in product.categories]))
 
     for entry in seed.get("reviews", []):
         with contextlib.suppress(errors.AlreadyReviewed):

@@ -146,7 +146,9 @@ def list_products(
     ] = None,
     sort: Annotated[
         Sort | None,
-        Query(description="without category: newest (the default); with one: name (the default), price_asc, price_desc"),
+        Query(
+            description="without category: newest (the default); with one: name (the default), price_asc, price_desc"
+        ),
     ] = None,
     limit: Limit = DEFAULT_LIMIT,
     next_token: NextToken = None,

@@ -126,7 +126,7 @@ def test_moving_a_category_of_5000_products_lists_each_once_throughout(local_sto
     def run_move() -> None:
         try:
             drive_moves(store, reader)
-        except BaseException as error:  # noqa: BLE001 - reported by the main thread
+        except BaseException as error:
             failure.append(error)
         finally:
             done.set()

@@ -241,3 +241,28 @@ def test_a_move_moves_the_subtree_and_its_products(store):
     assert service.detail("espresso").path == "/beans/espresso"
     assert walk(catalog, "tea") == []
     assert [c.slug for c in service.top_level(limit=10, next_token=None).items] == ["beans", "coffee", "tea"]
+
+
+def test_an_archived_product_cannot_be_ordered_or_carted_and_past_orders_keep_it(store):
+    from shop.services.orders import OrderService, RequestedLine
+    from shop.services.sessions import SessionService
+    from tests.support.factories import ADDRESS
+
+    tree(store.table)
+    pid = add(store.table, "Ristretto", ["espresso"], 900)
+    orders, sessions = OrderService(store.table), SessionService(store.table)
+    placed = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
+    session = sessions.create()
+    sessions.set_quantity(session.session_id, pid, 2)
+    CatalogService(store.table).archive(ADMIN, pid)
+    with pytest.raises(errors.ProductUnavailable):
+        orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
+    with pytest.raises(errors.ProductUnavailable):
+        sessions.set_quantity(session.session_id, pid, 3)
+    cart = sessions.get(session.session_id)
+    assert [(line.product_id, line.unavailable) for line in cart.cart] == [(pid, True)]
+    assert cart.subtotal_cents == 0
+    with pytest.raises(errors.ProductUnavailable):  # checkout of that cart: refused in the transaction
+        orders.place(ALICE, address=ADDRESS, session_id=session.session_id)
+    kept = orders.get(ALICE, placed.order_id)
+    assert [(line.product_id, line.name, line.unit_price_cents) for line in kept.lines] == [(pid, "Ristretto", 900)]

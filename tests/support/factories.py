@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import contextlib
+from typing import Any
 
 from shop import errors
 from shop.models import ShippingAddress

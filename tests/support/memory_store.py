@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from shop import clock, errors, keys
-from shop.limits import MAX_CART_LINES, MAX_STOCK
+from shop.limits import MAX_CART_LINES, MAX_CHILDREN, MAX_STOCK
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
-from shop.limits import MAX_CHILDREN
 from shop.models.categories import Category
 from shop.models.orders import Placement, SessionClaim, StatusEntry
 from shop.models.products import CataloguePrice, ProductListing, ProductStatus
@@ -274,6 +273,9 @@ class MemoryOrders:
         missing = [line.product_id for line in order.lines if line.product_id not in products]
         if missing:
             raise errors.ProductNotFound(missing)
+        archived = [line.product_id for line in order.lines if not products[line.product_id].product.listed]
+        if archived:
+            raise errors.ProductUnavailable(archived)
         short = [line.product_id for line in order.lines if products[line.product_id].product.stock < line.quantity]
         if short:
             raise errors.OutOfStock(short)

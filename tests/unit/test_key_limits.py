@@ -18,8 +18,8 @@ from shop import clock, keys, limits
 from shop.http_api import category_schemas, customer_schemas, order_schemas, product_schemas
 from shop.models import Order, OrderLine, OrderStatus, Product, StatusEntry
 from shop.repository import pagination
-from shop.repository.orders import order_item
 from shop.repository.listings import entry_items
+from shop.repository.orders import order_item
 from shop.repository.products import product_item
 
 # Each is the worst case for one way of measuring; together they cover every builder.

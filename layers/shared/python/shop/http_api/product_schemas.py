@@ -26,6 +26,8 @@ def _unique(categories: list[str]) -> list[str]:
     if len(set(categories)) != len(categories):
         raise ValueError("categories must not repeat")
     return categories
+
+
 Description = Annotated[str, Field(max_length=4000)]
 PriceCents = Annotated[StrictInt, Field(ge=0, le=MAX_PRICE_CENTS), INTEGRAL]
 
@@ -59,9 +61,7 @@ class ProductPatch(Body):
     """Any catalogue field but stock, at least one; only ``description`` may be null (removes it).
     ``category`` is shorthand for a one-element ``categories``; not both."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"minProperties": 1, "not": {"required": ["category", "categories"]}}
-    )
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "not": {"required": ["category", "categories"]}})
 
     name: Name | MISSING = MISSING
     category: Category | MISSING = MISSING

@@ -115,7 +115,9 @@ class CategoryRepository:
         while True:
             with translated_errors():
                 response = self.table.client.query(**params)
-            found += [str(from_item(item)[keys.SK]).removeprefix(keys.PATH_PREFIX) for item in response.get("Items", [])]
+            found += [
+                str(from_item(item)[keys.SK]).removeprefix(keys.PATH_PREFIX) for item in response.get("Items", [])
+            ]
             last = response.get("LastEvaluatedKey")
             if last is None or limit is not None:
                 return found
@@ -247,7 +249,14 @@ class CategoryRepository:
                     "Key": to_item(keys.category_key(current.slug)),
                     "UpdateExpression": "SET "
                     + ", ".join(
-                        [*set_parts, "GSI1PK = :gpk", "GSI1SK = :gsk", "moving = :true", "move_id = :move", "version = :next"]
+                        [
+                            *set_parts,
+                            "GSI1PK = :gpk",
+                            "GSI1SK = :gsk",
+                            "moving = :true",
+                            "move_id = :move",
+                            "version = :next",
+                        ]
                     )
                     + remove,
                     "ConditionExpression": "version = :seen",

@@ -14,6 +14,7 @@ from shop.config import settings
 from shop.limits import MAX_PARALLEL_QUERIES
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusEntry
 from shop.models.orders import Placement, SessionClaim
+from shop.models.products import ProductStatus
 from shop.repository import pagination
 from shop.repository.queries import collection_page
 from shop.repository.shard_walk import ShardWalk
@@ -74,6 +75,8 @@ def _stock_check_failures(
         current = cancelled.old_item(index)
         if current is None:
             missing.append(line.product_id)
+        elif current.get("status") == ProductStatus.ARCHIVED:
+            raise errors.ProductUnavailable([line.product_id]) from cancelled
         elif int(current.get("stock", 0)) < line.quantity:
             short.append(line.product_id)
         elif int(current.get("price_cents", -1)) != line.unit_price_cents:
@@ -115,8 +118,14 @@ class OrderRepository:
                         "TableName": name,
                         "Key": to_item(keys.product_key(line.product_id)),
                         "UpdateExpression": "SET stock = stock - :qty",
-                        "ConditionExpression": "attribute_exists(PK) AND stock >= :qty AND price_cents = :price",
-                        "ExpressionAttributeValues": values(qty=line.quantity, price=line.unit_price_cents),
+                        "ConditionExpression": (
+                            "attribute_exists(PK) AND stock >= :qty AND price_cents = :price AND "
+                            "(attribute_not_exists(#status) OR #status <> :archived)"
+                        ),
+                        "ExpressionAttributeNames": {"#status": "status"},
+                        "ExpressionAttributeValues": values(
+                            qty=line.quantity, price=line.unit_price_cents, archived=ProductStatus.ARCHIVED.value
+                        ),
                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                     }
                 }

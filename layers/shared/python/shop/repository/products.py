@@ -146,7 +146,12 @@ class ProductRepository:
     def list_all(self, *, limit: int, next_token: str | None) -> Page[ProductListing]:
         """Every active product, newest first: one Query of the all-products listing."""
         return listings.listing_page(
-            self.table, scope=keys.ALL_PRODUCTS, order=keys.BY_NEWEST, descending=True, limit=limit, next_token=next_token
+            self.table,
+            scope=keys.ALL_PRODUCTS,
+            order=keys.BY_NEWEST,
+            descending=True,
+            limit=limit,
+            next_token=next_token,
         )
 
     def list_by_category(
@@ -170,7 +175,9 @@ class ProductRepository:
         names = {f"#{field}": field for field in EDITABLE_FIELDS}
         set_parts = [f"#{field} = :{field}" for field, value in assignments.items() if value is not None]
         remove_parts = [f"#{field}" for field, value in assignments.items() if value is None]
-        expression = "SET " + ", ".join([*set_parts, "updated_at = :at", "listed_in = :scopes", "listing_version = :next"])
+        expression = "SET " + ", ".join(
+            [*set_parts, "updated_at = :at", "listed_in = :scopes", "listing_version = :next"]
+        )
         # Products written before listing entries carried GSI1 keys themselves.
         expression += " REMOVE " + ", ".join([*remove_parts, keys.GSI1PK, keys.GSI1SK])
         update = {

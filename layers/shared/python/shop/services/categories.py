@@ -46,9 +46,9 @@ class CategoryService:
         """GetItem of the category, BatchGetItem of its ancestors (none for a top-level one), Query of its children."""
         category = self.categories.get(slug)
         above = self.categories.get_many(category.ancestors)
-        breadcrumbs = [
-            Breadcrumb(slug=s, name=above[s].name if s in above else s) for s in category.ancestors
-        ] + [Breadcrumb(slug=category.slug, name=category.name)]
+        breadcrumbs = [Breadcrumb(slug=s, name=above[s].name if s in above else s) for s in category.ancestors] + [
+            Breadcrumb(slug=category.slug, name=category.name)
+        ]
         children = self.categories.children(slug, limit=MAX_CHILDREN, next_token=None).items
         return CategoryDetail(**category.model_dump(), breadcrumbs=breadcrumbs, children=children)
 

@@ -44,9 +44,7 @@ class CategoryMoves:
             return self.categories.advance_move(
                 move.move_id, move.step, {"phase": PHASE_CATEGORIES if more else PHASE_PRODUCTS}
             )
-        product_ids, cursor = self.categories.listing_keys_page(
-            move.slug, limit=MOVE_STEP_PRODUCTS, cursor=move.cursor
-        )
+        product_ids, cursor = self.categories.listing_keys_page(move.slug, limit=MOVE_STEP_PRODUCTS, cursor=move.cursor)
         self.relist(product_ids)
         if cursor is None:
             return self.categories.finish_move(move.move_id, move.step, move.slug)

@@ -6,7 +6,7 @@ A cart shows current catalogue prices: each read fetches the prices of the cart'
 
 from __future__ import annotations
 
-from shop import clock, ids
+from shop import clock, errors, ids
 from shop.config import settings
 from shop.models import CartLine, Session
 from shop.models.pricing import subtotal
@@ -83,6 +83,8 @@ class SessionService:
             name, price = "", 0
         else:
             product = self.products.get(product_id)
+            if not product.listed:
+                raise errors.ProductUnavailable([product_id])
             name, price = product.name, product.price_cents
             known[product_id] = CataloguePrice(product_id, name, price)
         stored = self.sessions.set_line(
