@@ -50,6 +50,12 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", "/orders/{order_id}", "orders"),
     ("PATCH", "/orders/{order_id}", "orders"),
     ("POST", "/orders/{order_id}/cancel", "orders"),
+    # issue 12
+    ("POST", "/categories", "products"),
+    ("GET", "/categories", "products"),
+    ("GET", "/categories/{slug}", "products"),
+    ("PATCH", "/categories/{slug}", "products"),
+    ("DELETE", "/products/{product_id}", "products"),
 ]
 
 

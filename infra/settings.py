@@ -88,7 +88,17 @@ class FunctionSpec:
 DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     # tests/functions/test_least_privilege.py proves each list is exactly what the code calls.
     "customers": ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
-    "products": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
+    # BatchGetItem, DeleteItem, ConditionCheckItem: categories and listing entries (issue 12)
+    "products": (
+        "GetItem",
+        "BatchGetItem",
+        "Query",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "ConditionCheckItem",
+        "TransactWriteItems",
+    ),
     # PutItem/UpdateItem/DeleteItem/GetItem also serve the idempotency records.
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem"),  # BatchGetItem: cart prices

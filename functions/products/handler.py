@@ -17,7 +17,14 @@ from shop.http_api import product_schemas as s
 from shop.http_api.observability import lambda_handler
 from shop.http_api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, ProductId, Request, caller
 from shop.http_api.resolver import create_app, declare, json_response
-from shop.limits import CATEGORY_SLUG_PATTERN, MAX_CATEGORY_DEPTH, MAX_SLUG_LENGTH, MAX_STOCK
+from shop.http_api.schemas import given
+from shop.limits import (
+    CATEGORY_SLUG_PATTERN,
+    DEFAULT_LOW_STOCK_THRESHOLD,
+    MAX_CATEGORY_DEPTH,
+    MAX_SLUG_LENGTH,
+    MAX_STOCK,
+)
 from shop.repository import Table
 from shop.services.catalog import CatalogService
 from shop.services.categories import CategoryService
@@ -57,8 +64,7 @@ class Sort(StrEnum):
     tags=CATEGORY_TAGS,
 )
 def create_category(body: c.CategoryIn, request: Request):
-    parent = body.parent if "parent" in body.model_fields_set else None
-    category = tree.create(caller(request), slug=body.slug, name=body.name, parent=parent)
+    category = tree.create(caller(request), slug=body.slug, name=body.name, parent=given(body.parent))
     return json_response(201, category)
 
 
@@ -112,7 +118,7 @@ def update_category(slug: SlugPath, body: c.CategoryPatch, request: Request):
     tags=TAGS,
 )
 def create_product(body: s.ProductIn, request: Request):
-    extra = {"low_stock_threshold": body.low_stock_threshold} if "low_stock_threshold" in body.model_fields_set else {}
+    threshold = given(body.low_stock_threshold)
     product = catalog.create(
         caller(request),
         name=body.name,
@@ -120,7 +126,7 @@ def create_product(body: s.ProductIn, request: Request):
         price_cents=body.price_cents,
         description=body.description,
         stock=body.stock,
-        **extra,
+        low_stock_threshold=DEFAULT_LOW_STOCK_THRESHOLD if threshold is None else threshold,
     )
     return json_response(201, product)
 

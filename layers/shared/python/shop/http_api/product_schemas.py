@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
 from shop.http_api.category_schemas import Slug
-from shop.http_api.schemas import INTEGRAL, MISSING, Body
+from shop.http_api.schemas import INTEGRAL, MISSING, Body, given
 from shop.limits import MAX_PRICE_CENTS, MAX_PRODUCT_CATEGORIES, MAX_PRODUCT_NAME_LENGTH, MAX_STOCK
 from shop.models import Product, Review
 from shop.models.common import Model
@@ -49,12 +49,11 @@ class ProductIn(Body):
     def _one_way_to_file(self) -> ProductIn:
         if ("category" in self.model_fields_set) == ("categories" in self.model_fields_set):
             raise ValueError("give exactly one of category or categories")
-        if "categories" in self.model_fields_set:
-            _unique(list(self.categories))
+        _unique(given(self.categories) or [])
         return self
 
     def filed_under(self) -> list[str]:
-        return list(self.categories) if "categories" in self.model_fields_set else [str(self.category)]
+        return given(self.categories) or [str(given(self.category))]
 
 
 class ProductPatch(Body):
@@ -76,8 +75,7 @@ class ProductPatch(Body):
             raise ValueError("give at least one of name, categories, price_cents, description, low_stock_threshold")
         if {"category", "categories"} <= self.model_fields_set:
             raise ValueError("give category or categories, not both")
-        if "categories" in self.model_fields_set:
-            _unique(list(self.categories))
+        _unique(given(self.categories) or [])
         return self
 
     def changes(self) -> dict[str, Any]:

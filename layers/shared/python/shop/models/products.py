@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pydantic import PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from shop.limits import DEFAULT_LOW_STOCK_THRESHOLD
 from shop.models.common import Model
@@ -27,8 +27,9 @@ def _categories_from_category(data: Any) -> Any:
 class Product(Model):
     product_id: str
     name: str
-    category: str  # the first of `categories`, for clients of version 1
-    categories: list[str]
+    # Either may be given: `category` is the first of `categories`, for clients of version 1.
+    category: str = ""
+    categories: list[str] = Field(default_factory=list)
     price_cents: int
     description: str | None = None
     stock: int
@@ -54,8 +55,8 @@ class ProductListing(Model):
 
     product_id: str
     name: str
-    category: str
-    categories: list[str]
+    category: str = ""
+    categories: list[str] = Field(default_factory=list)
     price_cents: int
     status: ProductStatus = ProductStatus.ACTIVE
     created_at: str
