@@ -18,6 +18,7 @@ EXPECTED_FILTERS = [
         "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
         "dynamodb": {"OldImage": {"entity": {"S": ["SESSION"]}}},
     },
+    {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": {"entity": {"S": ["CATEGORY_MOVE"]}}}},
 ]
 
 
