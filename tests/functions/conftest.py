@@ -22,7 +22,7 @@ from tests.support.factories import category
 
 _names = itertools.count()
 # Top-level categories the HTTP tests file products under, beside the seed's (products need existing ones).
-TEST_CATEGORIES = ("c", "bulk", "paged", "tools", "x", "limits")
+TEST_CATEGORIES = ("c", "bulk", "paged", "tools", "x", "limits", "lights")
 
 
 @pytest.fixture(scope="session", autouse=True)
