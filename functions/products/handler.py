@@ -113,8 +113,8 @@ def update_category(slug: SlugPath, body: c.CategoryPatch, request: Request):
 
 @app.post(
     "/products",
-    summary="Add a product to the catalogue (admin)",
-    responses=declare(201, s.Product, 401, 403, body=True),
+    summary="Add a product to the catalogue, filed under 1 to 5 existing categories (admin)",
+    responses=declare(201, s.Product, 401, 403, 404, body=True, errors_described={404: "CATEGORY_NOT_FOUND"}),
     tags=TAGS,
 )
 def create_product(body: s.ProductIn, request: Request):

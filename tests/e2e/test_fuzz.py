@@ -125,6 +125,11 @@ OPERATIONS = [
     ("GET", "/orders"),
     ("PATCH", "/orders/{order_id}"),
     ("POST", "/orders/{order_id}/cancel"),
+    ("POST", "/categories"),
+    ("GET", "/categories"),
+    ("GET", "/categories/{slug}"),
+    ("PATCH", "/categories/{slug}"),
+    ("DELETE", "/products/{product_id}"),
 ]
 
 
