@@ -80,7 +80,7 @@ def test_single_item_write_colliding_past_the_budget_is_unavailable(store, opera
     sessions = SessionService(store.table, ttl_seconds=600)
     session = sessions.create()
     write = {
-        "PutItem": lambda: sessions.create(),
+        "PutItem": sessions.create,
         "UpdateItem": lambda: CatalogService(store.table).adjust_stock(ADMIN, pid, 5),
         "DeleteItem": lambda: sessions.delete(session.session_id),
     }[operation]
