@@ -332,7 +332,7 @@ class Driver:
                 updated_at=now,
             )
             with contextlib.suppress(errors.ProductExists):
-                repository.create(product)
+                repository.create(product, [category])
             self.products[product.product_id] = category
         self.flash = next(pid for pid, cat in self.products.items() if cat == "heat-flash-sale")
         self.customers = [f"heat-customer-{i:03d}" for i in range(customers)]

@@ -21,6 +21,7 @@ ALICE = ("bench-alice", None)
 CAROL = ("bench-carol", None)
 CATEGORY = "bench-tools"
 LOW_CATEGORY = "bench-low-stock"  # products whose stock alerts GET /admin/alerts lists
+SUBCATEGORY = "bench-drills"  # under bench-tools: its products are listed under both
 ADDRESS = {"name": "Alice", "line1": "1 Main St", "city": "Springfield", "postal_code": "12345", "country": "US"}
 PAGE = 5  # list routes are read with ?limit=5 over lists holding more than 5 items
 
@@ -33,10 +34,15 @@ EXPECTED = {
     "GET /customers/{customer_id}/orders": 1,
     "GET /customers/{customer_id}/notifications": 1,
     "GET /customers/{customer_id}/reviews": 1,
-    "POST /products": 1,
+    "POST /products": 2,
     "GET /products": 1,
     "GET /products/{product_id}": 1,
     "PATCH /products/{product_id}": 2,
+    "DELETE /products/{product_id}": 2,
+    "POST /categories": 2,
+    "GET /categories": 1,
+    "GET /categories/{slug}": 3,
+    "PATCH /categories/{slug}": 2,
     "POST /products/{product_id}/stock": 1,
     "GET /products/{product_id}/reviews": 1,
     "POST /products/{product_id}/reviews": 1,
@@ -61,11 +67,16 @@ EXPECTED = {
 # A cart shows current prices: the session read is followed by one BatchGetItem of its products.
 CART_READ = "GET /sessions/{session_id}"
 CART_READS = (CART_READ, "GET /customers/{customer_id}/cart")
+# A category page: the category (GetItem), its ancestors' names (BatchGetItem), its children (Query).
+CATEGORY_READ = "GET /categories/{slug}"
 LIST_ROUTES = (
     "GET /customers/{customer_id}/orders",
     "GET /customers/{customer_id}/notifications",
     "GET /customers/{customer_id}/reviews",
     "GET /products",
+    "GET /products (all, newest first)",
+    "GET /products (subtree, price_desc)",
+    "GET /categories",
     "GET /products/{product_id}/reviews",
     "GET /orders",
     "GET /admin/alerts",
@@ -177,6 +188,7 @@ class Scenario:
         from shop.repository import Table
         from shop.services.actor import Actor
         from shop.services.catalog import CatalogService
+        from shop.services.categories import CategoryService
         from shop.services.customers import CustomerService
         from shop.services.orders import OrderService, RequestedLine
         from shop.services.sessions import SessionService
@@ -187,11 +199,17 @@ class Scenario:
         admin, alice = Actor(ADMIN[0], is_admin=True), Actor(ALICE[0])
         catalog, customers, orders = CatalogService(table), CustomerService(table), OrderService(table)
         customers.create(alice, email="alice@bench.example", name="Alice")
+        tree = CategoryService(table)
+        tree.create(admin, slug=CATEGORY, name="Bench tools", parent=None)
+        tree.create(admin, slug=SUBCATEGORY, name="Bench drills", parent=CATEGORY)
+        tree.create(admin, slug=LOW_CATEGORY, name="Bench low stock", parent=None)
+        for i in range(PAGE + 1):  # more top-level categories than a page
+            tree.create(admin, slug=f"bench-top-{i}", name=f"Bench top {i}", parent=None)
         products = [
             catalog.create(
                 admin,
                 name=f"Bench item {i:02d}",
-                category=CATEGORY,
+                category=SUBCATEGORY if i % 2 else CATEGORY,
                 price_cents=1000 + 100 * i,
                 description=None,
                 stock=10_000,
@@ -243,8 +261,31 @@ class Scenario:
             body={"name": "Bench new", "category": CATEGORY, "price_cents": 999, "stock": 5},
         )
         self.call("", "GET", "/products", None, 200, query={"category": CATEGORY, "limit": str(PAGE)})
+        self.call(
+            "GET /products (all, newest first)",
+            "GET",
+            "/products",
+            None,
+            200,
+            query={"sort": "newest", "limit": str(PAGE)},
+        )
+        self.call(
+            "GET /products (subtree, price_desc)",
+            "GET",
+            "/products",
+            None,
+            200,
+            query={"category": CATEGORY, "sort": "price_desc", "limit": str(PAGE)},
+        )
         self.call("", "GET", f"/products/{p[0]}", None, 200)
         self.call("", "PATCH", f"/products/{p[0]}", ADMIN, 200, body={"description": "Sturdy."})
+        log("round trips: categories")
+        self.call(
+            "", "POST", "/categories", ADMIN, 201, body={"slug": "bench-saws", "name": "Saws", "parent": CATEGORY}
+        )
+        self.call("", "GET", "/categories", None, 200, query={"limit": str(PAGE)})
+        self.call("", "GET", f"/categories/{SUBCATEGORY}", None, 200)
+        self.call("", "PATCH", f"/categories/{SUBCATEGORY}", ADMIN, 200, body={"name": "Power drills"})
         self.call("", "POST", f"/products/{p[0]}/stock", ADMIN, 200, body={"delta": 10})
         self.call("", "GET", f"/products/{p[0]}/reviews", None, 200, query={"limit": str(PAGE)})
         self.call(
@@ -348,6 +389,7 @@ class Scenario:
         )
         self.drain(None)
         self.call("", "DELETE", cart, ALICE, 204)
+        self.call("", "DELETE", f"/products/{p[8]}", ADMIN, 200)
 
     # -- figures ---------------------------------------------------------------------------------
     def round_trips(self) -> dict[str, Any]:
@@ -365,6 +407,9 @@ class Scenario:
             elif route in CART_READS:
                 if store_calls != 2:
                     misses.append(f"{key}: {store_calls} calls (want 2: the cart, then its prices)")
+            elif route == CATEGORY_READ:
+                if store_calls != 3:
+                    misses.append(f"{key}: {store_calls} calls (want 3: category, ancestors' names, children)")
             elif route.startswith("GET "):
                 if store_calls != 1:
                     misses.append(f"{key}: {store_calls} calls (want 1)")
@@ -392,7 +437,8 @@ class Scenario:
             else None,
             "stream_records_not_attributed": self.accountant.unattributed if self.accountant else None,
             "target": "every read route 1 call (GET /orders?status=: one Query per shard, in parallel; "
-            "GET /sessions/{session_id} with a cart: 2, the session and its products' current prices); "
+            "GET /sessions/{session_id} with a cart: 2, the session and its products' current prices; "
+            "GET /categories/{slug}: 3, the category, its ancestors' names and its children); "
             "POST /orders at most 2 store calls plus the idempotency record's",
             "met": not misses,
             "misses": misses,

@@ -22,6 +22,7 @@ LOAD_BUDGET_S = 240.0  # keeps `make bench` under 10 minutes on a busy 2-core ma
 MEASURED_PER_LIST = 100
 PAGE = 20
 CATEGORY = "scale-measured"
+ROOT = "scale-root"  # every product's category is under it: its listing holds every product, as ALL does
 CUSTOMER = "scale-customer"
 STATUS = "SHIPPED"
 FILL_STATUSES = ("PENDING", "CONFIRMED", "DELIVERED", "CANCELLED")
@@ -39,9 +40,12 @@ class ItemFactory:
         self.shards = shards
         self.new_id = ids.new_id
         self.serial = itertools.count()
+        self.products = 0
 
-    def product(self, category: str) -> dict[str, Any]:
+    def product(self, category: str) -> list[dict[str, Any]]:
+        """The product item and its listing entries (all products; ROOT and `category`, by name and price)."""
         from shop.models import Product
+        from shop.repository.listings import entry_items
         from shop.repository.products import product_item
 
         n = next(self.serial)
@@ -56,7 +60,22 @@ class ItemFactory:
             created_at=now,
             updated_at=now,
         )
-        return product_item(product)
+        self.products += 1
+        scopes = [ROOT, category]
+        return [product_item(product, scopes), *entry_items(product, scopes)]
+
+    def categories(self) -> Iterator[dict[str, Any]]:
+        """The category items the measured listings name (a listing reads its category only when empty)."""
+        from shop.models.categories import Category, category_path, path_slugs
+        from shop.repository.categories import category_item
+
+        for slug, parent in ((ROOT, None), (CATEGORY, ROOT)):
+            path = category_path([ROOT, slug] if parent else [slug])
+            yield category_item(
+                Category(
+                    slug=slug, name=slug, parent=parent, path=path, depth=len(path_slugs(path)), created_at=_iso(0)
+                )
+            )
 
     def order(self, customer_id: str, status: str) -> list[dict[str, Any]]:
         """The order item and the customer's order entry, as the placement transaction writes them."""
@@ -94,8 +113,9 @@ class ItemFactory:
 
     def measured(self) -> Iterator[dict[str, Any]]:
         """The three measured lists: MEASURED_PER_LIST items each, identical at both sizes."""
+        yield from self.categories()
         for _ in range(MEASURED_PER_LIST):
-            yield self.product(CATEGORY)
+            yield from self.product(CATEGORY)
         for _ in range(MEASURED_PER_LIST):
             order, entry = self.order(CUSTOMER, STATUS)
             yield order  # in the SHIPPED status index
@@ -103,13 +123,16 @@ class ItemFactory:
         # The measured customer's order entries above belong to SHIPPED orders; nothing else goes there.
 
     def fill(self, count: int) -> Iterator[dict[str, Any]]:
-        """Everything else: products in 200 categories, orders and entries of 5,000 customers."""
+        """Everything else: products in 200 categories under ROOT (each with its 5 listing entries), orders and
+        entries of 5,000 customers."""
         made = 0
         while made < count:
             n = next(self.serial)
             if n % 5 < 2:
-                yield self.product(f"category-{n % 200:03d}")
-                made += 1
+                for item in self.product(f"category-{n % 200:03d}"):
+                    if made < count:
+                        yield item
+                        made += 1
             else:
                 for item in self.order(f"customer-{n % 5000:05d}", FILL_STATUSES[n % len(FILL_STATUSES)]):
                     if made < count:
@@ -177,6 +200,12 @@ def _calls(functions: Any) -> dict[str, Any]:
     return {
         "GET /products?category=": lambda: functions.request(
             "GET", "/products", query={"category": CATEGORY, "limit": str(PAGE)}
+        ),
+        "GET /products?sort=newest (all products)": lambda: functions.request(
+            "GET", "/products", query={"sort": "newest", "limit": str(PAGE)}
+        ),
+        "GET /products?category=<root>&sort=price_desc (subtree)": lambda: functions.request(
+            "GET", "/products", query={"category": ROOT, "sort": "price_desc", "limit": str(PAGE)}
         ),
         "GET /customers/{customer_id}/orders": lambda: functions.request(
             "GET", f"/customers/{CUSTOMER}/orders", query={"limit": str(PAGE)}, sub=CUSTOMER
@@ -278,17 +307,21 @@ def scale(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     store.use(small_table)
     client = store.client(config=client_config().merge(botocore.config.Config(max_pool_connections=16)))
 
-    def items(count: int) -> list[dict[str, Any]]:
+    products: dict[str, int] = {}
+
+    def items(count: int, size: str) -> list[dict[str, Any]]:
         factory = ItemFactory()
         made = list(factory.measured())
-        return made + list(factory.fill(count - len(made)))
+        made += list(factory.fill(count - len(made)))
+        products[size] = factory.products
+        return made
 
-    small_items = items(config.scale_small)
+    small_items = items(config.scale_small, "small")
     load_small, _ = bulk_load(client, small_table, small_items)
     with quiet_stdout(ctx["log"]):
         sequential_small = _sequential(functions, small_table, config.scale_samples)
     started = time.perf_counter()
-    large_items = items(config.scale_large)
+    large_items = items(config.scale_large, "large")
     build_s = time.perf_counter() - started
     load_large, loaded_large = bulk_load(client, large_table, large_items, budget_s=LOAD_BUDGET_S)
     counts = {t: client.describe_table(TableName=t)["Table"].get("ItemCount") for t in (small_table, large_table)}
@@ -341,6 +374,9 @@ def scale(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
         "value": max(r["ratio"] for name, r in routes.items() if name != RAW),
         "sizes": [config.scale_small, loaded_large],
         "sizes_wanted": [config.scale_small, config.scale_large],
+        # browse-all and the root's subtree listing hold every product of the table (not the same 100):
+        # one Query a page and 1.00 read amplification at any size (reads_at_large_size)
+        "products_in_tables": products,
         "load_budget_s": LOAD_BUDGET_S,
         "item_count_reported": counts,
         "routes": routes,

@@ -88,13 +88,24 @@ class FunctionSpec:
 DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     # tests/functions/test_least_privilege.py proves each list is exactly what the code calls.
     "customers": ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
-    # BatchGetItem/DeleteItem: flash-sale stock shards (read together; deleted when the stock is spread over fewer).
-    "products": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
+    # BatchGetItem, DeleteItem, ConditionCheckItem: categories and listing entries (issue 12), flash-sale
+    # stock shards (read together; deleted when the stock is spread over fewer: issue 11)
+    "products": (
+        "GetItem",
+        "BatchGetItem",
+        "Query",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "ConditionCheckItem",
+        "TransactWriteItems",
+    ),
     # PutItem/UpdateItem/DeleteItem/GetItem also serve the idempotency records.
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # BatchGetItem: cart prices, a customer cart with its profile; TransactWriteItems: merging a session into a cart
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
-    "order_events": ("GetItem", "PutItem", "UpdateItem"),
+    # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps (issue 12)
+    "order_events": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
 }
 
 API_FUNCTIONS: tuple[FunctionSpec, ...] = (
@@ -109,7 +120,7 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
         "products",
         "Catalogue, stock and reviews",
         DYNAMODB_ACTIONS["products"],
-        uses_index=True,  # products by category
+        uses_index=True,  # listings, categories by parent
         paginates=True,
     ),
     FunctionSpec(
@@ -132,6 +143,7 @@ STREAM_FUNCTION = FunctionSpec(
     "order_events",
     "Table stream processor: confirmations, status history, abandoned carts, product events",
     DYNAMODB_ACTIONS["order_events"],
+    uses_index=True,  # a category move walks the moved category's listing
     memory_mb=256,
     timeout_s=30,
 )
@@ -205,6 +217,8 @@ STREAM_FILTERS: tuple[dict[str, Any], ...] = (
         "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
         "dynamodb": {"OldImage": {"entity": {"S": ["CUSTOMER_CART"]}}},
     },
+    # a category move started or took a step: run its next step (issue 12)
+    {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": {"entity": {"S": ["CATEGORY_MOVE"]}}}},
 )
 
 

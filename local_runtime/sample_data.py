@@ -13,6 +13,7 @@ from typing import Any
 
 from shop import clock, errors
 from shop.models import Customer, Order, OrderLine, OrderStatus, Product, Review, ShippingAddress
+from shop.models.categories import Category, category_path, listing_scopes, path_slugs
 from shop.repository import (
     CustomerCartRepository,
     CustomerRepository,
@@ -21,6 +22,7 @@ from shop.repository import (
     SessionRepository,
     Table,
 )
+from shop.repository.categories import CategoryRepository
 
 SEED_PATH = pathlib.Path(__file__).resolve().parents[1] / "events" / "seed.json"
 SESSION_TTL_SECONDS = 7 * 24 * 3600
@@ -50,13 +52,22 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
         with contextlib.suppress(errors.CustomerExists, errors.EmailTaken):
             customers.create(Customer(**entry, version=1, created_at=now, updated_at=now))
 
+    tree, paths = CategoryRepository(table), {}
+    for entry in seed.get("categories", []):
+        parent = tree.get(entry["parent"]) if entry.get("parent") else None
+        path = category_path([*path_slugs(parent.path), entry["slug"]] if parent else [entry["slug"]])
+        paths[entry["slug"]] = path
+        category = Category(**entry, path=path, depth=len(path_slugs(path)), created_at=now)
+        with contextlib.suppress(errors.CategoryExists):
+            tree.create(category, parent)
+
     catalogue: dict[str, Product] = {}
     for entry in seed.get("products", []):
         shards = entry.get("stock_shards", 1)
         product = Product(**{**entry, "stock_shards": 1}, created_at=now, updated_at=now)
         catalogue[product.product_id] = product
         with contextlib.suppress(errors.ProductExists):
-            products.create(product)
+            products.create(product, listing_scopes([paths[slug] for slug in product.categories]))
         if shards > 1:  # a flash-sale product: its stock spread over its shards (a no-op when it is)
             products.spread_stock(products.stock_layout(product.product_id, shards_hint=shards), shards)
 

@@ -1,4 +1,8 @@
-"""The demo catalogue `make dev` seeds once: a few products in three categories, through `shop`."""
+"""The demo catalogue `make dev` seeds once: a small category tree and a few products, through `shop`.
+
+coffee > beans > espresso and filter, coffee > brewing, kitchen, apparel: the README's flow shows a
+category's breadcrumbs and a subtree listing (coffee lists the beans and the brewing gear).
+"""
 
 from __future__ import annotations
 
@@ -8,39 +12,55 @@ from typing import Any
 
 from local_runtime.functions import SHARED_LAYER
 
+# Parents before children: (slug, name, parent).
+DEMO_CATEGORIES: tuple[tuple[str, str, str | None], ...] = (
+    ("coffee", "Coffee", None),
+    ("beans", "Beans", "coffee"),
+    ("espresso", "Espresso", "beans"),
+    ("filter", "Filter", "beans"),
+    ("brewing", "Brewing gear", "coffee"),
+    ("kitchen", "Kitchen", None),
+    ("apparel", "Apparel", None),
+)
 DEMO_PRODUCTS: tuple[dict[str, Any], ...] = (
     {
         "name": "Espresso beans 1 kg",
-        "category": "coffee",
+        "categories": ["espresso"],
         "price_cents": 2490,
         "stock": 50,
         "description": "Dark roast, chocolate and hazelnut notes.",
     },
     {
         "name": "Filter coffee 500 g",
-        "category": "coffee",
+        "categories": ["filter"],
         "price_cents": 1290,
         "stock": 80,
         "description": "Light roast for pour-over.",
     },
     {
         "name": "Ceramic mug",
-        "category": "kitchen",
+        "categories": ["kitchen"],
         "price_cents": 1500,
         "stock": 30,
         "description": "350 ml, dishwasher safe.",
     },
     {
         "name": "Hand grinder",
-        "category": "kitchen",
+        "categories": ["brewing", "kitchen"],
         "price_cents": 5900,
         "stock": 10,
         "description": "Conical steel burrs.",
     },
-    {"name": "Barista apron", "category": "apparel", "price_cents": 3200, "stock": 15, "description": "Waxed canvas."},
+    {
+        "name": "Barista apron",
+        "categories": ["apparel"],
+        "price_cents": 3200,
+        "stock": 15,
+        "description": "Waxed canvas.",
+    },
     {
         "name": "Limited edition cup",
-        "category": "apparel",
+        "categories": ["kitchen", "apparel"],
         "price_cents": 990,
         "stock": 2,
         "description": "Only two left: try the oversell race.",
@@ -49,22 +69,26 @@ DEMO_PRODUCTS: tuple[dict[str, Any], ...] = (
 
 
 def seed_catalogue(client: Any, table_name: str) -> list[dict[str, Any]]:
-    """Create the demo products with the products domain code (ids and timestamps as the API makes them)."""
+    """Create the demo tree and products with the products domain code (ids and timestamps as the API makes them)."""
     if str(SHARED_LAYER) not in sys.path:
         sys.path.insert(0, str(SHARED_LAYER))
     from shop.repository import Table
     from shop.services.actor import Actor
     from shop.services.catalog import CatalogService
+    from shop.services.categories import CategoryService
 
     service = CatalogService(Table(client, table_name))
     admin = Actor("local-seed", is_admin=True)
+    tree = CategoryService(Table(client, table_name))
+    for slug, name, parent in DEMO_CATEGORIES:
+        tree.create(admin, slug=slug, name=name, parent=parent)
     created = []
     for product in DEMO_PRODUCTS:
         created.append(
             service.create(
                 admin,
                 name=product["name"],
-                category=product["category"],
+                categories=product["categories"],
                 price_cents=product["price_cents"],
                 description=product["description"],
                 stock=product["stock"],

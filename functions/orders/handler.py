@@ -76,7 +76,7 @@ placement = IdempotentOperation("orders", _place)
         errors_described={
             404: "PRODUCT_NOT_FOUND or SESSION_NOT_FOUND",
             409: "OUT_OF_STOCK (details.product_ids), CART_EMPTY, CART_CHANGED (the customer cart changed during "
-            "checkout), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED",
+            "checkout), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED, PRODUCT_UNAVAILABLE (an archived product)",
             422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header, "
             f"lines of one product adding up to more than {MAX_QUANTITY}, a country that is not an ISO 3166-1 alpha-2 code)",
         },

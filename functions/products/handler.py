@@ -1,4 +1,5 @@
-"""products: the catalogue (admin writes, public reads), stock adjustments, reviews and stock alerts."""
+"""products: the catalogue (admin writes, public reads): categories, products and their listings, stock, reviews,
+stock alerts."""
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
 from shop import startup
@@ -6,55 +7,169 @@ from shop import startup
 startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
 
 # isort: split
+from enum import StrEnum
 from typing import Annotated
 
-from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
+from shop import errors
 from shop.http_api import alert_schemas
+from shop.http_api import category_schemas as c
 from shop.http_api import product_schemas as s
 from shop.http_api.observability import lambda_handler
 from shop.http_api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, ProductId, Request, caller
 from shop.http_api.resolver import create_app, declare, json_response
-from shop.limits import MAX_CATEGORY_LENGTH, MAX_STOCK
+from shop.http_api.schemas import given
+from shop.limits import (
+    CATEGORY_SLUG_PATTERN,
+    DEFAULT_LOW_STOCK_THRESHOLD,
+    MAX_CATEGORY_DEPTH,
+    MAX_SLUG_LENGTH,
+    MAX_STOCK,
+)
 from shop.repository import Table
 from shop.services.alerts import AlertService
 from shop.services.catalog import CatalogService
+from shop.services.categories import CategoryService
 
 app = create_app("products")
 catalog = CatalogService(Table())
+tree = CategoryService(Table())
 TAGS = ["products"]
+CATEGORY_TAGS = ["categories"]
+SlugPath = Annotated[str, Path(min_length=1, max_length=MAX_SLUG_LENGTH, pattern=CATEGORY_SLUG_PATTERN)]
+
+
+class Sort(StrEnum):
+    newest = "newest"
+    name = "name"
+    price_asc = "price_asc"
+    price_desc = "price_desc"
+
+
+@app.post(
+    "/categories",
+    summary="Add a category, top-level or under a parent (admin)",
+    responses=declare(
+        201,
+        c.Category,
+        401,
+        403,
+        404,
+        409,
+        body=True,
+        errors_described={
+            404: "CATEGORY_NOT_FOUND: the parent",
+            409: "CATEGORY_EXISTS; MOVE_IN_PROGRESS: a category move is rewriting the tree, retry",
+            422: f"VALIDATION_ERROR (including a tree deeper than {MAX_CATEGORY_DEPTH} levels, field parent)",
+        },
+    ),
+    tags=CATEGORY_TAGS,
+)
+def create_category(body: c.CategoryIn, request: Request):
+    category = tree.create(caller(request), slug=body.slug, name=body.name, parent=given(body.parent))
+    return json_response(201, category)
+
+
+@app.get(
+    "/categories",
+    summary="The top-level categories, by name",
+    responses=declare(200, c.CategoryPage),
+    tags=CATEGORY_TAGS,
+)
+def list_categories(limit: Limit = DEFAULT_LIMIT, next_token: NextToken = None):
+    return json_response(200, tree.top_level(limit=limit, next_token=next_token))
+
+
+@app.get(
+    "/categories/<slug>",
+    summary="A category with its breadcrumbs (root first) and children (by name)",
+    responses=declare(200, c.CategoryDetail, 404, errors_described={404: "CATEGORY_NOT_FOUND"}),
+    tags=CATEGORY_TAGS,
+)
+def get_category(slug: SlugPath):
+    return json_response(200, tree.detail(slug))
+
+
+@app.patch(
+    "/categories/<slug>",
+    summary="Rename a category or move it, with its subtree, under another parent (admin)",
+    responses=declare(
+        200,
+        c.Category,
+        401,
+        403,
+        404,
+        409,
+        body=True,
+        errors_described={
+            404: "CATEGORY_NOT_FOUND: the category or the new parent",
+            409: "INVALID_MOVE: into its own subtree; MOVE_IN_PROGRESS: another move is under way; CONFLICT",
+            422: f"VALIDATION_ERROR (including a tree deeper than {MAX_CATEGORY_DEPTH} levels, field parent)",
+        },
+    ),
+    tags=CATEGORY_TAGS,
+)
+def update_category(slug: SlugPath, body: c.CategoryPatch, request: Request):
+    return json_response(200, tree.update(caller(request), slug, body.changes()))
 
 
 @app.post(
     "/products",
-    summary="Add a product to the catalogue (admin)",
-    responses=declare(201, s.Product, 401, 403, body=True),
+    summary="Add a product to the catalogue, filed under 1 to 5 existing categories (admin)",
+    responses=declare(201, s.Product, 401, 403, 404, body=True, errors_described={404: "CATEGORY_NOT_FOUND"}),
     tags=TAGS,
 )
 def create_product(body: s.ProductIn, request: Request):
+    threshold = given(body.low_stock_threshold)
     product = catalog.create(
         caller(request),
         name=body.name,
-        category=body.category,
+        categories=body.filed_under(),
         price_cents=body.price_cents,
         description=body.description,
         stock=body.stock,
+        low_stock_threshold=DEFAULT_LOW_STOCK_THRESHOLD if threshold is None else threshold,
     )
     return json_response(201, product)
 
 
 @app.get(
     "/products",
-    summary="Products of a category, by name",
-    responses=declare(200, s.ProductPage),
+    summary="Active products: all, newest first; or a category's and its subtree's, each once, by name or price",
+    responses=declare(
+        200,
+        s.ProductPage,
+        404,
+        errors_described={
+            404: "CATEGORY_NOT_FOUND",
+            422: "VALIDATION_ERROR (including sort=newest with a category, or name/price sorts without one)",
+        },
+    ),
     tags=TAGS,
 )
 def list_products(
-    category: Annotated[str, Query(min_length=1, max_length=MAX_CATEGORY_LENGTH)],
+    category: Annotated[
+        str | None,
+        Query(min_length=1, max_length=MAX_SLUG_LENGTH, pattern=CATEGORY_SLUG_PATTERN, description="a category slug"),
+    ] = None,
+    sort: Annotated[
+        Sort | None,
+        Query(
+            description="without category: newest (the default); with one: name (the default), price_asc, price_desc"
+        ),
+    ] = None,
     limit: Limit = DEFAULT_LIMIT,
     next_token: NextToken = None,
 ):
-    return json_response(200, catalog.list_by_category(category, limit=limit, next_token=next_token))
+    if category is None:
+        if sort not in (None, Sort.newest):
+            raise errors.InvalidRequest("all products list newest first only", {"sort": "only newest without category"})
+        return json_response(200, catalog.list_all(limit=limit, next_token=next_token))
+    if sort is Sort.newest:
+        raise errors.InvalidRequest("a category lists by name or price", {"sort": "name, price_asc or price_desc"})
+    chosen = (sort or Sort.name).value
+    return json_response(200, catalog.list_by_category(category, sort=chosen, limit=limit, next_token=next_token))
 
 
 @app.get(
@@ -67,11 +182,28 @@ def get_product(product_id: ProductId):
     return json_response(200, catalog.get(product_id))
 
 
+@app.delete(
+    "/products/<product_id>",
+    summary="Archive a product: out of every listing, still readable, no longer orderable (admin)",
+    responses=declare(200, s.Product, 401, 403, 404, 409, errors_described={409: "CONFLICT: edited meanwhile"}),
+    tags=TAGS,
+)
+def archive_product(product_id: ProductId, request: Request):
+    return json_response(200, catalog.archive(caller(request), product_id))
+
+
 @app.patch(
     "/products/<product_id>",
-    summary="Edit name, category, price or description (admin; stock has its own route)",
+    summary="Edit name, categories, price, description or low-stock threshold (admin; stock has its own route)",
     responses=declare(
-        200, s.Product, 401, 403, 404, 409, body=True, errors_described={409: "CONFLICT: edited meanwhile"}
+        200,
+        s.Product,
+        401,
+        403,
+        404,
+        409,
+        body=True,
+        errors_described={404: "PRODUCT_NOT_FOUND, CATEGORY_NOT_FOUND", 409: "CONFLICT: edited meanwhile"},
     ),
     tags=TAGS,
 )
@@ -120,7 +252,10 @@ def adjust_stock(product_id: ProductId, body: s.StockIn, request: Request):
         404,
         409,
         body=True,
-        errors_described={409: "CONFLICT: orders kept taking stock while it was being spread; retry"},
+        errors_described={
+            409: "CONFLICT: orders kept taking stock while it was being spread; retry. PRODUCT_UNAVAILABLE: "
+            "an archived product"
+        },
     ),
     tags=TAGS,
 )

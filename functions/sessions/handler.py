@@ -52,9 +52,11 @@ def get_session(session_id: SessionId):
         200,
         s.Session,
         404,
+        409,
         body=True,
         errors_described={
             404: "SESSION_NOT_FOUND or PRODUCT_NOT_FOUND",
+            409: "PRODUCT_UNAVAILABLE: the product is archived",
             422: f"VALIDATION_ERROR, or CART_FULL (more than {MAX_CART_LINES} lines)",
         },
     ),

@@ -325,6 +325,9 @@ def eventually(probe: Callable[[], Any], *, timeout: float = 30.0, interval: flo
 
 
 def create_product(api: Api, admin: str, *, category: str, name: str, price_cents: int, stock: int) -> dict[str, Any]:
+    """A product filed under `category`, a top-level category created first unless it exists (201 or 409)."""
+    made = api.post("/categories", token=admin, json={"slug": category, "name": category.title()})
+    assert made.status_code in (201, 409), made.text
     body = {"name": name, "category": category, "price_cents": price_cents, "stock": stock, "description": "e2e"}
     return expect(api.post("/products", token=admin, json=body), 201)
 

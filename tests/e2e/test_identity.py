@@ -38,5 +38,6 @@ def test_a_sub_over_the_limit_is_403_invalid_subject_not_503(stack: Stack, api: 
 
 def test_a_group_named_ops_comma_admin_is_not_admin(stack: Stack, api: Api, uid: str) -> None:
     body = {"name": "N", "category": f"c{uid}", "price_cents": 1}
+    expect(api.post("/categories", token=stack.admin_token(), json={"slug": f"c{uid}", "name": "C"}), 201)
     expect(api.post("/products", token=stack.token(f"ops-{uid}", groups=("ops,admin",)), json=body), 403, "FORBIDDEN")
     expect(api.post("/products", token=stack.token(f"ops-{uid}", groups=("ops", "admin")), json=body), 201)

@@ -14,7 +14,7 @@ LONGEST_FOLD = "ΐ" * limits.MAX_PRODUCT_NAME_LENGTH
 
 def test_a_name_whose_fold_outgrows_a_sort_key_is_created_and_paged(stack: Stack, api: Api, uid: str) -> None:
     admin = stack.admin_token()
-    category = f"e2e-limits-{uid}-ΐ"
+    category = f"e2e-limits-{uid}"[:40]  # a slug: the name carries the worst characters
     made = [create_product(api, admin, category=category, name=LONGEST_FOLD, price_cents=1, stock=1) for _ in "ab"]
     assert [p["name"] for p in made] == [LONGEST_FOLD, LONGEST_FOLD]
     seen, token = [], None

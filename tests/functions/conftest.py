@@ -18,8 +18,11 @@ import pytest
 
 from tests.conftest import Store
 from tests.functions.apigw import API, FUNCTIONS
+from tests.support.factories import category
 
 _names = itertools.count()
+# Top-level categories the HTTP tests file products under, beside the seed's (products need existing ones).
+TEST_CATEGORIES = ("c", "bulk", "paged", "tools", "x", "limits", "lights")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -63,6 +66,8 @@ def _fresh_store(backend: str, client: Any, env: dict[str, str], monkeypatch: py
     settings.cache_clear()
     fresh = Store(backend, client, None, name, env.get("AWS_ENDPOINT_URL_DYNAMODB"))
     load_seed(fresh.table)
+    for slug in TEST_CATEGORIES:
+        category(fresh.table, slug)
     try:
         yield fresh
     finally:

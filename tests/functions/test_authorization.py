@@ -75,6 +75,19 @@ MATRIX: list[tuple[str, str, dict[str, Any], tuple[int, int, int, int]]] = [
     ),
     # Flash-sale stock shards (issue 11).
     ("POST", "/products/prod-keyboard/stock-shards", {"body": {"shards": 4}}, (401, 403, 403, 200)),
+    # issue 12: the catalogue tree, listings and archive
+    (
+        "POST",
+        "/categories",
+        {"body": {"slug": "keyboards", "name": "K", "parent": "peripherals"}},
+        (401, 403, 403, 201),
+    ),
+    ("GET", "/categories", {}, (200, 200, 200, 200)),
+    ("GET", "/categories/peripherals", {}, (200, 200, 200, 200)),
+    ("PATCH", "/categories/cables", {"body": {"name": "Leads"}}, (401, 403, 403, 200)),
+    ("GET", "/products", {"query": {"sort": "newest"}}, (200, 200, 200, 200)),
+    ("GET", "/products", {"query": {"category": "computers", "sort": "price_asc"}}, (200, 200, 200, 200)),
+    ("DELETE", "/products/prod-soldout", {}, (401, 403, 403, 200)),
 ]
 
 CASES = [

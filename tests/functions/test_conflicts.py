@@ -17,7 +17,6 @@ SESSION = "sess-demo-cart-0123456789abcdef"
 UNAVAILABLE = (503, "SERVICE_UNAVAILABLE", "1")
 
 SINGLE_ITEM_WRITES = {
-    "PATCH /products/{id}": lambda: call("PATCH", "/products/prod-keyboard", claims=ADMIN, body={"price_cents": 4321}),
     "POST /products/{id}/stock": lambda: call("POST", "/products/prod-keyboard/stock", claims=ADMIN, body={"delta": 5}),
     "PUT /sessions/{id}/cart/{pid}": lambda: call("PUT", f"/sessions/{SESSION}/cart/prod-mouse", body={"quantity": 3}),
     "PATCH /orders/{id}": lambda: call(
@@ -76,6 +75,10 @@ TRANSACTIONS = {
         "POST", "/products/prod-mouse/reviews", claims=BOB, body={"rating": 4, "title": "ok", "body": "fine"}
     ),
     "POST /orders/{id}/cancel": lambda: call("POST", "/orders/00-alice-pending/cancel", claims=ALICE),
+    # the product and its listing entries, together (issue 12)
+    "PATCH /products/{id}": lambda: call("PATCH", "/products/prod-keyboard", claims=ADMIN, body={"price_cents": 4321}),
+    "DELETE /products/{id}": lambda: call("DELETE", "/products/prod-keyboard", claims=ADMIN),
+    "POST /categories": lambda: call("POST", "/categories", claims=ADMIN, body={"slug": "new", "name": "New"}),
 }
 
 

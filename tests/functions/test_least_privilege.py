@@ -122,9 +122,11 @@ def test_order_events_grants_match_its_calls(store):
     from local_runtime.events import stream_event as lambda_event
     from shop.models import OrderStatus
     from shop.repository.store import dynamodb_client
+    from shop.services.catalog import CatalogService
+    from shop.services.categories import CategoryService
     from shop.services.orders import OrderService, RequestedLine
     from tests.stream.conftest import order_events_context as FakeContext
-    from tests.support.factories import ADDRESS, ADMIN, ALICE, product
+    from tests.support.factories import ADDRESS, ADMIN, ALICE, category, product
     from tests.support.streams import StreamReader
 
     orders = OrderService(store.table)
@@ -136,6 +138,19 @@ def test_order_events_grants_match_its_calls(store):
     orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2)
     handler(lambda_event(stream.read()), FakeContext())  # a status change
     assert orders.get(ALICE, order.order_id).history[-1].status is OrderStatus.SHIPPED
+    tree = CategoryService(store.table)  # a category move's steps (issue 12)
+    category(store.table, "beans", parent="tools")
+    category(store.table, "espresso", parent="beans")
+    category(store.table, "tea")
+    CatalogService(store.table).create(
+        ADMIN, name="Ristretto", categories=["espresso"], price_cents=1, description=None, stock=1
+    )
+    tree.update(ADMIN, "beans", {"parent": "tea"})
+    for _ in range(6):
+        records = stream.read()
+        if records:
+            handler(lambda_event(records), FakeContext())
+    assert not tree.detail("beans").moving
     actions, uses_index = granted("order_events")
     assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
     assert recorder.uses_index == uses_index

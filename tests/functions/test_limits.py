@@ -28,16 +28,16 @@ def assert_invalid(reply, field: str) -> None:
 
 
 def test_a_name_whose_fold_outgrows_a_sort_key_is_201_and_listed(api):
-    created = call("POST", "/products", claims=ADMIN, body={"name": LONGEST_FOLD, "category": "ΐ", "price_cents": 1})
+    created = call("POST", "/products", claims=ADMIN, body={"name": LONGEST_FOLD, "category": "x", "price_cents": 1})
     assert created.status == 201, created.body
-    new_product(LONGEST_FOLD, category="ΐ")
-    first = call("GET", "/products", query={"category": "ΐ", "limit": 1})
+    new_product(LONGEST_FOLD, category="x")
+    first = call("GET", "/products", query={"category": "x", "limit": 1})
     assert first.status == 200
     assert first.body["items"][0]["name"] == LONGEST_FOLD
-    second = call("GET", "/products", query={"category": "ΐ", "limit": 1, "next_token": first.body["next_token"]})
+    second = call("GET", "/products", query={"category": "x", "limit": 1, "next_token": first.body["next_token"]})
     assert second.status == 200, second.body
     assert second.body["items"][0]["name"] == LONGEST_FOLD
-    plain = new_product("plain", category="ΐ")
+    plain = new_product("plain", category="x")
     renamed = call("PATCH", f"/products/{plain}", claims=ADMIN, body={"name": LONGEST_FOLD})
     assert (renamed.status, renamed.body["name"]) == (200, LONGEST_FOLD)
 

@@ -24,6 +24,7 @@ EXPECTED_FILTERS = [
         "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
         "dynamodb": {"OldImage": {"entity": {"S": ["CUSTOMER_CART"]}}},
     },
+    {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": {"entity": {"S": ["CATEGORY_MOVE"]}}}},
 ]
 
 

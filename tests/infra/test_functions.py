@@ -15,7 +15,7 @@ from infra.settings import DYNAMODB_ACTIONS, iam_actions
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
 FUNCTIONS = {"customers", "products", "orders", "sessions", "order_events"}
-USES_INDEX = {"customers", "products", "orders"}  # email lookup, category list, status index
+USES_INDEX = {"customers", "products", "orders", "order_events"}  # email, listings, status index, a move's walk
 PAGINATING = {"customers", "products", "orders"}  # list routes with next tokens
 COMMON_ENV = {
     "STATUS_SHARDS": "48",  # infra.settings.DEFAULT_STATUS_SHARDS

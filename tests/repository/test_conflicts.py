@@ -46,8 +46,9 @@ def test_stock_adjustment_colliding_twice_is_applied_once(store):
 
 
 def test_product_update_colliding_twice_is_applied(store):
+    """A product edit is a transaction (the product and its listing entries): its conflicts are retried."""
     pid = product(store.table, price_cents=1000)
-    with injected(store.client, "conflict", {"UpdateItem"}, times=2) as injector:
+    with cancelled(store.client, "TransactionConflict", times=2) as injector:
         updated = CatalogService(store.table).update(ADMIN, pid, {"price_cents": 1200})
     assert (injector.injected, updated.price_cents) == (2, 1200)
     assert CatalogService(store.table).get(pid).price_cents == 1200
@@ -79,7 +80,7 @@ def test_single_item_write_colliding_past_the_budget_is_unavailable(store, opera
     sessions = SessionService(store.table, ttl_seconds=600)
     session = sessions.create()
     write = {
-        "PutItem": lambda: product(store.table),
+        "PutItem": sessions.create,
         "UpdateItem": lambda: CatalogService(store.table).adjust_stock(ADMIN, pid, 5),
         "DeleteItem": lambda: sessions.delete(session.session_id),
     }[operation]

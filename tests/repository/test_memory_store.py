@@ -18,7 +18,7 @@ from shop.models import Customer, Order, OrderStatus, Product, Review, StatusEnt
 from shop.models.orders import OrderLine, Placement, SessionClaim
 from shop.models.stock import StockLayout, StockTake
 from shop.repository import CustomerRepository, OrderRepository, ProductRepository, SessionRepository
-from shop.services.ports import CustomerStore, OrderStore, ProductPrices, ProductStore, SessionStore
+from shop.services.ports import CategoryStore, CustomerStore, OrderStore, ProductPrices, ProductStore, SessionStore
 from tests.support.factories import ADDRESS
 from tests.support.memory_store import MemoryStore
 
@@ -53,7 +53,7 @@ def new_product(stores: Stores, *, price_cents: int = 1000, stock: int = 5, name
         created_at=now,
         updated_at=now,
     )
-    return stores.products.create(product)
+    return stores.products.create(product, ["tools"])
 
 
 def new_order(customer_id: str, *lines: tuple[Product, int]) -> Order:
@@ -81,6 +81,7 @@ def test_both_stores_implement_the_ports():
         (memory.customers, CustomerStore),
         (memory.orders, OrderStore),
         (memory.sessions, SessionStore),
+        (memory.categories, CategoryStore),
     ]
     for implementation, port in ports:
         wanted = {name for name in vars(port) if not name.startswith("_")}
@@ -90,16 +91,18 @@ def test_both_stores_implement_the_ports():
 def test_products_conditions_and_stock_bounds(stores):
     products = stores.products
     product = new_product(stores, stock=5)
-    assert products.create(product) == product  # the same create again: its first answer was lost
+    assert products.create(product, ["tools"]).name == product.name  # the same create again: its answer was lost
     with pytest.raises(errors.ProductExists):
-        products.create(product.model_copy(update={"created_at": "2026-01-01T00:00:00Z"}))
+        products.create(product.model_copy(update={"created_at": "2026-01-01T00:00:00Z"}), ["tools"])
     with pytest.raises(errors.ProductNotFound):
         products.get("ghost")
-    updated = products.update(product, {"price_cents": 1200, "description": "steel"}, clock.iso_now())
+    updated = products.update(
+        product, {"price_cents": 1200, "description": "steel"}, clock.iso_now(), product._listed_in
+    )
     assert (updated.price_cents, updated.description, updated.stock) == (1200, "steel", 5)
-    assert products.update(updated, {"description": None}, clock.iso_now()).description is None
+    assert products.update(updated, {"description": None}, clock.iso_now(), updated._listed_in).description is None
     with pytest.raises(errors.Conflict):
-        products.update(product, {"name": "stale"}, clock.iso_now())
+        products.update(product, {"name": "stale"}, clock.iso_now(), product._listed_in)
     assert products.adjust_stock(product.product_id, -5) == 0
     with pytest.raises(errors.InsufficientStock):
         products.adjust_stock(product.product_id, -1)

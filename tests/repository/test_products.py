@@ -5,7 +5,7 @@ import pytest
 from shop import errors
 from shop.services.catalog import CatalogService
 from tests.support.calls import counting
-from tests.support.factories import ADMIN, ALICE, BOB, product
+from tests.support.factories import ADMIN, ALICE, BOB, category, product
 from tests.support.faults import first_answer_lost
 from tests.support.reads import reading
 
@@ -59,6 +59,7 @@ def test_tampered_or_foreign_tokens_are_rejected(store):
 
 def test_update_renames_and_moves_category(store):
     pid = product(store.table, name="Hammer", category="tools")
+    category(store.table, "garden")
     service = CatalogService(store.table)
     updated = service.update(ADMIN, pid, {"name": "Mallet", "category": "garden", "price_cents": 500})
     assert (updated.name, updated.category, updated.price_cents) == ("Mallet", "garden", 500)
@@ -141,6 +142,7 @@ def test_product_reviews_read_only_what_they_return(store, limit):
     from shop.services.actor import Actor
 
     service = CatalogService(store.table)
+    category(store.table, "tools")
     pid = service.create(
         ADMIN, name="Drill", category="tools", price_cents=4999, description="d" * 1500, stock=5
     ).product_id
@@ -191,11 +193,13 @@ def test_creating_an_existing_product_is_a_conflict(store):
     pid = product(store.table)
     existing = CatalogService(store.table).get(pid)
     with pytest.raises(errors.ProductExists):
-        ProductRepository(store.table).create(existing.model_copy(update={"created_at": "2026-01-01T00:00:00Z"}))
+        ProductRepository(store.table).create(
+            existing.model_copy(update={"created_at": "2026-01-01T00:00:00Z"}), existing._listed_in
+        )
 
 
 def test_a_create_whose_answer_was_lost_is_the_product_it_created(store):
-    """botocore re-sends a PutItem whose answer timed out: the item it finds is the first attempt's own."""
-    with first_answer_lost(store.client, "PutItem"):
+    """botocore re-sends a transaction whose answer timed out: the product item it finds is the first attempt's."""
+    with first_answer_lost(store.client, "TransactWriteItems"):
         pid = product(store.table, name="Lost answer")
     assert CatalogService(store.table).get(pid).name == "Lost answer"

@@ -156,7 +156,8 @@ def test_current_prices_read_only_what_a_cart_shows(store):
     (request,) = requests
     (table_request,) = request["RequestItems"].values()
     assert len(table_request["Keys"]) == 2
-    assert set(table_request["ExpressionAttributeNames"].values()) == {"product_id", "name", "price_cents"}
+    # status: an archived product shows as unavailable
+    assert set(table_request["ExpressionAttributeNames"].values()) == {"product_id", "name", "price_cents", "status"}
     assert not table_request.get("ConsistentRead")
 
 

@@ -191,7 +191,9 @@ def test_a_price_edit_racing_a_spread_is_refused_rather_than_leaving_a_shard_at_
     stale = CatalogService(store.table).get(pid)  # read before the product became hot
     CatalogService(store.table).set_stock_shards(ADMIN, pid, 2)
     with pytest.raises(errors.Conflict):
-        ProductRepository(store.table).update(stale, {"price_cents": 1500}, "2030-01-01T00:00:00.000000Z")
+        ProductRepository(store.table).update(
+            stale, {"price_cents": 1500}, "2030-01-01T00:00:00.000000Z", stale._listed_in
+        )
 
 
 def test_session_checkout_of_a_hot_product_finds_its_shards(store, monkeypatch):
@@ -211,6 +213,22 @@ def test_spreading_refuses_what_changed_since_it_was_read(store):
     with pytest.raises(errors.Conflict):
         ProductRepository(store.table).spread_stock(seen, 4)
     assert layout(store.table, pid).total == 3
+
+
+def test_an_archived_hot_product_is_sold_from_no_shard_and_not_spread_again(store, monkeypatch):
+    """The archive copies the status onto the shards: a cart that still holds the product cannot take from them."""
+    pid = hot_product(store.table, stock=4, shards=2)
+    sessions = SessionService(store.table)
+    session = sessions.create()
+    sessions.set_quantity(session.session_id, pid, 1)
+    CatalogService(store.table).archive(ADMIN, pid)
+    assert {from_item(i)["status"] for i in _shard_items(store, pid, 2)} == {"ARCHIVED"}
+    always_shard(monkeypatch, 0)
+    with pytest.raises(errors.ProductUnavailable):
+        OrderService(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
+    with pytest.raises(errors.ProductUnavailable):
+        CatalogService(store.table).set_stock_shards(ADMIN, pid, 4)
+    assert layout(store.table, pid).shards == (2, 2)
 
 
 def _shard_items(store, pid: str, count: int) -> list[dict]:

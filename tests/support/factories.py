@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
+from shop import errors
 from shop.models import ShippingAddress
 from shop.services.actor import Actor
 from shop.services.catalog import CatalogService
+from shop.services.categories import CategoryService
 
 ADMIN = Actor("admin-1", is_admin=True)
 ALICE = Actor("alice")
@@ -14,9 +17,18 @@ BOB = Actor("bob")
 ADDRESS = ShippingAddress(name="Alice", line1="1 Main St", city="Springfield", postal_code="12345", country="US")
 
 
+def category(table: Any, slug: str, *, parent: str | None = None, name: str | None = None) -> str:
+    """The category `slug` (created unless it exists)."""
+    with contextlib.suppress(errors.CategoryExists):
+        CategoryService(table).create(ADMIN, slug=slug, name=name or slug.capitalize(), parent=parent)
+    return slug
+
+
 def product(
     table: Any, *, name: str = "Widget", category: str = "tools", price_cents: int = 1000, stock: int = 10
 ) -> str:
+    """A product filed under `category` (a top-level category, created if it does not exist)."""
+    globals()["category"](table, category)
     created = CatalogService(table).create(
         ADMIN, name=name, category=category, price_cents=price_cents, description=None, stock=stock
     )

@@ -18,17 +18,19 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from shop import clock, errors, keys
-from shop.limits import MAX_CART_LINES, MAX_STOCK
+from shop.limits import MAX_CART_LINES, MAX_CHILDREN, MAX_STOCK
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
 from shop.models.alerts import Alert
 from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
+from shop.models.categories import Category, path_slugs
 from shop.models.orders import Placement, SessionClaim, StatusEntry
-from shop.models.products import CataloguePrice
+from shop.models.products import CataloguePrice, ProductListing, ProductStatus
 from shop.models.sessions import StoredLine, StoredSession
 from shop.models.stock import StockLayout, StockSource, StockTake
 from shop.services.alerts import AlertService
 from shop.services.carts import CartService
 from shop.services.catalog import CatalogService
+from shop.services.categories import CategoryService
 from shop.services.customers import CustomerService
 from shop.services.orders import OrderService
 from shop.services.sessions import SessionService
@@ -108,6 +110,8 @@ class MemoryState:
     alerts: dict[tuple[str, str], Alert] = field(default_factory=dict)  # (created_at, alert id), as keyed
     carts: dict[str, _CustomerCart] = field(default_factory=dict)
     merges: dict[tuple[str, str], list[NotMerged]] = field(default_factory=dict)  # (customer, session)
+    categories: dict[str, tuple[Category, int]] = field(default_factory=dict)  # slug -> (category, version)
+    listed_in: dict[str, list[str]] = field(default_factory=dict)  # product id -> its listing scopes
 
 
 class MemoryProducts:
@@ -128,19 +132,25 @@ class MemoryProducts:
             update={"rating_average": round(stored.rating_sum / count, 2) if count else None}
         )
 
-    def create(self, product: Product) -> Product:
+    def create(self, product: Product, scopes: list[str]) -> Product:
         existing = self.state.products.get(product.product_id)
         if existing is not None and existing.product.created_at == product.created_at:
-            return product  # the same create sent again (its first answer lost)
+            return self._read(product.product_id)  # the same create sent again (its first answer lost)
         if existing is not None:
             raise errors.ProductExists(f"product {product.product_id} exists")
         self.state.products[product.product_id] = _StoredProduct(product)
-        return product
+        self.state.listed_in[product.product_id] = scopes if product.listed else []
+        return self._read(product.product_id)
 
     def get(self, product_id: str) -> Product:
         stored = self._stored(product_id)
-        rated = self._rated(stored)
-        return rated.model_copy(update={"stock": rated.stock + sum(stored.shards)})
+        product = self._read(product_id)
+        return product.model_copy(update={"stock": product.stock + sum(stored.shards)})
+
+    def _read(self, product_id: str) -> Product:
+        product = self._rated(self._stored(product_id))
+        product._listed_in = list(self.state.listed_in.get(product_id, []))
+        return product
 
     def get_many(self, product_ids: list[str]) -> dict[str, Product]:
         return {
@@ -151,7 +161,13 @@ class MemoryProducts:
 
     def stock_layout(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
         stored = self._stored(product_id)
-        return StockLayout(product_id, stored.product.stock, tuple(stored.shards), stored.product.price_cents)
+        return StockLayout(
+            product_id,
+            stored.product.stock,
+            tuple(stored.shards),
+            stored.product.price_cents,
+            archived=not stored.product.listed,
+        )
 
     def spread_stock(self, seen: StockLayout, shards: int) -> StockLayout:
         if self.stock_layout(seen.product_id) != seen:
@@ -168,21 +184,40 @@ class MemoryProducts:
         return {
             pid: CataloguePrice(pid, product.name, product.price_cents)
             for pid, product in self.get_many(product_ids).items()
+            if product.listed
         }
 
-    def list_by_category(self, category: str, *, limit: int, next_token: str | None) -> Page[Product]:
-        listed = sorted(
-            (self._rated(s) for s in self.state.products.values() if s.product.category == category),
-            key=lambda p: (keys.name_sort_key(p.name), p.product_id),
-        )
+    def _listings(self, scope: str | None) -> list[ProductListing]:
+        return [
+            ProductListing.model_validate(stored.product.model_dump())
+            for pid, stored in self.state.products.items()
+            if stored.product.listed and (scope is None or scope in self.state.listed_in.get(pid, []))
+        ]
+
+    def list_all(self, *, limit: int, next_token: str | None) -> Page[ProductListing]:
+        listed = sorted(self._listings(None), key=lambda p: (p.created_at, p.product_id), reverse=True)
         return page_of(listed, limit=limit, next_token=next_token)
 
-    def update(self, current: Product, changes: dict[str, Any], updated_at: str) -> Product:
+    def list_by_category(
+        self, category: str, order: str, *, descending: bool, limit: int, next_token: str | None
+    ) -> Page[ProductListing]:
+        def sort_key(p: ProductListing) -> tuple[str, str]:
+            value = keys.name_sort_key(p.name) if order == keys.BY_NAME else keys.price_sort_key(p.price_cents)
+            return value, p.product_id
+
+        listed = sorted(self._listings(category), key=sort_key, reverse=descending)
+        return page_of(listed, limit=limit, next_token=next_token)
+
+    def update(self, current: Product, changes: dict[str, Any], updated_at: str, scopes: list[str]) -> Product:
         stored = self.state.products.get(current.product_id)
         if stored is None or stored.product.updated_at != current.updated_at:
             raise errors.Conflict("the product changed meanwhile, retry")
         stored.product = stored.product.model_copy(update={**changes, "updated_at": updated_at})
-        return self._rated(stored)
+        self.state.listed_in[current.product_id] = scopes if stored.product.listed else []
+        return self._read(current.product_id)
+
+    def archive(self, current: Product, updated_at: str) -> Product:
+        return self.update(current, {"status": ProductStatus.ARCHIVED}, updated_at, [])
 
     def adjust_stock(self, product_id: str, delta: int) -> int:
         stored = self._stored(product_id)
@@ -320,6 +355,9 @@ class MemoryOrders:
         missing = [line.product_id for line in order.lines if line.product_id not in products]
         if missing:
             raise errors.ProductNotFound(missing)
+        archived = [line.product_id for line in order.lines if not products[line.product_id].product.listed]
+        if archived:
+            raise errors.ProductUnavailable(archived)
         places = [
             (line.product_id, take)
             for line in order.lines
@@ -594,11 +632,85 @@ class MemoryCarts:
             cart.version += 1
 
 
+class MemoryCategories:
+    """CategoryStore (a move is applied at once: the stream's rewrite is the repositories' to prove)."""
+
+    def __init__(self, state: MemoryState) -> None:
+        self.state = state
+
+    def version_of(self, slug: str) -> tuple[Category, int]:
+        if slug not in self.state.categories:
+            raise errors.CategoryNotFound([slug])
+        return self.state.categories[slug]
+
+    def get(self, slug: str) -> Category:
+        return self.version_of(slug)[0]
+
+    def get_many(self, slugs: list[str]) -> dict[str, Category]:
+        return {slug: self.get(slug) for slug in dict.fromkeys(slugs) if slug in self.state.categories}
+
+    def children(self, parent: str | None, *, limit: int, next_token: str | None) -> Page[Category]:
+        below = sorted(
+            (c for c, _ in self.state.categories.values() if c.parent == parent),
+            key=lambda c: (keys.name_sort_key(c.name), c.slug),
+        )
+        return page_of(below, limit=limit, next_token=next_token)
+
+    def subtree_paths(self, path: str, *, limit: int | None = None) -> list[str]:
+        below = sorted(c.path for c, _ in self.state.categories.values() if c.path.startswith(path + "/"))
+        return below[:limit] if limit is not None else below
+
+    def _adopt(self, parent: Category) -> None:
+        current = self.state.categories.get(parent.slug)
+        if current is None:
+            raise errors.CategoryNotFound([parent.slug])
+        if len(self.children(parent.slug, limit=MAX_CHILDREN + 1, next_token=None).items) >= MAX_CHILDREN:
+            raise errors.TooManyChildren(f"a category holds at most {MAX_CHILDREN} children", {"parent": "full"})
+
+    def create(self, category: Category, parent: Category | None) -> Category:
+        if category.slug in self.state.categories:
+            raise errors.CategoryExists(f"category {category.slug} exists")
+        if parent is not None:
+            self._adopt(parent)
+        self.state.categories[category.slug] = (category, 1)
+        return category
+
+    def rename(self, current: Category, version: int, name: str) -> Category:
+        stored, at = self.state.categories[current.slug]
+        if at != version:
+            raise errors.Conflict("the category changed meanwhile, retry")
+        renamed = stored.model_copy(update={"name": name})
+        self.state.categories[current.slug] = (renamed, version + 1)
+        return renamed
+
+    def start_move(
+        self, current: Category, version: int, *, new_parent: Category | None, name: str, move: dict[str, Any]
+    ) -> Category:
+        if self.state.categories[current.slug][1] != version:
+            raise errors.Conflict("the category changed meanwhile, retry")
+        if new_parent is not None:
+            self._adopt(new_parent)
+        old, new = str(move["old_path"]), str(move["new_path"])
+        for slug, (category, at) in list(self.state.categories.items()):
+            if category.path == old or category.path.startswith(old + "/"):
+                path = new + category.path.removeprefix(old)
+                changed = {"path": path, "depth": len(path_slugs(path))}
+                if slug == current.slug:
+                    changed.update(parent=new_parent.slug if new_parent else None, name=name)
+                self.state.categories[slug] = (category.model_copy(update=changed), at + (slug == current.slug))
+        for pid, stored in self.state.products.items():
+            paths = [self.state.categories[s][0].path for s in stored.product.categories if s in self.state.categories]
+            if stored.product.listed:
+                self.state.listed_in[pid] = list(dict.fromkeys(s for p in paths for s in path_slugs(p)))
+        return self.state.categories[current.slug][0]
+
+
 class MemoryStore:
     """One in-memory table: the stores over one state, as the repositories share one table."""
 
     def __init__(self) -> None:
         self.state = MemoryState()
+        self.categories = MemoryCategories(self.state)
         self.products = MemoryProducts(self.state)
         self.customers = MemoryCustomers(self.state)
         self.orders = MemoryOrders(self.state)
@@ -607,7 +719,10 @@ class MemoryStore:
         self.carts = MemoryCarts(self.state)
 
     def catalog_service(self) -> CatalogService:
-        return CatalogService(products=self.products)
+        return CatalogService(products=self.products, categories=self.categories)
+
+    def category_service(self) -> CategoryService:
+        return CategoryService(categories=self.categories)
 
     def customer_service(self) -> CustomerService:
         return CustomerService(customers=self.customers)

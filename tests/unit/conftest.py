@@ -54,4 +54,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 @pytest.fixture
 def memory() -> MemoryStore:
-    return MemoryStore()
+    """A fresh store holding one top-level category, ``tools``, to file products under."""
+    from tests.support.factories import ADMIN
+
+    store = MemoryStore()
+    store.category_service().create(ADMIN, slug="tools", name="Tools", parent=None)
+    return store

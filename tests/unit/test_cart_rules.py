@@ -4,7 +4,6 @@ who may do what, and checkout that empties the cart only when the order is place
 from __future__ import annotations
 
 from datetime import timedelta
-from types import SimpleNamespace
 
 import pytest
 
@@ -112,11 +111,11 @@ def test_only_self_writes_self_or_admin_reads_and_a_profile_is_needed(memory, ca
         carts.set_quantity(Actor("nobody"), "nobody", pid, 1)
 
 
-def test_an_archived_product_cannot_be_added(memory, carts, monkeypatch):
-    archived = SimpleNamespace(product_id="old", name="Old", price_cents=100, status="ARCHIVED")
-    monkeypatch.setattr(carts.carts, "product_for", lambda customer_id, product_id: archived)
+def test_an_archived_product_cannot_be_added(memory, carts):
+    pid = product(memory)
+    memory.catalog_service().archive(ADMIN, pid)
     with pytest.raises(errors.ProductUnavailable):
-        carts.set_quantity(ALICE, "alice", "old", 1)
+        carts.set_quantity(ALICE, "alice", pid, 1)
 
 
 def test_a_cart_expires_30_days_after_its_last_change(memory, carts, monkeypatch):

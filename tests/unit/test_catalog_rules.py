@@ -54,7 +54,7 @@ def test_an_update_meeting_a_concurrent_one_is_a_conflict(catalog, memory, monke
 
     def read_then_someone_edits(product_id):
         product = read(product_id)
-        memory.products.update(product, {"name": "Claw hammer"}, "2099-01-01T00:00:00.000000Z")
+        memory.products.update(product, {"name": "Claw hammer"}, "2099-01-01T00:00:00.000000Z", ["tools"])
         return product
 
     monkeypatch.setattr(memory.products, "get", read_then_someone_edits)
@@ -103,9 +103,10 @@ def test_reviews_list_by_product_best_first_and_by_customer(catalog):
         catalog.reviews_of_product("ghost", limit=10, next_token=None)
 
 
-def test_a_category_lists_by_name_page_by_page(catalog):
+def test_a_category_lists_by_name_page_by_page(catalog, memory):
     for name in ("b", "C", "a"):
         create(catalog, name=name)
+    memory.category_service().create(ADMIN, slug="garden", name="Garden", parent=None)
     create(catalog, name="other", category="garden")
     first = catalog.list_by_category("tools", limit=2, next_token=None)
     rest = catalog.list_by_category("tools", limit=2, next_token=first.next_token)

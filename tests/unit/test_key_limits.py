@@ -15,9 +15,11 @@ import pytest
 from pydantic import BaseModel
 
 from shop import clock, keys, limits
-from shop.http_api import customer_schemas, order_schemas, product_schemas
+from shop.http_api import category_schemas, customer_schemas, order_schemas, product_schemas
 from shop.models import Order, OrderLine, OrderStatus, Product, StatusEntry
+from shop.models.categories import category_path
 from shop.repository import pagination
+from shop.repository.listings import entry_items
 from shop.repository.orders import order_item
 from shop.repository.products import product_item
 
@@ -52,7 +54,8 @@ def assert_key_fits(key: dict[str, str]) -> None:
 
 def test_the_models_allow_what_the_limits_say():
     assert max_length(product_schemas.ProductIn, "name") == limits.MAX_PRODUCT_NAME_LENGTH
-    assert max_length(product_schemas.ProductIn, "category") == limits.MAX_CATEGORY_LENGTH
+    assert max_length(category_schemas.CategoryIn, "slug") == limits.MAX_SLUG_LENGTH
+    assert max_length(category_schemas.CategoryIn, "name") == limits.MAX_CATEGORY_NAME_LENGTH
     assert max_length(customer_schemas.CustomerIn, "email") == limits.MAX_EMAIL_LENGTH
     assert max_length(order_schemas.OrderLineIn, "product_id") == limits.MAX_ID_LENGTH
     assert max_length(order_schemas.OrderIn, "session_id") == limits.MAX_ID_LENGTH
@@ -64,13 +67,21 @@ def test_every_key_built_from_client_input_fits(char):
     some_id = longest(char, limits.MAX_ID_LENGTH)
     email = longest(char, max_length(customer_schemas.CustomerIn, "email"))
     name = longest(char, max_length(product_schemas.ProductIn, "name"))
-    category = longest(char, max_length(product_schemas.ProductIn, "category"))
+    # Slugs are ASCII (their pattern); category names are any text.
+    slug = longest("a", max_length(category_schemas.CategoryIn, "slug"))
+    category_name = longest(char, max_length(category_schemas.CategoryIn, "name"))
+    deepest = category_path([slug] * limits.MAX_CATEGORY_DEPTH)
     built = [
         keys.customer_key(sub),
         keys.customer_email_gsi(email),
         keys.email_marker_key(email),
         keys.product_key(some_id),
-        keys.product_category_gsi(category, name, some_id),
+        keys.listing_entry_key(some_id, slug, keys.BY_NAME, keys.name_sort_key(name)),
+        keys.listing_entry_key(some_id, slug, keys.BY_PRICE, keys.price_sort_key(limits.MAX_PRICE_CENTS)),
+        keys.listing_entry_key(some_id, keys.ALL_PRODUCTS, keys.BY_NEWEST, NOW),
+        keys.category_key(slug),
+        keys.category_children_gsi(slug, category_name, slug),
+        keys.category_tree_key(deepest),
         keys.product_review_key(some_id, 5, NOW, sub),
         keys.reviewer_marker_key(some_id, sub),
         keys.customer_review_key(sub, NOW, some_id),
@@ -101,8 +112,9 @@ def test_a_name_whose_fold_outgrows_a_sort_key_keeps_the_order_by_name():
 def test_every_next_token_fits_the_limit_the_api_accepts(char):
     sub = longest(char, limits.MAX_SUB_LENGTH)
     some_id = longest(char, limits.MAX_ID_LENGTH)
-    category = longest(char, limits.MAX_CATEGORY_LENGTH)
+    slug = longest("a", limits.MAX_SLUG_LENGTH)
     name = longest(char, limits.MAX_PRODUCT_NAME_LENGTH)
+    category_name = longest(char, limits.MAX_CATEGORY_NAME_LENGTH)
     ulid = "0" * ULID_LENGTH
 
     def last_key(*parts: dict[str, str]) -> dict[str, Any]:
@@ -110,7 +122,10 @@ def test_every_next_token_fits_the_limit_the_api_accepts(char):
 
     pages = {
         # scope: the LastEvaluatedKey DynamoDB returns for that list's query
-        f"category:{category}": last_key(keys.product_key(ulid), keys.product_category_gsi(category, name, ulid)),
+        f"listing:{slug}:NAME:desc": last_key(
+            keys.listing_entry_key(ulid, slug, keys.BY_NAME, keys.name_sort_key(name))
+        ),
+        f"categories:{slug}": last_key(keys.category_key(slug), keys.category_children_gsi(slug, category_name, slug)),
         f"customer-orders:{sub}": last_key(keys.customer_order_key(sub, ulid)),
         f"notifications:{sub}": last_key(keys.notification_key(sub, NOW, f"{ulid}-999999")),
         f"customer-reviews:{sub}": last_key(keys.customer_review_key(sub, NOW, ulid)),
@@ -158,14 +173,20 @@ def test_the_largest_items_fit(char):
     product = Product(
         product_id="0" * ULID_LENGTH,
         name=name,
-        category=longest(char, limits.MAX_CATEGORY_LENGTH),
+        categories=[longest("a", limits.MAX_SLUG_LENGTH - 1) + str(n) for n in range(limits.MAX_PRODUCT_CATEGORIES)],
         price_cents=limits.MAX_PRICE_CENTS,
         description=longest(char, max_length(product_schemas.ProductIn, "description")),
         stock=limits.MAX_STOCK,
         created_at=NOW,
         updated_at=NOW,
     )
-    assert item_bytes(product_item(product)) <= limits.ITEM_MAX_BYTES
+    scopes = [
+        f"{n:02d}" + "a" * (limits.MAX_SLUG_LENGTH - 2)
+        for n in range(limits.MAX_PRODUCT_CATEGORIES * limits.MAX_CATEGORY_DEPTH)
+    ]
+    assert item_bytes(product_item(product, scopes)) <= limits.ITEM_MAX_BYTES
+    # A listing entry carries no description: a few KB at most (this bound over-counts escapes).
+    assert max(item_bytes(entry) for entry in entry_items(product, scopes)) <= 4 * 1024
     line = OrderLine(
         product_id=longest(char, limits.MAX_ID_LENGTH),
         name=name,

@@ -144,7 +144,9 @@ def repriced_after_each_read(memory, product_id, times):
         if left["n"]:
             left["n"] -= 1
             current = memory.products.get(product_id)
-            memory.products.update(current, {"price_cents": current.price_cents + 100}, current.updated_at + "x")
+            memory.products.update(
+                current, {"price_cents": current.price_cents + 100}, current.updated_at + "x", current._listed_in
+            )
         return found
 
     return read_then_reprice

@@ -52,7 +52,7 @@ def test_an_even_split_keeps_every_unit_and_differs_by_at_most_one(total, shards
 
 def hot(memory, *, stock: int, shards: int) -> str:
     created = memory.catalog_service().create(
-        ADMIN, name="Headset", category="flash", price_cents=4900, description=None, stock=stock
+        ADMIN, name="Headset", category="tools", price_cents=4900, description=None, stock=stock
     )
     memory.catalog_service().set_stock_shards(ADMIN, created.product_id, shards)
     return created.product_id

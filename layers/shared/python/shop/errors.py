@@ -110,12 +110,6 @@ class PriceChanged(Conflict):
         self.product_ids = sorted(set(product_ids))
 
 
-class ProductUnavailable(Conflict):
-    """The product exists but can no longer be bought (archived): it cannot be added to a cart."""
-
-    code = "PRODUCT_UNAVAILABLE"
-
-
 class CartChanged(Conflict):
     """A customer cart changed between reading it and writing it (checkout answers this; merges retry)."""
 
@@ -171,3 +165,48 @@ class StoreRejected(InvalidRequest):
 
     def __init__(self) -> None:
         super().__init__("a value in this request is larger than the store accepts")
+
+
+# -- the catalogue tree (issue 12) ----------------------------------------------------------------
+
+
+class CategoryNotFound(NotFound):
+    code = "CATEGORY_NOT_FOUND"
+
+    def __init__(self, slugs: list[str]) -> None:
+        super().__init__("category not found", {"categories": sorted(set(slugs))})
+        self.slugs = sorted(set(slugs))
+
+
+class CategoryExists(Conflict):
+    code = "CATEGORY_EXISTS"
+
+
+class InvalidMove(Conflict):
+    """A category moved into itself or its own subtree."""
+
+    code = "INVALID_MOVE"
+
+
+class MoveInProgress(Conflict):
+    """Another category move is still rewriting its subtree."""
+
+    code = "MOVE_IN_PROGRESS"
+
+
+class CategoryTooDeep(InvalidRequest):
+    """The tree would be deeper than MAX_CATEGORY_DEPTH levels (details name the field)."""
+
+
+class TooManyChildren(InvalidRequest):
+    """A category already holds MAX_CHILDREN children."""
+
+
+class ProductUnavailable(Conflict):
+    """An archived product: it cannot be ordered or added to a cart."""
+
+    code = "PRODUCT_UNAVAILABLE"
+
+    def __init__(self, product_ids: list[str]) -> None:
+        super().__init__("product is no longer available", {"product_ids": sorted(set(product_ids))})
+        self.product_ids = sorted(set(product_ids))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 
 from shop.limits import NAME_SORT_KEY_BYTES
+from shop.models.categories import ListingOrder
 
 PK = "PK"
 SK = "SK"
@@ -75,10 +76,6 @@ def product_key(product_id: str) -> Key:
 
 def category_pk(category: str) -> str:
     return f"CATEGORY#{category}"
-
-
-def product_category_gsi(category: str, name: str, product_id: str) -> Key:
-    return {GSI1PK: category_pk(category), GSI1SK: f"{name_sort_key(name)}#{product_id}"}
 
 
 def name_sort_key(name: str) -> str:
@@ -182,6 +179,71 @@ def idempotency_key(record_key: str) -> Key:
     return {PK: f"{IDEMPOTENCY_PK_PREFIX}{record_key}", SK: IDEMPOTENCY_SK}
 
 
+# -- the catalogue tree and its listings (issue 12) -------------------------------------------------
+
+CATEGORY_SK = "CATEGORY"
+CATEGORY_TREE_PK = "CATEGORY_TREE"
+PATH_PREFIX = "PATH#"
+TOP_CATEGORIES = "TOP_CATEGORIES"
+CATEGORY_MOVE_PK = "CATEGORY_MOVE"
+CATEGORY_MOVE_SK = "MOVE"
+LISTING_PREFIX = "LISTING#"
+# The listing of every active product: a scope no slug can spell (slugs are lower case).
+ALL_PRODUCTS = "ALL"
+BY_NAME = ListingOrder.NAME.value
+BY_PRICE = ListingOrder.PRICE.value
+BY_NEWEST = ListingOrder.NEWEST.value
+PRICE_DIGITS = 9  # MAX_PRICE_CENTS has 9 digits: zero-padded, text order is price order
+
+
+def category_key(slug: str) -> Key:
+    return {PK: category_pk(slug), SK: CATEGORY_SK}
+
+
+def category_children_gsi(parent: str | None, name: str, slug: str) -> Key:
+    """Where a category is listed among its parent's children (or the top level), by name."""
+    partition = f"CATEGORY_CHILDREN#{parent}" if parent else TOP_CATEGORIES
+    return {GSI1PK: partition, GSI1SK: f"{name_sort_key(name)}#{slug}"}
+
+
+def category_children_pk(parent: str | None) -> str:
+    return category_children_gsi(parent, "", "")[GSI1PK]
+
+
+def category_tree_key(path: str) -> Key:
+    """One item per category in the tree partition: ``begins_with(SK, PATH#/coffee/)`` is a subtree."""
+    return {PK: CATEGORY_TREE_PK, SK: f"{PATH_PREFIX}{path}"}
+
+
+def subtree_prefix(path: str) -> str:
+    """The tree sort keys of every category strictly below ``path``."""
+    return f"{PATH_PREFIX}{path}/"
+
+
+def category_move_key() -> Key:
+    """The one category move under way: its job item, and the lock that lets no second one start."""
+    return {PK: CATEGORY_MOVE_PK, SK: CATEGORY_MOVE_SK}
+
+
+def listing_pk(scope: str, order: str) -> str:
+    return f"{LISTING_PREFIX}{scope}#{order}"
+
+
+def price_sort_key(price_cents: int) -> str:
+    return f"{price_cents:0{PRICE_DIGITS}d}"
+
+
+def listing_entry_key(product_id: str, scope: str, order: str, sort_value: str) -> Key:
+    """A product's entry in one listing: in the product's partition (its adjacency list), indexed under
+    ``LISTING#<scope>#<order>`` with the product's sort value; price descending reads the price entries backwards."""
+    return {
+        PK: product_pk(product_id),
+        SK: f"{LISTING_PREFIX}{scope}#{order}",
+        GSI1PK: listing_pk(scope, order),
+        GSI1SK: f"{sort_value}#{product_id}",
+    }
+
+
 def entity_of(pk: str, sk: str) -> str:
     """The entity type an item's keys name; the stream processor routes on it."""
     prefix = pk.split("#", 1)[0]
@@ -189,6 +251,8 @@ def entity_of(pk: str, sk: str) -> str:
         return "ORDER" if sk == ORDER_SK else "ORDER_" + sk.split("#", 1)[0]
     if prefix == "SESSION":
         return "SESSION"
+    if prefix == "PRODUCT" and sk.startswith(LISTING_PREFIX):
+        return "PRODUCT_LISTING"
     if prefix == "PRODUCT":  # the product item; reviews and other items of its collection are PRODUCT_<kind>
         return "PRODUCT" if sk == PRODUCT_SK else "PRODUCT_" + sk.split("#", 1)[0]
     if prefix == "CART":

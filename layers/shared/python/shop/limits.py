@@ -47,3 +47,15 @@ DEFAULT_LOW_STOCK_THRESHOLD = 5
 # Flash-sale stock shards of one product (POST /products/{id}/stock-shards; 1 = not sharded). At 2 WCU per
 # transactional decrement a shard key carries about 500 orders/s, so 32 carry 10,000+ (docs/performance.md).
 MAX_STOCK_SHARDS = 32
+# The catalogue tree (issue 12).
+CATEGORY_SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,39}$"
+MAX_SLUG_LENGTH = 40
+MAX_CATEGORY_NAME_LENGTH = 100
+MAX_CATEGORY_DEPTH = 5  # a top-level category is depth 1
+MAX_PRODUCT_CATEGORIES = 5
+# Children a category shows (by name) in GET /categories/{slug}; a category holds at most this many.
+MAX_CHILDREN = 100
+# Products one step of a category move rewrites (one Query page, one BatchGetItem).
+MOVE_STEP_PRODUCTS = 100
+# Categories one step of a category move re-paths (three items each in one transaction).
+MOVE_STEP_CATEGORIES = 25

@@ -6,39 +6,76 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
-from shop.http_api.schemas import INTEGRAL, MISSING, Body
-from shop.limits import MAX_CATEGORY_LENGTH, MAX_PRICE_CENTS, MAX_PRODUCT_NAME_LENGTH, MAX_STOCK, MAX_STOCK_SHARDS
+from shop.http_api.category_schemas import Slug
+from shop.http_api.schemas import INTEGRAL, MISSING, Body, given
+from shop.limits import MAX_PRICE_CENTS, MAX_PRODUCT_CATEGORIES, MAX_PRODUCT_NAME_LENGTH, MAX_STOCK, MAX_STOCK_SHARDS
 from shop.models import Product, Review
 from shop.models.common import Model
+from shop.models.products import ProductListing
 
 Name = Annotated[str, Field(min_length=1, max_length=MAX_PRODUCT_NAME_LENGTH)]
-Category = Annotated[str, Field(min_length=1, max_length=MAX_CATEGORY_LENGTH)]
+Category = Annotated[Slug, Field(description="shorthand for a one-element categories")]
+Categories = Annotated[
+    list[Slug],
+    Field(min_length=1, max_length=MAX_PRODUCT_CATEGORIES, json_schema_extra={"uniqueItems": True}),
+]
+Threshold = Annotated[StrictInt, Field(ge=0, le=MAX_STOCK, description="StockLow fires below this stock"), INTEGRAL]
+
+
+def _unique(categories: list[str]) -> list[str]:
+    if len(set(categories)) != len(categories):
+        raise ValueError("categories must not repeat")
+    return categories
+
+
 Description = Annotated[str, Field(max_length=4000)]
 PriceCents = Annotated[StrictInt, Field(ge=0, le=MAX_PRICE_CENTS), INTEGRAL]
 
 
 class ProductIn(Body):
+    """Exactly one of ``categories`` (1 to 5 existing slugs) or ``category`` (one slug, as version 1 had it)."""
+
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["category"]}, {"required": ["categories"]}]})
+
     name: Name
-    category: Category
+    category: Category | MISSING = MISSING
+    categories: Categories | MISSING = MISSING
     price_cents: PriceCents
     description: Description | None = None
     stock: Annotated[StrictInt, Field(ge=0, le=MAX_STOCK), INTEGRAL] = 0
+    low_stock_threshold: Threshold | MISSING = MISSING
+
+    @model_validator(mode="after")
+    def _one_way_to_file(self) -> ProductIn:
+        if ("category" in self.model_fields_set) == ("categories" in self.model_fields_set):
+            raise ValueError("give exactly one of category or categories")
+        _unique(given(self.categories) or [])
+        return self
+
+    def filed_under(self) -> list[str]:
+        return given(self.categories) or [str(given(self.category))]
 
 
 class ProductPatch(Body):
-    """Any catalogue field but stock, at least one; only ``description`` may be null (removes it)."""
+    """Any catalogue field but stock, at least one; only ``description`` may be null (removes it).
+    ``category`` is shorthand for a one-element ``categories``; not both."""
 
-    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "not": {"required": ["category", "categories"]}})
 
     name: Name | MISSING = MISSING
     category: Category | MISSING = MISSING
+    categories: Categories | MISSING = MISSING
     price_cents: PriceCents | MISSING = MISSING
     description: Description | MISSING | None = MISSING
+    low_stock_threshold: Threshold | MISSING = MISSING
 
     @model_validator(mode="after")
     def _something(self) -> ProductPatch:
         if not self.model_fields_set:
-            raise ValueError("give at least one of name, category, price_cents, description")
+            raise ValueError("give at least one of name, categories, price_cents, description, low_stock_threshold")
+        if {"category", "categories"} <= self.model_fields_set:
+            raise ValueError("give category or categories, not both")
+        _unique(given(self.categories) or [])
         return self
 
     def changes(self) -> dict[str, Any]:
@@ -75,7 +112,9 @@ class ReviewIn(Body):
 
 
 class ProductPage(Model):
-    items: list[Product]
+    """Listing entries: what a listing shows of a product (no stock; GET /products/{id} has it)."""
+
+    items: list[ProductListing]
     next_token: str | None
 
 
@@ -87,6 +126,7 @@ class ReviewPage(Model):
 __all__ = [
     "Product",
     "ProductIn",
+    "ProductListing",
     "ProductPage",
     "ProductPatch",
     "Review",

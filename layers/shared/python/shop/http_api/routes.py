@@ -61,4 +61,10 @@ ROUTES: tuple[Route, ...] = (
     _r("GET", "/admin/alerts", "products"),
     # Flash-sale stock shards (issue 11).
     _r("POST", "/products/{product_id}/stock-shards", "products"),
+    # issue 12: the catalogue tree, browse-all and subtree listings (GET /products), archive
+    _r("POST", "/categories", "products"),
+    _r("GET", "/categories", "products", public=True),
+    _r("GET", "/categories/{slug}", "products", public=True),
+    _r("PATCH", "/categories/{slug}", "products"),
+    _r("DELETE", "/products/{product_id}", "products"),
 )

@@ -16,6 +16,7 @@ class StockLayout:
     main: int
     shards: tuple[int, ...] = ()
     price_cents: int = 0
+    archived: bool = False  # an archived product's stock is not spread (nothing may sell it)
 
     @property
     def total(self) -> int:

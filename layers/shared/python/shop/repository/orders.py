@@ -16,6 +16,7 @@ from shop.limits import MAX_PARALLEL_QUERIES
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusEntry
 from shop.models.carts import CartClaim
 from shop.models.orders import Placement, SessionClaim
+from shop.models.products import ProductStatus
 from shop.models.stock import StockTake
 from shop.repository import pagination
 from shop.repository.queries import collection_page
@@ -83,7 +84,7 @@ def _stock_check_failures(stock_items: list[_StockItem], cancelled: TransactionC
 
     A flash-sale product's short place (a shard, or its product item) is StockSourceShort with what each
     held, for the order service to try elsewhere; a plain product's is OutOfStock."""
-    missing, short, repriced = [], [], []
+    missing, short, repriced, unavailable = [], [], [], []
     seen: dict[str, dict[int | None, int]] = {}
     shard_counts: dict[str, int] = {}
     for item in stock_items:
@@ -96,6 +97,9 @@ def _stock_check_failures(stock_items: list[_StockItem], cancelled: TransactionC
                 missing.append(pid)
             else:  # the shard is gone (the product was spread over fewer shards meanwhile)
                 seen.setdefault(pid, {})[source] = 0
+            continue
+        if current.get("status") == ProductStatus.ARCHIVED:
+            unavailable.append(pid)
             continue
         stock = int(current.get("stock", 0))
         if stock < item.take.quantity:
@@ -110,6 +114,8 @@ def _stock_check_failures(stock_items: list[_StockItem], cancelled: TransactionC
             repriced.append(pid)
     if missing:
         raise errors.ProductNotFound(missing) from cancelled
+    if unavailable:
+        raise errors.ProductUnavailable(unavailable) from cancelled
     if short:
         raise errors.OutOfStock(short) from cancelled
     if seen:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from shop import errors, keys
+from shop.models.products import ProductStatus
 from shop.models.stock import StockLayout, StockTake
 from shop.repository.store import (
     Table,
@@ -25,6 +26,7 @@ from shop.repository.store import (
 )
 
 SHARD_ENTITY = "STOCK_SHARD"
+ARCHIVED = ProductStatus.ARCHIVED.value
 # A product item written before shards existed has no stock_shards attribute.
 NOT_SHARDED = "(attribute_not_exists(stock_shards) OR stock_shards = :seen_count)"
 
@@ -48,8 +50,13 @@ def take_update(table: Table, product_id: str, take: StockTake, *, price_cents: 
             "TableName": table.name,
             "Key": to_item(key),
             "UpdateExpression": "SET stock = stock - :qty",
-            "ConditionExpression": "attribute_exists(PK) AND stock >= :qty AND price_cents = :price",
-            "ExpressionAttributeValues": values(qty=take.quantity, price=price_cents),
+            # A shard carries its product's status (copied by the archive), so neither place sells an archived product.
+            "ConditionExpression": (
+                "attribute_exists(PK) AND stock >= :qty AND price_cents = :price AND "
+                "(attribute_not_exists(#status) OR #status <> :archived)"
+            ),
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": values(qty=take.quantity, price=price_cents, archived=ARCHIVED),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
     }
@@ -69,16 +76,17 @@ def restock_update(table: Table, product_id: str, shard: int | None, quantity: i
     }
 
 
-def reprice_updates(table: Table, product_id: str, shards: int, price_cents: int) -> list[dict[str, Any]]:
-    """Transaction items copying a new price onto every shard (with the product's own update)."""
+def copy_updates(table: Table, product_id: str, shards: int, *, price_cents: int, status: str) -> list[dict[str, Any]]:
+    """Transaction items copying the product's price and status onto every shard (with its own update)."""
     return [
         {
             "Update": {
                 "TableName": table.name,
                 "Key": to_item(keys.stock_shard_key(product_id, shard)),
-                "UpdateExpression": "SET price_cents = :price",
+                "UpdateExpression": "SET price_cents = :price, #status = :status",
                 "ConditionExpression": "attribute_exists(PK)",
-                "ExpressionAttributeValues": values(price=price_cents),
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": values(price=price_cents, status=status),
             }
         }
         for shard in range(shards)
@@ -108,6 +116,7 @@ class StockShardRepository:
             main=int(main.get("stock", 0)),
             shards=tuple(shard_stock.get(shard, 0) for shard in range(count)) if count > 1 else (),
             price_cents=int(main["price_cents"]),
+            archived=main.get("status") == ARCHIVED,
         )
 
     def shard_stock(self, product_id: str, shards: int) -> tuple[int, ...]:
@@ -147,6 +156,7 @@ class StockShardRepository:
             main=seen.total if shards == 1 else 0,
             shards=even_split(seen.total, shards) if shards > 1 else (),
             price_cents=seen.price_cents,
+            archived=seen.archived,
         )
         if target == seen:
             return seen
@@ -160,9 +170,12 @@ class StockShardRepository:
                     "UpdateExpression": "SET stock = :main, stock_shards = :count",
                     "ConditionExpression": (
                         "stock = :seen AND price_cents = :price AND "
+                        "(attribute_not_exists(#status) OR #status <> :archived) AND "
                         + ("stock_shards = :seen_count" if old_count else NOT_SHARDED)
                     ),
+                    "ExpressionAttributeNames": {"#status": "status"},
                     "ExpressionAttributeValues": values(
+                        archived=ARCHIVED,
                         main=target.main,
                         count=target.shard_count,
                         seen=seen.main,

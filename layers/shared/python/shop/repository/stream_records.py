@@ -96,6 +96,20 @@ class CustomerCartImage(BaseModel):
         return self.cart_added.get(product_id) or self.cart[product_id].added_at
 
 
+class MoveImage(BaseModel):
+    """The category move item as a stream image holds it: which step of the move to run next."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
+
+    move_id: str
+    slug: str
+    old_path: str
+    new_path: str
+    phase: str
+    step: int
+    cursor: dict[str, Any] | None = None
+
+
 @dataclass(frozen=True)
 class StreamRecord:
     """One stream record: what changed (event name, entity and id from its keys) and, on demand, its images.
@@ -191,6 +205,10 @@ class StreamRecord:
     def new_order(self) -> OrderImage:
         """The order version the record wrote (its NewImage)."""
         return _parse(OrderImage, self._new_image)
+
+    def new_move(self) -> MoveImage:
+        """The category move as the record left it (its NewImage)."""
+        return _parse(MoveImage, self._new_image)
 
     def old_session(self) -> SessionImage:
         """The session as it was before the record removed it (its OldImage)."""

@@ -29,7 +29,6 @@ from shop.services.sessions import cart_subtotal, priced_lines
 # waiting a random part of MERGE_BACKOFF_S x 2^attempt between them so that contenders spread out.
 MERGE_ATTEMPTS = 6
 MERGE_BACKOFF_S = 0.01
-ARCHIVED = "ARCHIVED"
 
 
 def merge_lines(cart: list[StoredLine], session: list[StoredLine]) -> tuple[list[StoredLine], list[NotMerged]]:
@@ -99,9 +98,8 @@ class CartService:
             name, price = "", 0
         else:
             product = self.carts.product_for(customer_id, product_id)
-            # Archival (the catalogue's status) makes a product unavailable; a product without one is active.
-            if str(getattr(product, "status", "ACTIVE")) == ARCHIVED:
-                raise errors.ProductUnavailable("the product can no longer be bought", {"product_id": product_id})
+            if not product.listed:
+                raise errors.ProductUnavailable([product_id])
             name, price = product.name, product.price_cents
             known[product_id] = CataloguePrice(product_id, name, price)
         stored = self.carts.set_line(

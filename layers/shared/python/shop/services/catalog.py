@@ -1,52 +1,131 @@
-"""The catalogue: products, stock adjustments and reviews."""
+"""The catalogue: products filed in categories and listed, archival, stock adjustments and reviews."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from shop import clock, errors, ids
+from shop.limits import DEFAULT_LOW_STOCK_THRESHOLD
 from shop.models import Page, Product, Review
+from shop.models.categories import ListingOrder, listing_scopes
+from shop.models.products import ProductListing, ProductStatus
 from shop.models.stock import StockLayout
 from shop.repository import ProductRepository, Table
+from shop.repository.categories import CategoryRepository
 from shop.services.actor import Actor
-from shop.services.ports import ProductStore
+from shop.services.ports import CategoryStore, ProductStore
+
+# GET /products?category=&sort=: the listing read and its direction.
+SORTS = {
+    "name": (ListingOrder.NAME, False),
+    "price_asc": (ListingOrder.PRICE, False),
+    "price_desc": (ListingOrder.PRICE, True),
+}
 
 # Reads and spreads one POST /products/{id}/stock-shards tries while orders keep taking stock.
 STOCK_SPREAD_ATTEMPTS = 3
 
 
 class CatalogService:
-    def __init__(self, table: Table | None = None, *, products: ProductStore | None = None) -> None:
-        """The rules over `products`; by default the DynamoDB repository on `table` (the function's table)."""
-        self.products: ProductStore = products if products is not None else ProductRepository(table or Table())
+    def __init__(
+        self,
+        table: Table | None = None,
+        *,
+        products: ProductStore | None = None,
+        categories: CategoryStore | None = None,
+    ) -> None:
+        """The rules over `products` and `categories`; by default the DynamoDB repositories on `table`
+        (the function's table)."""
+        table = table or Table()
+        self.products: ProductStore = products if products is not None else ProductRepository(table)
+        self.categories: CategoryStore = categories if categories is not None else CategoryRepository(table)
+
+    def _scopes(self, categories: list[str]) -> list[str]:
+        """The listings a product filed in `categories` appears in: each and every ancestor (one BatchGetItem);
+        CategoryNotFound names the categories that do not exist."""
+        found = self.categories.get_many(categories)
+        missing = [slug for slug in categories if slug not in found]
+        if missing:
+            raise errors.CategoryNotFound(missing)
+        return listing_scopes([found[slug].path for slug in categories])
 
     def create(
-        self, actor: Actor, *, name: str, category: str, price_cents: int, description: str | None, stock: int
+        self,
+        actor: Actor,
+        *,
+        name: str,
+        price_cents: int,
+        description: str | None,
+        stock: int,
+        category: str | None = None,
+        categories: list[str] | None = None,
+        low_stock_threshold: int = DEFAULT_LOW_STOCK_THRESHOLD,
     ) -> Product:
+        """BatchGetItem of the categories, then one transaction: the product and its listing entries."""
         actor.require_admin()
+        filed = list(dict.fromkeys(categories or ([category] if category else [])))
+        if not filed:
+            raise errors.InvalidRequest("a product needs a category", {"categories": "give 1 to 5 categories"})
+        scopes = self._scopes(filed)
         now = clock.iso_now()
         product = Product(
             product_id=ids.new_id(),
             name=name,
-            category=category,
+            category=filed[0],
+            categories=filed,
             price_cents=price_cents,
             description=description,
             stock=stock,
+            low_stock_threshold=low_stock_threshold,
             created_at=now,
             updated_at=now,
         )
-        return self.products.create(product)
+        return self.products.create(product, scopes)
 
     def get(self, product_id: str) -> Product:
         return self.products.get(product_id)
 
-    def list_by_category(self, category: str, *, limit: int, next_token: str | None) -> Page[Product]:
-        return self.products.list_by_category(category, limit=limit, next_token=next_token)
+    def list_all(self, *, limit: int, next_token: str | None) -> Page[ProductListing]:
+        return self.products.list_all(limit=limit, next_token=next_token)
+
+    def list_by_category(
+        self, category: str, *, sort: str = "name", limit: int, next_token: str | None
+    ) -> Page[ProductListing]:
+        """The active products of the category's subtree, each once: one Query; only an empty first page
+        reads the category too (GetItem), to tell an empty category from an unknown one (404)."""
+        order, descending = SORTS[sort]
+        page = self.products.list_by_category(
+            category, order, descending=descending, limit=limit, next_token=next_token
+        )
+        if not page.items and not next_token:
+            self.categories.get(category)
+        return page
 
     def update(self, actor: Actor, product_id: str, changes: dict[str, Any]) -> Product:
+        """GetItem of the product (and a BatchGetItem of its categories when they change), then one
+        transaction: the product and its listing entries, rewritten whole."""
+        actor.require_admin()
+        changes = dict(changes)
+        if "category" in changes and "categories" not in changes:
+            changes["categories"] = [changes["category"]]
+        if "categories" in changes:
+            changes["categories"] = list(dict.fromkeys(changes["categories"]))
+            changes["category"] = changes["categories"][0]
+        current = self.products.get(product_id)
+        if "categories" in changes and changes["categories"] != current.categories:
+            scopes = self._scopes(changes["categories"])
+        else:
+            scopes = current._listed_in
+        return self.products.update(current, changes, clock.iso_now(), scopes)
+
+    def archive(self, actor: Actor, product_id: str) -> Product:
+        """ARCHIVED: out of every listing (its entries deleted), still readable by id. Archiving an archived
+        product answers it as it is."""
         actor.require_admin()
         current = self.products.get(product_id)
-        return self.products.update(current, changes, clock.iso_now())
+        if current.status is ProductStatus.ARCHIVED:
+            return current
+        return self.products.archive(current, clock.iso_now())
 
     def adjust_stock(self, actor: Actor, product_id: str, delta: int) -> int:
         actor.require_admin()
@@ -59,6 +138,8 @@ class CatalogService:
         actor.require_admin()
         for attempt in range(STOCK_SPREAD_ATTEMPTS):
             seen = self.products.stock_layout(product_id)
+            if seen.archived:
+                raise errors.ProductUnavailable([product_id])
             try:
                 return self.products.spread_stock(seen, shards)
             except errors.Conflict:

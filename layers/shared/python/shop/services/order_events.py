@@ -15,6 +15,7 @@ from shop.models.pricing import subtotal
 from shop.publishing import Event
 from shop.repository import AlertRepository, OrderEffectsRepository, Table
 from shop.repository.stream_records import CustomerCartImage, OrderImage, SessionImage, StreamRecord
+from shop.services.category_moves import CategoryMoves
 from shop.services.product_events import ProductEventsService
 from shop.services.stream_outcome import SKIPPED, Action, Outcome
 
@@ -99,6 +100,7 @@ class OrderEventsService:
     def __init__(self, table: Table, shards: int | None = None, now: Callable[[], str] = clock.iso_now) -> None:
         self.effects = OrderEffectsRepository(table, shards)
         self.products = ProductEventsService(AlertRepository(table))
+        self.moves = CategoryMoves(table)
         self.now = now
 
     def handle(self, record: StreamRecord) -> Outcome:
@@ -114,6 +116,9 @@ class OrderEventsService:
             return self.products.handle(record)
         elif entity == "CUSTOMER_CART" and record.event_name == "REMOVE":
             return self.customer_cart_removed(record)
+        elif entity == "CATEGORY_MOVE" and record.event_name in ("INSERT", "MODIFY"):
+            advanced = self.moves.step(record.new_move())
+            return Outcome(Action.CATEGORY_MOVE_STEP, history_written=False) if advanced else SKIPPED
         return SKIPPED
 
     def order_placed(self, record: StreamRecord) -> Outcome:

@@ -88,6 +88,9 @@ class OrderService:
         missing = [pid for pid in quantities if pid not in catalogue]
         if missing:
             raise errors.ProductNotFound(missing)
+        archived = [pid for pid in quantities if not catalogue[pid].listed]
+        if archived:
+            raise errors.ProductUnavailable(archived)
         lines = [
             OrderLine.priced(pid, catalogue[pid].name, catalogue[pid].price_cents, qty)
             for pid, qty in quantities.items()

@@ -12,8 +12,9 @@ from typing import Any, Protocol
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
 from shop.models.alerts import Alert
 from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
+from shop.models.categories import Category
 from shop.models.orders import Placement, SessionClaim
-from shop.models.products import CataloguePrice
+from shop.models.products import CataloguePrice, ProductListing
 from shop.models.sessions import StoredLine, StoredSession
 from shop.models.stock import StockLayout, StockTake
 
@@ -21,17 +22,27 @@ from shop.models.stock import StockLayout, StockTake
 class ProductStore(Protocol):
     """The catalogue as the catalogue service edits it."""
 
-    def create(self, product: Product) -> Product:
-        """ProductExists when the id is taken."""
+    def create(self, product: Product, scopes: list[str]) -> Product:
+        """The product, listed under each of `scopes` (category slugs) and among all products unless
+        archived; ProductExists when the id is taken."""
 
     def get(self, product_id: str) -> Product:
         """ProductNotFound."""
 
-    def list_by_category(self, category: str, *, limit: int, next_token: str | None) -> Page[Product]: ...
+    def list_all(self, *, limit: int, next_token: str | None) -> Page[ProductListing]:
+        """Every active product, newest first."""
 
-    def update(self, current: Product, changes: dict[str, Any], updated_at: str) -> Product:
-        """The product with `changes` (a None description removes it); Conflict when it changed since
-        `current` was read."""
+    def list_by_category(
+        self, category: str, order: str, *, descending: bool, limit: int, next_token: str | None
+    ) -> Page[ProductListing]:
+        """The active products listed under `category` (keys.BY_NAME or keys.BY_PRICE order), each once."""
+
+    def update(self, current: Product, changes: dict[str, Any], updated_at: str, scopes: list[str]) -> Product:
+        """The product with `changes` (a None description removes it), listed under `scopes` (none when
+        archived); Conflict when it changed since `current` was read."""
+
+    def archive(self, current: Product, updated_at: str) -> Product:
+        """ARCHIVED and out of every listing; Conflict when it changed since `current` was read."""
 
     def adjust_stock(self, product_id: str, delta: int) -> int:
         """The new stock, never below 0 (InsufficientStock) nor above MAX_STOCK (StockLimitExceeded); applied
@@ -51,6 +62,37 @@ class ProductStore(Protocol):
         """Highest rating first, then newest; ProductNotFound."""
 
     def reviews_of_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[Review]: ...
+
+
+class CategoryStore(Protocol):
+    """The catalogue tree."""
+
+    def get(self, slug: str) -> Category:
+        """CategoryNotFound."""
+
+    def version_of(self, slug: str) -> tuple[Category, int]:
+        """The category and the version a change of it is conditional on; CategoryNotFound."""
+
+    def get_many(self, slugs: list[str]) -> dict[str, Category]:
+        """The categories that exist, by slug."""
+
+    def children(self, parent: str | None, *, limit: int, next_token: str | None) -> Page[Category]:
+        """A category's children, or (None) the top-level categories, by name."""
+
+    def subtree_paths(self, path: str, *, limit: int | None = None) -> list[str]:
+        """The paths strictly below `path`, in path order."""
+
+    def create(self, category: Category, parent: Category | None) -> Category:
+        """CategoryExists, CategoryNotFound (the parent), TooManyChildren, MoveInProgress."""
+
+    def rename(self, current: Category, version: int, name: str) -> Category:
+        """Conflict when the category is no longer at `version`."""
+
+    def start_move(
+        self, current: Category, version: int, *, new_parent: Category | None, name: str, move: dict[str, Any]
+    ) -> Category:
+        """The category under its new parent, `moving` until the move's job is done; Conflict,
+        MoveInProgress (another move runs), CategoryNotFound, TooManyChildren (the new parent)."""
 
 
 class ProductPrices(Protocol):

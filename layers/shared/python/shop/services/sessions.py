@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from shop import clock, ids
+from shop import clock, errors, ids
 from shop.config import settings
 from shop.models import CartLine, Session
 from shop.models.pricing import subtotal
@@ -93,6 +93,8 @@ class SessionService:
             name, price = "", 0
         else:
             product = self.products.get(product_id)
+            if not product.listed:
+                raise errors.ProductUnavailable([product_id])
             name, price = product.name, product.price_cents
             known[product_id] = CataloguePrice(product_id, name, price)
         stored = self.sessions.set_line(
