@@ -92,7 +92,8 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     # PutItem/UpdateItem/DeleteItem/GetItem also serve the idempotency records.
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem"),  # BatchGetItem: cart prices
-    "order_events": ("GetItem", "PutItem", "UpdateItem"),
+    # BatchGetItem + TransactWriteItems: the daily sales counters and their once-per-order-version marker
+    "order_events": ("GetItem", "PutItem", "UpdateItem", "BatchGetItem", "TransactWriteItems"),
 }
 
 API_FUNCTIONS: tuple[FunctionSpec, ...] = (

@@ -123,7 +123,7 @@ def test_order_events_grants_match_its_calls(store):
     from shop.repository.store import dynamodb_client
     from shop.services.orders import OrderService, RequestedLine
     from tests.stream.conftest import FakeContext
-    from tests.support.factories import ADDRESS, ADMIN, ALICE, product
+    from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
     from tests.support.streams import StreamReader, lambda_event
 
     orders = OrderService(store.table)
@@ -132,7 +132,7 @@ def test_order_events_grants_match_its_calls(store):
     recorder = record(dynamodb_client())  # the handler's client; the test's own calls use store.client
     handler(lambda_event(stream.read()), FakeContext())  # INSERT: confirm and record
     handler(lambda_event(stream.read()), FakeContext())  # the confirmation's MODIFY
-    orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2)
+    orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
     handler(lambda_event(stream.read()), FakeContext())  # a status change
     assert orders.get(ALICE, order.order_id).history[-1].status is OrderStatus.SHIPPED
     actions, uses_index = granted("order_events")

@@ -43,3 +43,13 @@ MAX_ORDER_LINES = 25  # distinct products in one order
 MAX_CART_LINES = 25  # distinct products in one session's cart
 MAX_PRICE_CENTS = 100_000_000
 MAX_STOCK = 1_000_000  # what an admin may set or adjust stock to
+
+# Order lifecycle and sales (issue 13).
+RETURN_WINDOW_DAYS = 30  # a delivered order may be returned this many days after its delivery
+MAX_REASON_LENGTH = 500  # a return request's reason, a rejection's reason
+MAX_CARRIER_LENGTH = 100
+MAX_TRACKING_NUMBER_LENGTH = 100
+MAX_SALES_DAYS = 366  # the longest range GET /products/{id}/sales answers, both ends included
+# GSI1 partitions the daily top-seller list is spread over (by product hash); fixed, since the items of
+# past days stay where this count put them (docs/decisions.md, "Sales by date").
+SALES_TOP_SHARDS = 64

@@ -53,4 +53,8 @@ ROUTES: tuple[Route, ...] = (
     _r("GET", "/orders/{order_id}", "orders"),
     _r("PATCH", "/orders/{order_id}", "orders"),
     _r("POST", "/orders/{order_id}/cancel", "orders"),
+    # issue 13: returns and sales by date (the orders function: sales are counted from orders)
+    _r("POST", "/orders/{order_id}/return", "orders"),
+    _r("GET", "/products/{product_id}/sales", "orders"),
+    _r("GET", "/sales/top", "orders"),
 )

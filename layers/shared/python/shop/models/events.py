@@ -9,7 +9,7 @@ are built from images already validated, go out as JSON as they are, and cost no
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class Source(StrEnum):
@@ -21,6 +21,7 @@ class DetailType(StrEnum):
     ORDER_CONFIRMED = "OrderConfirmed"  # source shop.orders, detail OrderChange
     ORDER_STATUS_CHANGED = "OrderStatusChanged"  # source shop.orders, detail OrderChange
     CART_ABANDONED = "CartAbandoned"  # source shop.sessions, detail CartAbandoned
+    ORDER_REFUND_DUE = "OrderRefundDue"  # source shop.orders, detail OrderRefundDue
 
 
 class OrderChange(TypedDict):
@@ -35,6 +36,24 @@ class OrderChange(TypedDict):
     total_cents: int
     line_count: int
     changed_at: str
+    shipment: NotRequired[ShipmentDetail]  # SHIPPED only
+    reason: NotRequired[str]  # RETURN_REQUESTED: the customer's; DELIVERED after a return: the rejection's
+
+
+class ShipmentDetail(TypedDict):
+    carrier: str
+    tracking_number: str
+    shipped_at: str
+
+
+class OrderRefundDue(TypedDict):
+    """A return was accepted (RETURNED): every line is back in stock and the whole total is to be refunded."""
+
+    id: str  # <order_id>:<version>
+    order_id: str
+    customer_id: str
+    amount_cents: int
+    returned_at: str
 
 
 class AbandonedLine(TypedDict):

@@ -10,6 +10,8 @@ at least once, each with a deterministic `id` in its detail for consumers to ded
 - MODIFY of an order whose status changed: write that version's effects (for CONFIRMED, only if
   one read shows the INSERT path did not already) and publish OrderConfirmed / OrderStatusChanged.
 - REMOVE of a session by TTL with a non-empty cart: publish CartAbandoned. A holder's delete: nothing.
+- MODIFY of an order whose confirmation, cancellation or return changes its products' daily sales:
+  count them once (shop.services.sales); RETURNED also publishes OrderRefundDue.
 - Anything else is skipped, decided from the record's keys without deserialising the images.
 
 Records arrive read (shop.repository.stream_records); the events are those of shop.models.events.
@@ -23,10 +25,21 @@ from enum import StrEnum
 
 from shop import clock
 from shop.models import OrderStatus
-from shop.models.events import AbandonedLine, CartAbandoned, DetailType, OrderChange, Source
+from shop.models.events import (
+    AbandonedLine,
+    CartAbandoned,
+    DetailType,
+    OrderChange,
+    OrderRefundDue,
+    ShipmentDetail,
+    Source,
+)
+from shop.models.orders import StatusEntry
 from shop.publishing import Event
 from shop.repository import OrderEffectsRepository, Table
+from shop.repository.sales import SalesRepository
 from shop.repository.stream_records import OrderImage, SessionImage, StreamRecord
+from shop.services.sales import SalesService
 
 ORDER_CONFIRMED = "ORDER_CONFIRMED"  # notification types
 ORDER_STATUS_CHANGED = "ORDER_STATUS_CHANGED"
@@ -49,6 +62,7 @@ class Outcome:
     order_id: str | None = None
     status: str | None = None
     history_written: bool = False  # a new status history entry (False on a replay)
+    sales_counted: bool = False  # this record counted the version's sales (False on a replay)
     events: tuple[Event, ...] = field(default=())
 
 
@@ -69,7 +83,24 @@ def confirmation_message(order: OrderImage) -> str:
 
 
 def status_message(order: OrderImage) -> str:
-    return f"Your order {order.order_id} is now {order.status.value.lower()}."
+    message = f"Your order {order.order_id} is now {order.status.value.lower().replace('_', ' ')}"
+    if order.status is OrderStatus.SHIPPED and order.shipment is not None:
+        message += f", with {order.shipment.carrier}, tracking number {order.shipment.tracking_number}"
+    if order.status is OrderStatus.DELIVERED and order.status_reason:
+        message += f"; your return was not accepted: {order.status_reason}"
+    return message + "."
+
+
+def history_entry(order: OrderImage) -> StatusEntry:
+    """The version's history entry, with its shipment's carrier and tracking number and its reason."""
+    shipment = order.shipment if order.status is OrderStatus.SHIPPED else None
+    return StatusEntry(
+        status=order.status,
+        at=order.updated_at,
+        carrier=shipment.carrier if shipment else None,
+        tracking_number=shipment.tracking_number if shipment else None,
+        reason=order.status_reason,
+    )
 
 
 def order_event(order: OrderImage, previous: str | None) -> Event:
@@ -86,8 +117,24 @@ def order_event(order: OrderImage, previous: str | None) -> Event:
         line_count=len(order.lines),
         changed_at=order.updated_at,
     )
+    if order.status is OrderStatus.SHIPPED and order.shipment is not None:
+        detail["shipment"] = ShipmentDetail(**order.shipment.model_dump())  # type: ignore[typeddict-item]
+    if order.status_reason:
+        detail["reason"] = order.status_reason
     kind = DetailType.ORDER_CONFIRMED if confirmed else DetailType.ORDER_STATUS_CHANGED
     return Event(source=Source.ORDERS, detail_type=kind, detail=dict(detail))
+
+
+def refund_due_event(order: OrderImage) -> Event:
+    """A return accepted: the whole total is due back (every line was restocked). `id` dedupes."""
+    detail = OrderRefundDue(
+        id=f"{order.order_id}:{order.version}",
+        order_id=order.order_id,
+        customer_id=order.customer_id,
+        amount_cents=order.total_cents,
+        returned_at=order.updated_at,
+    )
+    return Event(source=Source.ORDERS, detail_type=DetailType.ORDER_REFUND_DUE, detail=dict(detail))
 
 
 def cart_abandoned_event(session: SessionImage) -> Event:
@@ -113,6 +160,7 @@ def cart_abandoned_event(session: SessionImage) -> Event:
 class OrderEventsService:
     def __init__(self, table: Table, shards: int | None = None, now: Callable[[], str] = clock.iso_now) -> None:
         self.effects = OrderEffectsRepository(table, shards)
+        self.sales = SalesService(SalesRepository(table))
         self.now = now
 
     def handle(self, record: StreamRecord) -> Outcome:
@@ -147,15 +195,20 @@ class OrderEventsService:
         if before == record.new_status:
             return SKIPPED
         order = record.new_order()
+        counted = self.sales.record(order, order.lines, before, order.confirmed_at)
         # The processor's own confirmation already wrote these effects when it confirmed (unless it
         # died in between, or an admin confirmed by hand): one read saves three refused writes.
         written = self._record_change(order, unless_recorded=order.status is OrderStatus.CONFIRMED)
+        events = [order_event(order, before)]
+        if order.status is OrderStatus.RETURNED:
+            events.append(refund_due_event(order))
         return Outcome(
             Action.STATUS_CHANGED,
             order.order_id,
             order.status.value,
             history_written=written,
-            events=(order_event(order, before),),
+            sales_counted=counted,
+            events=tuple(events),
         )
 
     def session_removed(self, record: StreamRecord) -> Outcome:
@@ -177,5 +230,6 @@ class OrderEventsService:
         if order.status is OrderStatus.CONFIRMED:
             self.effects.notify(order, kind=ORDER_CONFIRMED, message=confirmation_message(order))
         else:
-            self.effects.notify(order, kind=ORDER_STATUS_CHANGED, message=status_message(order))
-        return self.effects.append_history(order)
+            shipment = order.shipment if order.status is OrderStatus.SHIPPED else None
+            self.effects.notify(order, kind=ORDER_STATUS_CHANGED, message=status_message(order), shipment=shipment)
+        return self.effects.append_history(order, history_entry(order))

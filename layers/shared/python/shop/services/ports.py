@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
-from shop.models.orders import Placement, SessionClaim
+from shop.models.orders import NO_DETAILS, Placement, SessionClaim, StatusDetails
 from shop.models.products import CataloguePrice
+from shop.models.sales import DaySales, SalesChange, TopSeller
 from shop.models.sessions import StoredSession
 
 
@@ -92,9 +93,16 @@ class OrderStore(Protocol):
         """Newest first."""
 
     def change_status(
-        self, order: Order, new_status: OrderStatus, *, updated_at: str, restock: Sequence[OrderLine] = ()
+        self,
+        order: Order,
+        new_status: OrderStatus,
+        *,
+        updated_at: str,
+        restock: Sequence[OrderLine] = (),
+        details: StatusDetails = NO_DETAILS,
     ) -> Order:
-        """The order in new_status at version + 1, with `restock`'s quantities back in stock, all or nothing.
+        """The order in new_status at version + 1 with `details` recorded (shipment, reason, first delivery),
+        `restock`'s quantities back in stock, all or nothing.
 
         VersionMismatch when the order is no longer at `order`'s status and version, unless it is
         already at new_status and version + 1 (a retry): then that order. OrderNotFound.
@@ -127,3 +135,17 @@ class SessionStore(Protocol):
         """
 
     def delete(self, session_id: str) -> None: ...
+
+
+class SalesStore(Protocol):
+    """Per-product daily sales: counted once per order version by the stream processor, read by admins."""
+
+    def apply(self, change: SalesChange) -> bool:
+        """Add the change's lines to their (product, day) totals and mark the order version counted, all or
+        nothing; False (nothing written) when that version was counted before."""
+
+    def days(self, product_id: str, first: str, last: str) -> list[DaySales]:
+        """The product's days from `first` to `last` (YYYY-MM-DD, both included) that have sales, in order."""
+
+    def top(self, day: str, limit: int) -> list[TopSeller]:
+        """The day's `limit` products with the most units, most first (equal units: by product id)."""
