@@ -2,7 +2,9 @@
 
 ``events/seed.json`` is the one definition: customers ``alice`` and ``bob``, products with fixed
 ids (``prod-keyboard``, ``prod-mouse``, ``prod-soldout`` with stock 0, ``prod-cable``), a review,
-orders ``00-alice-pending`` (version 1) and ``00-alice-shipped`` (version 3) and two sessions.
+orders ``00-alice-pending`` (version 1), ``00-alice-shipped`` (version 3), ``00-bob-delivered`` (version 4,
+delivered now: its return window is open) and ``00-bob-return`` (version 5, a return requested) and two
+sessions.
 
 ``load_seed(table=None, path=None)`` writes it into the table (default: ``Table()``, i.e. TABLE_NAME
 and the shop's client) and returns the parsed seed. It is idempotent: anything that already
@@ -17,7 +19,17 @@ import pathlib
 from typing import Any
 
 from shop import clock, errors
-from shop.models import Customer, Order, OrderLine, OrderStatus, Product, Review, ShippingAddress
+from shop.models import (
+    Customer,
+    Order,
+    OrderLine,
+    OrderStatus,
+    Product,
+    Review,
+    Shipment,
+    ShippingAddress,
+    StatusDetails,
+)
 from shop.repository import CustomerRepository, OrderRepository, ProductRepository, SessionRepository, Table
 
 SEED_PATH = pathlib.Path(__file__).resolve().parents[1] / "events" / "seed.json"
@@ -28,7 +40,30 @@ _PATH_TO_STATUS = {
     OrderStatus.SHIPPED: [OrderStatus.CONFIRMED, OrderStatus.SHIPPED],
     OrderStatus.DELIVERED: [OrderStatus.CONFIRMED, OrderStatus.SHIPPED, OrderStatus.DELIVERED],
     OrderStatus.CANCELLED: [OrderStatus.CANCELLED],
+    OrderStatus.RETURN_REQUESTED: [
+        OrderStatus.CONFIRMED,
+        OrderStatus.SHIPPED,
+        OrderStatus.DELIVERED,
+        OrderStatus.RETURN_REQUESTED,
+    ],
 }
+SEED_CARRIER, SEED_TRACKING_NUMBER = "DHL", "JD014600006281234567"
+SEED_RETURN_REASON = "Does not fit."
+
+
+def _seed_details(status: OrderStatus, at: str) -> StatusDetails:
+    """What the order service records with each step (the seed writes through the repository)."""
+    if status is OrderStatus.SHIPPED:
+        return StatusDetails(
+            shipment=Shipment(carrier=SEED_CARRIER, tracking_number=SEED_TRACKING_NUMBER, shipped_at=at)
+        )
+    if status is OrderStatus.DELIVERED:
+        return StatusDetails(delivered_at=at)
+    if status is OrderStatus.CONFIRMED:
+        return StatusDetails(confirmed_at=at)
+    if status is OrderStatus.RETURN_REQUESTED:
+        return StatusDetails(reason=SEED_RETURN_REASON)
+    return StatusDetails()
 
 
 def read_seed(path: pathlib.Path | str | None = None) -> dict[str, Any]:
@@ -89,7 +124,8 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
         )
         orders.restore(order)
         for status in _PATH_TO_STATUS[OrderStatus(entry.get("status", "PENDING"))]:
-            order = orders.change_status(order, status, updated_at=clock.iso_now())
+            at = clock.iso_now()
+            order = orders.change_status(order, status, updated_at=at, details=_seed_details(status, at))
 
     moment = clock.now()
     for entry in seed.get("sessions", []):

@@ -67,7 +67,9 @@ def test_confirmation_and_status_change_reach_the_bus(moto_store, bus, invoke):
     assert (event["status"], event["previous_status"], event["version"]) == ("CONFIRMED", "PENDING", 2)
     assert (event["total_cents"], event["line_count"]) == (2500, 1)
 
-    OrderService(moto_store.table).change_status(ADMIN, order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    OrderService(moto_store.table).change_status(
+        ADMIN, order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel()
+    )
     no_failures(invoke(lambda_event(reader.read())))
     [shipped] = bus()
     assert (shipped["type"], shipped["id"], shipped["previous_status"]) == (

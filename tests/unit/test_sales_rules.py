@@ -41,7 +41,7 @@ def test_a_confirmation_adds_every_line_on_the_confirmation_day():
 
 
 @pytest.mark.parametrize(
-    "previous, status", [("CONFIRMED", OrderStatus.CANCELLED), ("RETURN_REQUESTED", OrderStatus.RETURNED)]
+    ("previous", "status"), [("CONFIRMED", OrderStatus.CANCELLED), ("RETURN_REQUESTED", OrderStatus.RETURNED)]
 )
 def test_a_cancellation_or_a_return_takes_the_sale_back_from_the_confirmation_day(previous, status):
     change = sales_change(version(status, 6, "2026-04-20T10:00:00.000000Z"), LINES, previous, CONFIRMED)
@@ -54,11 +54,12 @@ def test_an_order_confirmed_before_confirmation_times_were_kept_counts_on_its_pl
     change = sales_change(
         version(OrderStatus.RETURNED, 6, "2026-04-20T10:00:00.000000Z"), LINES, "RETURN_REQUESTED", None
     )
-    assert change is not None and change.day == "2026-03-01"
+    assert change is not None
+    assert change.day == "2026-03-01"
 
 
 @pytest.mark.parametrize(
-    "previous, status",
+    ("previous", "status"),
     [
         ("PENDING", OrderStatus.CANCELLED),  # never confirmed: never counted
         ("CONFIRMED", OrderStatus.SHIPPED),
