@@ -180,6 +180,7 @@ def entity_of(pk: str, sk: str) -> str:
 # A product's units and revenue of one UTC day, one item per (product, day) in the product's own
 # partition; in GSI1, the day's top-seller list, spread over SALES_TOP_SHARDS partitions by product.
 SALES_DAY_PREFIX = "DAY#"
+SALES_RANK_PREFIX = "TOP#"
 ORDER_SALES_PREFIX = "SALES#"
 # Sales units in a sort key: 12 digits (a product would need 10^12 units in one day to overflow).
 SALES_UNITS_DIGITS = 12
@@ -192,6 +193,11 @@ def sales_pk(product_id: str) -> str:
 def sales_day_key(product_id: str, day: str) -> Key:
     """`day` is YYYY-MM-DD (UTC): text order is date order, so a date range is a BETWEEN."""
     return {PK: sales_pk(product_id), SK: f"{SALES_DAY_PREFIX}{day}"}
+
+
+def sales_rank_key(product_id: str, day: str) -> Key:
+    """The product's entry in the day's top list (GSI1): a snapshot of its day counter, outside the DAY# range."""
+    return {PK: sales_pk(product_id), SK: f"{SALES_RANK_PREFIX}{day}"}
 
 
 def sales_top_shard(product_id: str, shards: int) -> int:

@@ -1,17 +1,19 @@
 """Per-product daily sales: counters written exactly once per order version, the reports admins read.
 
-A counter item per (product, UTC day) holds `units`, `revenue_cents` and `changes` (how many order
-versions it counts). Counting one order version is one read and one transaction:
+Counting one order version:
 
-- BatchGetItem (consistent) of the version's counters;
-- TransactWriteItems: the version's marker (`ORDER#<id>` / `SALES#<version>`, attribute_not_exists)
-  and each counter put at its new totals, conditional on `changes` being what was read.
+1. One TransactWriteItems: the version's marker (`ORDER#<id>` / `SALES#<version>`, attribute_not_exists)
+   and, per line, `ADD units, revenue_cents, changes` on the (product, day) counter (`SALES#<product>` /
+   `DAY#<day>`). The marker makes the count exactly once however often a record is replayed; ADD never
+   loses a concurrent count of the same counter (other orders, other stream shards).
+2. The day's top list follows: one consistent BatchGetItem of the lines' counters and rank entries, then
+   per counter whose rank entry is behind, one PutItem of the rank entry (`SALES#<product>` / `TOP#<day>`,
+   in GSI1 under the padded units) conditional on being older (`changes` smaller): a late or repeated
+   refresh never puts an entry back. Step 2 runs on replays too, so a processor that died between the two
+   steps catches up when the record is delivered again.
 
-The marker makes the count exactly once however often the record is replayed; the `changes` condition
-makes concurrent counts of one product's day (other orders, other stream shards) never lose each other:
-the loser re-reads and tries again. Totals are computed here rather than ADDed because the counter is
-also the day's top-seller entry in GSI1, whose sort key is the padded units (DynamoDB cannot pad a
-number into a string). A counter at 0 units or below leaves the top list (no GSI1 attributes).
+The rank entry is a separate item so the counter's ADDs write no index entries; only a rank refresh
+moves the product in GSI1 (delete + put). A product at 0 units or below has a rank entry outside GSI1.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
-from shop import errors, keys
+from shop import keys
 from shop.limits import MAX_PARALLEL_QUERIES, SALES_TOP_SHARDS
 from shop.models.sales import DaySales, SalesChange, SalesLine, TopSeller
 from shop.repository.store import (
+    ConditionFailed,
     Table,
     TransactionCancelled,
+    conditional_write,
     from_item,
     to_item,
     transact_write,
@@ -34,9 +38,8 @@ from shop.repository.store import (
     values,
 )
 
-# Transactions one count tries when other counts of the same product's day keep landing in between.
-COUNT_ATTEMPTS = 5
 COUNTER_ENTITY = "SALES_DAY"
+RANK_ENTITY = "SALES_RANK"
 MARKER_ENTITY = "ORDER_SALES"
 
 
@@ -67,38 +70,19 @@ class SalesRepository:
 
     def apply(self, change: SalesChange) -> bool:
         lines = merged_lines(change.lines)
-        for _ in range(COUNT_ATTEMPTS):
-            counters = self._counters(list(lines), change.day)
-            items = [self._marker_put(change)] + [
-                self._counter_put(line, change.day, counters.get(line.product_id)) for line in lines.values()
-            ]
-            try:
-                transact_write(self.table, items)
-            except TransactionCancelled as cancelled:
-                if cancelled.failed_condition(0):
-                    return False  # this version was counted before: a replay
-                if any(cancelled.failed_condition(i) for i in range(1, len(items))):
-                    continue  # another count of one of these days landed since the read
-                raise cancelled.unexplained() from cancelled
-            return True
-        raise errors.ServiceUnavailable("the sales counters keep changing, retry later")
+        counted = self._count(change, lines)
+        self._refresh_ranks(list(lines), change.day)
+        return counted
 
-    def _counters(self, product_ids: list[str], day: str) -> dict[str, dict[str, Any]]:
-        request: dict[str, Any] = {
-            self.table.name: {
-                "Keys": [to_item(keys.sales_day_key(pid, day)) for pid in product_ids],
-                "ConsistentRead": True,
-            }
-        }
-        found: dict[str, dict[str, Any]] = {}
-        while request:
-            with translated_errors():
-                response = self.table.client.batch_get_item(RequestItems=request)
-            for item in response.get("Responses", {}).get(self.table.name, []):
-                plain = from_item(item)
-                found[plain["product_id"]] = plain
-            request = response.get("UnprocessedKeys") or {}
-        return found
+    def _count(self, change: SalesChange, lines: dict[str, SalesLine]) -> bool:
+        items = [self._marker_put(change)] + [self._counter_add(line, change.day) for line in lines.values()]
+        try:
+            transact_write(self.table, items)
+        except TransactionCancelled as cancelled:
+            if cancelled.failed_condition(0):
+                return False  # this version was counted before: a replay
+            raise cancelled.unexplained() from cancelled
+        return True
 
     def _marker_put(self, change: SalesChange) -> dict[str, Any]:
         item = {
@@ -115,29 +99,69 @@ class SalesRepository:
             }
         }
 
-    def _counter_put(self, line: SalesLine, day: str, current: dict[str, Any] | None) -> dict[str, Any]:
-        units = int(current["units"]) if current else 0
-        revenue = int(current["revenue_cents"]) if current else 0
-        changes = int(current["changes"]) if current else 0
-        units, revenue = units + line.units, revenue + line.revenue_cents
+    def _counter_add(self, line: SalesLine, day: str) -> dict[str, Any]:
+        return {
+            "Update": {
+                "TableName": self.table.name,
+                "Key": to_item(keys.sales_day_key(line.product_id, day)),
+                "UpdateExpression": "SET entity = :entity, product_id = :pid, #day = :day "
+                "ADD units :units, revenue_cents :revenue, changes :one",
+                "ExpressionAttributeNames": {"#day": "day"},
+                "ExpressionAttributeValues": values(
+                    entity=COUNTER_ENTITY,
+                    pid=line.product_id,
+                    day=day,
+                    units=line.units,
+                    revenue=line.revenue_cents,
+                    one=1,
+                ),
+            }
+        }
+
+    def _refresh_ranks(self, product_ids: list[str], day: str) -> None:
+        """Bring each product's rank entry of the day up to its counter (one read, a write per entry behind)."""
+        wanted = [keys.sales_day_key(pid, day) for pid in product_ids] + [
+            keys.sales_rank_key(pid, day) for pid in product_ids
+        ]
+        request: dict[str, Any] = {self.table.name: {"Keys": [to_item(key) for key in wanted], "ConsistentRead": True}}
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        while request:
+            with translated_errors():
+                response = self.table.client.batch_get_item(RequestItems=request)
+            for item in response.get("Responses", {}).get(self.table.name, []):
+                plain = from_item(item)
+                found[(plain["PK"], plain["SK"])] = plain
+            request = response.get("UnprocessedKeys") or {}
+        for pid in product_ids:
+            counter_key, rank_key = keys.sales_day_key(pid, day), keys.sales_rank_key(pid, day)
+            counter = found.get((counter_key[keys.PK], counter_key[keys.SK]))
+            rank = found.get((rank_key[keys.PK], rank_key[keys.SK]))
+            if counter is not None and (rank is None or int(rank["changes"]) < int(counter["changes"])):
+                self._put_rank(pid, day, counter)
+
+    def _put_rank(self, product_id: str, day: str, counter: dict[str, Any]) -> None:
+        units = int(counter["units"])
         item: dict[str, Any] = {
-            **keys.sales_day_key(line.product_id, day),
-            "entity": COUNTER_ENTITY,
-            "product_id": line.product_id,
+            **keys.sales_rank_key(product_id, day),
+            "entity": RANK_ENTITY,
+            "product_id": product_id,
             "day": day,
             "units": units,
-            "revenue_cents": revenue,
-            "changes": changes + 1,
+            "revenue_cents": int(counter["revenue_cents"]),
+            "changes": int(counter["changes"]),
         }
         if units > 0:
-            item.update(keys.sales_top_gsi(day, line.product_id, units, self.shards))
-        put: dict[str, Any] = {"TableName": self.table.name, "Item": to_item(item)}
-        if current is None:
-            put["ConditionExpression"] = "attribute_not_exists(PK)"
-        else:
-            put["ConditionExpression"] = "changes = :changes"
-            put["ExpressionAttributeValues"] = values(changes=changes)
-        return {"Put": put}
+            item.update(keys.sales_top_gsi(day, product_id, units, self.shards))
+        try:
+            with conditional_write():
+                self.table.client.put_item(
+                    TableName=self.table.name,
+                    Item=to_item(item),
+                    ConditionExpression="attribute_not_exists(PK) OR changes < :changes",
+                    ExpressionAttributeValues=values(changes=item["changes"]),
+                )
+        except ConditionFailed:
+            pass  # a refresh from a later count landed first: it is newer than this one
 
     # -- reports (admins) -------------------------------------------------------------------------
 
