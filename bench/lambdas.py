@@ -50,6 +50,9 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", "/orders/{order_id}", "orders"),
     ("PATCH", "/orders/{order_id}", "orders"),
     ("POST", "/orders/{order_id}/cancel", "orders"),
+    ("POST", "/orders/{order_id}/return", "orders"),
+    ("GET", "/products/{product_id}/sales", "orders"),
+    ("GET", "/sales/top", "orders"),
 ]
 
 

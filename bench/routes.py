@@ -9,6 +9,7 @@ its stream effects, the customer's reads) is measured along the way.
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 import uuid
 from dataclasses import dataclass, field
@@ -51,7 +52,12 @@ EXPECTED = {
     "GET /orders/{order_id}": 1,
     "PATCH /orders/{order_id}": 2,
     "POST /orders/{order_id}/cancel": 2,
+    "POST /orders/{order_id}/return": 2,
+    "GET /products/{product_id}/sales": 1,
+    "GET /sales/top": 64,
 }
+# The top-seller list is spread over SALES_TOP_SHARDS GSI1 partitions: one Query each, in parallel.
+SHARDED_READS = {"GET /orders", "GET /sales/top"}
 # A cart shows current prices: the session read is followed by one BatchGetItem of its products.
 CART_READ = "GET /sessions/{session_id}"
 LIST_ROUTES = (
@@ -62,6 +68,25 @@ LIST_ROUTES = (
     "GET /products/{product_id}/reviews",
     "GET /orders",
 )
+
+
+def split_sales(measurement: Measurement | None) -> tuple[Measurement | None, Measurement | None]:
+    """The stream calls of a confirmation without and with its sales aggregation: the writes to `SALES#`
+    keys (counters, top-list entries, the order version's `SALES#` marker) and the counters' read (the
+    processor's only BatchGetItem)."""
+    if measurement is None:
+        return None, None
+
+    def sales(call: Any) -> bool:
+        keys = [k.split("|") for k in call.write_keys]
+        return call.operation == "BatchGetItem" or any(
+            pk.startswith("SALES#") or sk.startswith("SALES#") for pk, sk in keys
+        )
+
+    return (
+        Measurement(calls=[c for c in measurement.calls if not sales(c)]),
+        Measurement(calls=[c for c in measurement.calls if sales(c)]),
+    )
 
 
 def log(message: str) -> None:
@@ -267,7 +292,13 @@ class Scenario:
         etag = got.headers.get("etag", '"2"') if got is not None else '"2"'
         self.call("", "GET", "/orders", ADMIN, 200, query={"status": "CONFIRMED", "limit": str(PAGE)})
         self.call(
-            "", "PATCH", f"/orders/{order_id}", ADMIN, 200, body={"status": "SHIPPED"}, headers={"If-Match": etag}
+            "",
+            "PATCH",
+            f"/orders/{order_id}",
+            ADMIN,
+            200,
+            body={"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"},
+            headers={"If-Match": etag},
         )
         self.drain("status_change_effects")
         self.call("reads: GET /orders/{order_id}", "GET", f"/orders/{order_id}", ALICE, 200)
@@ -304,6 +335,32 @@ class Scenario:
         self.call("", "POST", f"/orders/{second}/cancel", ALICE, 200)
         self.drain(None)
         self.call("", "DELETE", f"/sessions/{session_id}", None, 204)
+        log("round trips: delivery, a return, the sales reports")
+        self.call(
+            "PATCH /orders/{order_id} (delivered)",
+            "PATCH",
+            f"/orders/{order_id}",
+            ADMIN,
+            200,
+            body={"status": "DELIVERED"},
+            headers={"If-Match": '"3"'},
+        )
+        self.drain(None)
+        self.call("", "POST", f"/orders/{order_id}/return", ALICE, 200, body={"reason": "Too small."})
+        self.drain(None)
+        self.call(
+            "PATCH /orders/{order_id} (return accepted)",
+            "PATCH",
+            f"/orders/{order_id}",
+            ADMIN,
+            200,
+            body={"status": "RETURNED"},
+            headers={"If-Match": '"5"'},
+        )
+        self.drain("return_effects")
+        today = dt.datetime.now(dt.UTC).date().isoformat()
+        self.call("", "GET", f"/products/{p[1]}/sales", ADMIN, 200, query={"from": today, "to": today})
+        self.call("", "GET", "/sales/top", ADMIN, 200, query={"date": today, "limit": str(PAGE)})
 
     # -- figures ---------------------------------------------------------------------------------
     def round_trips(self) -> dict[str, Any]:
@@ -318,6 +375,9 @@ class Scenario:
             if route == "GET /orders":
                 if store_calls != self.shards or not step.measurement.concurrent():
                     misses.append(f"{key}: {store_calls} queries (want {self.shards}, one per shard, in parallel)")
+            elif route == "GET /sales/top":
+                if store_calls != EXPECTED[route] or not step.measurement.concurrent():
+                    misses.append(f"{key}: {store_calls} queries (want {EXPECTED[route]}, one per shard, in parallel)")
             elif route == CART_READ:
                 if store_calls != 2:
                     misses.append(f"{key}: {store_calls} calls (want 2: the session, then its cart's prices)")
@@ -404,9 +464,11 @@ class Scenario:
             s = self.steps.get(key)
             return s.measurement if s else None
 
+        confirmation, sales = split_sales(self.stream_steps.get("confirmation"))
         return {
             "placement": step("POST /orders"),
-            "confirmation": self.stream_steps.get("confirmation"),
+            "confirmation": confirmation,
+            "sales_aggregation": sales,
             "status_change": step("PATCH /orders/{order_id}"),
             "status_change_stream_effects": self.stream_steps.get("status_change_effects"),
             "read_order": step("reads: GET /orders/{order_id}"),

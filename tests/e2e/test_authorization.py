@@ -32,8 +32,11 @@ PROTECTED = [
     ("POST", "/orders", {"lines": [{"product_id": "{pid}", "quantity": 1}], "shipping_address": ADDRESS}),
     ("GET", "/orders?status=PENDING", None),
     ("GET", "/orders/{oid}", None),
-    ("PATCH", "/orders/{oid}", {"status": "SHIPPED"}),
+    ("PATCH", "/orders/{oid}", {"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"}),
     ("POST", "/orders/{oid}/cancel", None),
+    ("POST", "/orders/{oid}/return", {"reason": "Too small."}),
+    ("GET", "/products/{pid}/sales?from=2026-01-01&to=2026-01-31", None),
+    ("GET", "/sales/top?date=2026-01-01", None),
 ]
 
 
@@ -189,6 +192,8 @@ ADMIN_ONLY = [
     ("GET", "/customers?email=x%40example.com", None),
     ("GET", "/orders?status=PENDING", None),
     ("PATCH", "/orders/{oid}", {"status": "CANCELLED"}),
+    ("GET", "/products/{pid}/sales?from=2026-01-01&to=2026-01-31", None),
+    ("GET", "/sales/top?date=2026-01-01", None),
 ]
 
 

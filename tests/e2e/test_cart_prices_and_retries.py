@@ -62,8 +62,21 @@ def test_status_patch_sent_again_after_it_was_applied_answers_200(stack: Stack, 
 
     read = eventually(confirmed, what="order CONFIRMED by the stream processor")
     if_match = {"If-Match": f'"{read["version"]}"'}
-    first = expect(api.patch(f"/orders/{order_id}", token=admin, headers=if_match, json={"status": "SHIPPED"}), 200)
-    again = api.patch(f"/orders/{order_id}", token=admin, headers=if_match, json={"status": "SHIPPED"})
+    first = expect(
+        api.patch(
+            f"/orders/{order_id}",
+            token=admin,
+            headers=if_match,
+            json={"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"},
+        ),
+        200,
+    )
+    again = api.patch(
+        f"/orders/{order_id}",
+        token=admin,
+        headers=if_match,
+        json={"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"},
+    )
     assert (expect(again, 200)["status"], again.headers["ETag"]) == ("SHIPPED", f'"{first["version"]}"')
     expect(
         api.patch(f"/orders/{order_id}", token=admin, headers=if_match, json={"status": "DELIVERED"}),
