@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from shop.http_api.routes import ROUTES
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 KEYS = (
     "round_trips",
@@ -62,7 +64,7 @@ def test_every_figure_and_target_is_reported(smoke):
 def test_round_trips_cover_every_route_and_nothing_scans(smoke):
     by_route = smoke["round_trips"]["by_route"]
     routes = {key.split(": ", 1)[-1].split(" (", 1)[0] for key in by_route}
-    assert len(routes) == 23
+    assert routes == {route.route_key for route in ROUTES}  # every route of shop.http_api.routes
     assert smoke["scans"]["total"] == 0
     for key, step in by_route.items():
         assert "round_trips" in step, (key, step)

@@ -19,6 +19,8 @@ EXPECTED: dict[str, tuple[list[str], list[str]]] = {
     "session_user_delete.json": ([], []),
     "poison_record.json": ([POISON], []),
     "mixed_batch.json": ([POISON], ["OrderStatusChanged", "CartAbandoned"]),
+    # issue 13: a return accepted (RETURN_REQUESTED -> RETURNED): the refund is due, the sales are taken back
+    "order_returned.json": ([], ["OrderStatusChanged", "OrderRefundDue"]),
 }
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
