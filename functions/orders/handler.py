@@ -34,10 +34,23 @@ orders = OrderService(table)
 sales = SalesService(SalesRepository(table))
 TAGS = ["orders"]
 SALES_TAGS = ["sales"]
-DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-Day = Annotated[str, Query(pattern=DATE, description="a UTC calendar date, YYYY-MM-DD")]
-FirstDay = Annotated[str, Query(alias="from", pattern=DATE, description="the first day, YYYY-MM-DD (UTC)")]
-LastDay = Annotated[str, Query(pattern=DATE, description="the last day, YYYY-MM-DD (UTC), at most 365 days after from")]
+# A calendar date: the pattern bounds year, month and day; `format: date` (RFC 3339 full-date) says the rest
+# (no 2026-02-30), which the service checks (422). Years from 1000, as Python's dates need.
+DATE = r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
+DATE_FORMAT = {"format": "date"}
+Day = Annotated[str, Query(pattern=DATE, json_schema_extra=DATE_FORMAT, description="a UTC calendar date, YYYY-MM-DD")]
+FirstDay = Annotated[
+    str,
+    Query(alias="from", pattern=DATE, json_schema_extra=DATE_FORMAT, description="the first day, YYYY-MM-DD (UTC)"),
+]
+LastDay = Annotated[
+    str,
+    Query(
+        pattern=DATE,
+        json_schema_extra=DATE_FORMAT,
+        description="the last day, YYYY-MM-DD (UTC), at most 365 days after from",
+    ),
+]
 ETAG = {"ETag": 'the order\'s version, quoted: "3"'}
 # What a client (and the fuzz test's stateful phase) can do next with a placed order.
 _PLACED_ORDER = {"order_id": "$response.body#/order_id"}
