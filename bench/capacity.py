@@ -23,11 +23,15 @@ ASSUMPTIONS = [
     "a conditional write that fails still consumes 1 WRU (items under 1 KB); GSI1 writes inside a transaction are "
     "priced at the transactional rate as DynamoDB Local reports them (an upper bound)",
     "the idempotency record's writes (Powertools, same table) are included in the placement",
+    "sales_aggregation: order_events counting the confirmed order's sales per product and UTC day (the marker "
+    "and counter transaction, the consistent read of counters and top-list entries, the top-list puts with "
+    "their GSI1 moves), split out of the confirmation's stream calls",
     "not included: DynamoDB Streams reads by Lambda (free), storage, Lambda, API Gateway, EventBridge, PITR or backups",
 ]
 LIFE_PARTS = (
     "placement",
     "confirmation",
+    "sales_aggregation",
     "status_change",
     "status_change_stream_effects",
     "read_order",
@@ -68,8 +72,9 @@ def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]
         }
     return {
         "order_life": {
-            "order": "3 lines, placed from a line list with an Idempotency-Key; confirmed by order_events; "
-            "one status change (CONFIRMED -> SHIPPED) with its stream effects; read by the customer: "
+            "order": "3 lines, placed from a line list with an Idempotency-Key; confirmed by order_events, "
+            "which also counts its sales per product and day; one status change (CONFIRMED -> SHIPPED) "
+            "with its stream effects; read by the customer: "
             "the order, their order list, their notifications",
             "parts": life,
             "total_wcu": round(total_w, 2),
@@ -94,12 +99,14 @@ def cost(cap: dict[str, Any]) -> dict[str, Any]:
         return w, r
 
     place_confirm_read = units(
-        ("placement", "confirmation", "read_order", "read_customer_orders", "read_notifications")
+        ("placement", "confirmation", "sales_aggregation", "read_order", "read_customer_orders", "read_notifications")
     )
     full = units(LIFE_PARTS)
     return {
         "value": usd_per_million(*full),
-        "scope": "full life: placement + confirmation + one status change with its stream effects + 3 reads",
+        "scope": "full life: placement + confirmation + its sales aggregation + one status change with its "
+        "stream effects + 3 reads",
+        "sales_aggregation_units_per_order": units(("sales_aggregation",)),
         "placing_confirming_reading": usd_per_million(*place_confirm_read),
         "units_per_order": {"wru": full[0], "rru": full[1]},
         "units_placing_confirming_reading": {"wru": place_confirm_read[0], "rru": place_confirm_read[1]},

@@ -6,6 +6,7 @@ recorder counts its calls. Also measures the life of a 3-line order (docs/perfor
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 import uuid
 from dataclasses import dataclass, field
@@ -63,7 +64,12 @@ EXPECTED = {
     "DELETE /customers/{customer_id}/cart": 1,
     # Flash-sale stock shards (issue 11): the product and its shards read together, one transaction.
     "POST /products/{product_id}/stock-shards": 2,
+    "POST /orders/{order_id}/return": 2,
+    "GET /products/{product_id}/sales": 1,
+    "GET /sales/top": 64,
 }
+# The top-seller list is spread over SALES_TOP_SHARDS GSI1 partitions: one Query each, in parallel.
+SHARDED_READS = {"GET /orders", "GET /sales/top"}
 # A cart shows current prices: the session read is followed by one BatchGetItem of its products.
 CART_READ = "GET /sessions/{session_id}"
 CART_READS = (CART_READ, "GET /customers/{customer_id}/cart")
@@ -81,6 +87,25 @@ LIST_ROUTES = (
     "GET /orders",
     "GET /admin/alerts",
 )
+
+
+def split_sales(measurement: Measurement | None) -> tuple[Measurement | None, Measurement | None]:
+    """The stream calls of a confirmation without and with its sales aggregation: the writes to `SALES#`
+    keys (counters, top-list entries, the order version's `SALES#` marker) and the counters' read (the
+    processor's only BatchGetItem)."""
+    if measurement is None:
+        return None, None
+
+    def sales(call: Any) -> bool:
+        keys = [k.split("|") for k in call.write_keys]
+        return call.operation == "BatchGetItem" or any(
+            pk.startswith("SALES#") or sk.startswith("SALES#") for pk, sk in keys
+        )
+
+    return (
+        Measurement(calls=[c for c in measurement.calls if not sales(c)]),
+        Measurement(calls=[c for c in measurement.calls if sales(c)]),
+    )
 
 
 def log(message: str) -> None:
@@ -328,7 +353,13 @@ class Scenario:
         etag = got.headers.get("etag", '"2"') if got is not None else '"2"'
         self.call("", "GET", "/orders", ADMIN, 200, query={"status": "CONFIRMED", "limit": str(PAGE)})
         self.call(
-            "", "PATCH", f"/orders/{order_id}", ADMIN, 200, body={"status": "SHIPPED"}, headers={"If-Match": etag}
+            "",
+            "PATCH",
+            f"/orders/{order_id}",
+            ADMIN,
+            200,
+            body={"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"},
+            headers={"If-Match": etag},
         )
         self.drain("status_change_effects")
         self.call("reads: GET /orders/{order_id}", "GET", f"/orders/{order_id}", ALICE, 200)
@@ -390,6 +421,32 @@ class Scenario:
         self.drain(None)
         self.call("", "DELETE", cart, ALICE, 204)
         self.call("", "DELETE", f"/products/{p[8]}", ADMIN, 200)
+        log("round trips: delivery, a return, the sales reports")
+        self.call(
+            "PATCH /orders/{order_id} (delivered)",
+            "PATCH",
+            f"/orders/{order_id}",
+            ADMIN,
+            200,
+            body={"status": "DELIVERED"},
+            headers={"If-Match": '"3"'},
+        )
+        self.drain(None)
+        self.call("", "POST", f"/orders/{order_id}/return", ALICE, 200, body={"reason": "Too small."})
+        self.drain(None)
+        self.call(
+            "PATCH /orders/{order_id} (return accepted)",
+            "PATCH",
+            f"/orders/{order_id}",
+            ADMIN,
+            200,
+            body={"status": "RETURNED"},
+            headers={"If-Match": '"5"'},
+        )
+        self.drain("return_effects")
+        today = dt.datetime.now(dt.UTC).date().isoformat()
+        self.call("", "GET", f"/products/{p[1]}/sales", ADMIN, 200, query={"from": today, "to": today})
+        self.call("", "GET", "/sales/top", ADMIN, 200, query={"date": today, "limit": str(PAGE)})
 
     # -- figures ---------------------------------------------------------------------------------
     def round_trips(self) -> dict[str, Any]:
@@ -404,6 +461,9 @@ class Scenario:
             if route == "GET /orders":
                 if store_calls != self.shards or not step.measurement.concurrent():
                     misses.append(f"{key}: {store_calls} queries (want {self.shards}, one per shard, in parallel)")
+            elif route == "GET /sales/top":
+                if store_calls != EXPECTED[route] or not step.measurement.concurrent():
+                    misses.append(f"{key}: {store_calls} queries (want {EXPECTED[route]}, one per shard, in parallel)")
             elif route in CART_READS:
                 if store_calls != 2:
                     misses.append(f"{key}: {store_calls} calls (want 2: the cart, then its prices)")
@@ -494,9 +554,11 @@ class Scenario:
             s = self.steps.get(key)
             return s.measurement if s else None
 
+        confirmation, sales = split_sales(self.stream_steps.get("confirmation"))
         return {
             "placement": step("POST /orders"),
-            "confirmation": self.stream_steps.get("confirmation"),
+            "confirmation": confirmation,
+            "sales_aggregation": sales,
             "status_change": step("PATCH /orders/{order_id}"),
             "status_change_stream_effects": self.stream_steps.get("status_change_effects"),
             "read_order": step("reads: GET /orders/{order_id}"),

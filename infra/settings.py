@@ -104,7 +104,8 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # BatchGetItem: cart prices, a customer cart with its profile; TransactWriteItems: merging a session into a cart
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
-    # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps (issue 12)
+    # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps (issue 12); BatchGetItem +
+    # TransactWriteItems also: the daily sales counters and their once-per-order-version marker (issue 13)
     "order_events": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
 }
 

@@ -12,7 +12,17 @@ import pathlib
 from typing import Any
 
 from shop import clock, errors
-from shop.models import Customer, Order, OrderLine, OrderStatus, Product, Review, ShippingAddress
+from shop.models import (
+    Customer,
+    Order,
+    OrderLine,
+    OrderStatus,
+    Product,
+    Review,
+    Shipment,
+    ShippingAddress,
+    StatusDetails,
+)
 from shop.models.categories import Category, category_path, listing_scopes, path_slugs
 from shop.repository import (
     CustomerCartRepository,
@@ -33,7 +43,30 @@ _PATH_TO_STATUS = {
     OrderStatus.SHIPPED: [OrderStatus.CONFIRMED, OrderStatus.SHIPPED],
     OrderStatus.DELIVERED: [OrderStatus.CONFIRMED, OrderStatus.SHIPPED, OrderStatus.DELIVERED],
     OrderStatus.CANCELLED: [OrderStatus.CANCELLED],
+    OrderStatus.RETURN_REQUESTED: [
+        OrderStatus.CONFIRMED,
+        OrderStatus.SHIPPED,
+        OrderStatus.DELIVERED,
+        OrderStatus.RETURN_REQUESTED,
+    ],
 }
+SEED_CARRIER, SEED_TRACKING_NUMBER = "DHL", "JD014600006281234567"
+SEED_RETURN_REASON = "Does not fit."
+
+
+def _seed_details(status: OrderStatus, at: str) -> StatusDetails:
+    """What the order service records with each step (the seed writes through the repository)."""
+    if status is OrderStatus.SHIPPED:
+        return StatusDetails(
+            shipment=Shipment(carrier=SEED_CARRIER, tracking_number=SEED_TRACKING_NUMBER, shipped_at=at)
+        )
+    if status is OrderStatus.DELIVERED:
+        return StatusDetails(delivered_at=at)
+    if status is OrderStatus.CONFIRMED:
+        return StatusDetails(confirmed_at=at)
+    if status is OrderStatus.RETURN_REQUESTED:
+        return StatusDetails(reason=SEED_RETURN_REASON)
+    return StatusDetails()
 
 
 def read_seed(path: pathlib.Path | str | None = None) -> dict[str, Any]:
@@ -106,7 +139,8 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
         )
         orders.restore(order)
         for status in _PATH_TO_STATUS[OrderStatus(entry.get("status", "PENDING"))]:
-            order = orders.change_status(order, status, updated_at=clock.iso_now())
+            at = clock.iso_now()
+            order = orders.change_status(order, status, updated_at=at, details=_seed_details(status, at))
 
     moment = clock.now()
     for entry in seed.get("sessions", []):

@@ -36,6 +36,8 @@ def count(outcome: Outcome) -> None:
         metrics.add_metric(name="OrdersConfirmed", unit=MetricUnit.Count, value=1)
     if outcome.history_written:
         metrics.add_metric(name="StatusChanges", unit=MetricUnit.Count, value=1)
+    if outcome.sales_counted:
+        metrics.add_metric(name="SalesCounted", unit=MetricUnit.Count, value=1)
     if outcome.action is Action.CART_ABANDONED:
         metrics.add_metric(name="CartsAbandoned", unit=MetricUnit.Count, value=1)
     if outcome.alert_written:

@@ -1,4 +1,5 @@
-"""orders: idempotent placement priced from the catalogue, reads with ETag, the admin status machine, cancel."""
+"""orders: idempotent placement priced from the catalogue, reads with ETag, the admin status machine, cancel,
+returns, and the admins' sales reports (counted from the orders by the stream processor)."""
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
 from shop import startup
@@ -16,19 +17,40 @@ from shop.http_api.errors import PreconditionRequired
 from shop.http_api.etags import IfMatch, etag, expected_version
 from shop.http_api.idempotency import IdempotentOperation
 from shop.http_api.observability import count, lambda_handler
-from shop.http_api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, OrderId, Request, caller
+from shop.http_api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, OrderId, ProductId, Request, caller
 from shop.http_api.resolver import create_app, declare, json_response
 from shop.http_api.schemas import given
-from shop.limits import MAX_QUANTITY
+from shop.limits import MAX_QUANTITY, MAX_SALES_DAYS, RETURN_WINDOW_DAYS
 from shop.models import OrderStatus, ShippingAddress
 from shop.repository import Table
+from shop.repository.sales import SalesRepository
 from shop.services.actor import Actor
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import OrderService, RequestedLine, ShipmentIn
+from shop.services.sales import SalesService
 
 app = create_app("orders")
 table = Table()
 orders = OrderService(table)
+sales = SalesService(SalesRepository(table))
 TAGS = ["orders"]
+SALES_TAGS = ["sales"]
+# A calendar date: the pattern bounds year, month and day; `format: date` (RFC 3339 full-date) says the rest
+# (no 2026-02-30), which the service checks (422). Years from 1000, as Python's dates need.
+DATE = r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
+DATE_FORMAT = {"format": "date"}
+Day = Annotated[str, Query(pattern=DATE, json_schema_extra=DATE_FORMAT, description="a UTC calendar date, YYYY-MM-DD")]
+FirstDay = Annotated[
+    str,
+    Query(alias="from", pattern=DATE, json_schema_extra=DATE_FORMAT, description="the first day, YYYY-MM-DD (UTC)"),
+]
+LastDay = Annotated[
+    str,
+    Query(
+        pattern=DATE,
+        json_schema_extra=DATE_FORMAT,
+        description="the last day, YYYY-MM-DD (UTC), at most 365 days after from",
+    ),
+]
 ETAG = {"ETag": 'the order\'s version, quoted: "3"'}
 # What a client (and the fuzz test's stateful phase) can do next with a placed order.
 _PLACED_ORDER = {"order_id": "$response.body#/order_id"}
@@ -145,6 +167,10 @@ def get_order(order_id: OrderId, request: Request):
 @app.patch(
     "/orders/<order_id>",
     summary="Move an order along the status machine (admin; If-Match required)",
+    description="PENDING -> CONFIRMED | CANCELLED; CONFIRMED -> SHIPPED (with carrier and tracking_number) | "
+    "CANCELLED; SHIPPED -> DELIVERED; RETURN_REQUESTED -> RETURNED (every line restocked, OrderRefundDue "
+    "published) | DELIVERED (the return rejected: reason required). CANCELLED restocks every line. "
+    "DELIVERED -> RETURN_REQUESTED is the customer's (POST /orders/{order_id}/return).",
     responses=declare(
         200,
         s.Order,
@@ -156,7 +182,11 @@ def get_order(order_id: OrderId, request: Request):
         428,
         body=True,
         headers=ETAG,
-        errors_described={409: "INVALID_TRANSITION"},
+        errors_described={
+            409: "INVALID_TRANSITION",
+            422: "VALIDATION_ERROR (including SHIPPED without carrier or tracking_number, carrier or "
+            "tracking_number with another status, a return rejected without a reason)",
+        },
     ),
     tags=TAGS,
 )
@@ -170,7 +200,15 @@ def change_order_status(
     actor.require_admin()
     if if_match is None:
         raise PreconditionRequired("send If-Match with the ETag of the order you read")
-    order = orders.change_status(actor, order_id, body.status, expected_version=expected_version(if_match))
+    carrier, tracking_number = given(body.carrier), given(body.tracking_number)
+    order = orders.change_status(
+        actor,
+        order_id,
+        body.status,
+        expected_version=expected_version(if_match),
+        shipment=ShipmentIn(carrier, tracking_number) if carrier and tracking_number else None,
+        reason=given(body.reason),
+    )
     return json_response(200, order, etag(order))
 
 
@@ -183,6 +221,66 @@ def change_order_status(
 def cancel_order(order_id: OrderId, request: Request):
     order = orders.cancel(caller(request), order_id)
     return json_response(200, order, etag(order))
+
+
+@app.post(
+    "/orders/<order_id>/return",
+    summary=f"Ask to return a DELIVERED order, within {RETURN_WINDOW_DAYS} days of its delivery (owner)",
+    responses=declare(
+        200,
+        s.Order,
+        401,
+        403,
+        404,
+        409,
+        body=True,
+        headers=ETAG,
+        errors_described={
+            403: "FORBIDDEN: an administrator is not the order's owner",
+            404: "ORDER_NOT_FOUND (also another customer's order)",
+            409: f"RETURN_WINDOW_CLOSED (delivered more than {RETURN_WINDOW_DAYS} days ago), INVALID_TRANSITION "
+            "(not DELIVERED)",
+        },
+    ),
+    tags=TAGS,
+)
+def request_return(order_id: OrderId, body: s.ReturnIn, request: Request):
+    order = orders.request_return(caller(request), order_id, body.reason)
+    return json_response(200, order, etag(order))
+
+
+@app.get(
+    "/products/<product_id>/sales",
+    summary="A product's units and revenue per UTC day, from confirmed orders less cancellations and returns (admin)",
+    description="Every day from `from` to `to` (both included, at most 366 days), days without sales at 0. "
+    "A sale counts on its order's confirmation day; a cancellation or return takes it back from that day.",
+    responses=declare(
+        200,
+        s.ProductSales,
+        401,
+        403,
+        errors_described={
+            422: f"VALIDATION_ERROR: a date that is not YYYY-MM-DD, `to` before `from`, more than {MAX_SALES_DAYS} days"
+        },
+    ),
+    tags=SALES_TAGS,
+)
+def product_sales(product_id: ProductId, request: Request, first: FirstDay, to: LastDay):
+    report = sales.product_sales(caller(request), product_id, first, to)
+    return json_response(200, report)
+
+
+@app.get(
+    "/sales/top",
+    summary="A UTC day's best-selling products by units, most first (admin)",
+    responses=declare(
+        200, s.TopSellerPage, 401, 403, errors_described={422: "VALIDATION_ERROR: a date that is not YYYY-MM-DD"}
+    ),
+    tags=SALES_TAGS,
+)
+def top_sellers(request: Request, date: Day, limit: Limit = DEFAULT_LIMIT):
+    top = sales.top(caller(request), date, limit)
+    return json_response(200, s.TopSellerPage(items=top, next_token=None))
 
 
 @app.get(

@@ -32,12 +32,15 @@ PROTECTED = [
     ("POST", "/orders", {"lines": [{"product_id": "{pid}", "quantity": 1}], "shipping_address": ADDRESS}),
     ("GET", "/orders?status=PENDING", None),
     ("GET", "/orders/{oid}", None),
-    ("PATCH", "/orders/{oid}", {"status": "SHIPPED"}),
+    ("PATCH", "/orders/{oid}", {"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"}),
     ("POST", "/orders/{oid}/cancel", None),
     ("GET", "/admin/alerts", None),
     ("POST", "/categories", {"slug": "nope", "name": "Nope"}),
     ("PATCH", "/categories/nope", {"name": "Nope"}),
     ("DELETE", "/products/{pid}", None),
+    ("POST", "/orders/{oid}/return", {"reason": "Too small."}),
+    ("GET", "/products/{pid}/sales?from=2026-01-01&to=2026-01-31", None),
+    ("GET", "/sales/top?date=2026-01-01", None),
 ]
 
 
@@ -189,6 +192,8 @@ ADMIN_ONLY = [
     ("POST", "/categories", {"slug": "nope", "name": "Nope"}),
     ("PATCH", "/categories/nope", {"name": "Nope"}),
     ("DELETE", "/products/{pid}", None),
+    ("GET", "/products/{pid}/sales?from=2026-01-01&to=2026-01-31", None),
+    ("GET", "/sales/top?date=2026-01-01", None),
 ]
 
 

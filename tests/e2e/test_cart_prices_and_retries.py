@@ -48,8 +48,21 @@ def test_status_patch_sent_again_after_it_was_applied_answers_200(stack: Stack, 
     order_id = expect(place_order(api, customer, f"retry-{uid}", order_lines(kettle["product_id"])), 201)["order_id"]
     read = confirmed(api, admin, order_id).json()
     if_match = {"If-Match": f'"{read["version"]}"'}
-    first = expect(api.patch(f"/orders/{order_id}", token=admin, headers=if_match, json={"status": "SHIPPED"}), 200)
-    again = api.patch(f"/orders/{order_id}", token=admin, headers=if_match, json={"status": "SHIPPED"})
+    first = expect(
+        api.patch(
+            f"/orders/{order_id}",
+            token=admin,
+            headers=if_match,
+            json={"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"},
+        ),
+        200,
+    )
+    again = api.patch(
+        f"/orders/{order_id}",
+        token=admin,
+        headers=if_match,
+        json={"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"},
+    )
     assert (expect(again, 200)["status"], again.headers["ETag"]) == ("SHIPPED", f'"{first["version"]}"')
     expect(
         api.patch(f"/orders/{order_id}", token=admin, headers=if_match, json={"status": "DELIVERED"}),

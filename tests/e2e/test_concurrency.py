@@ -28,6 +28,13 @@ from tests.e2e.conftest import (
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
 
+def status_body(status: str) -> dict[str, str]:
+    """A PATCH body for `status` (SHIPPED carries its carrier and tracking number)."""
+    if status == "SHIPPED":
+        return {"status": status, "carrier": "DHL", "tracking_number": "JD0146000062"}
+    return {"status": status}
+
+
 def all_at_once(n: int, fn: Any) -> list[requests.Response]:
     """Run fn(i) for i in 0..n-1 on n threads released together by a barrier (bounded waits)."""
     barrier = threading.Barrier(n, timeout=30)
@@ -122,7 +129,7 @@ def test_lost_update_concurrent_status_changes_one_wins(stack: Stack, api: Api, 
     targets = ["SHIPPED", "CANCELLED", "SHIPPED", "CANCELLED", "SHIPPED"]
     responses = all_at_once(
         5,
-        lambda i: api.patch(f"/orders/{oid}", token=admin, headers={"If-Match": etag}, json={"status": targets[i]}),
+        lambda i: api.patch(f"/orders/{oid}", token=admin, headers={"If-Match": etag}, json=status_body(targets[i])),
     )
     final = expect(api.get(f"/orders/{oid}", token=admin), 200)
     assert final["version"] == int(etag.strip('"')) + 1

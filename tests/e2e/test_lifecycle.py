@@ -55,7 +55,15 @@ def test_restart_keeps_the_data(new_stack: Any, tmp_path: pathlib.Path) -> None:
     notes = expect(api.get(f"/customers/{customer_id}/notifications", token=customer), 200)["items"]
     assert [n["type"] for n in notes if n["order_id"] == oid] == ["ORDER_CONFIRMED"]
     etag = api.get(f"/orders/{oid}", token=admin).headers["ETag"]
-    expect(api.patch(f"/orders/{oid}", token=admin, headers={"If-Match": etag}, json={"status": "SHIPPED"}), 200)
+    expect(
+        api.patch(
+            f"/orders/{oid}",
+            token=admin,
+            headers={"If-Match": etag},
+            json={"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"},
+        ),
+        200,
+    )
 
     def shipped_notice() -> bool:
         items = expect(api.get(f"/customers/{customer_id}/notifications", token=customer), 200)["items"]

@@ -124,14 +124,31 @@ def test_the_whole_shopping_flow(stack: Stack, api: Api, uid: str) -> None:
     read = api.get(f"/orders/{order_id}", token=admin)
     expect(read, 200)
     etag = read.headers["ETag"]
-    expect(api.patch(f"/orders/{order_id}", token=admin, json={"status": "SHIPPED"}), 428)
+    expect(
+        api.patch(
+            f"/orders/{order_id}",
+            token=admin,
+            json={"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"},
+        ),
+        428,
+    )
     stale = f'"{int(etag.strip(chr(34))) + 7}"'
     expect(
-        api.patch(f"/orders/{order_id}", token=admin, headers={"If-Match": stale}, json={"status": "SHIPPED"}),
+        api.patch(
+            f"/orders/{order_id}",
+            token=admin,
+            headers={"If-Match": stale},
+            json={"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"},
+        ),
         412,
         "VERSION_MISMATCH",
     )
-    shipped = api.patch(f"/orders/{order_id}", token=admin, headers={"If-Match": etag}, json={"status": "SHIPPED"})
+    shipped = api.patch(
+        f"/orders/{order_id}",
+        token=admin,
+        headers={"If-Match": etag},
+        json={"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"},
+    )
     shipped_body = expect(shipped, 200)
     assert shipped_body["status"] == "SHIPPED"
     assert shipped.headers["ETag"] != etag

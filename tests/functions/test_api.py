@@ -279,7 +279,13 @@ def test_status_machine_and_preconditions(api):
     confirmed = call("PATCH", path, claims=ADMIN, headers={"If-Match": etag}, body={"status": "CONFIRMED"})
     assert (confirmed.status, confirmed.headers["etag"]) == (200, '"2"')
     assert (
-        call("PATCH", path, claims=ADMIN, headers={"If-Match": etag}, body={"status": "SHIPPED"}).code
+        call(
+            "PATCH",
+            path,
+            claims=ADMIN,
+            headers={"If-Match": etag},
+            body={"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD1"},
+        ).code
         == "VERSION_MISMATCH"
     )
     listed = call("GET", "/orders", claims=ADMIN, query={"status": "CONFIRMED"})

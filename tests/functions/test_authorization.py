@@ -88,6 +88,15 @@ MATRIX: list[tuple[str, str, dict[str, Any], tuple[int, int, int, int]]] = [
     ("GET", "/products", {"query": {"sort": "newest"}}, (200, 200, 200, 200)),
     ("GET", "/products", {"query": {"category": "computers", "sort": "price_asc"}}, (200, 200, 200, 200)),
     ("DELETE", "/products/prod-soldout", {}, (401, 403, 403, 200)),
+    # issue 13: the owner returns (bob's delivered order; an admin is not its owner); sales are admins'
+    ("POST", "/orders/00-bob-delivered/return", {"body": {"reason": "Too short."}}, (401, 404, 200, 403)),
+    (
+        "GET",
+        "/products/prod-mouse/sales",
+        {"query": {"from": "2026-01-01", "to": "2026-01-31"}},
+        (401, 403, 403, 200),
+    ),
+    ("GET", "/sales/top", {"query": {"date": "2026-01-01"}}, (401, 403, 403, 200)),
 ]
 
 CASES = [

@@ -126,7 +126,7 @@ def test_order_events_grants_match_its_calls(store):
     from shop.services.categories import CategoryService
     from shop.services.orders import OrderService, RequestedLine
     from tests.stream.conftest import order_events_context as FakeContext
-    from tests.support.factories import ADDRESS, ADMIN, ALICE, category, product
+    from tests.support.factories import ADDRESS, ADMIN, ALICE, category, parcel, product
     from tests.support.streams import StreamReader
 
     orders = OrderService(store.table)
@@ -135,7 +135,7 @@ def test_order_events_grants_match_its_calls(store):
     recorder = record(dynamodb_client())  # the handler's client; the test's own calls use store.client
     handler(lambda_event(stream.read()), FakeContext())  # INSERT: confirm and record
     handler(lambda_event(stream.read()), FakeContext())  # the confirmation's MODIFY
-    orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2)
+    orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
     handler(lambda_event(stream.read()), FakeContext())  # a status change
     assert orders.get(ALICE, order.order_id).history[-1].status is OrderStatus.SHIPPED
     tree = CategoryService(store.table)  # a category move's steps (issue 12)

@@ -10,7 +10,7 @@ from shop.services.catalog import CatalogService
 from shop.services.orders import OrderService, RequestedLine
 from shop.services.sessions import SessionService
 from tests.support.calls import counting
-from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
+from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, parcel, product
 from tests.support.faults import first_answer_lost
 from tests.support.reads import reading
 
@@ -159,7 +159,7 @@ def test_status_change_is_conditional_on_version(store):
     confirmed = service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
     assert (confirmed.status, confirmed.version) == (OrderStatus.CONFIRMED, 2)
     with pytest.raises(errors.VersionMismatch):
-        service.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=1)
+        service.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=1, shipment=parcel())
     stale = order.model_copy()
     with pytest.raises(errors.VersionMismatch):
         OrderRepository(store.table).change_status(
@@ -168,7 +168,7 @@ def test_status_change_is_conditional_on_version(store):
     with pytest.raises(errors.InvalidTransition):
         service.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=2)
     with pytest.raises(errors.DomainError):
-        service.change_status(ALICE, order.order_id, OrderStatus.SHIPPED, expected_version=2)
+        service.change_status(ALICE, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
 
 
 def test_cancel_restocks_every_line(store):
@@ -302,7 +302,7 @@ def test_status_patch_whose_answer_was_lost_answers_the_changed_order(store):
     assert (replayed.status, replayed.version, replayed.updated_at) == (OrderStatus.CONFIRMED, 2, confirmed.updated_at)
 
     with pytest.raises(errors.VersionMismatch) as mismatch:
-        service.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=1)
+        service.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=1, shipment=parcel())
     assert mismatch.value.details == {"current_version": 2}
     with pytest.raises(errors.VersionMismatch):
         OrderRepository(store.table).change_status(order, OrderStatus.SHIPPED, updated_at="2030-01-01T00:00:00Z")

@@ -16,7 +16,7 @@ from shop.publishing import Event, EventPublisher
 from shop.services.orders import OrderService
 from tests.stream.conftest import RecordingEvents, dump, emitted_metrics
 from tests.stream.test_processor import place
-from tests.support.factories import ADMIN
+from tests.support.factories import ADMIN, parcel
 from tests.support.streams import StreamReader, only
 
 BUS = "shop-test-bus"
@@ -68,7 +68,9 @@ def test_confirmation_and_status_change_reach_the_bus(moto_store, bus, invoke):
     assert (event["status"], event["previous_status"], event["version"]) == ("CONFIRMED", "PENDING", 2)
     assert (event["total_cents"], event["line_count"]) == (2500, 1)
 
-    OrderService(moto_store.table).change_status(ADMIN, order_id, OrderStatus.SHIPPED, expected_version=2)
+    OrderService(moto_store.table).change_status(
+        ADMIN, order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel()
+    )
     no_failures(invoke(lambda_event(reader.read())))
     [shipped] = bus()
     assert (shipped["type"], shipped["id"], shipped["previous_status"]) == (

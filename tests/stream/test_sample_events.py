@@ -23,6 +23,8 @@ EXPECTED: dict[str, tuple[list[str], list[str]]] = {
     "product_stock_low.json": ([], ["StockLow"]),  # 6 -> 4 crosses the default threshold 5; 4 -> 3 stays low
     "product_stock_move.json": ([], []),  # an order's stock move above the threshold: skipped
     "product_archived.json": ([], ["ProductArchived"]),
+    # issue 13: a return accepted (RETURN_REQUESTED -> RETURNED): the refund is due, the sales are taken back
+    "order_returned.json": ([], ["OrderStatusChanged", "OrderRefundDue"]),
 }
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")

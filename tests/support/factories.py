@@ -33,3 +33,10 @@ def product(
         ADMIN, name=name, category=category, price_cents=price_cents, description=None, stock=stock
     )
     return created.product_id
+
+
+def parcel() -> Any:
+    """What an admin gives when shipping (SHIPPED needs it)."""
+    from shop.services.orders import ShipmentIn
+
+    return ShipmentIn("DHL", "JD014600006281234567")

@@ -23,8 +23,9 @@ from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, O
 from shop.models.alerts import Alert
 from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category, path_slugs
-from shop.models.orders import Placement, SessionClaim, StatusEntry
+from shop.models.orders import NO_DETAILS, Placement, SessionClaim, StatusDetails
 from shop.models.products import CataloguePrice, ProductListing, ProductStatus
+from shop.models.sales import DaySales, SalesChange, TopSeller
 from shop.models.sessions import StoredLine, StoredSession
 from shop.models.stock import StockLayout, StockSource, StockTake
 from shop.services.alerts import AlertService
@@ -33,6 +34,7 @@ from shop.services.catalog import CatalogService
 from shop.services.categories import CategoryService
 from shop.services.customers import CustomerService
 from shop.services.orders import OrderService
+from shop.services.sales import SalesService
 from shop.services.sessions import SessionService
 
 T = TypeVar("T")
@@ -112,6 +114,8 @@ class MemoryState:
     merges: dict[tuple[str, str], list[NotMerged]] = field(default_factory=dict)  # (customer, session)
     categories: dict[str, tuple[Category, int]] = field(default_factory=dict)  # slug -> (category, version)
     listed_in: dict[str, list[str]] = field(default_factory=dict)  # product id -> its listing scopes
+    sales: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # (product, day) -> units, cents
+    sales_counted: set[tuple[str, int]] = field(default_factory=set)  # (order, version)
 
 
 class MemoryProducts:
@@ -431,14 +435,20 @@ class MemoryOrders:
         return page_of(self._summaries(lambda o: o.status is status), limit=limit, next_token=next_token)
 
     def change_status(
-        self, order: Order, new_status: OrderStatus, *, updated_at: str, restock: Sequence[OrderLine] = ()
+        self,
+        order: Order,
+        new_status: OrderStatus,
+        *,
+        updated_at: str,
+        restock: Sequence[OrderLine] = (),
+        details: StatusDetails = NO_DETAILS,
     ) -> Order:
         current = self.state.orders.get(order.order_id)
         if current is None:
             raise errors.OrderNotFound("order not found")
         if current.status is not order.status or current.version != order.version:
             if current.status is new_status and current.version == order.version + 1:
-                return self._advanced(order, new_status, current.version, current.updated_at)
+                return self._advanced(order, new_status, current.version, current.updated_at, details)
             raise errors.VersionMismatch("the order changed meanwhile", {"current_version": current.version})
         if any(line.product_id not in self.state.products for line in restock):
             raise errors.Conflict("the data changed meanwhile, retry")
@@ -451,16 +461,50 @@ class MemoryOrders:
                 stored.move(int(label) if int(label) < len(stored.shards) else None, back)
                 left -= back
             stored.move(None, left)
-        changed = self._advanced(current, new_status, order.version + 1, updated_at)
+        changed = self._advanced(current, new_status, order.version + 1, updated_at, details)
         self.state.orders[order.order_id] = changed
-        return self._advanced(order, new_status, order.version + 1, updated_at)
+        return self._advanced(order, new_status, order.version + 1, updated_at, details)
 
     @staticmethod
-    def _advanced(order: Order, status: OrderStatus, version: int, updated_at: str) -> Order:
-        history = [*order.history, StatusEntry(status=status, at=updated_at)]
-        return order.model_copy(
-            update={"status": status, "version": version, "updated_at": updated_at, "history": history}
+    def _advanced(order: Order, status: OrderStatus, version: int, updated_at: str, details: StatusDetails) -> Order:
+        history = [*order.history, details.entry(status, updated_at)]
+        changed: dict[str, Any] = {"status": status, "version": version, "updated_at": updated_at, "history": history}
+        if details.shipment is not None:
+            changed["shipment"] = details.shipment
+        if details.delivered_at:
+            changed["delivered_at"] = details.delivered_at
+        return order.model_copy(update=changed)
+
+
+class MemorySales:
+    """SalesStore: totals per (product, day), each order version counted once."""
+
+    def __init__(self, state: MemoryState) -> None:
+        self.state = state
+
+    def apply(self, change: SalesChange) -> bool:
+        marker = (change.order_id, change.version)
+        if marker in self.state.sales_counted:
+            return False
+        self.state.sales_counted.add(marker)
+        for line in change.lines:
+            units, revenue = self.state.sales.get((line.product_id, change.day), (0, 0))
+            self.state.sales[(line.product_id, change.day)] = (units + line.units, revenue + line.revenue_cents)
+        return True
+
+    def days(self, product_id: str, first: str, last: str) -> list[DaySales]:
+        return [
+            DaySales(date=day, units=units, revenue_cents=revenue)
+            for (pid, day), (units, revenue) in sorted(self.state.sales.items())
+            if pid == product_id and first <= day <= last
+        ]
+
+    def top(self, day: str, limit: int) -> list[TopSeller]:
+        ranked = sorted(
+            ((pid, totals) for (pid, d), totals in self.state.sales.items() if d == day and totals[0] > 0),
+            key=lambda entry: (-entry[1][0], entry[0]),
         )
+        return [TopSeller(product_id=pid, units=units, revenue_cents=rev) for pid, (units, rev) in ranked[:limit]]
 
 
 class MemorySessions:
@@ -717,6 +761,7 @@ class MemoryStore:
         self.sessions = MemorySessions(self.state)
         self.alerts = MemoryAlerts(self.state)
         self.carts = MemoryCarts(self.state)
+        self.sales = MemorySales(self.state)
 
     def catalog_service(self) -> CatalogService:
         return CatalogService(products=self.products, categories=self.categories)
@@ -732,6 +777,9 @@ class MemoryStore:
 
     def alert_service(self) -> AlertService:
         return AlertService(alerts=self.alerts)
+
+    def sales_service(self) -> SalesService:
+        return SalesService(self.sales)
 
     def session_service(self, ttl_seconds: int = 600) -> SessionService:
         return SessionService(ttl_seconds=ttl_seconds, sessions=self.sessions, products=self.products)

@@ -10,7 +10,14 @@ from hypothesis import strategies as st
 from shop import errors
 from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY
 from shop.models import ORDER_TRANSITIONS, OrderStatus
-from shop.services.orders import CANCEL_ATTEMPTS, REPRICE_ATTEMPTS, RequestedLine, lines_over_the_limit, merge_lines
+from shop.services.orders import (
+    CANCEL_ATTEMPTS,
+    REPRICE_ATTEMPTS,
+    RequestedLine,
+    ShipmentIn,
+    lines_over_the_limit,
+    merge_lines,
+)
 from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB
 
 
@@ -27,15 +34,20 @@ def reachable(start: OrderStatus) -> set[OrderStatus]:
 
 def test_machine_matches_the_contract():
     assert reachable(OrderStatus.PENDING) == set(OrderStatus) - {OrderStatus.PENDING}
-    assert ORDER_TRANSITIONS[OrderStatus.DELIVERED] == frozenset()
+    assert ORDER_TRANSITIONS[OrderStatus.DELIVERED] == frozenset({OrderStatus.RETURN_REQUESTED})
+    assert ORDER_TRANSITIONS[OrderStatus.RETURN_REQUESTED] == {OrderStatus.RETURNED, OrderStatus.DELIVERED}
     assert ORDER_TRANSITIONS[OrderStatus.CANCELLED] == frozenset()
+    assert ORDER_TRANSITIONS[OrderStatus.RETURNED] == frozenset()
     cancellable = {s for s in OrderStatus if OrderStatus.CANCELLED in ORDER_TRANSITIONS[s]}
     assert cancellable == {OrderStatus.PENDING, OrderStatus.CONFIRMED}
 
 
-def test_no_status_returns_to_itself():
+def test_no_status_returns_to_itself_but_a_delivered_order_whose_return_was_rejected():
     for status in OrderStatus:
-        assert status not in reachable(status)
+        if status in (OrderStatus.DELIVERED, OrderStatus.RETURN_REQUESTED):
+            assert status in reachable(status)  # DELIVERED -> RETURN_REQUESTED -> DELIVERED (rejected)
+        else:
+            assert status not in reachable(status)
 
 
 @given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(1, 99)), max_size=20))
@@ -58,6 +70,8 @@ def test_the_quantity_limit_names_the_line_that_crosses_it(lines):
 
 
 # -- the order service on the memory store ----------------------------------------------------------
+
+PARCEL = ShipmentIn("DHL", "JD014600006281234567")
 
 
 @pytest.fixture
@@ -251,7 +265,7 @@ def test_an_admin_moves_an_order_along_the_machine_at_the_version_read(memory, o
     assert (confirmed.status, confirmed.version) == (OrderStatus.CONFIRMED, 2)
     assert confirmed.history[-1].status is OrderStatus.CONFIRMED
     with pytest.raises(errors.VersionMismatch) as mismatch:
-        orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=1)
+        orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=1, shipment=PARCEL)
     assert mismatch.value.details == {"current_version": 2}
     with pytest.raises(errors.InvalidTransition) as invalid:
         orders.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=2)
@@ -299,7 +313,7 @@ def test_other_status_changes_leave_stock_alone(memory, orders):
     hammer = product(memory, stock=5)
     order = place(orders, **{hammer: 2})
     for version, status in enumerate((OrderStatus.CONFIRMED, OrderStatus.SHIPPED, OrderStatus.DELIVERED), start=1):
-        orders.change_status(ADMIN, order.order_id, status, expected_version=version)
+        orders.change_status(ADMIN, order.order_id, status, expected_version=version, shipment=PARCEL)
     assert stock(memory, hammer) == 3
 
 
@@ -311,7 +325,7 @@ def test_only_the_owner_or_an_admin_cancels_and_only_before_shipping(memory, ord
     assert orders.cancel(ADMIN, order.order_id).status is OrderStatus.CANCELLED
     shipped = place(orders, **{pid: 1})
     orders.change_status(ADMIN, shipped.order_id, OrderStatus.CONFIRMED, expected_version=1)
-    orders.change_status(ADMIN, shipped.order_id, OrderStatus.SHIPPED, expected_version=2)
+    orders.change_status(ADMIN, shipped.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=PARCEL)
     with pytest.raises(errors.InvalidTransition):
         orders.cancel(ALICE, shipped.order_id)
 

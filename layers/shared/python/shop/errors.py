@@ -120,6 +120,12 @@ class InvalidTransition(Conflict):
     code = "INVALID_TRANSITION"
 
 
+class ReturnWindowClosed(Conflict):
+    """A return requested more than RETURN_WINDOW_DAYS after the order was delivered."""
+
+    code = "RETURN_WINDOW_CLOSED"
+
+
 class VersionMismatch(DomainError):
     code = "VERSION_MISMATCH"
 

@@ -278,3 +278,51 @@ STOCK_SHARD_SK = "STOCK"
 
 def stock_shard_key(product_id: str, shard: int) -> Key:
     return {PK: f"{STOCK_SHARD_PREFIX}{product_id}#{shard:02d}", SK: STOCK_SHARD_SK}
+
+
+# -- sales by date (issue 13) -----------------------------------------------------------------------
+# A product's units and revenue of one UTC day, one item per (product, day) in the product's own
+# partition; in GSI1, the day's top-seller list, spread over SALES_TOP_SHARDS partitions by product.
+SALES_DAY_PREFIX = "DAY#"
+SALES_RANK_PREFIX = "TOP#"
+ORDER_SALES_PREFIX = "SALES#"
+# Sales units in a sort key: 12 digits (a product would need 10^12 units in one day to overflow).
+SALES_UNITS_DIGITS = 12
+
+
+def sales_pk(product_id: str) -> str:
+    return f"SALES#{product_id}"
+
+
+def sales_day_key(product_id: str, day: str) -> Key:
+    """`day` is YYYY-MM-DD (UTC): text order is date order, so a date range is a BETWEEN."""
+    return {PK: sales_pk(product_id), SK: f"{SALES_DAY_PREFIX}{day}"}
+
+
+def sales_rank_key(product_id: str, day: str) -> Key:
+    """The product's entry in the day's top list (GSI1): a snapshot of its day counter, outside the DAY# range."""
+    return {PK: sales_pk(product_id), SK: f"{SALES_RANK_PREFIX}{day}"}
+
+
+def sales_top_shard(product_id: str, shards: int) -> int:
+    digest = hashlib.blake2b(product_id.encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+def sales_top_pk(day: str, shard: int) -> str:
+    return f"SALES_TOP#{day}#{shard}"
+
+
+def sales_top_gsi(day: str, product_id: str, units: int, shards: int) -> Key:
+    """Ascending GSI1SK is most units first: the units are inverted (10^12 - 1 - units), zero-padded;
+    equal units sort by product id."""
+    inverted = 10**SALES_UNITS_DIGITS - 1 - max(units, 0)
+    return {
+        GSI1PK: sales_top_pk(day, sales_top_shard(product_id, shards)),
+        GSI1SK: f"{inverted:0{SALES_UNITS_DIGITS}d}#{product_id}",
+    }
+
+
+def order_sales_marker_key(order_id: str, version: int) -> Key:
+    """Marks one order version's sales as counted; sorts after `ORDER`, outside the order's own read."""
+    return {PK: order_pk(order_id), SK: f"{ORDER_SALES_PREFIX}{version:06d}"}

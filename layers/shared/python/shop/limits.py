@@ -59,3 +59,12 @@ MAX_CHILDREN = 100
 MOVE_STEP_PRODUCTS = 100
 # Categories one step of a category move re-paths (three items each in one transaction).
 MOVE_STEP_CATEGORIES = 25
+# Order lifecycle and sales (issue 13).
+RETURN_WINDOW_DAYS = 30  # a delivered order may be returned this many days after its delivery
+MAX_REASON_LENGTH = 500  # a return request's reason, a rejection's reason
+MAX_CARRIER_LENGTH = 100
+MAX_TRACKING_NUMBER_LENGTH = 100
+MAX_SALES_DAYS = 366  # the longest range GET /products/{id}/sales answers, both ends included
+# GSI1 partitions the daily top-seller list is spread over (by product hash); fixed, since the items of
+# past days stay where this count put them (docs/decisions.md, "Sales by date").
+SALES_TOP_SHARDS = 64

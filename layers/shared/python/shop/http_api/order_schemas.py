@@ -8,9 +8,17 @@ from pydantic import ConfigDict, Field, StrictInt, model_validator
 
 from shop.http_api.countries import CountryCode
 from shop.http_api.schemas import INTEGRAL, MISSING, Body
-from shop.limits import MAX_ID_LENGTH, MAX_ORDER_LINES, MAX_QUANTITY
+from shop.limits import (
+    MAX_CARRIER_LENGTH,
+    MAX_ID_LENGTH,
+    MAX_ORDER_LINES,
+    MAX_QUANTITY,
+    MAX_REASON_LENGTH,
+    MAX_TRACKING_NUMBER_LENGTH,
+)
 from shop.models import Order, OrderStatus, OrderSummary, ShippingAddress
 from shop.models.common import Model
+from shop.models.sales import ProductSales, TopSeller
 
 
 class AddressIn(ShippingAddress):
@@ -45,8 +53,48 @@ class OrderIn(Body):
         return self
 
 
+Carrier = Annotated[str, Field(min_length=1, max_length=MAX_CARRIER_LENGTH)]
+TrackingNumber = Annotated[str, Field(min_length=1, max_length=MAX_TRACKING_NUMBER_LENGTH, pattern=r"^[\x21-\x7e]+$")]
+Reason = Annotated[str, Field(min_length=1, max_length=MAX_REASON_LENGTH)]
+SHIPPING_FIELDS = ("carrier", "tracking_number")
+
+
 class OrderStatusPatch(Body):
+    """The target status; ``carrier`` and ``tracking_number`` exactly when it is SHIPPED; ``reason``
+    (required to reject a return, i.e. RETURN_REQUESTED -> DELIVERED) goes in the order's history."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"status": {"const": "SHIPPED"}}},
+            "then": {"required": list(SHIPPING_FIELDS)},
+            "else": {"not": {"anyOf": [{"required": [name]} for name in SHIPPING_FIELDS]}},
+        }
+    )
+
     status: OrderStatus
+    carrier: Carrier | MISSING = MISSING
+    tracking_number: TrackingNumber | MISSING = MISSING
+    reason: Reason | MISSING = MISSING
+
+    @model_validator(mode="after")
+    def _shipping_fields_with_shipped(self) -> OrderStatusPatch:
+        given = [name for name in SHIPPING_FIELDS if name in self.model_fields_set]
+        if self.status is OrderStatus.SHIPPED and len(given) != len(SHIPPING_FIELDS):
+            raise ValueError("SHIPPED needs carrier and tracking_number")
+        if self.status is not OrderStatus.SHIPPED and given:
+            raise ValueError("carrier and tracking_number go only with SHIPPED")
+        return self
+
+
+class ReturnIn(Body):
+    reason: Reason
+
+
+class TopSellerPage(Model):
+    """At most `limit` entries; the list is not paginated (next_token is always null)."""
+
+    items: list[TopSeller]
+    next_token: str | None
 
 
 class OrderSummaryPage(Model):
@@ -62,4 +110,7 @@ __all__ = [
     "OrderStatusPatch",
     "OrderSummary",
     "OrderSummaryPage",
+    "ProductSales",
+    "ReturnIn",
+    "TopSellerPage",
 ]

@@ -67,4 +67,8 @@ ROUTES: tuple[Route, ...] = (
     _r("GET", "/categories/{slug}", "products", public=True),
     _r("PATCH", "/categories/{slug}", "products"),
     _r("DELETE", "/products/{product_id}", "products"),
+    # issue 13: returns and sales by date (the orders function: sales are counted from orders)
+    _r("POST", "/orders/{order_id}/return", "orders"),
+    _r("GET", "/products/{product_id}/sales", "orders"),
+    _r("GET", "/sales/top", "orders"),
 )

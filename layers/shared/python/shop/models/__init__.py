@@ -8,11 +8,14 @@ from shop.models.customers import Customer
 from shop.models.notifications import Notification
 from shop.models.orders import (
     ORDER_TRANSITIONS,
+    OWNER_ONLY_STATUSES,
     Order,
     OrderLine,
     OrderStatus,
     OrderSummary,
+    Shipment,
     ShippingAddress,
+    StatusDetails,
     StatusEntry,
 )
 from shop.models.products import Product
@@ -21,6 +24,7 @@ from shop.models.sessions import CartLine, Session
 
 __all__ = [
     "ORDER_TRANSITIONS",
+    "OWNER_ONLY_STATUSES",
     "CartLine",
     "Customer",
     "Notification",
@@ -32,6 +36,8 @@ __all__ = [
     "Product",
     "Review",
     "Session",
+    "Shipment",
     "ShippingAddress",
+    "StatusDetails",
     "StatusEntry",
 ]

@@ -7,7 +7,7 @@ not pydantic models (docs/decisions.md, "Stream processor").
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class Source(StrEnum):
@@ -24,6 +24,7 @@ class DetailType(StrEnum):
     PRODUCT_UPDATED = "ProductUpdated"  # source shop.products, detail ProductChange
     PRODUCT_ARCHIVED = "ProductArchived"  # source shop.products, detail ProductChange
     STOCK_LOW = "StockLow"  # source shop.products, detail StockLow
+    ORDER_REFUND_DUE = "OrderRefundDue"  # source shop.orders, detail OrderRefundDue
 
 
 class OrderChange(TypedDict):
@@ -38,6 +39,24 @@ class OrderChange(TypedDict):
     total_cents: int
     line_count: int
     changed_at: str
+    shipment: NotRequired[ShipmentDetail]  # SHIPPED only
+    reason: NotRequired[str]  # RETURN_REQUESTED: the customer's; DELIVERED after a return: the rejection's
+
+
+class ShipmentDetail(TypedDict):
+    carrier: str
+    tracking_number: str
+    shipped_at: str
+
+
+class OrderRefundDue(TypedDict):
+    """A return was accepted (RETURNED): every line is back in stock and the whole total is to be refunded."""
+
+    id: str  # <order_id>:<version>
+    order_id: str
+    customer_id: str
+    amount_cents: int
+    returned_at: str
 
 
 class AbandonedLine(TypedDict):

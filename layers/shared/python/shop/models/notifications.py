@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from shop.models.common import Model
+from shop.models.orders import Shipment
 
 
 class Notification(Model):
@@ -9,3 +10,4 @@ class Notification(Model):
     order_id: str
     message: str
     created_at: str
+    shipment: Shipment | None = None  # ORDER_STATUS_CHANGED to SHIPPED: carrier, tracking number, when

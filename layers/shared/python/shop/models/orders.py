@@ -15,15 +15,23 @@ class OrderStatus(StrEnum):
     SHIPPED = "SHIPPED"
     DELIVERED = "DELIVERED"
     CANCELLED = "CANCELLED"
+    RETURN_REQUESTED = "RETURN_REQUESTED"
+    RETURNED = "RETURNED"
 
 
 ORDER_TRANSITIONS: dict[OrderStatus, frozenset[OrderStatus]] = {
     OrderStatus.PENDING: frozenset({OrderStatus.CONFIRMED, OrderStatus.CANCELLED}),
     OrderStatus.CONFIRMED: frozenset({OrderStatus.SHIPPED, OrderStatus.CANCELLED}),
     OrderStatus.SHIPPED: frozenset({OrderStatus.DELIVERED}),
-    OrderStatus.DELIVERED: frozenset(),
+    # The customer asks (POST /orders/{id}/return, within RETURN_WINDOW_DAYS of delivery); an admin
+    # accepts (RETURNED: restocked, refund due) or rejects (back to DELIVERED, with a reason).
+    OrderStatus.DELIVERED: frozenset({OrderStatus.RETURN_REQUESTED}),
+    OrderStatus.RETURN_REQUESTED: frozenset({OrderStatus.RETURNED, OrderStatus.DELIVERED}),
     OrderStatus.CANCELLED: frozenset(),
+    OrderStatus.RETURNED: frozenset(),
 }
+# Statuses only the order's owner moves to, by their own route (never by an admin's PATCH).
+OWNER_ONLY_STATUSES = frozenset({OrderStatus.RETURN_REQUESTED})
 
 
 class ShippingAddress(Model):
@@ -54,9 +62,18 @@ class OrderLine(Model):
         )
 
 
+class Shipment(Model):
+    carrier: str
+    tracking_number: str
+    shipped_at: str
+
+
 class StatusEntry(Model):
     status: OrderStatus
     at: str
+    carrier: str | None = None  # SHIPPED entries: the shipment's carrier and tracking number
+    tracking_number: str | None = None
+    reason: str | None = None  # a return request's reason, or why a return was rejected
 
 
 class OrderSummary(Model):
@@ -76,6 +93,36 @@ class Order(OrderSummary):
     # Stock taken from flash-sale shards: product id -> shard number (2 digits) -> quantity. Stored with the
     # order so a cancel returns it where it came from; not part of any answer (exclude).
     stock_taken: dict[str, dict[str, int]] = Field(default_factory=dict, exclude=True)
+    shipment: Shipment | None = None
+    delivered_at: str | None = None  # when it first became DELIVERED: the return window starts there
+
+
+@dataclass(frozen=True)
+class StatusDetails:
+    """What a status change records besides the status, as the service decided it.
+
+    `shipment` goes on the order (SHIPPED); `reason` goes on the order's latest change and its history
+    entry; `delivered_at` and `confirmed_at` are set once, by the change that first reaches that status.
+    """
+
+    shipment: Shipment | None = None
+    reason: str | None = None
+    delivered_at: str | None = None
+    confirmed_at: str | None = None
+
+    def entry(self, status: OrderStatus, at: str) -> StatusEntry:
+        """The history entry of this change."""
+        shipment = self.shipment
+        return StatusEntry(
+            status=status,
+            at=at,
+            carrier=shipment.carrier if shipment else None,
+            tracking_number=shipment.tracking_number if shipment else None,
+            reason=self.reason,
+        )
+
+
+NO_DETAILS = StatusDetails()
 
 
 @dataclass(frozen=True)

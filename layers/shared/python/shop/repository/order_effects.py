@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shop import keys
-from shop.models import Notification, OrderStatus, OrderSummary
+from shop.models import Notification, OrderStatus, OrderSummary, Shipment, StatusEntry
 from shop.repository.orders import OrderRepository
 from shop.repository.store import ConditionFailed, Table, conditional_write, to_item, translated_errors, values
 
@@ -25,7 +25,8 @@ class OrderEffectsRepository:
                 self.table.client.update_item(
                     TableName=self.table.name,
                     Key=to_item(keys.order_key(order_id)),
-                    UpdateExpression="SET #status = :new, version = :next, updated_at = :at, GSI1PK = :gpk",
+                    UpdateExpression="SET #status = :new, version = :next, updated_at = :at, confirmed_at = :at, "
+                    "GSI1PK = :gpk",
                     ConditionExpression="#status = :pending AND version = :version",
                     ExpressionAttributeNames={"#status": "status"},
                     ExpressionAttributeValues=values(
@@ -64,7 +65,9 @@ class OrderEffectsRepository:
             )
         return "Item" in response
 
-    def append_history(self, change: OrderSummary) -> bool:
+    def append_history(self, change: OrderSummary, entry: StatusEntry | None = None) -> bool:
+        """The version's history entry, once; `entry` adds the change's carrier, tracking number, reason."""
+        details = entry.model_dump(include={"carrier", "tracking_number", "reason"}, exclude_none=True) if entry else {}
         return self._put_once(
             {
                 **keys.order_history_key(change.order_id, change.version),
@@ -72,23 +75,27 @@ class OrderEffectsRepository:
                 "status": change.status.value,
                 "version": change.version,
                 "at": change.updated_at,
+                **details,
             }
         )
 
-    def notify(self, change: OrderSummary, *, kind: str, message: str) -> Notification:
+    def notify(
+        self, change: OrderSummary, *, kind: str, message: str, shipment: Shipment | None = None
+    ) -> Notification:
         notification = Notification(
             notification_id=notification_id(change.order_id, change.version),
             type=kind,
             order_id=change.order_id,
             message=message,
             created_at=change.updated_at,
+            shipment=shipment,
         )
         self._put_once(
             {
                 **keys.notification_key(change.customer_id, change.updated_at, notification.notification_id),
                 "entity": "NOTIFICATION",
                 "customer_id": change.customer_id,
-                **notification.model_dump(),
+                **notification.model_dump(exclude_none=True),
             }
         )
         return notification

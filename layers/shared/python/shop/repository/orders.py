@@ -13,9 +13,9 @@ from typing import Any
 from shop import errors, keys
 from shop.config import settings
 from shop.limits import MAX_PARALLEL_QUERIES
-from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusEntry
+from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails, StatusEntry
 from shop.models.carts import CartClaim
-from shop.models.orders import Placement, SessionClaim
+from shop.models.orders import NO_DETAILS, Placement, SessionClaim
 from shop.models.products import ProductStatus
 from shop.models.stock import StockTake
 from shop.repository import pagination
@@ -37,6 +37,9 @@ from shop.repository.store import (
 # Namespace of the status changes' client request tokens (uuid5 of the change).
 STATUS_CHANGE_TOKENS = uuid.UUID("6f0c2a4e-9a53-5b1e-8f3d-2d7c1e0b9a61")
 SUMMARY_FIELDS = ("order_id", "customer_id", "status", "version", "total_cents", "created_at", "updated_at")
+# The order item's reason for its latest status change (a return's, a rejection's); the stream
+# processor copies it into that version's history entry.
+STATUS_REASON = "status_reason"
 
 
 @cache
@@ -63,11 +66,23 @@ def _order_from_items(items: list[dict[str, Any]]) -> Order:
         raise errors.OrderNotFound("order not found")
     recorded = sorted((i for i in items if i["SK"].startswith(keys.HISTORY_PREFIX)), key=lambda i: i["SK"])
     history = [StatusEntry(status=OrderStatus.PENDING, at=header["created_at"])]
-    history += [StatusEntry(status=i["status"], at=i["at"]) for i in recorded]
+    history += [StatusEntry.model_validate(i) for i in recorded]
     latest_recorded = int(recorded[-1]["version"]) if recorded else 1
     if int(header["version"]) > latest_recorded:
-        history.append(StatusEntry(status=header["status"], at=header["updated_at"]))
+        history.append(_latest_entry(header))
     return Order.model_validate({**header, "history": [h.model_dump() for h in history]})
+
+
+def _latest_entry(header: dict[str, Any]) -> StatusEntry:
+    """The history entry of the order's current version, from the order item itself."""
+    shipment = header.get("shipment") if header["status"] == OrderStatus.SHIPPED.value else None
+    return StatusEntry(
+        status=header["status"],
+        at=header["updated_at"],
+        carrier=shipment["carrier"] if shipment else None,
+        tracking_number=shipment["tracking_number"] if shipment else None,
+        reason=header.get(STATUS_REASON),
+    )
 
 
 @dataclass(frozen=True)
@@ -305,12 +320,13 @@ class OrderRepository:
         raise cancelled.unexplained() from cancelled
 
     def get(self, order_id: str) -> Order:
-        """One Query over the order's collection: the order item and its status history items."""
+        """One Query over the order's collection: the order item and its status history items (which sort
+        before it; the stream processor's sales markers sort after it and are not read)."""
         with translated_errors():
             response = self.table.client.query(
                 TableName=self.table.name,
-                KeyConditionExpression="PK = :pk",
-                ExpressionAttributeValues=values(pk=keys.order_pk(order_id)),
+                KeyConditionExpression="PK = :pk AND SK <= :order",
+                ExpressionAttributeValues=values(pk=keys.order_pk(order_id), order=keys.ORDER_SK),
             )
         return _order_from_items([from_item(i) for i in response.get("Items", [])])
 
@@ -368,9 +384,18 @@ class OrderRepository:
         return Page[OrderSummary](items=[OrderSummary.model_validate(i) for i in page], next_token=token)
 
     def change_status(
-        self, order: Order, new_status: OrderStatus, *, updated_at: str, restock: Sequence[OrderLine] = ()
+        self,
+        order: Order,
+        new_status: OrderStatus,
+        *,
+        updated_at: str,
+        restock: Sequence[OrderLine] = (),
+        details: StatusDetails = NO_DETAILS,
     ) -> Order:
         """Move the order to new_status if it still has the version it was read with.
+
+        ``details`` are written in the same update: the shipment, the change's reason (removed when
+        there is none), the first delivery's or confirmation's time.
 
         With ``restock`` lines, their quantities go back to stock in the same transaction, sent with a
         client request token derived from the write, so a retry of a transaction that committed changes
@@ -378,10 +403,13 @@ class OrderRepository:
         next version means this change was made (a retry after a lost response) and is answered as done.
         """
         gsi = keys.order_status_gsi(new_status, order.order_id, order.created_at, self.shards)
+        sets, extra = _detail_updates(details)
         update = {
             "TableName": self.table.name,
             "Key": to_item(keys.order_key(order.order_id)),
-            "UpdateExpression": "SET #status = :new, version = :next, updated_at = :at, GSI1PK = :gpk",
+            "UpdateExpression": "SET #status = :new, version = :next, updated_at = :at, GSI1PK = :gpk"
+            + "".join(f", {s}" for s in sets)
+            + ("" if details.reason else f" REMOVE {STATUS_REASON}"),
             "ConditionExpression": "#status = :old AND version = :version",
             "ExpressionAttributeNames": {"#status": "status"},
             "ExpressionAttributeValues": values(
@@ -391,6 +419,7 @@ class OrderRepository:
                 gpk=gsi[keys.GSI1PK],
                 old=order.status.value,
                 version=order.version,
+                **extra,
             ),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
@@ -401,7 +430,7 @@ class OrderRepository:
                 self._change_with_restock(update, returns, token)
             except TransactionCancelled as cancelled:
                 if cancelled.failed_condition(0):
-                    return _explain_failed_change(order, new_status, cancelled.old_item(0))
+                    return _explain_failed_change(order, new_status, cancelled.old_item(0), details)
                 if not any(
                     cancelled.failed_condition(i + 1) for i, (_, shard, _) in enumerate(returns) if shard is not None
                 ):
@@ -415,19 +444,38 @@ class OrderRepository:
                     )
                 except TransactionCancelled as again:
                     if again.failed_condition(0):
-                        return _explain_failed_change(order, new_status, again.old_item(0))
+                        return _explain_failed_change(order, new_status, again.old_item(0), details)
                     raise again.unexplained() from again
         else:
             try:
                 with conditional_write():
                     self.table.client.update_item(**update)
             except ConditionFailed as failed:
-                return _explain_failed_change(order, new_status, failed.item)
-        return _advanced(order, new_status, order.version + 1, updated_at)
+                return _explain_failed_change(order, new_status, failed.item, details)
+        return _advanced(order, new_status, order.version + 1, updated_at, details)
 
     def _change_with_restock(self, update: dict[str, Any], returns: list[_Return], token: str) -> None:
         restocks = [restock_update(self.table, pid, shard, quantity) for pid, shard, quantity in returns]
         transact_write(self.table, [{"Update": update}, *restocks], ClientRequestToken=token)
+
+
+def _detail_updates(details: StatusDetails) -> tuple[list[str], dict[str, Any]]:
+    """The SET clauses and their values that write a status change's details on the order item."""
+    sets: list[str] = []
+    extra: dict[str, Any] = {}
+    if details.shipment is not None:
+        sets.append("shipment = :shipment")
+        extra["shipment"] = details.shipment.model_dump()
+    if details.reason:
+        sets.append(f"{STATUS_REASON} = :reason")
+        extra["reason"] = details.reason
+    if details.delivered_at:
+        sets.append("delivered_at = :delivered")
+        extra["delivered"] = details.delivered_at
+    if details.confirmed_at:
+        sets.append("confirmed_at = :confirmed")
+        extra["confirmed"] = details.confirmed_at
+    return sets, extra
 
 
 # (product id, shard or None for the product item, quantity) of stock going back.
@@ -464,16 +512,26 @@ def status_change_token(order: Order, new_status: OrderStatus, updated_at: str) 
     return str(uuid.uuid5(STATUS_CHANGE_TOKENS, f"{order.order_id}|{order.version}|{new_status.value}|{updated_at}"))
 
 
-def _advanced(order: Order, status: OrderStatus, version: int, updated_at: str) -> Order:
-    history = [*order.history, StatusEntry(status=status, at=updated_at)]
-    return order.model_copy(update={"status": status, "version": version, "updated_at": updated_at, "history": history})
+def _advanced(
+    order: Order, status: OrderStatus, version: int, updated_at: str, details: StatusDetails = NO_DETAILS
+) -> Order:
+    """The order as a status change leaves it (what the write set), with that change's history entry."""
+    history = [*order.history, details.entry(status, updated_at)]
+    changed: dict[str, Any] = {"status": status, "version": version, "updated_at": updated_at, "history": history}
+    if details.shipment is not None:
+        changed["shipment"] = details.shipment
+    if details.delivered_at:
+        changed["delivered_at"] = details.delivered_at
+    return order.model_copy(update=changed)
 
 
-def _explain_failed_change(order: Order, new_status: OrderStatus, current: dict[str, Any] | None) -> Order:
+def _explain_failed_change(
+    order: Order, new_status: OrderStatus, current: dict[str, Any] | None, details: StatusDetails = NO_DETAILS
+) -> Order:
     """The order a failed conditional status change leaves, if the change is already made; else why it failed."""
     if current is None:
         raise errors.OrderNotFound("order not found")
     version = int(current["version"])
     if current["status"] == new_status.value and version == order.version + 1:
-        return _advanced(order, new_status, version, current["updated_at"])
+        return _advanced(order, new_status, version, current["updated_at"], details)
     raise errors.VersionMismatch("the order changed meanwhile", {"current_version": version})

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from shop import clock, keys
 from shop.limits import DEFAULT_LOW_STOCK_THRESHOLD
-from shop.models import OrderLine, OrderSummary
+from shop.models import OrderLine, OrderSummary, Shipment
 from shop.repository.store import from_item
 
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
@@ -33,6 +33,9 @@ class OrderImage(OrderSummary):
     model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     lines: list[OrderLine] = []
+    shipment: Shipment | None = None
+    status_reason: str | None = None  # the reason given for this version's status change
+    confirmed_at: str | None = None  # when it was confirmed (absent on orders confirmed before it was kept)
 
 
 class CartItem(BaseModel):

@@ -1,4 +1,5 @@
-"""The stream processor's rules: confirm new orders, record status changes, notice abandoned carts, product events.
+"""The stream processor's rules: confirm new orders, record status changes and count sales, notice abandoned carts,
+product events.
 
 Delivery is at least once: every table write is conditional and keyed by order id and version, so a replayed
 record changes nothing. Each rule, by record type: docs/decisions.md, "Stream processor".
@@ -10,13 +11,25 @@ from collections.abc import Callable
 
 from shop import clock
 from shop.models import OrderStatus
-from shop.models.events import AbandonedLine, CartAbandoned, CustomerCartAbandoned, DetailType, OrderChange, Source
+from shop.models.events import (
+    AbandonedLine,
+    CartAbandoned,
+    CustomerCartAbandoned,
+    DetailType,
+    OrderChange,
+    OrderRefundDue,
+    ShipmentDetail,
+    Source,
+)
+from shop.models.orders import StatusEntry
 from shop.models.pricing import subtotal
 from shop.publishing import Event
 from shop.repository import AlertRepository, OrderEffectsRepository, Table
+from shop.repository.sales import SalesRepository
 from shop.repository.stream_records import CustomerCartImage, OrderImage, SessionImage, StreamRecord
 from shop.services.category_moves import CategoryMoves
 from shop.services.product_events import ProductEventsService
+from shop.services.sales import SalesService
 from shop.services.stream_outcome import SKIPPED, Action, Outcome
 
 __all__ = ["Action", "OrderEventsService", "Outcome"]
@@ -39,7 +52,24 @@ def confirmation_message(order: OrderImage) -> str:
 
 
 def status_message(order: OrderImage) -> str:
-    return f"Your order {order.order_id} is now {order.status.value.lower()}."
+    message = f"Your order {order.order_id} is now {order.status.value.lower().replace('_', ' ')}"
+    if order.status is OrderStatus.SHIPPED and order.shipment is not None:
+        message += f", with {order.shipment.carrier}, tracking number {order.shipment.tracking_number}"
+    if order.status is OrderStatus.DELIVERED and order.status_reason:
+        message += f"; your return was not accepted: {order.status_reason}"
+    return message + "."
+
+
+def history_entry(order: OrderImage) -> StatusEntry:
+    """The version's history entry, with its shipment's carrier and tracking number and its reason."""
+    shipment = order.shipment if order.status is OrderStatus.SHIPPED else None
+    return StatusEntry(
+        status=order.status,
+        at=order.updated_at,
+        carrier=shipment.carrier if shipment else None,
+        tracking_number=shipment.tracking_number if shipment else None,
+        reason=order.status_reason,
+    )
 
 
 def order_event(order: OrderImage, previous: str | None) -> Event:
@@ -56,6 +86,10 @@ def order_event(order: OrderImage, previous: str | None) -> Event:
         line_count=len(order.lines),
         changed_at=order.updated_at,
     )
+    if order.status is OrderStatus.SHIPPED and order.shipment is not None:
+        detail["shipment"] = ShipmentDetail(**order.shipment.model_dump())  # type: ignore[typeddict-item]
+    if order.status_reason:
+        detail["reason"] = order.status_reason
     kind = DetailType.ORDER_CONFIRMED if confirmed else DetailType.ORDER_STATUS_CHANGED
     return Event(source=Source.ORDERS, detail_type=kind, detail=dict(detail))
 
@@ -69,6 +103,18 @@ def _abandoned_lines(cart: SessionImage | CustomerCartImage) -> list[AbandonedLi
         )
         for product_id, item in ordered
     ]
+
+
+def refund_due_event(order: OrderImage) -> Event:
+    """A return accepted: the whole total is due back (every line was restocked). `id` dedupes."""
+    detail = OrderRefundDue(
+        id=f"{order.order_id}:{order.version}",
+        order_id=order.order_id,
+        customer_id=order.customer_id,
+        amount_cents=order.total_cents,
+        returned_at=order.updated_at,
+    )
+    return Event(source=Source.ORDERS, detail_type=DetailType.ORDER_REFUND_DUE, detail=dict(detail))
 
 
 def cart_abandoned_event(session: SessionImage) -> Event:
@@ -101,6 +147,7 @@ class OrderEventsService:
         self.effects = OrderEffectsRepository(table, shards)
         self.products = ProductEventsService(AlertRepository(table))
         self.moves = CategoryMoves(table)
+        self.sales = SalesService(SalesRepository(table))
         self.now = now
 
     def handle(self, record: StreamRecord) -> Outcome:
@@ -142,15 +189,20 @@ class OrderEventsService:
         if before == record.new_status:
             return SKIPPED
         order = record.new_order()
+        counted = self.sales.record(order, order.lines, before, order.confirmed_at)
         # The processor's own confirmation already wrote these effects when it confirmed (unless it
         # died in between, or an admin confirmed by hand): one read saves three refused writes.
         written = self._record_change(order, unless_recorded=order.status is OrderStatus.CONFIRMED)
+        events = [order_event(order, before)]
+        if order.status is OrderStatus.RETURNED:
+            events.append(refund_due_event(order))
         return Outcome(
             Action.STATUS_CHANGED,
             order.order_id,
             order.status.value,
             history_written=written,
-            events=(order_event(order, before),),
+            sales_counted=counted,
+            events=tuple(events),
         )
 
     def session_removed(self, record: StreamRecord) -> Outcome:
@@ -180,5 +232,6 @@ class OrderEventsService:
         if order.status is OrderStatus.CONFIRMED:
             self.effects.notify(order, kind=ORDER_CONFIRMED, message=confirmation_message(order))
         else:
-            self.effects.notify(order, kind=ORDER_STATUS_CHANGED, message=status_message(order))
-        return self.effects.append_history(order)
+            shipment = order.shipment if order.status is OrderStatus.SHIPPED else None
+            self.effects.notify(order, kind=ORDER_STATUS_CHANGED, message=status_message(order), shipment=shipment)
+        return self.effects.append_history(order, history_entry(order))

@@ -1,20 +1,24 @@
-"""Orders: catalogue pricing, atomic placement with bounded retries, the status machine."""
+"""Orders: catalogue pricing, atomic placement with bounded retries, the status machine, returns."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from shop import clock, errors, ids
 from shop.config import settings
-from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY
+from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY, RETURN_WINDOW_DAYS
 from shop.models import (
     ORDER_TRANSITIONS,
+    OWNER_ONLY_STATUSES,
     Order,
     OrderLine,
     OrderStatus,
     OrderSummary,
     Page,
+    Shipment,
     ShippingAddress,
+    StatusDetails,
     StatusEntry,
 )
 from shop.models.carts import CartClaim
@@ -27,8 +31,17 @@ from shop.services.ports import CustomerCartStore, OrderStore, ProductPrices, Se
 from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation
 
 REPRICE_ATTEMPTS = 3
-# Reads and conditional writes one cancel tries before answering 503 (the order keeps changing).
+# Reads and conditional writes one cancel (or return request) tries before answering 503 (the order keeps changing).
 CANCEL_ATTEMPTS = 3
+RETURN_WINDOW = timedelta(days=RETURN_WINDOW_DAYS)
+
+
+@dataclass(frozen=True)
+class ShipmentIn:
+    """What the admin gives when shipping: the order records it with the time it shipped."""
+
+    carrier: str
+    tracking_number: str
 
 
 @dataclass(frozen=True)
@@ -216,14 +229,38 @@ class OrderService:
         actor.require_admin()
         return self.orders.list_by_status(status, limit=limit, next_token=next_token)
 
-    def change_status(self, actor: Actor, order_id: str, new_status: OrderStatus, *, expected_version: int) -> Order:
+    def change_status(
+        self,
+        actor: Actor,
+        order_id: str,
+        new_status: OrderStatus,
+        *,
+        expected_version: int,
+        shipment: ShipmentIn | None = None,
+        reason: str | None = None,
+    ) -> Order:
+        """An admin's move along the status machine. SHIPPED needs the shipment; rejecting a return
+        (RETURN_REQUESTED -> DELIVERED) needs a reason; RETURNED puts every line back in stock."""
         actor.require_admin()
+        if new_status is OrderStatus.SHIPPED and shipment is None:
+            raise errors.InvalidRequest(
+                "shipping an order needs its carrier and tracking_number",
+                {"carrier": "required with SHIPPED", "tracking_number": "required with SHIPPED"},
+            )
         order = self.orders.get(order_id)
         if expected_version >= 1 and order.version == expected_version + 1 and order.status is new_status:
             return order  # the change is made: a retry whose first attempt's answer was lost
         if order.version != expected_version:
             raise errors.VersionMismatch("the order changed since you read it", {"current_version": order.version})
-        return self._move(order, new_status)
+        if new_status in OWNER_ONLY_STATUSES:
+            raise errors.InvalidTransition(
+                f"only the customer requests a return (POST /orders/{order_id}/return)",
+                {"from": order.status.value, "to": new_status.value},
+            )
+        rejecting = order.status is OrderStatus.RETURN_REQUESTED and new_status is OrderStatus.DELIVERED
+        if rejecting and not reason:
+            raise errors.InvalidRequest("rejecting a return needs a reason", {"reason": "required to reject a return"})
+        return self._move(order, new_status, shipment=shipment, reason=reason)
 
     def cancel(self, actor: Actor, order_id: str) -> Order:
         """The owner's or an admin's cancel; a concurrent change is re-read and the cancel re-tried."""
@@ -235,12 +272,53 @@ class OrderService:
                 continue
         raise errors.ServiceUnavailable("the order keeps changing, retry later")
 
-    def _move(self, order: Order, new_status: OrderStatus) -> Order:
-        """The status machine's step from the order as read; cancelling puts every line back in stock."""
+    def request_return(self, actor: Actor, order_id: str, reason: str) -> Order:
+        """The owner asks to return a DELIVERED order, within RETURN_WINDOW_DAYS of its delivery.
+
+        Another customer's order reads as absent; an admin is not the owner (403). A concurrent change
+        is re-read and the request re-tried, as a cancel is."""
+        for _ in range(CANCEL_ATTEMPTS):
+            order = self.get(actor, order_id)
+            if actor.sub != order.customer_id:
+                raise errors.Forbidden("only the customer who placed the order may return it")
+            if order.status is OrderStatus.DELIVERED and clock.now() > delivered_at(order) + RETURN_WINDOW:
+                raise errors.ReturnWindowClosed(
+                    f"returns close {RETURN_WINDOW_DAYS} days after delivery",
+                    {"delivered_at": clock.iso(delivered_at(order)), "return_window_days": RETURN_WINDOW_DAYS},
+                )
+            try:
+                return self._move(order, OrderStatus.RETURN_REQUESTED, reason=reason)
+            except errors.VersionMismatch:
+                continue
+        raise errors.ServiceUnavailable("the order keeps changing, retry later")
+
+    def _move(
+        self, order: Order, new_status: OrderStatus, *, shipment: ShipmentIn | None = None, reason: str | None = None
+    ) -> Order:
+        """The status machine's step from the order as read; cancelling or taking a return back puts every
+        line back in stock (the repository writes it in the same transaction)."""
         if new_status not in ORDER_TRANSITIONS[order.status]:
             raise errors.InvalidTransition(
                 f"an order cannot go from {order.status} to {new_status}",
                 {"from": order.status.value, "to": new_status.value},
             )
-        restock = order.lines if new_status is OrderStatus.CANCELLED else ()
-        return self.orders.change_status(order, new_status, updated_at=clock.iso_now(), restock=restock)
+        now = clock.iso_now()
+        details = StatusDetails(
+            shipment=Shipment(carrier=shipment.carrier, tracking_number=shipment.tracking_number, shipped_at=now)
+            if new_status is OrderStatus.SHIPPED and shipment is not None
+            else None,
+            reason=reason,
+            delivered_at=now if order.status is OrderStatus.SHIPPED and new_status is OrderStatus.DELIVERED else None,
+            confirmed_at=now if new_status is OrderStatus.CONFIRMED else None,
+        )
+        restock = order.lines if new_status in (OrderStatus.CANCELLED, OrderStatus.RETURNED) else ()
+        return self.orders.change_status(order, new_status, updated_at=now, restock=restock, details=details)
+
+
+def delivered_at(order: Order) -> datetime:
+    """When the order was first delivered: its `delivered_at`, else (orders delivered before it was kept)
+    its last DELIVERED history entry, else its last change."""
+    if order.delivered_at:
+        return datetime.fromisoformat(order.delivered_at)
+    delivered = [entry.at for entry in order.history if entry.status is OrderStatus.DELIVERED]
+    return datetime.fromisoformat(delivered[0] if delivered else order.updated_at)

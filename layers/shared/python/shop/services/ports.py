@@ -13,8 +13,9 @@ from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, O
 from shop.models.alerts import Alert
 from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category
-from shop.models.orders import Placement, SessionClaim
+from shop.models.orders import NO_DETAILS, Placement, SessionClaim, StatusDetails
 from shop.models.products import CataloguePrice, ProductListing
+from shop.models.sales import DaySales, SalesChange, TopSeller
 from shop.models.sessions import StoredLine, StoredSession
 from shop.models.stock import StockLayout, StockTake
 
@@ -158,10 +159,17 @@ class OrderStore(Protocol):
         """Newest first."""
 
     def change_status(
-        self, order: Order, new_status: OrderStatus, *, updated_at: str, restock: Sequence[OrderLine] = ()
+        self,
+        order: Order,
+        new_status: OrderStatus,
+        *,
+        updated_at: str,
+        restock: Sequence[OrderLine] = (),
+        details: StatusDetails = NO_DETAILS,
     ) -> Order:
-        """The order in new_status at version + 1, with `restock`'s quantities back in stock (where the order
-        took them: its product item or the flash-sale shards it recorded), all or nothing.
+        """The order in new_status at version + 1 with `details` recorded (shipment, reason, first delivery),
+        `restock`'s quantities back in stock (where the order took them: its product item or the flash-sale
+        shards it recorded), all or nothing.
 
         VersionMismatch when the order is no longer at `order`'s status and version, unless it is
         already at new_status and version + 1 (a retry): then that order. OrderNotFound.
@@ -251,3 +259,17 @@ class CustomerCartStore(Protocol):
 
     def empty(self, customer_id: str, *, updated_at: str) -> None:
         """No lines left (nothing happens without a cart)."""
+
+
+class SalesStore(Protocol):
+    """Per-product daily sales: counted once per order version by the stream processor, read by admins."""
+
+    def apply(self, change: SalesChange) -> bool:
+        """Add the change's lines to their (product, day) totals and mark the order version counted, all or
+        nothing; False (nothing written) when that version was counted before."""
+
+    def days(self, product_id: str, first: str, last: str) -> list[DaySales]:
+        """The product's days from `first` to `last` (YYYY-MM-DD, both included) that have sales, in order."""
+
+    def top(self, day: str, limit: int) -> list[TopSeller]:
+        """The day's `limit` products with the most units, most first (equal units: by product id)."""

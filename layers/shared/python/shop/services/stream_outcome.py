@@ -24,6 +24,7 @@ class Outcome:
     order_id: str | None = None
     status: str | None = None
     history_written: bool = False  # a new status history entry (False on a replay)
+    sales_counted: bool = False  # this record counted the version's sales (False on a replay)
     events: tuple[Event, ...] = field(default=())
     product_id: str | None = None
     alert_written: bool = False  # a new StockLow alert (False on a replay)

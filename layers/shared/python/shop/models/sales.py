@@ -1,0 +1,41 @@
+"""Sales by date: what one order version adds to (or takes from) its products' daily totals, and the reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shop.models.common import Model
+
+
+@dataclass(frozen=True)
+class SalesLine:
+    product_id: str
+    units: int  # negative when a cancellation or a return takes the sale back
+    revenue_cents: int
+
+
+@dataclass(frozen=True)
+class SalesChange:
+    """One order version's effect on the daily totals: counted once, keyed by (order, version)."""
+
+    order_id: str
+    version: int
+    day: str  # YYYY-MM-DD (UTC): the order's confirmation day
+    lines: tuple[SalesLine, ...]
+
+
+class DaySales(Model):
+    date: str
+    units: int
+    revenue_cents: int
+
+
+class ProductSales(Model):
+    product_id: str
+    days: list[DaySales]
+
+
+class TopSeller(Model):
+    product_id: str
+    units: int
+    revenue_cents: int

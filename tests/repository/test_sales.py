@@ -1,0 +1,84 @@
+"""The sales counters on the table (moto and DynamoDB Local): once per order version, never losing a
+concurrent count, the top list in GSI1 sharded, sparse and never moved back by a late refresh."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from shop import keys
+from shop.models.sales import SalesChange, SalesLine
+from shop.repository.sales import SalesRepository
+from shop.repository.store import from_item, to_item
+from tests.support.calls import counting
+
+DAY = "2026-03-02"
+
+
+def change(order_id: str, *lines: tuple[str, int, int], version: int = 2, day: str = DAY) -> SalesChange:
+    return SalesChange(order_id, version, day, tuple(SalesLine(*line) for line in lines))
+
+
+def read(store, key: dict[str, str]) -> dict:
+    item = store.client.get_item(TableName=store.table_name, Key=to_item(key), ConsistentRead=True).get("Item")
+    return from_item(item) if item else {}
+
+
+def counter(store, product_id: str, day: str = DAY) -> dict:
+    return read(store, keys.sales_day_key(product_id, day))
+
+
+def rank(store, product_id: str, day: str = DAY) -> dict:
+    return read(store, keys.sales_rank_key(product_id, day))
+
+
+def test_a_version_counts_once_in_one_transaction_then_moves_its_products_in_the_top_list(store):
+    sales = SalesRepository(store.table)
+    with counting(store.client) as calls:
+        assert sales.apply(change("o-1", ("hammer", 2, 3000), ("nails", 10, 2500)))
+    assert calls.operations == ["TransactWriteItems", "BatchGetItem", "PutItem", "PutItem"]
+    with counting(store.client) as calls:
+        assert not sales.apply(change("o-1", ("hammer", 2, 3000), ("nails", 10, 2500)))
+    assert calls.operations == ["TransactWriteItems", "BatchGetItem"]  # a replay: refused, the top list is current
+    assert sales.days("hammer", DAY, DAY)[0].model_dump() == {"date": DAY, "units": 2, "revenue_cents": 3000}
+    assert sales.apply(change("o-1", ("hammer", -2, -3000), ("nails", -10, -2500), version=3))
+    assert sales.days("hammer", DAY, DAY)[0].units == 0
+
+
+def test_concurrent_counts_of_one_product_and_day_are_all_kept(store):
+    sales = SalesRepository(store.table)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        done = list(pool.map(lambda n: sales.apply(change(f"o-{n}", ("hammer", 1, 1500))), range(16)))
+    assert all(done)
+    assert (counter(store, "hammer")["units"], counter(store, "hammer")["revenue_cents"]) == (16, 16 * 1500)
+    assert (rank(store, "hammer")["units"], rank(store, "hammer")["changes"]) == (16, 16)
+
+
+def test_the_top_list_is_sharded_by_product_and_sparse(store):
+    sales = SalesRepository(store.table)
+    sales.apply(change("o-1", ("hammer", 2, 3000), ("nails", 10, 2500), ("saw", 10, 9000)))
+    assert keys.GSI1PK not in counter(store, "hammer")  # counts write no index entry; the rank entry is indexed
+    assert rank(store, "hammer")[keys.GSI1PK] == keys.sales_top_pk(DAY, keys.sales_top_shard("hammer", sales.shards))
+    assert [(t.product_id, t.units) for t in sales.top(DAY, 2)] == [("nails", 10), ("saw", 10)]
+    sales.apply(change("o-1", ("nails", -10, -2500), version=3))  # the order cancelled: nails leave the list
+    assert keys.GSI1PK not in rank(store, "nails")
+    assert [(t.product_id, t.units) for t in sales.top(DAY, 5)] == [("saw", 10), ("hammer", 2)]
+
+
+def test_days_reads_one_range_of_one_product(store):
+    sales = SalesRepository(store.table)
+    for n, day in enumerate(("2026-02-28", "2026-03-01", "2026-03-02", "2026-03-03")):
+        sales.apply(change(f"o-{n}", ("hammer", n + 1, 100), day=day))
+    sales.apply(change("o-x", ("hammerhead", 5, 100)))
+    with counting(store.client) as calls:
+        days = sales.days("hammer", "2026-03-01", "2026-03-02")
+    assert calls.operations == ["Query"]
+    assert [(d.date, d.units) for d in days] == [("2026-03-01", 2), ("2026-03-02", 3)]
+
+
+def test_a_late_refresh_never_moves_a_product_back(store):
+    sales = SalesRepository(store.table)
+    sales.apply(change("o-1", ("hammer", 2, 3000)))
+    stale = counter(store, "hammer")
+    sales.apply(change("o-2", ("hammer", 5, 7500)))
+    sales._put_rank("hammer", DAY, stale)  # a refresh that read before o-2 was counted lands last
+    assert (rank(store, "hammer")["units"], rank(store, "hammer")["changes"]) == (7, 2)

@@ -1,0 +1,176 @@
+"""Sales by date from the stream, on moto and DynamoDB Local: exactly once per order version whatever the
+delivery: the same records replayed, reversed, and a processor that dies half way through a batch and is
+retried all leave the same totals and the same top-seller list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shop import clock, keys
+from shop.limits import SALES_TOP_SHARDS
+from shop.models import OrderStatus
+from shop.repository.sales import SalesRepository
+from shop.services.orders import OrderService, RequestedLine
+from tests.stream.conftest import dump
+from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
+from tests.support.streams import StreamReader, lambda_event, only
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
+
+
+class Crash(BaseException):
+    """The invocation dies (not an exception a record handler catches): Lambda retries the whole batch."""
+
+
+def pump(store: Any, invoke: Any, reader: StreamReader, kept: list[dict[str, Any]]) -> None:
+    """Deliver every new record until the stream is quiet; keep the order records delivered."""
+    for _ in range(6):
+        records = reader.read()
+        if not records:
+            return
+        kept += only(records, entity="ORDER")
+        assert invoke(lambda_event(records)) == {"batchItemFailures": []}
+
+
+def totals(store: Any) -> dict[tuple[str, str], tuple[int, int, str | None]]:
+    """(product, day) -> units and revenue of the counter, and the top list's sort key of its rank entry
+    (which must agree with the counter)."""
+    items = dump(store)
+    ranks = {(i["product_id"], i["day"]): i for i in items if i["entity"] == "SALES_RANK"}
+    out = {}
+    for item in (i for i in items if i["entity"] == "SALES_DAY"):
+        rank = ranks.get((item["product_id"], item["day"]), {})
+        assert (rank.get("units"), rank.get("revenue_cents")) == (item["units"], item["revenue_cents"])
+        out[(item["product_id"], item["day"])] = (item["units"], item["revenue_cents"], rank.get("GSI1SK"))
+    return out
+
+
+def wipe_sales(store: Any) -> None:
+    for item in dump(store):
+        if item["entity"] in ("SALES_DAY", "SALES_RANK", "ORDER_SALES"):
+            store.client.delete_item(TableName=store.table_name, Key={"PK": {"S": item["PK"]}, "SK": {"S": item["SK"]}})
+
+
+@pytest.fixture
+def history(store, invoke):
+    """Four orders of products A (10.00) and B (2.50), every order record the processor was given:
+    o1 A x2 + B x3 confirmed; o2 A x1 confirmed then cancelled; o3 B x5 confirmed, shipped, delivered,
+    returned; o4 A x4 cancelled before confirmation (never counted)."""
+    a = product(store.table, name="A", price_cents=1000, stock=50)
+    b = product(store.table, name="B", price_cents=250, stock=50)
+    orders = OrderService(store.table)
+    reader = StreamReader(store)
+    kept: list[dict[str, Any]] = []
+
+    def place(**lines: int) -> str:
+        placed = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, qty) for pid, qty in lines.items()])
+        return placed.order_id
+
+    o4 = place(**{a: 4})
+    orders.cancel(ALICE, o4)
+    o1, o2, o3 = place(**{a: 2, b: 3}), place(**{a: 1}), place(**{b: 5})
+    pump(store, invoke, reader, kept)  # confirmed, sales counted
+    orders.cancel(ALICE, o2)
+    orders.change_status(ADMIN, o3, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    orders.change_status(ADMIN, o3, OrderStatus.DELIVERED, expected_version=3)
+    orders.request_return(ALICE, o3, "wrong size")
+    orders.change_status(ADMIN, o3, OrderStatus.RETURNED, expected_version=5)
+    pump(store, invoke, reader, kept)
+    return {"a": a, "b": b, "o1": o1, "records": kept, "day": clock.iso_now()[:10]}
+
+
+def expected(history: dict[str, Any]) -> dict[tuple[str, str], tuple[int, int, str | None]]:
+    day, a, b = history["day"], history["a"], history["b"]
+    top = SALES_TOP_SHARDS
+    return {
+        (a, day): (2, 2000, keys.sales_top_gsi(day, a, 2, top)[keys.GSI1SK]),
+        (b, day): (3, 750, keys.sales_top_gsi(day, b, 3, top)[keys.GSI1SK]),
+    }
+
+
+def test_sales_are_counted_once_per_order_version(store, history):
+    assert totals(store) == expected(history)
+    top = SalesRepository(store.table).top(history["day"], 10)
+    assert [(t.product_id, t.units, t.revenue_cents) for t in top] == [(history["b"], 3, 750), (history["a"], 2, 2000)]
+    counted = [i for i in dump(store) if i["entity"] == "ORDER_SALES"]
+    assert len(counted) == 5  # o1, o2 and o3 confirmed; o2 cancelled; o3 returned (o4 never confirmed)
+
+
+def test_the_same_records_replayed_change_nothing(store, history, invoke):
+    before = dump(store)
+    assert invoke(lambda_event(history["records"] + history["records"])) == {"batchItemFailures": []}
+    assert dump(store) == before
+
+
+def test_records_counted_again_in_reverse_order_give_the_same_totals(store, history, invoke):
+    wipe_sales(store)
+    assert invoke(lambda_event(list(reversed(history["records"])))) == {"batchItemFailures": []}
+    assert totals(store) == expected(history)
+
+
+def test_a_processor_dying_half_way_and_retried_gives_the_same_totals(store, history, invoke, monkeypatch):
+    wipe_sales(store)
+    records = history["records"]
+    counted = {"n": 0}
+    apply = SalesRepository.apply
+
+    def dies_after_the_second_count(self: SalesRepository, change: Any) -> bool:
+        done = apply(self, change)
+        counted["n"] += 1
+        if counted["n"] == 2:
+            raise Crash("the invocation died after its second count")
+        return done
+
+    monkeypatch.setattr(SalesRepository, "apply", dies_after_the_second_count)
+    with pytest.raises(Crash):
+        invoke(lambda_event(records))
+    assert not [i for i in dump(store) if i["entity"] == "SALES_DAY"] or totals(store) != expected(history)
+    monkeypatch.setattr(SalesRepository, "apply", apply)
+    assert invoke(lambda_event(records)) == {"batchItemFailures": []}  # Lambda delivers the batch again
+    assert totals(store) == expected(history)
+    assert invoke(lambda_event(records[::-1] + records)) == {"batchItemFailures": []}
+    assert totals(store) == expected(history)
+
+
+def test_a_count_failing_is_retried_alone_and_counts_once(store, history, invoke, monkeypatch):
+    """A record whose count fails (the store is throttling) is reported failed; redelivered, it counts once."""
+    from shop import errors
+
+    wipe_sales(store)
+    records = history["records"]
+    apply = SalesRepository.apply
+    failed_once: set[tuple[str, int]] = set()
+
+    def throttled_once(self: SalesRepository, change: Any) -> bool:
+        done = apply(self, change)  # committed, then the answer is lost
+        if (change.order_id, change.version) not in failed_once:
+            failed_once.add((change.order_id, change.version))
+            raise errors.ServiceUnavailable("lost answer")
+        return done
+
+    monkeypatch.setattr(SalesRepository, "apply", throttled_once)
+    response = invoke(lambda_event(records))
+    assert response["batchItemFailures"]
+    monkeypatch.setattr(SalesRepository, "apply", apply)
+    assert invoke(lambda_event(records)) == {"batchItemFailures": []}
+    assert totals(store) == expected(history)
+
+
+def test_a_processor_dying_between_the_count_and_the_top_list_catches_up_on_redelivery(
+    store, history, invoke, monkeypatch
+):
+    wipe_sales(store)
+    records = history["records"]
+    refresh = SalesRepository._refresh_ranks
+
+    def dies(self: SalesRepository, product_ids: list[str], day: str) -> None:
+        raise Crash("died after the count's transaction, before the top list")
+
+    monkeypatch.setattr(SalesRepository, "_refresh_ranks", dies)
+    with pytest.raises(Crash):
+        invoke(lambda_event(records))
+    monkeypatch.setattr(SalesRepository, "_refresh_ranks", refresh)
+    assert invoke(lambda_event(records)) == {"batchItemFailures": []}
+    assert totals(store) == expected(history)

@@ -1,0 +1,139 @@
+"""Sales by date (issue 13): which order changes count, on which day, once; the admins' reports."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shop import errors
+from shop.limits import MAX_SALES_DAYS
+from shop.models import OrderLine, OrderStatus, OrderSummary
+from shop.services.sales import sales_change
+from tests.support.factories import ADMIN, ALICE
+from tests.support.memory_store import MemoryStore
+
+LINES = [OrderLine.priced("hammer", "Hammer", 1500, 2), OrderLine.priced("nails", "Nails", 250, 10)]
+PLACED = "2026-03-01T23:59:58.000000Z"
+CONFIRMED = "2026-03-02T00:00:01.000000Z"  # the next UTC day
+
+
+def version(status: OrderStatus, number: int, updated_at: str) -> OrderSummary:
+    return OrderSummary(
+        order_id="o-1",
+        customer_id="alice",
+        status=status,
+        version=number,
+        total_cents=5500,
+        created_at=PLACED,
+        updated_at=updated_at,
+    )
+
+
+def test_a_confirmation_adds_every_line_on_the_confirmation_day():
+    change = sales_change(version(OrderStatus.CONFIRMED, 2, CONFIRMED), LINES, "PENDING", CONFIRMED)
+    assert change is not None
+    assert (change.order_id, change.version, change.day) == ("o-1", 2, "2026-03-02")
+    assert [(line.product_id, line.units, line.revenue_cents) for line in change.lines] == [
+        ("hammer", 2, 3000),
+        ("nails", 10, 2500),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("previous", "status"), [("CONFIRMED", OrderStatus.CANCELLED), ("RETURN_REQUESTED", OrderStatus.RETURNED)]
+)
+def test_a_cancellation_or_a_return_takes_the_sale_back_from_the_confirmation_day(previous, status):
+    change = sales_change(version(status, 6, "2026-04-20T10:00:00.000000Z"), LINES, previous, CONFIRMED)
+    assert change is not None
+    assert change.day == "2026-03-02"
+    assert [(line.units, line.revenue_cents) for line in change.lines] == [(-2, -3000), (-10, -2500)]
+
+
+def test_an_order_confirmed_before_confirmation_times_were_kept_counts_on_its_placement_day():
+    change = sales_change(
+        version(OrderStatus.RETURNED, 6, "2026-04-20T10:00:00.000000Z"), LINES, "RETURN_REQUESTED", None
+    )
+    assert change is not None
+    assert change.day == "2026-03-01"
+
+
+@pytest.mark.parametrize(
+    ("previous", "status"),
+    [
+        ("PENDING", OrderStatus.CANCELLED),  # never confirmed: never counted
+        ("CONFIRMED", OrderStatus.SHIPPED),
+        ("SHIPPED", OrderStatus.DELIVERED),
+        ("DELIVERED", OrderStatus.RETURN_REQUESTED),
+        ("RETURN_REQUESTED", OrderStatus.DELIVERED),  # a rejected return keeps the sale
+        ("CONFIRMED", OrderStatus.CONFIRMED),
+    ],
+)
+def test_other_changes_do_not_count(previous, status):
+    assert sales_change(version(status, 3, CONFIRMED), LINES, previous, CONFIRMED) is None
+
+
+@given(st.permutations(range(4)), st.integers(0, 4))
+def test_each_version_counts_once_in_any_order_and_any_replay(order, replays):
+    """Confirm, then cancel a second order, each record delivered in any order, some several times."""
+    service = MemoryStore().sales_service()
+    records = [
+        (version(OrderStatus.CONFIRMED, 2, CONFIRMED), "PENDING"),
+        (version(OrderStatus.CONFIRMED, 2, CONFIRMED).model_copy(update={"order_id": "o-2"}), "PENDING"),
+        (version(OrderStatus.CANCELLED, 3, CONFIRMED).model_copy(update={"order_id": "o-2"}), "CONFIRMED"),
+        (version(OrderStatus.SHIPPED, 3, CONFIRMED), "CONFIRMED"),
+    ]
+    for index in [*order, *order[:replays]]:
+        summary, previous = records[index]
+        service.record(summary, LINES, previous, CONFIRMED)
+    report = service.product_sales(ADMIN, "hammer", "2026-03-02", "2026-03-02")
+    assert [(d.units, d.revenue_cents) for d in report.days] == [(2, 3000)]
+
+
+def test_daily_report_covers_every_day_of_the_range(memory):
+    service = memory.sales_service()
+    service.record(version(OrderStatus.CONFIRMED, 2, CONFIRMED), LINES, "PENDING", CONFIRMED)
+    report = service.product_sales(ADMIN, "hammer", "2026-03-01", "2026-03-04")
+    assert report.product_id == "hammer"
+    assert [(d.date, d.units, d.revenue_cents) for d in report.days] == [
+        ("2026-03-01", 0, 0),
+        ("2026-03-02", 2, 3000),
+        ("2026-03-03", 0, 0),
+        ("2026-03-04", 0, 0),
+    ]
+
+
+def test_the_range_is_at_most_366_days_and_in_order(memory):
+    service = memory.sales_service()
+    assert len(service.product_sales(ADMIN, "hammer", "2024-01-01", "2024-12-31").days) == MAX_SALES_DAYS
+    with pytest.raises(errors.InvalidRequest):
+        service.product_sales(ADMIN, "hammer", "2024-01-01", "2025-01-01")
+    with pytest.raises(errors.InvalidRequest):
+        service.product_sales(ADMIN, "hammer", "2024-01-02", "2024-01-01")
+    with pytest.raises(errors.InvalidRequest) as bad:
+        service.product_sales(ADMIN, "hammer", "2024-02-30", "2024-03-01")
+    assert bad.value.details == {"from": "2024-02-30"}
+
+
+def test_reports_are_for_admins(memory):
+    service = memory.sales_service()
+    with pytest.raises(errors.Forbidden):
+        service.product_sales(ALICE, "hammer", "2026-03-01", "2026-03-02")
+    with pytest.raises(errors.Forbidden):
+        service.top(ALICE, "2026-03-02", 10)
+
+
+def test_top_sellers_most_units_first_then_by_product(memory):
+    service = memory.sales_service()
+    service.record(version(OrderStatus.CONFIRMED, 2, CONFIRMED), LINES, "PENDING", CONFIRMED)
+    other = version(OrderStatus.CONFIRMED, 2, CONFIRMED).model_copy(update={"order_id": "o-2"})
+    service.record(
+        other, [OrderLine.priced("glue", "Glue", 300, 10), OrderLine.priced("saw", "Saw", 900, 1)], "PENDING", CONFIRMED
+    )
+    top = service.top(ADMIN, "2026-03-02", 3)
+    assert [(t.product_id, t.units, t.revenue_cents) for t in top] == [
+        ("glue", 10, 3000),
+        ("nails", 10, 2500),
+        ("hammer", 2, 3000),
+    ]
+    assert service.top(ADMIN, "2026-03-03", 3) == []
