@@ -43,3 +43,10 @@ MAX_ORDER_LINES = 25  # distinct products in one order
 MAX_CART_LINES = 25  # distinct products in one session's cart
 MAX_PRICE_CENTS = 100_000_000
 MAX_STOCK = 1_000_000  # what an admin may set or adjust stock to
+
+# Archival (shop.services.archival): a delivered order may still be returned for RETURN_WINDOW_DAYS, so it
+# is archived that long after delivery plus ARCHIVE_AFTER_DAYS (at most MAX_ARCHIVE_AFTER_DAYS).
+RETURN_WINDOW_DAYS = 30
+MAX_ARCHIVE_AFTER_DAYS = 3650
+# Items one BatchWriteItem deletes at most (DynamoDB's limit).
+BATCH_WRITE_MAX_ITEMS = 25

@@ -73,6 +73,9 @@ class Order(OrderSummary):
     lines: list[OrderLine]
     shipping_address: ShippingAddress
     history: list[StatusEntry]
+    archived: bool = Field(
+        default=False, description="true when the order is read from the archive (S3): it can no longer change"
+    )
 
 
 @dataclass(frozen=True)

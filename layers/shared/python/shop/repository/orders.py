@@ -44,17 +44,17 @@ def order_item(order: Order, shards: int) -> dict[str, Any]:
         **keys.order_key(order.order_id),
         **keys.order_status_gsi(order.status, order.order_id, order.created_at, shards),
         "entity": "ORDER",
-        **order.model_dump(mode="json", exclude={"history"}, exclude_none=True),
+        **order.model_dump(mode="json", exclude={"history", "archived"}, exclude_none=True),
     }
 
 
-def _order_from_items(items: list[dict[str, Any]]) -> Order:
+def order_from_items(items: list[dict[str, Any]]) -> Order:
     """The order with its history: the implicit PENDING entry, the recorded entries, and the
     current version's entry if the stream processor has not recorded it yet, so the history
     always ends with the status the order has."""
     header = next((i for i in items if i["SK"] == keys.ORDER_SK), None)
     if header is None:
-        raise errors.OrderNotFound("order not found")
+        raise _absence(items)
     recorded = sorted((i for i in items if i["SK"].startswith(keys.HISTORY_PREFIX)), key=lambda i: i["SK"])
     history = [StatusEntry(status=OrderStatus.PENDING, at=header["created_at"])]
     history += [StatusEntry(status=i["status"], at=i["at"]) for i in recorded]
@@ -62,6 +62,19 @@ def _order_from_items(items: list[dict[str, Any]]) -> Order:
     if int(header["version"]) > latest_recorded:
         history.append(StatusEntry(status=header["status"], at=header["updated_at"]))
     return Order.model_validate({**header, "history": [h.model_dump() for h in history]})
+
+
+def _absence(items: list[dict[str, Any]]) -> errors.DomainError:
+    """Why an order's collection holds no order item: archived (the marker says where), being archived
+    (TTL removed the item, the stream processor has not finished: retry), or no such order."""
+    marker = next((i for i in items if i["SK"] == keys.ORDER_ARCHIVED_SK), None)
+    if marker is not None:
+        return errors.OrderArchived(
+            str(marker["order_id"]), customer_id=str(marker["customer_id"]), archive_key=str(marker["archive_key"])
+        )
+    if items:
+        return errors.ServiceUnavailable("the order is being archived, retry")
+    return errors.OrderNotFound("order not found")
 
 
 def _stock_check_failures(
@@ -238,7 +251,7 @@ class OrderRepository:
                 KeyConditionExpression="PK = :pk",
                 ExpressionAttributeValues=values(pk=keys.order_pk(order_id)),
             )
-        return _order_from_items([from_item(i) for i in response.get("Items", [])])
+        return order_from_items([from_item(i) for i in response.get("Items", [])])
 
     def list_for_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
         return collection_page(
@@ -294,9 +307,18 @@ class OrderRepository:
         return Page[OrderSummary](items=[OrderSummary.model_validate(i) for i in page], next_token=token)
 
     def change_status(
-        self, order: Order, new_status: OrderStatus, *, updated_at: str, restock: Sequence[OrderLine] = ()
+        self,
+        order: Order,
+        new_status: OrderStatus,
+        *,
+        updated_at: str,
+        restock: Sequence[OrderLine] = (),
+        expires_at: int | None = None,
     ) -> Order:
         """Move the order to new_status if it still has the version it was read with.
+
+        ``expires_at`` (epoch seconds) is set in the same write, the TTL that archives a finished order;
+        None removes it (the order is not finished, or no longer: a return reopened it).
 
         With ``restock`` lines, their quantities go back to stock in the same transaction, sent with a
         client request token derived from the write, so a retry of a transaction that committed changes
@@ -304,12 +326,19 @@ class OrderRepository:
         next version means this change was made (a retry after a lost response) and is answered as done.
         """
         gsi = keys.order_status_gsi(new_status, order.order_id, order.created_at, self.shards)
+        expression = "SET #status = :new, version = :next, updated_at = :at, GSI1PK = :gpk"
+        ttl: dict[str, Any] = {}
+        if expires_at is None:
+            expression += " REMOVE #ttl"
+        else:
+            expression += ", #ttl = :ttl"
+            ttl = values(ttl=expires_at)
         update = {
             "TableName": self.table.name,
             "Key": to_item(keys.order_key(order.order_id)),
-            "UpdateExpression": "SET #status = :new, version = :next, updated_at = :at, GSI1PK = :gpk",
+            "UpdateExpression": expression,
             "ConditionExpression": "#status = :old AND version = :version",
-            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeNames": {"#status": "status", "#ttl": keys.TTL_ATTRIBUTE},
             "ExpressionAttributeValues": values(
                 new=new_status.value,
                 next=order.version + 1,
@@ -317,7 +346,8 @@ class OrderRepository:
                 gpk=gsi[keys.GSI1PK],
                 old=order.status.value,
                 version=order.version,
-            ),
+            )
+            | ttl,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         if restock:

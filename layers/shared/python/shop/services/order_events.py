@@ -10,6 +10,7 @@ at least once, each with a deterministic `id` in its detail for consumers to ded
 - MODIFY of an order whose status changed: write that version's effects (for CONFIRMED, only if
   one read shows the INSERT path did not already) and publish OrderConfirmed / OrderStatusChanged.
 - REMOVE of a session by TTL with a non-empty cart: publish CartAbandoned. A holder's delete: nothing.
+- REMOVE of an order by TTL: archive it (shop.services.archival).
 - Anything else is skipped, decided from the record's keys without deserialising the images.
 
 Records arrive read (shop.repository.stream_records); the events are those of shop.models.events.
@@ -28,6 +29,7 @@ from shop.models.pricing import subtotal
 from shop.publishing import Event
 from shop.repository import OrderEffectsRepository, Table
 from shop.repository.stream_records import OrderImage, SessionImage, StreamRecord
+from shop.services.archival import ArchivalService
 
 ORDER_CONFIRMED = "ORDER_CONFIRMED"  # notification types
 ORDER_STATUS_CHANGED = "ORDER_STATUS_CHANGED"
@@ -42,6 +44,7 @@ class Action(StrEnum):
     NOT_CONFIRMED = "not_confirmed"  # already confirmed (a replay) or cancelled first
     STATUS_CHANGED = "status_changed"
     CART_ABANDONED = "cart_abandoned"
+    ARCHIVED = "archived"  # a TTL REMOVE of an order: the order is in the archive, its history items gone
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,7 @@ def cart_abandoned_event(session: SessionImage) -> Event:
 class OrderEventsService:
     def __init__(self, table: Table, shards: int | None = None, now: Callable[[], str] = clock.iso_now) -> None:
         self.effects = OrderEffectsRepository(table, shards)
+        self.archival = ArchivalService(table, now=now)
         self.now = now
 
     def handle(self, record: StreamRecord) -> Outcome:
@@ -123,6 +127,8 @@ class OrderEventsService:
                 return self.order_placed(record)
             if record.event_name == "MODIFY":
                 return self.order_changed(record)
+            if record.event_name == "REMOVE":
+                return self.order_removed(record)
         elif entity == "SESSION" and record.event_name == "REMOVE":
             return self.session_removed(record)
         return SKIPPED
@@ -158,6 +164,12 @@ class OrderEventsService:
             history_written=written,
             events=(order_event(order, before),),
         )
+
+    def order_removed(self, record: StreamRecord) -> Outcome:
+        archived = self.archival.order_removed(record)
+        if archived is None:
+            return SKIPPED
+        return Outcome(Action.ARCHIVED, archived.order_id, history_written=False)
 
     def session_removed(self, record: StreamRecord) -> Outcome:
         if not record.removed_by_ttl:

@@ -20,8 +20,10 @@ from shop.models import (
 from shop.models.orders import Placement, SessionClaim
 from shop.models.pricing import subtotal
 from shop.repository import OrderRepository, ProductRepository, SessionRepository, Table
+from shop.repository.order_archive import ArchiveBucket
 from shop.services.actor import Actor
-from shop.services.ports import OrderStore, ProductPrices, SessionStore
+from shop.services.archival import archive_at
+from shop.services.ports import OrderArchive, OrderStore, ProductPrices, SessionStore
 
 REPRICE_ATTEMPTS = 3
 # Reads and conditional writes one cancel tries before answering 503 (the order keeps changing).
@@ -62,10 +64,12 @@ class OrderService:
         orders: OrderStore | None = None,
         products: ProductPrices | None = None,
         sessions: SessionStore | None = None,
+        archive: OrderArchive | None = None,
     ) -> None:
         """The rules over the stores given; the others are the DynamoDB repositories on `table` (the
-        function's table), the status index in `shards` shards."""
+        function's table), the status index in `shards` shards, and the S3 archive of ARCHIVE_BUCKET."""
         table = table or Table()
+        self.archive: OrderArchive = archive if archive is not None else ArchiveBucket()
         self.orders: OrderStore = orders if orders is not None else OrderRepository(table, shards)
         self.products: ProductPrices = products if products is not None else ProductRepository(table)
         self.sessions: SessionStore = sessions if sessions is not None else SessionRepository(table)
@@ -146,7 +150,20 @@ class OrderService:
         raise AssertionError("unreachable")
 
     def get(self, actor: Actor, order_id: str) -> Order:
-        order = self.orders.get(order_id)
+        """The order, from the table or, once archived, from the archive (`archived` true)."""
+        try:
+            return self._live(actor, order_id)
+        except errors.OrderArchived as archived:
+            return self.archive.get(archived.archive_key)
+
+    def _live(self, actor: Actor, order_id: str) -> Order:
+        """The order in the table; OrderArchived (its owner or an admin asked) when it is archived."""
+        try:
+            order = self.orders.get(order_id)
+        except errors.OrderArchived as archived:
+            if not actor.may_see(archived.customer_id):
+                raise errors.OrderNotFound("order not found") from None
+            raise
         if not actor.may_see(order.customer_id):
             raise errors.OrderNotFound("order not found")
         return order
@@ -175,7 +192,7 @@ class OrderService:
     def cancel(self, actor: Actor, order_id: str) -> Order:
         """The owner's or an admin's cancel; a concurrent change is re-read and the cancel re-tried."""
         for _ in range(CANCEL_ATTEMPTS):
-            order = self.get(actor, order_id)
+            order = self._live(actor, order_id)
             try:
                 return self._move(order, OrderStatus.CANCELLED)
             except errors.VersionMismatch:
@@ -190,4 +207,11 @@ class OrderService:
                 {"from": order.status.value, "to": new_status.value},
             )
         restock = order.lines if new_status is OrderStatus.CANCELLED else ()
-        return self.orders.change_status(order, new_status, updated_at=clock.iso_now(), restock=restock)
+        now = clock.now()
+        return self.orders.change_status(
+            order,
+            new_status,
+            updated_at=clock.iso(now),
+            restock=restock,
+            expires_at=archive_at(new_status, clock.epoch(now), settings().archive_after_days),
+        )

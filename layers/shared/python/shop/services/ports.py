@@ -83,7 +83,8 @@ class OrderStore(Protocol):
         """
 
     def get(self, order_id: str) -> Order:
-        """OrderNotFound."""
+        """OrderNotFound; OrderArchived (with the archive's key and the owner) once the order is archived;
+        ServiceUnavailable while it is being archived."""
 
     def list_for_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
         """Newest first."""
@@ -92,13 +93,27 @@ class OrderStore(Protocol):
         """Newest first."""
 
     def change_status(
-        self, order: Order, new_status: OrderStatus, *, updated_at: str, restock: Sequence[OrderLine] = ()
+        self,
+        order: Order,
+        new_status: OrderStatus,
+        *,
+        updated_at: str,
+        restock: Sequence[OrderLine] = (),
+        expires_at: int | None = None,
     ) -> Order:
-        """The order in new_status at version + 1, with `restock`'s quantities back in stock, all or nothing.
+        """The order in new_status at version + 1, with `restock`'s quantities back in stock, all or nothing;
+        its TTL set to `expires_at` in the same write (None: no TTL).
 
         VersionMismatch when the order is no longer at `order`'s status and version, unless it is
         already at new_status and version + 1 (a retry): then that order. OrderNotFound.
         """
+
+
+class OrderArchive(Protocol):
+    """The archive of finished orders (S3), as the order reads see it."""
+
+    def get(self, key: str) -> Order:
+        """The archived order at `key` (`archived` true); ServiceUnavailable when the archive does not answer."""
 
 
 class SessionStore(Protocol):
