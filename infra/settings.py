@@ -53,6 +53,14 @@ DEFAULT_STATUS_SHARDS = 48
 MAX_STATUS_SHARDS = 64  # shop.limits.MAX_STATUS_SHARDS: a listing's next token carries one cursor per shard
 SESSION_TTL_SECONDS = 3600
 IDEMPOTENCY_TTL_SECONDS = 86400
+# Archival (shop.services.archival): a finished order's TTL is this many days after it finished
+# (`-c archive_after_days=N`, passed to every function as ARCHIVE_AFTER_DAYS); then order_events writes it
+# to the archive bucket under ARCHIVE_PREFIX. Objects move to Glacier Instant Retrieval (millisecond
+# GetObject: GET /orders/{id} still answers from it) after ARCHIVE_TRANSITION_DAYS.
+DEFAULT_ARCHIVE_AFTER_DAYS = 365  # shop.config.DEFAULT_ARCHIVE_AFTER_DAYS
+MAX_ARCHIVE_AFTER_DAYS = 3650  # shop.limits.MAX_ARCHIVE_AFTER_DAYS
+ARCHIVE_PREFIX = "orders/"  # shop.repository.order_archive.ARCHIVE_PREFIX
+ARCHIVE_TRANSITION_DAYS = 90
 POWERTOOLS_NAMESPACE = "Shop"
 
 # `make dev` and the `-c local=true` synth (docs/deploy.md, `sam local invoke`) agree on these:
@@ -80,6 +88,8 @@ class FunctionSpec:
     # when set, the function's writes are limited to items whose partition key matches one of
     # these patterns (IAM dynamodb:LeadingKeys); its reads stay table-wide
     write_leading_keys: tuple[str, ...] = ()
+    # S3 operations on the order archive's objects (ARCHIVE_PREFIX*), with ARCHIVE_BUCKET in the environment
+    archive_actions: tuple[str, ...] = ()
 
 
 # THE single declaration of what each function may do to the table: the DynamoDB
@@ -92,7 +102,8 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     # PutItem/UpdateItem/DeleteItem/GetItem also serve the idempotency records.
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem"),  # BatchGetItem: cart prices
-    "order_events": ("GetItem", "PutItem", "UpdateItem"),
+    # Query and BatchWriteItem: archiving an order reads and deletes what is left of it (shop.services.archival)
+    "order_events": ("GetItem", "PutItem", "UpdateItem", "Query", "BatchWriteItem"),
 }
 
 API_FUNCTIONS: tuple[FunctionSpec, ...] = (
@@ -116,6 +127,7 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
         DYNAMODB_ACTIONS["orders"],
         uses_index=True,  # sharded orders-by-status listing
         paginates=True,
+        archive_actions=("GetObject",),  # an archived order's GET
     ),
     FunctionSpec(
         "sessions",
@@ -127,10 +139,11 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
 
 STREAM_FUNCTION = FunctionSpec(
     "order_events",
-    "Table stream processor: confirmations, status history, abandoned carts",
+    "Table stream processor: confirmations, status history, abandoned carts, archival",
     DYNAMODB_ACTIONS["order_events"],
     memory_mb=256,
     timeout_s=30,
+    archive_actions=("PutObject",),  # writes the orders TTL removed
 )
 
 # Operations IAM does not know as actions: a transaction is authorized item by
@@ -191,6 +204,12 @@ STREAM_FILTERS: tuple[dict[str, Any], ...] = (
         "eventName": ["REMOVE"],
         "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
         "dynamodb": {"OldImage": {"entity": {"S": ["SESSION"]}}},
+    },
+    # an order removed by TTL (a finished order's time is up): archive it
+    {
+        "eventName": ["REMOVE"],
+        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+        "dynamodb": {"OldImage": {"entity": {"S": ["ORDER"]}}},
     },
 )
 
@@ -316,6 +335,7 @@ class DeployConfig:
     # from a snapshot of its initialized process (docs/deploy.md#snapstart-opt-in)
     snapstart: bool = False
     status_shards: int = DEFAULT_STATUS_SHARDS
+    archive_after_days: int = DEFAULT_ARCHIVE_AFTER_DAYS
 
     @property
     def protected(self) -> bool:
@@ -355,6 +375,9 @@ class DeployConfig:
         shards = text("status_shards") or str(DEFAULT_STATUS_SHARDS)
         if not (shards.isascii() and shards.isdigit()) or not 1 <= int(shards) <= MAX_STATUS_SHARDS:
             raise ValueError(f"context status_shards must be 1..{MAX_STATUS_SHARDS}, got {shards!r}")
+        archive_days = text("archive_after_days") or str(DEFAULT_ARCHIVE_AFTER_DAYS)
+        if not (archive_days.isascii() and archive_days.isdigit()) or int(archive_days) > MAX_ARCHIVE_AFTER_DAYS:
+            raise ValueError(f"context archive_after_days must be 0..{MAX_ARCHIVE_AFTER_DAYS}, got {archive_days!r}")
         local = (text("local") or "false").lower()
         if local not in ("true", "false"):
             raise ValueError(f"context local must be true or false, got {local!r}")
@@ -395,6 +418,7 @@ class DeployConfig:
             local_dynamodb_endpoint=endpoint,
             snapstart=snapstart == "true",
             status_shards=int(shards),
+            archive_after_days=int(archive_days),
         )
         if config.protected:
             config.require_protected_settings()
