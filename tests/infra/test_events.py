@@ -18,6 +18,11 @@ EXPECTED_FILTERS = [
         "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
         "dynamodb": {"OldImage": {"entity": {"S": ["SESSION"]}}},
     },
+    {
+        "eventName": ["REMOVE"],
+        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+        "dynamodb": {"OldImage": {"entity": {"S": ["ORDER"]}}},
+    },
 ]
 
 
@@ -115,7 +120,8 @@ def test_order_events_may_publish_to_the_bus_only(arm64) -> None:
 
 
 def test_order_events_may_only_write_failure_objects(arm64) -> None:
-    """Lambda needs s3:PutObject and s3:ListBucket for an S3 destination; nothing reads or deletes."""
+    """Lambda needs s3:PutObject and s3:ListBucket for an S3 destination; nothing reads or deletes.
+    The one other object it may write is an archived order (orders/ of the archive bucket)."""
     template = Template.from_json(arm64.templates["ShopEvents"])
     (bucket_id,) = template.find_resources("AWS::S3::Bucket")
     statements = [
@@ -124,11 +130,25 @@ def test_order_events_may_only_write_failure_objects(arm64) -> None:
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     ]
     s3_statements = [s for s in statements if "s3:" in json.dumps(s["Action"])]
+    archive_objects = {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":s3:::shop-dev-order-archive-",
+                {"Ref": "AWS::AccountId"},
+                "-",
+                {"Ref": "AWS::Region"},
+                "/orders/*",
+            ],
+        ]
+    }
     assert s3_statements == [
         {
             "Action": "s3:PutObject",
             "Effect": "Allow",
-            "Resource": {"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/aws/lambda/*"]]},
+            "Resource": [archive_objects, {"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/aws/lambda/*"]]}],
         },
         {"Action": "s3:ListBucket", "Effect": "Allow", "Resource": {"Fn::GetAtt": [bucket_id, "Arn"]}},
     ]
