@@ -103,10 +103,15 @@ class TtlEmulator:
         names = {f"#k{i}": name for i, name in enumerate(self.key_names)} | {"#ttl": self.attribute}
         kwargs: dict[str, Any] = {
             "TableName": self.table_name,
-            "FilterExpression": "#ttl <= :now AND #ttl >= :oldest",
+            # a TTL attribute that is not a Number is ignored, as the service does
+            "FilterExpression": "attribute_type(#ttl, :number) AND #ttl <= :now AND #ttl >= :oldest",
             "ProjectionExpression": ", ".join(names),
             "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": {":now": {"N": str(now)}, ":oldest": {"N": str(now - FIVE_YEARS_S)}},
+            "ExpressionAttributeValues": {
+                ":number": {"S": "N"},
+                ":now": {"N": str(now)},
+                ":oldest": {"N": str(now - FIVE_YEARS_S)},
+            },
             "ConsistentRead": True,
         }
         found: list[tuple[dict[str, Any], str]] = []
