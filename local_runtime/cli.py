@@ -146,7 +146,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             f"DynamoDB      {ddb.endpoint}  table {table_name}  data {ddb_dir}\n"
             f"S3, events    {aws.endpoint}  buckets {', '.join(aws.buckets) or '-'}; "
             f"bus events -> {state_dir / 'events.jsonl'}\n"
-            f"TTL           {'every %gs' % args.ttl_interval if ttl else 'off'}\n"
+            f"TTL           {f'every {args.ttl_interval:g}s' if ttl else 'off'}\n"
             f"functions     {', '.join(sorted(app.functions))}; stream pollers: {len(pollers)}\n\n"
             f"export CUSTOMER_TOKEN={customer}\n\n"
             f"export ADMIN_TOKEN={admin}\n\n"

@@ -10,6 +10,8 @@ counts them as processed), invoke the function with up to BatchSize records, and
   destination, here `<state dir>/stream-failures/` in the shape of Lambda's S3 destination (the
   invocation record with the whole event, see local_runtime.failures), and the shard moves on.
 Checkpoints live in `<state dir>/stream-checkpoints.json`, so a restart resumes where it stopped.
+The REMOVEs of the TTL emulator's deletes get the TTL service's `userIdentity` before the filters
+see them (local_runtime.ttl).
 """
 
 from __future__ import annotations

@@ -82,7 +82,8 @@ def test_expired_sessions_and_finished_orders_leave_as_on_aws(new_stack) -> None
         f"orders/year={created[:4]}/month={created[5:7]}/day={created[8:10]}/{order['order_id']}.json"
     )
     text = s3.get_object(Bucket=bucket, Key=entry["Key"])["Body"].read().decode()
-    assert text.endswith("\n") and text.count("\n") == 1  # one JSON object per line (Athena)
+    assert text.endswith("\n")
+    assert text.count("\n") == 1
     assert json.loads(text)["order_id"] == order["order_id"]
 
     stack.stop_cleanly()

@@ -121,10 +121,10 @@ def test_order_events_grants_match_its_calls(store, monkeypatch):
     import time
 
     from functions.order_events.handler import handler
-    from local_runtime.ttl import TtlDeletions, TtlEmulator
-    from shop.repository.order_archive import ArchiveBucket
     from local_runtime.events import stream_event as lambda_event
+    from local_runtime.ttl import TtlDeletions, TtlEmulator
     from shop.models import OrderStatus
+    from shop.repository.order_archive import ArchiveBucket
     from shop.repository.store import dynamodb_client
     from shop.services.orders import OrderService, RequestedLine
     from tests.stream.conftest import order_events_context as FakeContext

@@ -208,7 +208,8 @@ def test_archive_grants_are_one_action_each_under_the_orders_prefix(arm64) -> No
 
     (orders,) = archive_grants(arm64.templates["ShopApi"], "OrdersRole")
     (events,) = archive_grants(arm64.templates["ShopEvents"], "OrderEventsOrderEventsRole")
-    assert orders[0] == "s3:GetObject" and events[0] == "s3:PutObject"
+    assert orders[0] == "s3:GetObject"
+    assert events[0] == "s3:PutObject"
     for _, resource in (orders, events):
         assert '"/orders/*"]]}' in resource
     for name in ("Customers", "Products", "Sessions"):

@@ -42,7 +42,9 @@ def test_a_status_change_sets_or_clears_the_ttl_in_its_own_write(store):
 def test_a_ttl_is_cleared_by_a_change_without_one(store):
     orders = OrderRepository(store.table)
     order = placed(store)
-    confirmed = orders.change_status(order, OrderStatus.CONFIRMED, updated_at=order.updated_at, expires_at=1_900_000_000)
+    confirmed = orders.change_status(
+        order, OrderStatus.CONFIRMED, updated_at=order.updated_at, expires_at=1_900_000_000
+    )
     orders.change_status(confirmed, OrderStatus.SHIPPED, updated_at=confirmed.updated_at)
     assert ttl_of(store, order.order_id) is None
 
