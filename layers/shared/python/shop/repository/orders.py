@@ -363,7 +363,7 @@ class OrderRepository:
                 }
                 for line in restock
             ]
-            token = status_change_token(order, new_status, updated_at)
+            token = status_change_token(order, new_status, updated_at, expires_at)
             try:
                 transact_write(self.table, [{"Update": update}, *restocks], ClientRequestToken=token)
             except TransactionCancelled as cancelled:
@@ -379,14 +379,17 @@ class OrderRepository:
         return _advanced(order, new_status, order.version + 1, updated_at)
 
 
-def status_change_token(order: Order, new_status: OrderStatus, updated_at: str) -> str:
+def status_change_token(order: Order, new_status: OrderStatus, updated_at: str, expires_at: int | None = None) -> str:
     """The ClientRequestToken of one status change (36 characters, DynamoDB's maximum).
 
-    Derived from the order, the version it is moved from, the target status and the write's time:
-    every re-send of this write carries it, and no other write does, so DynamoDB never sees one
-    token with different parameters (IdempotentParameterMismatch).
+    Derived from the order, the version it is moved from, the target status, the write's time and the
+    TTL it sets: every re-send of this write carries it, and no other write does, so DynamoDB never
+    sees one token with different parameters (IdempotentParameterMismatch).
     """
-    return str(uuid.uuid5(STATUS_CHANGE_TOKENS, f"{order.order_id}|{order.version}|{new_status.value}|{updated_at}"))
+    name = f"{order.order_id}|{order.version}|{new_status.value}|{updated_at}"
+    if expires_at is not None:  # without one, the token of a change is what it was before TTLs existed
+        name += f"|{expires_at}"
+    return str(uuid.uuid5(STATUS_CHANGE_TOKENS, name))
 
 
 def _advanced(order: Order, status: OrderStatus, version: int, updated_at: str) -> Order:
