@@ -77,7 +77,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     pollers: list[StreamPoller] = []
     ttl: TtlEmulator | None = None
     capture: BusCapture | None = None
-    ttl_deletions = TtlDeletions(app.table.spec.ttl_attribute or "expires_at")
+    ttl_deletions = TtlDeletions(app.table.spec.ttl_attribute or "expires_at", _key_names(app.table.spec))
     try:
         ddb.start()
         client = ddb.client()

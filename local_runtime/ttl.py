@@ -29,30 +29,35 @@ DEFAULT_INTERVAL_S = 2.0
 KeyId = tuple[tuple[str, str], ...]  # an item's key in DynamoDB JSON, hashable: ((name, value), ...)
 
 
-def key_id(key: Mapping[str, Any]) -> KeyId:
-    return tuple(sorted((name, str(next(iter(value.values())))) for name, value in key.items()))
+def key_id(key: Mapping[str, Any], names: tuple[str, ...] | None = None) -> KeyId:
+    """The key's attributes (only `names` when given: DynamoDB Local's Keys may hold index keys too)."""
+    return tuple(
+        sorted((name, str(next(iter(value.values())))) for name, value in key.items() if names is None or name in names)
+    )
 
 
 class TtlDeletions:
     """The keys the emulator deleted (or is deleting), each with the TTL value it saw, until a reader marks them."""
 
-    def __init__(self, attribute: str = "expires_at") -> None:
+    def __init__(self, attribute: str = "expires_at", key_names: tuple[str, ...] = ("PK", "SK")) -> None:
         self.attribute = attribute  # the table's TTL attribute, read from a REMOVE's OldImage
+        self.key_names = key_names  # the table's key schema
         self._pending: dict[KeyId, str] = {}
+        self._marked: set[str] = set()  # sequence numbers of the REMOVEs marked: a re-read marks them again
         self._lock = threading.Lock()
 
     def add(self, key: Mapping[str, Any], ttl_value: str) -> None:
         with self._lock:
-            self._pending[key_id(key)] = ttl_value
+            self._pending[key_id(key, self.key_names)] = ttl_value
 
     def discard(self, key: Mapping[str, Any]) -> None:
         with self._lock:
-            self._pending.pop(key_id(key), None)
+            self._pending.pop(key_id(key, self.key_names), None)
 
     def claim(self, key: Mapping[str, Any], ttl_value: str | None) -> bool:
         """True (once) when this REMOVE is the emulator's delete of `key`."""
         with self._lock:
-            ident = key_id(key)
+            ident = key_id(key, self.key_names)
             if ttl_value is None or self._pending.get(ident) != ttl_value:
                 return False
             del self._pending[ident]
@@ -64,8 +69,12 @@ class TtlDeletions:
             if record.get("eventName") != "REMOVE" or record.get("userIdentity"):
                 continue
             data = record.get("dynamodb") or {}
+            sequence = str(data.get("SequenceNumber"))
             value = (data.get("OldImage") or {}).get(self.attribute) or {}
-            if self.claim(data.get("Keys") or {}, value.get("N") if isinstance(value, dict) else None):
+            if sequence in self._marked or self.claim(
+                data.get("Keys") or {}, value.get("N") if isinstance(value, dict) else None
+            ):
+                self._marked.add(sequence)  # the poller re-reads from its checkpoint after an error
                 record["userIdentity"] = dict(TTL_IDENTITY)
         return records
 

@@ -78,3 +78,28 @@ def test_a_later_holders_delete_of_the_same_key_is_not_taken_for_ttl(store):
     store.client.delete_item(TableName=store.table_name, Key={"PK": {"S": "reused"}, "SK": {"S": "X"}})
     removes = only(reader.read(), event_name="REMOVE")
     assert ["userIdentity" in r for r in removes] == [True, False]
+
+
+def test_removes_are_recognised_as_dynamodb_local_sometimes_writes_them():
+    """DynamoDB Local has named a delete racing with writes UNKNOWN_TO_SDK_VERSION, with GSI keys in Keys."""
+    from local_runtime.events import stream_record
+
+    old = {"PK": {"S": "ORDER#o1"}, "SK": {"S": "ORDER"}, "GSI1PK": {"S": "x"}, "expires_at": {"N": "100"}}
+    raw = {
+        "eventID": "e1",
+        "eventName": "UNKNOWN_TO_SDK_VERSION",
+        "dynamodb": {
+            "Keys": {"PK": old["PK"], "SK": old["SK"], "GSI1PK": old["GSI1PK"]},
+            "OldImage": old,
+            "SequenceNumber": "000000000000000000019",
+            "SizeBytes": 10,
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+        },
+    }
+    record = stream_record(raw, "arn:stream")
+    assert record["eventName"] == "REMOVE"
+    deletions = TtlDeletions("expires_at", ("PK", "SK"))
+    deletions.add({"PK": old["PK"], "SK": old["SK"]}, "100")
+    assert deletions.mark([record])[0]["userIdentity"] == TTL_IDENTITY
+    again = stream_record(raw, "arn:stream")  # the poller read it again after an error
+    assert deletions.mark([again])[0]["userIdentity"] == TTL_IDENTITY
