@@ -16,6 +16,8 @@ FN ?=
 EVENT ?=
 PYTEST_ARGS ?=
 SNAPSTART ?=
+# seconds between two sweeps of make dev's TTL emulator (DynamoDB Local never expires items; 0: off)
+TTL_INTERVAL ?= 2
 
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.cache/jsii
@@ -74,7 +76,8 @@ openapi: setup
 	$(PY) -m local_runtime.openapi > openapi.json
 
 dev: setup synth
-	$(PY) -m local_runtime dev --port $(PORT) --dynamodb-port $(DYNAMODB_PORT) $(if $(FRESH),--fresh,)
+	$(PY) -m local_runtime dev --port $(PORT) --dynamodb-port $(DYNAMODB_PORT) --ttl-interval $(TTL_INTERVAL) \
+	  $(if $(FRESH),--fresh,)
 
 token: setup
 	@$(PY) -m local_runtime token --sub "$(SUB)" $(if $(GROUPS),--groups "$(GROUPS)",)

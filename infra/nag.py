@@ -12,7 +12,7 @@ from aws_cdk import aws_codedeploy as codedeploy
 from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
 
-from infra.settings import ROUTES, RUNTIME_NAME
+from infra.settings import ARCHIVE_PREFIX, ROUTES, RUNTIME_NAME
 
 if TYPE_CHECKING:
     from infra.app_factory import ShopApp
@@ -60,10 +60,25 @@ def suppress_findings(shop: ShopApp) -> None:
             "secretsmanager:GetRandomPassword (generating the new key) supports no resource-level "
             "permissions; every action on the secret itself is limited to its ARN.",
         )
+    _ack(
+        shop.data.archive.bucket,
+        "S1",
+        "Written only by order_events (PutObject) and read only by the orders function (GetObject), both "
+        "logged per request in their own logs; CloudTrail data events can be enabled for an audit, an "
+        "access-log bucket would log nothing else.",
+    )
+    archive_objects = f"arn:<AWS::Partition>:s3:::{shop.config.name('order-archive')}-<AWS::AccountId>-<AWS::Region>/{ARCHIVE_PREFIX}*"
+    archive_reason = (
+        "Each archived order is its own object, named by its order id under the day it was placed: "
+        "the grant is one action (GetObject for orders, PutObject for order_events) under the orders/ "
+        "prefix of the archive bucket only."
+    )
     # API functions and routes
     for function in shop.api.functions.values():
         assert isinstance(function, lambda_.Function)
         _function_findings(function)
+    orders_policy = shop.api.functions["orders"].role.node.find_child("DefaultPolicy")  # type: ignore[union-attr]
+    _ack(orders_policy, f"IAM5[Resource::{archive_objects}]", archive_reason)
     for route in ROUTES:
         if route.public:
             _ack(
@@ -104,6 +119,7 @@ def suppress_findings(shop: ShopApp) -> None:
         "Lambda names each failure object itself (aws/lambda/<mapping>/<shard>/<date>/...): s3:PutObject "
         "only, under that prefix of the stream's own failure bucket.",
     )
+    _ack(processing_policy, f"IAM5[Resource::{archive_objects}]", archive_reason)
     _ack(
         shop.events.processing.failures,
         "S1",

@@ -53,6 +53,14 @@ DEFAULT_STATUS_SHARDS = 48
 MAX_STATUS_SHARDS = 64  # shop.limits.MAX_STATUS_SHARDS: a listing's next token carries one cursor per shard
 SESSION_TTL_SECONDS = 3600
 IDEMPOTENCY_TTL_SECONDS = 86400
+# Archival (shop.services.archival): a finished order's TTL is this many days after it finished
+# (`-c archive_after_days=N`, passed to every function as ARCHIVE_AFTER_DAYS); then order_events writes it
+# to the archive bucket under ARCHIVE_PREFIX. Objects move to Glacier Instant Retrieval (millisecond
+# GetObject: GET /orders/{id} still answers from it) after ARCHIVE_TRANSITION_DAYS.
+DEFAULT_ARCHIVE_AFTER_DAYS = 365  # shop.config.DEFAULT_ARCHIVE_AFTER_DAYS
+MAX_ARCHIVE_AFTER_DAYS = 3650  # shop.limits.MAX_ARCHIVE_AFTER_DAYS
+ARCHIVE_PREFIX = "orders/"  # shop.repository.order_archive.ARCHIVE_PREFIX
+ARCHIVE_TRANSITION_DAYS = 90
 POWERTOOLS_NAMESPACE = "Shop"
 
 # `make dev` and the `-c local=true` synth (docs/deploy.md, `sam local invoke`) agree on these:
@@ -80,6 +88,8 @@ class FunctionSpec:
     # when set, the function's writes are limited to items whose partition key matches one of
     # these patterns (IAM dynamodb:LeadingKeys); its reads stay table-wide
     write_leading_keys: tuple[str, ...] = ()
+    # S3 operations on the order archive's objects (ARCHIVE_PREFIX*), with ARCHIVE_BUCKET in the environment
+    archive_actions: tuple[str, ...] = ()
 
 
 # THE single declaration of what each function may do to the table: the DynamoDB
@@ -105,8 +115,18 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     # BatchGetItem: cart prices, a customer cart with its profile; TransactWriteItems: merging a session into a cart
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps (issue 12); BatchGetItem +
-    # TransactWriteItems also: the daily sales counters and their once-per-order-version marker (issue 13)
-    "order_events": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
+    # TransactWriteItems also: the daily sales counters and their once-per-order-version marker (issue 13);
+    # Query and BatchWriteItem: archiving an order reads and deletes what is left of it (shop.services.archival)
+    "order_events": (
+        "GetItem",
+        "BatchGetItem",
+        "Query",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "TransactWriteItems",
+        "BatchWriteItem",
+    ),
 }
 
 API_FUNCTIONS: tuple[FunctionSpec, ...] = (
@@ -130,6 +150,7 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
         DYNAMODB_ACTIONS["orders"],
         uses_index=True,  # sharded orders-by-status listing
         paginates=True,
+        archive_actions=("GetObject",),  # an archived order's GET
     ),
     FunctionSpec(
         "sessions",
@@ -142,11 +163,12 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
 
 STREAM_FUNCTION = FunctionSpec(
     "order_events",
-    "Table stream processor: confirmations, status history, abandoned carts, product events",
+    "Table stream processor: confirmations, status history, sales, abandoned carts, product events, archival",
     DYNAMODB_ACTIONS["order_events"],
     uses_index=True,  # a category move walks the moved category's listing
     memory_mb=256,
     timeout_s=30,
+    archive_actions=("PutObject",),  # writes the orders TTL removed
 )
 
 # Operations IAM does not know as actions: a transaction is authorized item by
@@ -196,30 +218,25 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 PUBLIC_WRITE_ROUTES: tuple[Route, ...] = tuple(r for r in ROUTES if r.public and r.method in WRITE_METHODS)
 
 
-# The stream records order_events handles, as Lambda event filter patterns.
+# The stream records order_events handles, as Lambda event filter patterns. Lambda takes 5 filters per event
+# source mapping by default, so the patterns are grouped by event: a record passes when one pattern matches.
 STREAM_FILTERS: tuple[dict[str, Any], ...] = (
-    # a new order (always PENDING): confirm it
-    {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"entity": {"S": ["ORDER"]}}}},
-    # an order changed (status history, notifications)
-    {"eventName": ["MODIFY"], "dynamodb": {"NewImage": {"entity": {"S": ["ORDER"]}}}},
-    # a session removed by TTL (not by its holder): abandoned cart
+    # a new order (always PENDING): confirm it; an order changed: status history, notifications, sales;
+    # a product created or changed: ProductCreated/Updated/Archived, StockLow (a filter compares each field
+    # with constants only, never OldImage with NewImage, so every order's stock move gets through and the
+    # rule skips it from raw attributes: docs/performance.md, "Product events"); a category move started or
+    # took a step: run its next step
+    {
+        "eventName": ["INSERT", "MODIFY"],
+        "dynamodb": {"NewImage": {"entity": {"S": ["ORDER", "PRODUCT", "CATEGORY_MOVE"]}}},
+    },
+    # removed by TTL (not by a holder's delete): a session or a customer cart (abandoned cart), an order
+    # whose time is up (archive it)
     {
         "eventName": ["REMOVE"],
         "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
-        "dynamodb": {"OldImage": {"entity": {"S": ["SESSION"]}}},
+        "dynamodb": {"OldImage": {"entity": {"S": ["SESSION", "CUSTOMER_CART", "ORDER"]}}},
     },
-    # a product created or changed: ProductCreated/Updated/Archived, StockLow. A filter compares each
-    # field with constants only, never OldImage with NewImage, so every order's stock move gets through
-    # and the rule skips it from raw attributes (cost: docs/performance.md, "Product events").
-    {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": {"entity": {"S": ["PRODUCT"]}}}},
-    # a customer cart removed by TTL (30 days without a change): abandoned cart
-    {
-        "eventName": ["REMOVE"],
-        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
-        "dynamodb": {"OldImage": {"entity": {"S": ["CUSTOMER_CART"]}}},
-    },
-    # a category move started or took a step: run its next step (issue 12)
-    {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": {"entity": {"S": ["CATEGORY_MOVE"]}}}},
 )
 
 
@@ -344,6 +361,7 @@ class DeployConfig:
     # from a snapshot of its initialized process (docs/deploy.md#snapstart-opt-in)
     snapstart: bool = False
     status_shards: int = DEFAULT_STATUS_SHARDS
+    archive_after_days: int = DEFAULT_ARCHIVE_AFTER_DAYS
 
     @property
     def protected(self) -> bool:
@@ -383,6 +401,9 @@ class DeployConfig:
         shards = text("status_shards") or str(DEFAULT_STATUS_SHARDS)
         if not (shards.isascii() and shards.isdigit()) or not 1 <= int(shards) <= MAX_STATUS_SHARDS:
             raise ValueError(f"context status_shards must be 1..{MAX_STATUS_SHARDS}, got {shards!r}")
+        archive_days = text("archive_after_days") or str(DEFAULT_ARCHIVE_AFTER_DAYS)
+        if not (archive_days.isascii() and archive_days.isdigit()) or int(archive_days) > MAX_ARCHIVE_AFTER_DAYS:
+            raise ValueError(f"context archive_after_days must be 0..{MAX_ARCHIVE_AFTER_DAYS}, got {archive_days!r}")
         local = (text("local") or "false").lower()
         if local not in ("true", "false"):
             raise ValueError(f"context local must be true or false, got {local!r}")
@@ -423,6 +444,7 @@ class DeployConfig:
             local_dynamodb_endpoint=endpoint,
             snapstart=snapstart == "true",
             status_shards=int(shards),
+            archive_after_days=int(archive_days),
         )
         if config.protected:
             config.require_protected_settings()

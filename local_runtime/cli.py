@@ -44,10 +44,12 @@ def cmd_token(args: argparse.Namespace) -> int:
 def cmd_dev(args: argparse.Namespace) -> int:
     from local_runtime.functions import Functions
     from local_runtime.gateway import Gateway, swagger_assets_dir
+    from local_runtime.local_aws import S3_DIR, BusCapture, LocalAws
     from local_runtime.openapi import load_document
     from local_runtime.poller import StreamPoller
     from local_runtime.seed import seed_once
-    from local_runtime.template import TemplateError, load_app
+    from local_runtime.template import Resolver, TemplateError, load_app
+    from local_runtime.ttl import TtlDeletions, TtlEmulator
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     state_dir = pathlib.Path(args.data_dir).resolve()
@@ -56,6 +58,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         shutil.rmtree(ddb_dir, ignore_errors=True)
         (state_dir / "stream-checkpoints.json").unlink(missing_ok=True)
         shutil.rmtree(state_dir / failures.LOCAL_DIR, ignore_errors=True)
+        shutil.rmtree(state_dir / S3_DIR, ignore_errors=True)
     try:
         app = load_app(pathlib.Path(args.cdk_out))
     except TemplateError as exc:
@@ -68,13 +71,22 @@ def cmd_dev(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
 
     ddb = DynamoDBLocal(port=args.dynamodb_port, data_dir=ddb_dir)
+    aws = LocalAws(state_dir, port=args.aws_port)
     functions = None
     server = None
     pollers: list[StreamPoller] = []
+    ttl: TtlEmulator | None = None
+    capture: BusCapture | None = None
+    ttl_deletions = TtlDeletions(app.table.spec.ttl_attribute or "expires_at", _key_names(app.table.spec))
     try:
         ddb.start()
         client = ddb.client()
         create_table(client, table_name, spec=app.table.spec, exist_ok=True)
+        aws.start()
+        names = Resolver(app, table_name=table_name, secret=lambda _: "", buses=True)
+        aws.create_buckets(names.named("AWS::S3::Bucket", "BucketName"))
+        for bus in names.named("AWS::Events::EventBus", "Name"):
+            capture = BusCapture(aws, aws.create_bus(bus)).start()
         if not args.no_seed:
             seeded = seed_once(client, table_name, ddb_dir / ".seeded")
             if seeded:
@@ -87,6 +99,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             deployed_budget=args.deployed_budget,
             store_faults=state_dir / STORE_FAULTS_FILE if args.deployed_budget else None,
+            aws_endpoint=aws.endpoint,
+            overrides=_overrides(args.env),
         )
         functions.warm()
         keys = auth.load_or_create_keys(state_dir)
@@ -112,14 +126,27 @@ def cmd_dev(args: argparse.Namespace) -> int:
                     table_name=table_name,
                     invoke=functools.partial(functions.invoke, mapping.function),
                     state_dir=state_dir,
+                    ttl_deletions=ttl_deletions,
                 ).start()
             )
+        if args.ttl_interval > 0 and app.table.spec.ttl_attribute:
+            ttl = TtlEmulator(
+                client,
+                table_name,
+                attribute=app.table.spec.ttl_attribute,
+                key_names=_key_names(app.table.spec),
+                deletions=ttl_deletions,
+                interval=args.ttl_interval,
+            ).start()
         customer = auth.issue_token(keys, "demo-customer")
         admin = auth.issue_token(keys, "demo-admin", groups=["admin"])
         print(
             f"\nShop API      {url}\n"
             f"API docs      {url}/docs   (OpenAPI: {url}/openapi.json)\n"
             f"DynamoDB      {ddb.endpoint}  table {table_name}  data {ddb_dir}\n"
+            f"S3, events    {aws.endpoint}  buckets {', '.join(aws.buckets) or '-'}; "
+            f"bus events -> {state_dir / 'events.jsonl'}\n"
+            f"TTL           {f'every {args.ttl_interval:g}s' if ttl else 'off'}\n"
             f"functions     {', '.join(sorted(app.functions))}; stream pollers: {len(pollers)}\n\n"
             f"export CUSTOMER_TOKEN={customer}\n\n"
             f"export ADMIN_TOKEN={admin}\n\n"
@@ -142,11 +169,30 @@ def cmd_dev(args: argparse.Namespace) -> int:
         if server is not None:
             server.shutdown()
             server.server_close()
+        if ttl is not None:
+            ttl.stop()
         for poller in pollers:
             poller.stop()
         if functions is not None:
             functions.close()
+        if capture is not None:
+            capture.stop()
+        aws.stop()
         ddb.stop()
+
+
+def _overrides(pairs: list[str]) -> dict[str, str]:
+    overrides = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"error: --env takes NAME=VALUE, got {pair!r}")
+        overrides[name] = value
+    return overrides
+
+
+def _key_names(spec: Any) -> tuple[str, ...]:
+    return tuple(entry["AttributeName"] for entry in spec.key_schema)
 
 
 def cmd_invoke(args: argparse.Namespace) -> int:
@@ -262,6 +308,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the deployed store timeouts, not the relaxed local ones, and <data-dir>/store-faults.json "
         "injects throttling (fault drills, bench/drills.py)",
+    )
+    dev.add_argument(
+        "--ttl-interval",
+        type=float,
+        default=2.0,
+        help="seconds between two TTL sweeps (DynamoDB Local never expires items; 0: off)",
+    )
+    dev.add_argument("--aws-port", type=int, default=0, help="the local S3 and EventBridge port (default: free)")
+    dev.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a variable of every function (e.g. SESSION_TTL_SECONDS=5, ARCHIVE_AFTER_DAYS=0)",
     )
     dev.add_argument("-v", "--verbose", action="store_true", help="log every request")
     dev.set_defaults(func=cmd_dev)

@@ -221,7 +221,7 @@ def stream_record(raw: dict[str, Any], stream_arn: str, region: str = REGION) ->
             dynamodb[key] = _plain(ddb[key])
     record: dict[str, Any] = {
         "eventID": raw.get("eventID"),
-        "eventName": raw.get("eventName"),
+        "eventName": event_name(raw.get("eventName"), dynamodb),
         "eventVersion": "1.1",
         "eventSource": "aws:dynamodb",
         "awsRegion": region,
@@ -231,6 +231,19 @@ def stream_record(raw: dict[str, Any], stream_arn: str, region: str = REGION) ->
     if raw.get("userIdentity"):
         record["userIdentity"] = _plain(raw["userIdentity"])
     return record
+
+
+EVENT_NAMES = ("INSERT", "MODIFY", "REMOVE")
+
+
+def event_name(name: Any, data: dict[str, Any]) -> Any:
+    """The record's event name; one DynamoDB Local names `UNKNOWN_TO_SDK_VERSION` (seen on a delete racing
+    with writes, its Keys then holding the GSI keys too) is named from its images, as DynamoDB would."""
+    if name in EVENT_NAMES:
+        return name
+    if "NewImage" in data:
+        return "MODIFY" if "OldImage" in data else "INSERT"
+    return "REMOVE" if "OldImage" in data else name
 
 
 def stream_event(records: Iterable[dict[str, Any]]) -> dict[str, Any]:

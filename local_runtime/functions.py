@@ -56,14 +56,21 @@ def function_environment(
     state_dir: pathlib.Path,
     deployed_budget: bool = False,
     store_faults: pathlib.Path | None = None,
+    aws_endpoint: str | None = None,
+    overrides: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """What the deployed function's environment holds, resolved for the local stack.
 
     The template's variables (table Ref -> the local table, secret references -> a local secret,
     EventBridge bus -> unset), the variables the Lambda runtime sets, fake credentials, the
     DynamoDB Local endpoint and POWERTOOLS_TRACE_DISABLED (no X-Ray daemon locally).
+    With `aws_endpoint` (the local S3 and EventBridge, local_runtime.local_aws) the bus is named and
+    S3 and EventBridge calls go there; without it ARCHIVE_BUCKET is unset too (archived orders answer
+    503). `overrides` replace template variables (`dev --env NAME=VALUE`: short TTLs for tests).
     """
-    resolver = Resolver(app, table_name=table_name, secret=lambda name: local_secret(state_dir, name))
+    resolver = Resolver(
+        app, table_name=table_name, secret=lambda name: local_secret(state_dir, name), buses=aws_endpoint is not None
+    )
     env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
     env.update(
         {
@@ -89,6 +96,12 @@ def function_environment(
     env.update(resolver.environment(fn))
     env["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
     env["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] = endpoint
+    if aws_endpoint is not None:
+        env["AWS_ENDPOINT_URL_S3"] = aws_endpoint
+        env["AWS_ENDPOINT_URL_EVENTBRIDGE"] = aws_endpoint  # botocore names it by the service id
+    else:
+        env.pop("ARCHIVE_BUCKET", None)
+    env.update(overrides or {})
     env["POWERTOOLS_TRACE_DISABLED"] = "true"
     env["FUNCTION_TIMEOUT_SECONDS"] = str(fn.timeout_s)
     if store_faults is not None:  # fault drills: throttling injected at the client (worker.StoreFaults)
@@ -293,6 +306,8 @@ class Functions:
         concurrency: int = 4,
         deployed_budget: bool = False,
         store_faults: pathlib.Path | None = None,
+        aws_endpoint: str | None = None,
+        overrides: dict[str, str] | None = None,
     ) -> None:
         self.app = app
         self.pools = {
@@ -306,6 +321,8 @@ class Functions:
                     state_dir=state_dir,
                     deployed_budget=deployed_budget,
                     store_faults=store_faults,
+                    aws_endpoint=aws_endpoint,
+                    overrides=overrides,
                 ),
                 concurrency,
             )

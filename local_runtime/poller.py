@@ -19,6 +19,7 @@ from typing import Any
 from local_runtime import events, failures, streams
 from local_runtime.functions import InvokeResult
 from local_runtime.template import MappingDef
+from local_runtime.ttl import TtlDeletions
 
 log = logging.getLogger("local_runtime.poller")
 IDLE_SLEEP_S = 0.25
@@ -35,6 +36,7 @@ class StreamPoller:
         invoke: Callable[[dict[str, Any]], InvokeResult],
         state_dir: pathlib.Path,
         region: str = "us-east-1",
+        ttl_deletions: TtlDeletions | None = None,
     ) -> None:
         self.mapping = mapping
         self.dynamodb = dynamodb
@@ -43,6 +45,7 @@ class StreamPoller:
         self.invoke = invoke
         self.state_dir = pathlib.Path(state_dir)
         self.region = region
+        self.ttl_deletions = ttl_deletions  # the TTL emulator's deletes: their REMOVEs get the service's identity
         self.failures = failures.DirectoryStore(self.state_dir / failures.LOCAL_DIR)
         self.checkpoint_path = self.state_dir / "stream-checkpoints.json"
         self._stop = threading.Event()
@@ -138,6 +141,8 @@ class StreamPoller:
         next_iterator = response.get("NextShardIterator")
         if raw_records:
             records = [events.stream_record(r, arn, self.region) for r in raw_records]
+            if self.ttl_deletions is not None:
+                self.ttl_deletions.mark(records)
             self._deliver(arn, shard_id, records)
         if next_iterator is None:
             self._closed.add(shard_id)

@@ -9,6 +9,7 @@ from typing import Any
 
 from local_runtime import events, filters
 from local_runtime.template import REGION, MappingDef
+from local_runtime.ttl import TtlDeletions
 
 
 def wanted(mapping: MappingDef | None, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -35,16 +36,21 @@ class StreamReader:
         *,
         mapping: MappingDef | None = None,
         region: str = REGION,
+        ttl_deletions: TtlDeletions | None = None,
     ) -> None:
         self.streams = streams
         self.mapping = mapping
         self.region = region
+        self.ttl_deletions = ttl_deletions  # the TTL emulator's deletes, whose REMOVEs get the service's identity
         self.stream_arn: str = dynamodb.describe_table(TableName=table_name)["Table"]["LatestStreamArn"]
         self._positions: dict[str, str] = {}  # shard id -> sequence number of the last record read
 
     def read(self) -> list[dict[str, Any]]:
         """The records written since the last read, in write order, that the mapping delivers."""
-        return wanted(self.mapping, [events.stream_record(r, self.stream_arn, self.region) for r in self._new()])
+        records = [events.stream_record(r, self.stream_arn, self.region) for r in self._new()]
+        if self.ttl_deletions is not None:
+            self.ttl_deletions.mark(records)
+        return wanted(self.mapping, records)
 
     def skip_to_now(self) -> None:
         """Take everything written so far as read, without returning it."""

@@ -360,7 +360,8 @@ class Resolver:
 
     Ref of the DynamoDB table -> the local table name; secret dynamic references
     (`{{resolve:secretsmanager:...}}`) and PAGINATION_SECRET_ARN -> a local secret; EventBridge buses -> UNSET (no EventBridge
-    locally); functions -> local names/ARNs; pseudo parameters -> fake account/region. Anything else
+    locally), or with `buses` (the local EventBridge runs: local_runtime.local_aws) the bus's name;
+    functions -> local names/ARNs; pseudo parameters -> fake account/region. Anything else
     becomes "local-<LogicalId>".
     """
 
@@ -371,16 +372,20 @@ class Resolver:
         table_name: str,
         secret: Any,
         region: str = REGION,
+        buses: bool = False,
     ) -> None:
         self.app = app
         self.table_name = table_name
         self.secret = secret  # callable(name) -> str
         self.region = region
+        self.buses = buses
         self._types: dict[str, str] = {}
+        self._properties: dict[str, dict[str, Any]] = {}
         self._exports: dict[str, Any] = {}
         for template in app.templates.values():
             for lid, res in (template.get("Resources") or {}).items():
                 self._types[lid] = str(res.get("Type", ""))
+                self._properties[lid] = res.get("Properties") or {}
             for output in (template.get("Outputs") or {}).values():
                 name = (output.get("Export") or {}).get("Name")
                 if isinstance(name, str):
@@ -449,6 +454,8 @@ class Resolver:
         rtype = self._types.get(name, "")
         if rtype in TABLE_RESOURCE_TYPES:
             return self.table_name
+        if rtype == "AWS::Events::EventBus" and self.buses:
+            return self.resolve(self._properties[name].get("Name"))
         if rtype.startswith("AWS::Events::"):
             return UNSET
         if rtype == "AWS::SecretsManager::Secret":
@@ -464,6 +471,8 @@ class Resolver:
         if rtype in TABLE_RESOURCE_TYPES:
             arn = f"arn:aws:dynamodb:{self.region}:{ACCOUNT_ID}:table/{self.table_name}"
             return f"{arn}/stream/local" if att == "StreamArn" else arn
+        if rtype == "AWS::Events::EventBus" and self.buses and att == "Arn":
+            return f"arn:aws:events:{self.region}:{ACCOUNT_ID}:event-bus/{self._ref(lid)}"
         if rtype.startswith("AWS::Events::"):
             return UNSET
         if rtype == "AWS::Lambda::Function":
@@ -471,6 +480,17 @@ class Resolver:
                 if fn.logical_id == lid:
                     return fn.arn
         return f"local-{lid}-{att}"
+
+    def named(self, resource_type: str, name_property: str) -> list[str]:
+        """The resolved names of the resources of a type that set their name (buckets, buses)."""
+        names = []
+        for lid, rtype in self._types.items():
+            value = self._properties[lid].get(name_property)
+            if rtype == resource_type and value is not None:
+                resolved = self.resolve(value)
+                if isinstance(resolved, str):
+                    names.append(resolved)
+        return sorted(set(names))
 
     def _sub(self, arg: Any) -> Any:
         text, variables = (arg[0], self.resolve(arg[1])) if isinstance(arg, list) else (arg, {})

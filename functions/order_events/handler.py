@@ -42,6 +42,8 @@ def count(outcome: Outcome) -> None:
         metrics.add_metric(name="CartsAbandoned", unit=MetricUnit.Count, value=1)
     if outcome.alert_written:
         metrics.add_metric(name="StockLowAlerts", unit=MetricUnit.Count, value=1)
+    if outcome.action is Action.ARCHIVED:
+        metrics.add_metric(name="OrdersArchived", unit=MetricUnit.Count, value=1)
 
 
 def log(outcome: Outcome) -> None:

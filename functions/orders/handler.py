@@ -153,9 +153,18 @@ def list_orders(
 
 @app.get(
     "/orders/<order_id>",
-    summary="One order with its lines and status history (owner or admin)",
+    summary="One order with its lines and status history (owner or admin); an archived one from the archive",
     responses=declare(
-        200, s.Order, 401, 404, headers=ETAG, errors_described={404: "ORDER_NOT_FOUND (also another customer's order)"}
+        200,
+        s.Order,
+        401,
+        404,
+        headers=ETAG,
+        errors_described={
+            404: "ORDER_NOT_FOUND (also another customer's order)",
+            503: "SERVICE_UNAVAILABLE: the store or the archive is throttled or down, or the order is being "
+            "archived this moment; see Retry-After",
+        },
     ),
     tags=TAGS,
 )
@@ -183,7 +192,7 @@ def get_order(order_id: OrderId, request: Request):
         body=True,
         headers=ETAG,
         errors_described={
-            409: "INVALID_TRANSITION",
+            409: "INVALID_TRANSITION, ORDER_ARCHIVED (an archived order no longer changes)",
             422: "VALIDATION_ERROR (including SHIPPED without carrier or tracking_number, carrier or "
             "tracking_number with another status, a return rejected without a reason)",
         },
@@ -215,7 +224,9 @@ def change_order_status(
 @app.post(
     "/orders/<order_id>/cancel",
     summary="Cancel a PENDING or CONFIRMED order and restock it (owner or admin)",
-    responses=declare(200, s.Order, 401, 404, 409, headers=ETAG, errors_described={409: "INVALID_TRANSITION"}),
+    responses=declare(
+        200, s.Order, 401, 404, 409, headers=ETAG, errors_described={409: "INVALID_TRANSITION, ORDER_ARCHIVED"}
+    ),
     tags=TAGS,
 )
 def cancel_order(order_id: OrderId, request: Request):

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.constructs.functions import tool_function
 from infra.constructs.protection import removal_policy
-from infra.settings import PAGINATION_KEY_ROTATION_DAYS, TABLE_INDEX, DeployConfig
+from infra.settings import (
+    ARCHIVE_PREFIX,
+    ARCHIVE_TRANSITION_DAYS,
+    PAGINATION_KEY_ROTATION_DAYS,
+    TABLE_INDEX,
+    DeployConfig,
+)
 
 
 class ShopTable(Construct):
@@ -45,6 +52,53 @@ class ShopTable(Construct):
             sort_key=dynamodb.Attribute(name="GSI1SK", type=string),
             projection_type=dynamodb.ProjectionType.ALL,
             contributor_insights_specification=dynamodb.ContributorInsightsSpecification(enabled=config.protected),
+        )
+
+
+def archive_bucket_name(config: DeployConfig) -> str:
+    """The archive bucket's name (a token in the account and region): the functions' stacks build its ARN
+    from it, so neither the grant nor ARCHIVE_BUCKET imports anything from the data stack."""
+    return f"{config.name('order-archive')}-{Aws.ACCOUNT_ID}-{Aws.REGION}"
+
+
+def archive_objects_arn(config: DeployConfig, prefix: str) -> str:
+    return f"arn:{Aws.PARTITION}:s3:::{archive_bucket_name(config)}/{prefix}*"
+
+
+class OrderArchive(Construct):
+    """The archive of finished orders: one JSON object per order under orders/year=/month=/day= (Athena).
+
+    Encrypted (SSE-S3), private (public access blocked, bucket-owner objects), TLS only. Objects move to
+    Glacier Instant Retrieval after ARCHIVE_TRANSITION_DAYS: still read in milliseconds by GetObject, which
+    `GET /orders/{id}` of an archived order needs (Flexible Retrieval or Deep Archive would need a restore).
+    Kept with the data: RETAIN in protected stages, as the table.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeployConfig) -> None:
+        super().__init__(scope, construct_id)
+        self.bucket = s3.Bucket(
+            self,
+            "Bucket",
+            bucket_name=archive_bucket_name(config),
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=config.protected,  # an overwritten or deleted archive object can be recovered
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="archive-storage-class",
+                    prefix=ARCHIVE_PREFIX,
+                    transitions=[
+                        s3.Transition(
+                            storage_class=s3.StorageClass.GLACIER_INSTANT_RETRIEVAL,
+                            transition_after=Duration.days(ARCHIVE_TRANSITION_DAYS),
+                        )
+                    ],
+                    noncurrent_version_expiration=Duration.days(ARCHIVE_TRANSITION_DAYS) if config.protected else None,
+                )
+            ],
+            removal_policy=removal_policy(config),
         )
 
 

@@ -77,6 +77,7 @@ class OrderEventsProcessing(Construct):
             config=config,
             table=table,
             layers=layers,
+            archive=True,
             environment={"EVENT_BUS_NAME": self.bus.event_bus_name},
             # Caps the write rate the stream can drive into the table while a backlog drains.
             reserved_concurrency=concurrency,

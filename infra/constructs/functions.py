@@ -15,6 +15,7 @@ from constructs import Construct
 from infra import build_layers
 from infra.constructs.protection import removal_policy
 from infra.settings import (
+    ARCHIVE_PREFIX,
     IDEMPOTENCY_TTL_SECONDS,
     LIVE_ALIAS,
     LOCAL_PAGINATION_KEY,
@@ -91,10 +92,11 @@ def local_environment(env: dict[str, str], config: DeployConfig) -> dict[str, st
     `sam local invoke` passes only the variables a function declares, gives an intrinsic it cannot
     resolve (the table's and the secret's cross-stack imports) the value "" and a Ref to a resource
     its logical id. So the table becomes `make dev`'s, the pagination key (functions that paginate) a
-    local literal, no bus is named (nothing is published) and AWS_ENDPOINT_URL sends any other client to
+    local literal, no bus and no archive bucket are named (nothing is published) and AWS_ENDPOINT_URL sends any other client to
     DynamoDB Local too, where it fails instead of reaching the account whose credentials SAM passes.
     """
-    local = {name: value for name, value in env.items() if name not in ("EVENT_BUS_NAME", "PAGINATION_SECRET_ARN")}
+    unset = ("EVENT_BUS_NAME", "PAGINATION_SECRET_ARN", "ARCHIVE_BUCKET")  # no archive: archived orders answer 503
+    local = {name: value for name, value in env.items() if name not in unset}
     if "PAGINATION_SECRET_ARN" in env:
         local["PAGINATION_SECRET"] = LOCAL_PAGINATION_KEY
     local.update(
@@ -173,6 +175,7 @@ def build_function(
     table: dynamodb.ITable,
     layers: Layers,
     pagination_secret: secretsmanager.ISecret | None = None,
+    archive: bool = False,
     environment: dict[str, str] | None = None,
     reserved_concurrency: int | None = None,
 ) -> lambda_.Function:
@@ -213,10 +216,25 @@ def build_function(
         role.add_to_policy(
             iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[pagination_secret.secret_arn])
         )
+    archive_env: dict[str, str] = {}
+    if spec.archive_actions:
+        if not archive:
+            raise ValueError(f"{spec.name} uses the order archive: build it with archive=True")
+        from infra.constructs.data import archive_bucket_name, archive_objects_arn
+
+        archive_env["ARCHIVE_BUCKET"] = archive_bucket_name(config)
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=[f"s3:{action}" for action in spec.archive_actions],
+                resources=[archive_objects_arn(config, ARCHIVE_PREFIX)],
+            )
+        )
     env = {
         "TABLE_NAME": table.table_name,
         "STATUS_SHARDS": str(config.status_shards),
+        "ARCHIVE_AFTER_DAYS": str(config.archive_after_days),
         **secret_env,
+        **archive_env,
         "SESSION_TTL_SECONDS": str(SESSION_TTL_SECONDS),
         "IDEMPOTENCY_TTL_SECONDS": str(IDEMPOTENCY_TTL_SECONDS),
         "FUNCTION_TIMEOUT_SECONDS": str(spec.timeout_s),  # the store's budget derives from it (shop.aws_config)

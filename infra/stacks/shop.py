@@ -7,7 +7,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.constructs.api import Auth, HttpApi
-from infra.constructs.data import PaginationSecret, ShopTable
+from infra.constructs.data import OrderArchive, PaginationSecret, ShopTable
 from infra.constructs.edge import Edge
 from infra.constructs.events import OrderEventsProcessing
 from infra.constructs.functions import Layers, build_function, live_alias
@@ -22,7 +22,14 @@ class DataStack(Stack):
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         self.table = ShopTable(self, "Table", config=config)
         self.secret = PaginationSecret(self, "PaginationSecret", config=config)
+        self.archive = OrderArchive(self, "OrderArchive", config=config)
         CfnOutput(self, "TableName", value=self.table.table.table_name, description="the single table")
+        CfnOutput(
+            self,
+            "OrderArchiveBucket",
+            value=self.archive.bucket.bucket_name,
+            description="archived orders, one JSON line each under orders/year=/month=/day= (Athena)",
+        )
 
 
 class ApiStack(Stack):
@@ -38,7 +45,13 @@ class ApiStack(Stack):
         self.aliases: dict[str, lambda_.IFunction] = {}  # what the routes invoke
         for spec in API_FUNCTIONS:
             function = build_function(
-                self, spec, config=config, table=data.table.table, layers=layers, pagination_secret=secret
+                self,
+                spec,
+                config=config,
+                table=data.table.table,
+                layers=layers,
+                pagination_secret=secret,
+                archive=True,
             )
             self.functions[spec.name] = function
             self.aliases[spec.name] = live_alias(self, function, config=config)

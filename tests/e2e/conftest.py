@@ -118,6 +118,7 @@ class Stack:
     log_path: pathlib.Path
     fresh: bool = True
     seed: bool = False
+    options: tuple[str, ...] = ()  # more `dev` options (e.g. --env NAME=VALUE, --ttl-interval)
     proc: subprocess.Popen[bytes] | None = None
     url: str = ""
     api: Api = field(default_factory=lambda: Api("http://invalid"))
@@ -127,7 +128,7 @@ class Stack:
     # ---- life cycle
 
     def start(self, timeout: float = START_TIMEOUT_S) -> Stack:
-        options = [*(["--fresh"] if self.fresh else []), *([] if self.seed else ["--no-seed"])]
+        options = [*(["--fresh"] if self.fresh else []), *([] if self.seed else ["--no-seed"]), *self.options]
         self.proc, self._log_offset = local_stack.launch(
             self.data_dir, self.log_path, cdk_out=self.cdk_out, options=options, env=stack_env()
         )
@@ -249,13 +250,16 @@ def new_stack(
 ) -> Iterator[Callable[..., Stack]]:  # a factory for tests that start and stop their own stacks
     started: list[Stack] = []
 
-    def factory(data_dir: pathlib.Path | None = None, *, fresh: bool = True, seed: bool = False) -> Stack:
+    def factory(
+        data_dir: pathlib.Path | None = None, *, fresh: bool = True, seed: bool = False, options: Sequence[str] = ()
+    ) -> Stack:
         s = Stack(
             data_dir=data_dir or tmp_path / "stack",
             cdk_out=cdk_out,
             log_path=tmp_path / "stack.log",
             fresh=fresh,
             seed=seed,
+            options=tuple(options),
         )
         started.append(s)
         return s.start()

@@ -117,10 +117,14 @@ def test_the_leading_keys_check_catches_a_foreign_write() -> None:
     assert outside({"PRODUCT#p1"}, ()) == set()
 
 
-def test_order_events_grants_match_its_calls(store):
+def test_order_events_grants_match_its_calls(store, monkeypatch):
+    import time
+
     from functions.order_events.handler import handler
     from local_runtime.events import stream_event as lambda_event
+    from local_runtime.ttl import TtlDeletions, TtlEmulator
     from shop.models import OrderStatus
+    from shop.repository.order_archive import ArchiveBucket
     from shop.repository.store import dynamodb_client
     from shop.services.catalog import CatalogService
     from shop.services.categories import CategoryService
@@ -131,7 +135,7 @@ def test_order_events_grants_match_its_calls(store):
 
     orders = OrderService(store.table)
     order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
-    stream = StreamReader(store)
+    stream = StreamReader(store, ttl_deletions=TtlDeletions())
     recorder = record(dynamodb_client())  # the handler's client; the test's own calls use store.client
     handler(lambda_event(stream.read()), FakeContext())  # INSERT: confirm and record
     handler(lambda_event(stream.read()), FakeContext())  # the confirmation's MODIFY
@@ -151,6 +155,22 @@ def test_order_events_grants_match_its_calls(store):
         if records:
             handler(lambda_event(records), FakeContext())
     assert not tree.detail("beans").moving
+    orders.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=3)
+    handler(lambda_event(stream.read()), FakeContext())
+    # years later its TTL passes: archived (the object's write is S3's, stubbed; the table calls are real)
+    monkeypatch.setattr(ArchiveBucket, "put", lambda self, order, archived_at: "orders/test.json")
+    ttl = TtlEmulator(
+        store.client,
+        store.table_name,
+        attribute="expires_at",
+        key_names=("PK", "SK"),
+        deletions=stream.ttl_deletions,
+        now=lambda: time.time() + 400 * 86_400,
+    )
+    assert ttl.sweep() >= 1
+    handler(lambda_event(stream.read()), FakeContext())
+    marker = {"PK": {"S": f"ORDER#{order.order_id}"}, "SK": {"S": "ARCHIVED"}}
+    assert "Item" in store.client.get_item(TableName=store.table_name, Key=marker)
     actions, uses_index = granted("order_events")
     assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
     assert recorder.uses_index == uses_index

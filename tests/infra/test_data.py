@@ -139,3 +139,88 @@ def test_the_key_rotates_on_schedule_with_its_own_function(arm64) -> None:
     }
     wildcard = [s for s in statements if s.get("Resource") == "*"]
     assert [s["Action"] for s in wildcard] == ["secretsmanager:GetRandomPassword"]
+
+
+# -- the order archive ------------------------------------------------------------------------------
+
+
+def _archive_bucket(templates: dict[str, Any]) -> dict[str, Any]:
+    return templates["ShopData"]["Resources"][_archive_id(templates)]  # type: ignore[no-any-return]
+
+
+def _archive_id(templates: dict[str, Any]) -> str:
+    buckets = Template.from_json(templates["ShopData"]).find_resources("AWS::S3::Bucket")
+    (found,) = [lid for lid, b in buckets.items() if "order-archive" in json.dumps(b["Properties"].get("BucketName"))]
+    return found
+
+
+def test_the_order_archive_is_private_encrypted_tls_only_and_moves_to_instant_retrieval(arm64) -> None:
+    bucket = _archive_bucket(arm64.templates)
+    props = bucket["Properties"]
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [
+        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+    ]
+    (rule,) = props["LifecycleConfiguration"]["Rules"]
+    # GetObject keeps answering in milliseconds (GET /orders/{id} of an archived order): not Flexible nor Deep Archive
+    assert rule["Prefix"] == "orders/"
+    assert rule["Transitions"] == [{"StorageClass": "GLACIER_IR", "TransitionInDays": 90}]
+    assert "ExpirationInDays" not in rule  # an archive is kept
+    policies = Template.from_json(arm64.templates["ShopData"]).find_resources("AWS::S3::BucketPolicy")
+    denies = [
+        s
+        for p in policies.values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+    ]
+    assert any(_archive_id(arm64.templates) in json.dumps(s["Resource"]) for s in denies)
+
+
+def test_the_order_archive_is_kept_and_versioned_in_protected_stages(arm64, prod_external) -> None:
+    assert _archive_bucket(arm64.templates)["DeletionPolicy"] == "Delete"
+    protected = _archive_bucket(prod_external.templates)
+    assert protected["DeletionPolicy"] == "Retain"
+    assert protected["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
+
+
+def _statements(template: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
+    policies = Template.from_json(template).find_resources("AWS::IAM::Policy")
+    return [
+        s
+        for lid, p in policies.items()
+        if lid.startswith(role_prefix)
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_archive_grants_are_one_action_each_under_the_orders_prefix(arm64) -> None:
+    def archive_grants(template: dict[str, Any], role_prefix: str) -> list[tuple[Any, str]]:
+        return [
+            (s["Action"], json.dumps(s["Resource"]))
+            for s in _statements(template, role_prefix)
+            if "order-archive" in json.dumps(s["Resource"]) and "s3:" in json.dumps(s["Action"])
+        ]
+
+    (orders,) = archive_grants(arm64.templates["ShopApi"], "OrdersRole")
+    (events,) = archive_grants(arm64.templates["ShopEvents"], "OrderEventsOrderEventsRole")
+    assert orders[0] == "s3:GetObject"
+    assert events[0] == "s3:PutObject"
+    for _, resource in (orders, events):
+        assert '"/orders/*"]]}' in resource
+    for name in ("Customers", "Products", "Sessions"):
+        assert archive_grants(arm64.templates["ShopApi"], f"{name}Role") == []
+
+
+def test_functions_that_use_the_archive_are_told_where_it_is_and_when_orders_expire(arm64) -> None:
+    functions = Template.from_json(arm64.templates["ShopApi"]).find_resources("AWS::Lambda::Function")
+    for lid, function in functions.items():
+        env = function["Properties"].get("Environment", {}).get("Variables", {})
+        if "TABLE_NAME" not in env:
+            continue
+        assert env["ARCHIVE_AFTER_DAYS"] == "365", lid
+        assert ("ARCHIVE_BUCKET" in env) == lid.startswith("Orders"), lid

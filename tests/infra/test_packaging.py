@@ -67,6 +67,7 @@ def _placeholder_env(variables: dict[str, Any]) -> dict[str, str]:
         "TABLE_NAME": "shop-packaging-test",
         "PAGINATION_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:111111111111:secret:shop-pagination-AbCdEf",
         "EVENT_BUS_NAME": "shop-packaging-test-bus",
+        "ARCHIVE_BUCKET": "shop-packaging-test-order-archive",
     }
     env = {}
     for key, value in variables.items():

@@ -116,6 +116,9 @@ class MemoryState:
     listed_in: dict[str, list[str]] = field(default_factory=dict)  # product id -> its listing scopes
     sales: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # (product, day) -> units, cents
     sales_counted: set[tuple[str, int]] = field(default_factory=set)  # (order, version)
+    order_ttls: dict[str, int] = field(default_factory=dict)  # order id -> expires_at (epoch s), when set
+    archive: dict[str, Order] = field(default_factory=dict)  # archive key -> the archived order
+    archived: dict[str, tuple[str, str]] = field(default_factory=dict)  # order id -> (customer id, archive key)
 
 
 class MemoryProducts:
@@ -418,17 +421,28 @@ class MemoryOrders:
     def get(self, order_id: str) -> Order:
         order = self.state.orders.get(order_id)
         if order is None:
+            if order_id in self.state.archived:
+                customer_id, key = self.state.archived[order_id]
+                raise errors.OrderArchived(order_id, customer_id=customer_id, archive_key=key)
             raise errors.OrderNotFound("order not found")
         return order
 
-    def _summaries(self, keep: Callable[[Order], bool]) -> list[OrderSummary]:
-        chosen = sorted(
-            (o for o in self.state.orders.values() if keep(o)), key=lambda o: (o.created_at, o.order_id), reverse=True
-        )
+    def expire(self, order_id: str) -> Order:
+        """What TTL and the stream processor do to an order whose TTL passed: archive it (tests call it)."""
+        order = self.state.orders.pop(order_id)
+        self.state.order_ttls.pop(order_id, None)
+        key = f"orders/{order_id}.json"
+        self.state.archive[key] = order
+        self.state.archived[order_id] = (order.customer_id, key)
+        return order
+
+    def _summaries(self, keep: Callable[[Order], bool], *, archived: bool = False) -> list[OrderSummary]:
+        kept = [*self.state.orders.values(), *(self.state.archive.values() if archived else ())]
+        chosen = sorted((o for o in kept if keep(o)), key=lambda o: (o.created_at, o.order_id), reverse=True)
         return [OrderSummary.model_validate(o.model_dump(include=set(OrderSummary.model_fields))) for o in chosen]
 
     def list_for_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
-        listed = self._summaries(lambda o: o.customer_id == customer_id)
+        listed = self._summaries(lambda o: o.customer_id == customer_id, archived=True)  # the list keeps them
         return page_of(listed, limit=limit, next_token=next_token)
 
     def list_by_status(self, status: OrderStatus, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
@@ -442,6 +456,7 @@ class MemoryOrders:
         updated_at: str,
         restock: Sequence[OrderLine] = (),
         details: StatusDetails = NO_DETAILS,
+        expires_at: int | None = None,
     ) -> Order:
         current = self.state.orders.get(order.order_id)
         if current is None:
@@ -463,6 +478,10 @@ class MemoryOrders:
             stored.move(None, left)
         changed = self._advanced(current, new_status, order.version + 1, updated_at, details)
         self.state.orders[order.order_id] = changed
+        if expires_at is None:
+            self.state.order_ttls.pop(order.order_id, None)
+        else:
+            self.state.order_ttls[order.order_id] = expires_at
         return self._advanced(order, new_status, order.version + 1, updated_at, details)
 
     @staticmethod
@@ -749,6 +768,16 @@ class MemoryCategories:
         return self.state.categories[current.slug][0]
 
 
+class MemoryArchive:
+    """OrderArchive: the archived orders MemoryOrders.expire put there."""
+
+    def __init__(self, state: MemoryState) -> None:
+        self.state = state
+
+    def get(self, key: str) -> Order:
+        return self.state.archive[key].model_copy(update={"archived": True})
+
+
 class MemoryStore:
     """One in-memory table: the stores over one state, as the repositories share one table."""
 
@@ -762,6 +791,7 @@ class MemoryStore:
         self.alerts = MemoryAlerts(self.state)
         self.carts = MemoryCarts(self.state)
         self.sales = MemorySales(self.state)
+        self.archive = MemoryArchive(self.state)
 
     def catalog_service(self) -> CatalogService:
         return CatalogService(products=self.products, categories=self.categories)
@@ -773,7 +803,13 @@ class MemoryStore:
         return CustomerService(customers=self.customers)
 
     def order_service(self) -> OrderService:
-        return OrderService(orders=self.orders, products=self.products, sessions=self.sessions, carts=self.carts)
+        return OrderService(
+            orders=self.orders,
+            products=self.products,
+            sessions=self.sessions,
+            carts=self.carts,
+            archive=self.archive,
+        )
 
     def alert_service(self) -> AlertService:
         return AlertService(alerts=self.alerts)

@@ -17,8 +17,14 @@ from local_runtime import streams
 class StreamReader(streams.StreamReader):
     """local_runtime's reader (every record, no filter) on a test store's backend."""
 
-    def __init__(self, store: Any) -> None:
-        super().__init__(store.client, store.streams, store.table_name, region=store.client.meta.region_name)
+    def __init__(self, store: Any, ttl_deletions: Any = None) -> None:
+        super().__init__(
+            store.client,
+            store.streams,
+            store.table_name,
+            region=store.client.meta.region_name,
+            ttl_deletions=ttl_deletions,
+        )
 
 
 def only(

@@ -6,12 +6,16 @@ import os
 from dataclasses import dataclass
 from functools import cache
 
-from shop.limits import MAX_STATUS_SHARDS
+from shop.limits import MAX_ARCHIVE_AFTER_DAYS, MAX_STATUS_SHARDS
 
 # infra.settings.DEFAULT_STATUS_SHARDS: what a function run without STATUS_SHARDS (tests, scripts) assumes.
 DEFAULT_STATUS_SHARDS = 48
 # A customer cart lives this long after its last change (CART_TTL_SECONDS overrides it).
 DEFAULT_CART_TTL_SECONDS = 30 * 24 * 3600
+
+
+# infra.settings.DEFAULT_ARCHIVE_AFTER_DAYS: how long a finished order stays in the table before S3.
+DEFAULT_ARCHIVE_AFTER_DAYS = 365
 
 
 class ConfigurationError(RuntimeError):
@@ -28,6 +32,8 @@ class Settings:
     idempotency_ttl_seconds: int
     cart_ttl_seconds: int
     event_bus_name: str | None
+    archive_after_days: int  # a finished order's TTL: this many days after it finished (shop.services.archival)
+    archive_bucket: str | None  # where archived orders are (orders function: read; order_events: write)
 
 
 def _required(name: str) -> str:
@@ -44,6 +50,13 @@ def _status_shards() -> int:
     return int(text)
 
 
+def _archive_after_days() -> int:
+    text = os.environ.get("ARCHIVE_AFTER_DAYS") or str(DEFAULT_ARCHIVE_AFTER_DAYS)
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_ARCHIVE_AFTER_DAYS:
+        raise ConfigurationError(f"ARCHIVE_AFTER_DAYS must be 0..{MAX_ARCHIVE_AFTER_DAYS}, got {text!r}")
+    return int(text)
+
+
 @cache
 def settings() -> Settings:
     arn = os.environ.get("PAGINATION_SECRET_ARN") or None
@@ -57,4 +70,6 @@ def settings() -> Settings:
         idempotency_ttl_seconds=int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", "86400")),
         cart_ttl_seconds=int(os.environ.get("CART_TTL_SECONDS", str(DEFAULT_CART_TTL_SECONDS))),
         event_bus_name=os.environ.get("EVENT_BUS_NAME") or None,
+        archive_after_days=_archive_after_days(),
+        archive_bucket=os.environ.get("ARCHIVE_BUCKET") or None,
     )

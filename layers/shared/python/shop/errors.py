@@ -54,6 +54,20 @@ class Conflict(DomainError):
     code = "CONFLICT"
 
 
+class OrderArchived(Conflict):
+    """The order left the table for the archive: `archive_key` names its object, `customer_id` its owner.
+
+    Raised by the order store's reads: a read answers from the archive, a change is refused (409)."""
+
+    code = "ORDER_ARCHIVED"
+
+    def __init__(self, order_id: str, *, customer_id: str, archive_key: str) -> None:
+        super().__init__(f"order {order_id} is archived", {"order_id": order_id})
+        self.order_id = order_id
+        self.customer_id = customer_id
+        self.archive_key = archive_key
+
+
 class CustomerExists(Conflict):
     code = "CUSTOMER_EXISTS"
 

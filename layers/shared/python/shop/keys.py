@@ -23,6 +23,7 @@ PRODUCT_SK = "PRODUCT"
 ORDER_SK = "ORDER"
 SESSION_SK = "SESSION"
 EMAIL_SK = "EMAIL"
+ORDER_ARCHIVED_SK = "ARCHIVED"  # where an archived order's object is, in the order's own partition
 
 # Sort-key prefixes inside a customer's or a product's item collection.
 CUSTOMER_ORDER_PREFIX = "ORDER#"
@@ -115,6 +116,11 @@ def order_key(order_id: str) -> Key:
 
 def order_history_key(order_id: str, version: int) -> Key:
     return {PK: order_pk(order_id), SK: f"{HISTORY_PREFIX}{version:06d}"}
+
+
+def order_archived_key(order_id: str) -> Key:
+    """The marker an archived order leaves: the S3 object's key and who owns the order (never expires)."""
+    return {PK: order_pk(order_id), SK: ORDER_ARCHIVED_SK}
 
 
 def status_shard(order_id: str, shards: int) -> int:

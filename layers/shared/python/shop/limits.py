@@ -68,3 +68,8 @@ MAX_SALES_DAYS = 366  # the longest range GET /products/{id}/sales answers, both
 # GSI1 partitions the daily top-seller list is spread over (by product hash); fixed, since the items of
 # past days stay where this count put them (docs/decisions.md, "Sales by date").
 SALES_TOP_SHARDS = 64
+# Archival (shop.services.archival): a delivered order may still be returned for RETURN_WINDOW_DAYS, so it
+# is archived that long after delivery plus ARCHIVE_AFTER_DAYS (at most MAX_ARCHIVE_AFTER_DAYS).
+MAX_ARCHIVE_AFTER_DAYS = 3650
+# Items one BatchWriteItem deletes at most (DynamoDB's limit).
+BATCH_WRITE_MAX_ITEMS = 25

@@ -95,6 +95,9 @@ class Order(OrderSummary):
     stock_taken: dict[str, dict[str, int]] = Field(default_factory=dict, exclude=True)
     shipment: Shipment | None = None
     delivered_at: str | None = None  # when it first became DELIVERED: the return window starts there
+    archived: bool = Field(
+        default=False, description="true when the order is read from the archive (S3): it can no longer change"
+    )
 
 
 @dataclass(frozen=True)

@@ -52,18 +52,18 @@ def order_item(order: Order, shards: int) -> dict[str, Any]:
         **keys.order_key(order.order_id),
         **keys.order_status_gsi(order.status, order.order_id, order.created_at, shards),
         "entity": "ORDER",
-        **order.model_dump(mode="json", exclude={"history"}, exclude_none=True),
+        **order.model_dump(mode="json", exclude={"history", "archived"}, exclude_none=True),
         "stock_taken": order.stock_taken or None,  # excluded from answers, kept for the restock
     }
 
 
-def _order_from_items(items: list[dict[str, Any]]) -> Order:
+def order_from_items(items: list[dict[str, Any]]) -> Order:
     """The order with its history: the implicit PENDING entry, the recorded entries, and the
     current version's entry if the stream processor has not recorded it yet, so the history
     always ends with the status the order has."""
     header = next((i for i in items if i["SK"] == keys.ORDER_SK), None)
     if header is None:
-        raise errors.OrderNotFound("order not found")
+        raise _absence(items)
     recorded = sorted((i for i in items if i["SK"].startswith(keys.HISTORY_PREFIX)), key=lambda i: i["SK"])
     history = [StatusEntry(status=OrderStatus.PENDING, at=header["created_at"])]
     history += [StatusEntry.model_validate(i) for i in recorded]
@@ -71,6 +71,19 @@ def _order_from_items(items: list[dict[str, Any]]) -> Order:
     if int(header["version"]) > latest_recorded:
         history.append(_latest_entry(header))
     return Order.model_validate({**header, "history": [h.model_dump() for h in history]})
+
+
+def _absence(items: list[dict[str, Any]]) -> errors.DomainError:
+    """Why an order's collection holds no order item: archived (the marker says where), being archived
+    (TTL removed the item, the stream processor has not finished: retry), or no such order."""
+    marker = next((i for i in items if i["SK"] == keys.ORDER_ARCHIVED_SK), None)
+    if marker is not None:
+        return errors.OrderArchived(
+            str(marker["order_id"]), customer_id=str(marker["customer_id"]), archive_key=str(marker["archive_key"])
+        )
+    if items:
+        return errors.ServiceUnavailable("the order is being archived, retry")
+    return errors.OrderNotFound("order not found")
 
 
 def _latest_entry(header: dict[str, Any]) -> StatusEntry:
@@ -328,7 +341,7 @@ class OrderRepository:
                 KeyConditionExpression="PK = :pk AND SK <= :order",
                 ExpressionAttributeValues=values(pk=keys.order_pk(order_id), order=keys.ORDER_SK),
             )
-        return _order_from_items([from_item(i) for i in response.get("Items", [])])
+        return order_from_items([from_item(i) for i in response.get("Items", [])])
 
     def list_for_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
         return collection_page(
@@ -391,11 +404,14 @@ class OrderRepository:
         updated_at: str,
         restock: Sequence[OrderLine] = (),
         details: StatusDetails = NO_DETAILS,
+        expires_at: int | None = None,
     ) -> Order:
         """Move the order to new_status if it still has the version it was read with.
 
         ``details`` are written in the same update: the shipment, the change's reason (removed when
-        there is none), the first delivery's or confirmation's time.
+        there is none), the first delivery's or confirmation's time. ``expires_at`` (epoch seconds) is set
+        in the same write, the TTL that archives a finished order; None removes it (the order is not
+        finished, or no longer: a return reopened it).
 
         With ``restock`` lines, their quantities go back to stock in the same transaction, sent with a
         client request token derived from the write, so a retry of a transaction that committed changes
@@ -404,14 +420,20 @@ class OrderRepository:
         """
         gsi = keys.order_status_gsi(new_status, order.order_id, order.created_at, self.shards)
         sets, extra = _detail_updates(details)
+        removes = [] if details.reason else [STATUS_REASON]
+        if expires_at is None:
+            removes.append("#ttl")
+        else:
+            sets.append("#ttl = :ttl")
+            extra["ttl"] = expires_at
         update = {
             "TableName": self.table.name,
             "Key": to_item(keys.order_key(order.order_id)),
             "UpdateExpression": "SET #status = :new, version = :next, updated_at = :at, GSI1PK = :gpk"
             + "".join(f", {s}" for s in sets)
-            + ("" if details.reason else f" REMOVE {STATUS_REASON}"),
+            + (f" REMOVE {', '.join(removes)}" if removes else ""),
             "ConditionExpression": "#status = :old AND version = :version",
-            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeNames": {"#status": "status", "#ttl": keys.TTL_ATTRIBUTE},
             "ExpressionAttributeValues": values(
                 new=new_status.value,
                 next=order.version + 1,
@@ -425,7 +447,7 @@ class OrderRepository:
         }
         if restock:
             returns = _stock_returns(order, restock)
-            token = status_change_token(order, new_status, updated_at)
+            token = status_change_token(order, new_status, updated_at, expires_at)
             try:
                 self._change_with_restock(update, returns, token)
             except TransactionCancelled as cancelled:
@@ -502,14 +524,17 @@ def _on_product_items(returns: list[_Return]) -> list[_Return]:
     return [(pid, None, quantity) for pid, quantity in merged.items()]
 
 
-def status_change_token(order: Order, new_status: OrderStatus, updated_at: str) -> str:
+def status_change_token(order: Order, new_status: OrderStatus, updated_at: str, expires_at: int | None = None) -> str:
     """The ClientRequestToken of one status change (36 characters, DynamoDB's maximum).
 
-    Derived from the order, the version it is moved from, the target status and the write's time:
-    every re-send of this write carries it, and no other write does, so DynamoDB never sees one
-    token with different parameters (IdempotentParameterMismatch).
+    Derived from the order, the version it is moved from, the target status, the write's time and the
+    TTL it sets: every re-send of this write carries it, and no other write does, so DynamoDB never
+    sees one token with different parameters (IdempotentParameterMismatch).
     """
-    return str(uuid.uuid5(STATUS_CHANGE_TOKENS, f"{order.order_id}|{order.version}|{new_status.value}|{updated_at}"))
+    name = f"{order.order_id}|{order.version}|{new_status.value}|{updated_at}"
+    if expires_at is not None:  # without one, the token of a change is what it was before TTLs existed
+        name += f"|{expires_at}"
+    return str(uuid.uuid5(STATUS_CHANGE_TOKENS, name))
 
 
 def _advanced(

@@ -213,6 +213,15 @@ class StreamRecord:
         """The category move as the record left it (its NewImage)."""
         return _parse(MoveImage, self._new_image)
 
+    def old_item(self) -> dict[str, Any]:
+        """The item as it was before the record (its OldImage), deserialised as the table holds it."""
+        if not self._old_image:
+            raise MalformedRecord("the record carries no OldImage")
+        try:
+            return from_item({name: value for name, value in self._old_image.items() if value})
+        except (ValueError, TypeError) as error:
+            raise MalformedRecord(f"unreadable OldImage: {error}") from error
+
     def old_session(self) -> SessionImage:
         """The session as it was before the record removed it (its OldImage)."""
         return _parse(SessionImage, self._old_image)

@@ -1,5 +1,5 @@
 """The stream processor's rules: confirm new orders, record status changes and count sales, notice abandoned carts,
-product events.
+product events, archive orders whose TTL passed.
 
 Delivery is at least once: every table write is conditional and keyed by order id and version, so a replayed
 record changes nothing. Each rule, by record type: docs/decisions.md, "Stream processor".
@@ -27,6 +27,7 @@ from shop.publishing import Event
 from shop.repository import AlertRepository, OrderEffectsRepository, Table
 from shop.repository.sales import SalesRepository
 from shop.repository.stream_records import CustomerCartImage, OrderImage, SessionImage, StreamRecord
+from shop.services.archival import ArchivalService
 from shop.services.category_moves import CategoryMoves
 from shop.services.product_events import ProductEventsService
 from shop.services.sales import SalesService
@@ -148,6 +149,7 @@ class OrderEventsService:
         self.products = ProductEventsService(AlertRepository(table))
         self.moves = CategoryMoves(table)
         self.sales = SalesService(SalesRepository(table))
+        self.archival = ArchivalService(table, now=now)
         self.now = now
 
     def handle(self, record: StreamRecord) -> Outcome:
@@ -157,6 +159,8 @@ class OrderEventsService:
                 return self.order_placed(record)
             if record.event_name == "MODIFY":
                 return self.order_changed(record)
+            if record.event_name == "REMOVE":
+                return self.order_removed(record)
         elif entity == "SESSION" and record.event_name == "REMOVE":
             return self.session_removed(record)
         elif entity == "PRODUCT":
@@ -204,6 +208,12 @@ class OrderEventsService:
             sales_counted=counted,
             events=tuple(events),
         )
+
+    def order_removed(self, record: StreamRecord) -> Outcome:
+        archived = self.archival.order_removed(record)
+        if archived is None:
+            return SKIPPED
+        return Outcome(Action.ARCHIVED, archived.order_id, history_written=False)
 
     def session_removed(self, record: StreamRecord) -> Outcome:
         if not record.removed_by_ttl:

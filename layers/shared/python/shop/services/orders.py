@@ -26,8 +26,10 @@ from shop.models.orders import Placement, SessionClaim
 from shop.models.pricing import subtotal
 from shop.models.sessions import StoredLine
 from shop.repository import CustomerCartRepository, OrderRepository, ProductRepository, SessionRepository, Table
+from shop.repository.order_archive import ArchiveBucket
 from shop.services.actor import Actor
-from shop.services.ports import CustomerCartStore, OrderStore, ProductPrices, SessionStore
+from shop.services.archival import archive_at
+from shop.services.ports import CustomerCartStore, OrderArchive, OrderStore, ProductPrices, SessionStore
 from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation
 
 REPRICE_ATTEMPTS = 3
@@ -86,10 +88,12 @@ class OrderService:
         products: ProductPrices | None = None,
         sessions: SessionStore | None = None,
         carts: CustomerCartStore | None = None,
+        archive: OrderArchive | None = None,
     ) -> None:
         """The rules over the stores given; the others are the DynamoDB repositories on `table` (the
-        function's table), the status index in `shards` shards."""
+        function's table), the status index in `shards` shards, and the S3 archive of ARCHIVE_BUCKET."""
         table = table or Table()
+        self.archive: OrderArchive = archive if archive is not None else ArchiveBucket()
         self.orders: OrderStore = orders if orders is not None else OrderRepository(table, shards)
         self.products: ProductPrices = products if products is not None else ProductRepository(table)
         self.sessions: SessionStore = sessions if sessions is not None else SessionRepository(table)
@@ -212,7 +216,20 @@ class OrderService:
         raise AssertionError("unreachable")
 
     def get(self, actor: Actor, order_id: str) -> Order:
-        order = self.orders.get(order_id)
+        """The order, from the table or, once archived, from the archive (`archived` true)."""
+        try:
+            return self._live(actor, order_id)
+        except errors.OrderArchived as archived:
+            return self.archive.get(archived.archive_key)
+
+    def _live(self, actor: Actor, order_id: str) -> Order:
+        """The order in the table; OrderArchived (its owner or an admin asked) when it is archived."""
+        try:
+            order = self.orders.get(order_id)
+        except errors.OrderArchived as archived:
+            if not actor.may_see(archived.customer_id):
+                raise errors.OrderNotFound("order not found") from None
+            raise
         if not actor.may_see(order.customer_id):
             raise errors.OrderNotFound("order not found")
         return order
@@ -265,7 +282,7 @@ class OrderService:
     def cancel(self, actor: Actor, order_id: str) -> Order:
         """The owner's or an admin's cancel; a concurrent change is re-read and the cancel re-tried."""
         for _ in range(CANCEL_ATTEMPTS):
-            order = self.get(actor, order_id)
+            order = self._live(actor, order_id)
             try:
                 return self._move(order, OrderStatus.CANCELLED)
             except errors.VersionMismatch:
@@ -302,7 +319,8 @@ class OrderService:
                 f"an order cannot go from {order.status} to {new_status}",
                 {"from": order.status.value, "to": new_status.value},
             )
-        now = clock.iso_now()
+        moment = clock.now()
+        now = clock.iso(moment)
         details = StatusDetails(
             shipment=Shipment(carrier=shipment.carrier, tracking_number=shipment.tracking_number, shipped_at=now)
             if new_status is OrderStatus.SHIPPED and shipment is not None
@@ -312,7 +330,14 @@ class OrderService:
             confirmed_at=now if new_status is OrderStatus.CONFIRMED else None,
         )
         restock = order.lines if new_status in (OrderStatus.CANCELLED, OrderStatus.RETURNED) else ()
-        return self.orders.change_status(order, new_status, updated_at=now, restock=restock, details=details)
+        return self.orders.change_status(
+            order,
+            new_status,
+            updated_at=now,
+            restock=restock,
+            details=details,
+            expires_at=archive_at(new_status, clock.epoch(moment), settings().archive_after_days),
+        )
 
 
 def delivered_at(order: Order) -> datetime:

@@ -150,7 +150,8 @@ class OrderStore(Protocol):
         """
 
     def get(self, order_id: str) -> Order:
-        """OrderNotFound."""
+        """OrderNotFound; OrderArchived (with the archive's key and the owner) once the order is archived;
+        ServiceUnavailable while it is being archived."""
 
     def list_for_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
         """Newest first."""
@@ -166,14 +167,22 @@ class OrderStore(Protocol):
         updated_at: str,
         restock: Sequence[OrderLine] = (),
         details: StatusDetails = NO_DETAILS,
+        expires_at: int | None = None,
     ) -> Order:
         """The order in new_status at version + 1 with `details` recorded (shipment, reason, first delivery),
         `restock`'s quantities back in stock (where the order took them: its product item or the flash-sale
-        shards it recorded), all or nothing.
+        shards it recorded), all or nothing; its TTL set to `expires_at` in the same write (None: no TTL).
 
         VersionMismatch when the order is no longer at `order`'s status and version, unless it is
         already at new_status and version + 1 (a retry): then that order. OrderNotFound.
         """
+
+
+class OrderArchive(Protocol):
+    """The archive of finished orders (S3), as the order reads see it."""
+
+    def get(self, key: str) -> Order:
+        """The archived order at `key` (`archived` true); ServiceUnavailable when the archive does not answer."""
 
 
 class SessionStore(Protocol):

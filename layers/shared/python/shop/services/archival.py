@@ -1,0 +1,75 @@
+"""Archival: when a finished order leaves the table (its TTL) and what the stream processor does then.
+
+- A status change sets the order's TTL in the same write (`expires_at`): CANCELLED and RETURNED are
+  final at once, DELIVERED once the return window is over, so they expire ARCHIVE_AFTER_DAYS after
+  the change (DELIVERED: after the change + RETURN_WINDOW_DAYS). Any other status clears the TTL.
+- When DynamoDB's TTL removes the order item (a REMOVE whose userIdentity is the TTL service), the
+  processor reads what is left of the order (one Query: history items, the marker), writes the whole
+  order with its history to S3, writes the marker (the object's key, the owner), then deletes the
+  history items. Every step is idempotent: the object key follows from the order, the marker is written
+  once and, once there, means the object is complete (a retry only deletes what is left).
+  An S3 or table failure raises: the record fails, is retried, then kept by the on-failure destination.
+- The customer's order list entry (under the customer, no TTL) is never touched: the list keeps it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from shop import clock
+from shop.limits import RETURN_WINDOW_DAYS
+from shop.models import OrderStatus
+from shop.repository import Table
+from shop.repository.order_archive import ArchiveBucket, OrderArchivalRepository
+
+if TYPE_CHECKING:  # the API functions import archive_at and never load the stream's records
+    from shop.repository.stream_records import StreamRecord
+
+DAY_SECONDS = 86_400
+# Finished for good the moment they are reached; DELIVERED only after its return window.
+FINAL_STATUSES = frozenset({"CANCELLED", "RETURNED"})
+
+
+def archive_at(status: OrderStatus, changed_at: int, archive_after_days: int) -> int | None:
+    """The TTL (epoch seconds) an order gets when it moves to `status` at `changed_at`; None: no TTL."""
+    if status.value in FINAL_STATUSES:
+        return changed_at + archive_after_days * DAY_SECONDS
+    if status is OrderStatus.DELIVERED:
+        return changed_at + (RETURN_WINDOW_DAYS + archive_after_days) * DAY_SECONDS
+    return None
+
+
+@dataclass(frozen=True)
+class Archived:
+    order_id: str
+    archive_key: str
+    written: bool  # False: a retry found the order already archived and only finished the deletes
+    history_deleted: int
+
+
+class ArchivalService:
+    def __init__(
+        self, table: Table, bucket: ArchiveBucket | None = None, now: Callable[[], str] = clock.iso_now
+    ) -> None:
+        self.remains = OrderArchivalRepository(table)
+        self.bucket = bucket if bucket is not None else ArchiveBucket()
+        self.now = now
+
+    def order_removed(self, record: StreamRecord) -> Archived | None:
+        """Archive the order a TTL REMOVE took away; None for any other delete (nothing to do)."""
+        if not record.removed_by_ttl:
+            return None
+        removed = record.old_item()
+        left = self.remains.remains(record.entity_id)
+        if left.archive_key is not None:
+            return Archived(record.entity_id, left.archive_key, False, self._delete(record.entity_id, left.history))
+        order = self.remains.order(removed, left.history)
+        archived_at = self.now()
+        key = self.bucket.put(order, archived_at=archived_at)
+        self.remains.mark_archived(order, archive_key=key, archived_at=archived_at)
+        return Archived(order.order_id, key, True, self._delete(order.order_id, left.history))
+
+    def _delete(self, order_id: str, history: list[dict[str, Any]]) -> int:
+        return self.remains.delete_history(order_id, history) if history else 0

@@ -1,0 +1,105 @@
+"""The local TTL emulator on moto and DynamoDB Local: what it deletes, when it does not, how its REMOVEs look."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from local_runtime.ttl import TTL_IDENTITY, TtlDeletions, TtlEmulator
+from tests.support.streams import StreamReader, only
+
+NOW = int(time.time())
+
+
+def put(store: Any, pk: str, **attributes: Any) -> None:
+    item = {"PK": {"S": pk}, "SK": {"S": "X"}, "entity": {"S": "THING"}}
+    item.update(attributes)
+    store.client.put_item(TableName=store.table_name, Item=item)
+
+
+def keys(store: Any) -> set[str]:
+    return {i["PK"]["S"] for i in store.client.scan(TableName=store.table_name)["Items"]}
+
+
+def emulator(store: Any, deletions: TtlDeletions, now: float = NOW) -> TtlEmulator:
+    return TtlEmulator(
+        store.client,
+        store.table_name,
+        attribute="expires_at",
+        key_names=("PK", "SK"),
+        deletions=deletions,
+        now=lambda: now,
+    )
+
+
+def test_only_items_whose_numeric_ttl_passed_are_deleted(store):
+    put(store, "past", expires_at={"N": str(NOW - 10)})
+    put(store, "now", expires_at={"N": str(NOW)})
+    put(store, "future", expires_at={"N": str(NOW + 60)})
+    put(store, "no-ttl")
+    put(store, "text-ttl", expires_at={"S": str(NOW - 10)})  # TTL ignores attributes that are not Numbers
+    put(store, "ancient", expires_at={"N": str(NOW - 6 * 365 * 86_400)})  # over five years old: ignored too
+    assert emulator(store, TtlDeletions()).sweep() == 2
+    assert keys(store) == {"future", "no-ttl", "text-ttl", "ancient"}
+
+
+def test_an_item_whose_ttl_moved_meanwhile_is_kept(store):
+    put(store, "renewed", expires_at={"N": str(NOW - 10)})
+    deletions = TtlDeletions()
+    ttl = emulator(store, deletions)
+    found = ttl.expired()
+    put(store, "renewed", expires_at={"N": str(NOW + 3600)})  # the holder extended it after the scan
+    ttl.expired = lambda: found  # type: ignore[method-assign]
+    assert ttl.sweep() == 0
+    assert keys(store) == {"renewed"}
+    assert len(deletions) == 0
+
+
+def test_the_emulators_removes_carry_the_ttl_service_identity_and_a_holders_do_not(store):
+    deletions = TtlDeletions()
+    reader = StreamReader(store, ttl_deletions=deletions)
+    put(store, "expired", expires_at={"N": str(NOW - 1)})
+    put(store, "deleted-by-holder", expires_at={"N": str(NOW + 3600)})
+    reader.skip_to_now()
+    emulator(store, deletions).sweep()
+    store.client.delete_item(TableName=store.table_name, Key={"PK": {"S": "deleted-by-holder"}, "SK": {"S": "X"}})
+    removes = {r["dynamodb"]["Keys"]["PK"]["S"]: r for r in only(reader.read(), event_name="REMOVE")}
+    assert removes["expired"]["userIdentity"] == TTL_IDENTITY
+    assert "userIdentity" not in removes["deleted-by-holder"]
+    assert len(deletions) == 0  # each delete marks one REMOVE, once
+
+
+def test_a_later_holders_delete_of_the_same_key_is_not_taken_for_ttl(store):
+    deletions = TtlDeletions()
+    reader = StreamReader(store, ttl_deletions=deletions)
+    put(store, "reused", expires_at={"N": str(NOW - 1)})
+    emulator(store, deletions).sweep()
+    put(store, "reused", expires_at={"N": str(NOW + 60)})
+    store.client.delete_item(TableName=store.table_name, Key={"PK": {"S": "reused"}, "SK": {"S": "X"}})
+    removes = only(reader.read(), event_name="REMOVE")
+    assert ["userIdentity" in r for r in removes] == [True, False]
+
+
+def test_removes_are_recognised_as_dynamodb_local_sometimes_writes_them():
+    """DynamoDB Local has named a delete racing with writes UNKNOWN_TO_SDK_VERSION, with GSI keys in Keys."""
+    from local_runtime.events import stream_record
+
+    old = {"PK": {"S": "ORDER#o1"}, "SK": {"S": "ORDER"}, "GSI1PK": {"S": "x"}, "expires_at": {"N": "100"}}
+    raw = {
+        "eventID": "e1",
+        "eventName": "UNKNOWN_TO_SDK_VERSION",
+        "dynamodb": {
+            "Keys": {"PK": old["PK"], "SK": old["SK"], "GSI1PK": old["GSI1PK"]},
+            "OldImage": old,
+            "SequenceNumber": "000000000000000000019",
+            "SizeBytes": 10,
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+        },
+    }
+    record = stream_record(raw, "arn:stream")
+    assert record["eventName"] == "REMOVE"
+    deletions = TtlDeletions("expires_at", ("PK", "SK"))
+    deletions.add({"PK": old["PK"], "SK": old["SK"]}, "100")
+    assert deletions.mark([record])[0]["userIdentity"] == TTL_IDENTITY
+    again = stream_record(raw, "arn:stream")  # the poller read it again after an error
+    assert deletions.mark([again])[0]["userIdentity"] == TTL_IDENTITY

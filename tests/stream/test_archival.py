@@ -1,0 +1,193 @@
+"""Archival on real stream records, on moto and DynamoDB Local: a finished order's TTL passes (the local TTL
+emulator deletes it as the TTL service does), order_events writes it to S3 and removes what is left.
+
+S3 is moto's: in-process with the moto table, moto's server (local_runtime.local_aws, what `make dev` runs)
+beside DynamoDB Local.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+
+from local_runtime.events import stream_event as lambda_event
+from local_runtime.local_aws import LocalAws
+from local_runtime.ttl import TtlDeletions, TtlEmulator
+from shop import errors
+from shop.models import OrderStatus
+from shop.repository import order_archive
+from shop.services.orders import OrderService, RequestedLine
+from tests.stream.conftest import dump
+from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
+from tests.support.streams import StreamReader, only
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
+
+
+@pytest.fixture(scope="module")
+def local_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
+    with LocalAws(tmp_path_factory.mktemp("s3")) as aws:
+        yield aws
+
+
+@dataclass
+class Bucket:
+    client: Any
+    name: str
+
+    def objects(self) -> dict[str, str]:
+        listed = self.client.list_objects_v2(Bucket=self.name).get("Contents", [])
+        return {
+            o["Key"]: self.client.get_object(Bucket=self.name, Key=o["Key"])["Body"].read().decode() for o in listed
+        }
+
+
+@pytest.fixture
+def s3(store: Any, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bucket]:
+    """A fresh archive bucket (ARCHIVE_BUCKET) and the S3 client every archive call of the test uses."""
+    if store.backend == "moto":
+        client = boto3.client("s3", region_name="us-east-1")  # inside moto_store's mock
+    else:
+        client = request.getfixturevalue("local_s3").client("s3")
+    bucket = f"archive-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=bucket)
+    monkeypatch.setenv("ARCHIVE_BUCKET", bucket)
+    monkeypatch.setattr(order_archive, "_client", client)
+    yield Bucket(client, bucket)
+    order_archive.reset_client()
+
+
+@pytest.fixture
+def deletions() -> TtlDeletions:
+    return TtlDeletions("expires_at")
+
+
+def expire(store: Any, deletions: TtlDeletions, *, later_s: int = 1) -> int:
+    """One sweep of the local TTL emulator, `later_s` seconds from now."""
+    emulator = TtlEmulator(
+        store.client,
+        store.table_name,
+        attribute="expires_at",
+        key_names=("PK", "SK"),
+        deletions=deletions,
+        now=lambda: time.time() + later_s,
+    )
+    return emulator.sweep()
+
+
+def cancelled_order(store: Any, invoke: Any, reader: StreamReader, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
+    pid = product(store.table, name="Kettle", price_cents=2500, stock=5)
+    service = OrderService(store.table)
+    order_id = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)]).order_id
+    assert invoke(lambda_event(reader.read())) == {"batchItemFailures": []}  # confirmed
+    service.cancel(ALICE, order_id)
+    assert invoke(lambda_event(reader.read())) == {"batchItemFailures": []}  # history, notification
+    return order_id
+
+
+def test_a_finished_order_removed_by_ttl_is_archived_whole_and_its_remains_removed(
+    store, s3, invoke, deletions, monkeypatch
+):
+    reader = StreamReader(store, ttl_deletions=deletions)
+    order_id = cancelled_order(store, invoke, reader, monkeypatch)
+    before = OrderService(store.table).get(ALICE, order_id)
+
+    assert expire(store, deletions) == 1  # the order only: the placement claim's TTL is a day away
+    removals = only(reader.read(), entity="ORDER", event_name="REMOVE")
+    assert [r["userIdentity"] for r in removals] == [{"type": "Service", "principalId": "dynamodb.amazonaws.com"}]
+    assert invoke(lambda_event(removals)) == {"batchItemFailures": []}
+
+    created = before.created_at
+    key = f"orders/year={created[:4]}/month={created[5:7]}/day={created[8:10]}/{order_id}.json"
+    stored = s3.objects()
+    assert list(stored) == [key]
+    assert stored[key].endswith("\n")
+    assert stored[key].count("\n") == 1
+    document = json.loads(stored[key])
+    assert document["order_id"] == order_id
+    assert "archived_at" in document
+    assert [h["status"] for h in document["history"]] == ["PENDING", "CONFIRMED", "CANCELLED"]
+
+    items = {(i["PK"], i["SK"]) for i in dump(store)}
+    assert (f"ORDER#{order_id}", "ARCHIVED") in items
+    assert not any(pk == f"ORDER#{order_id}" and sk != "ARCHIVED" for pk, sk in items)
+    assert ("CUSTOMER#alice", f"ORDER#{order_id}") in items  # the customer's list keeps its entry
+
+    read = OrderService(store.table).get(ALICE, order_id)
+    assert read.archived is True
+    assert read.model_dump(exclude={"archived"}) == before.model_dump(exclude={"archived"})
+    [listed] = OrderService(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items
+    assert (listed.order_id, listed.status) == (order_id, OrderStatus.CANCELLED)
+    with pytest.raises(errors.OrderNotFound):
+        OrderService(store.table).get(BOB, order_id)
+    assert OrderService(store.table).get(ADMIN, order_id).archived is True
+
+
+def test_a_replayed_removal_changes_nothing(store, s3, invoke, deletions, monkeypatch):
+    reader = StreamReader(store, ttl_deletions=deletions)
+    cancelled_order(store, invoke, reader, monkeypatch)
+    expire(store, deletions)
+    removals = only(reader.read(), entity="ORDER", event_name="REMOVE")
+    assert invoke(lambda_event(removals)) == {"batchItemFailures": []}
+    table, archived = dump(store), s3.objects()
+    assert invoke(lambda_event(removals)) == {"batchItemFailures": []}
+    assert (dump(store), s3.objects()) == (table, archived)
+
+
+def test_when_s3_fails_the_record_fails_and_nothing_is_lost(store, s3, invoke, deletions, monkeypatch):
+    reader = StreamReader(store, ttl_deletions=deletions)
+    order_id = cancelled_order(store, invoke, reader, monkeypatch)
+    expire(store, deletions)
+    removals = only(reader.read(), entity="ORDER", event_name="REMOVE")
+    table = dump(store)
+    monkeypatch.setenv("ARCHIVE_BUCKET", "no-such-archive-bucket")
+    from shop.config import settings
+
+    settings.cache_clear()
+    failed = invoke(lambda_event(removals))
+    assert failed == {"batchItemFailures": [{"itemIdentifier": removals[0]["dynamodb"]["SequenceNumber"]}]}
+    assert dump(store) == table  # history still there, no marker: the retry finds everything
+    monkeypatch.setenv("ARCHIVE_BUCKET", s3.name)
+    settings.cache_clear()
+    assert invoke(lambda_event(removals)) == {"batchItemFailures": []}
+    assert OrderService(store.table).get(ALICE, order_id).archived is True
+
+
+def test_a_crash_after_the_marker_finishes_the_deletes_on_retry(store, s3, invoke, deletions, monkeypatch):
+    reader = StreamReader(store, ttl_deletions=deletions)
+    order_id = cancelled_order(store, invoke, reader, monkeypatch)
+    expire(store, deletions)
+    removals = only(reader.read(), entity="ORDER", event_name="REMOVE")
+    calls = {"n": 0}
+    real = order_archive.OrderArchivalRepository.delete_history
+
+    def crash(self: Any, oid: str, history: list[dict[str, Any]]) -> int:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("the invocation died after the marker")
+        return real(self, oid, history)
+
+    monkeypatch.setattr(order_archive.OrderArchivalRepository, "delete_history", crash)
+    assert invoke(lambda_event(removals))["batchItemFailures"]
+    written = s3.objects()
+    assert invoke(lambda_event(removals)) == {"batchItemFailures": []}
+    assert s3.objects() == written  # the object was complete: the retry did not write it again from less
+    assert not [i for i in dump(store) if i["PK"] == f"ORDER#{order_id}" and i["SK"].startswith("HISTORY#")]
+
+
+def test_a_holders_delete_of_an_order_is_not_archived(store, s3, invoke, deletions, monkeypatch):
+    reader = StreamReader(store, ttl_deletions=deletions)
+    order_id = cancelled_order(store, invoke, reader, monkeypatch)
+    store.client.delete_item(TableName=store.table_name, Key={"PK": {"S": f"ORDER#{order_id}"}, "SK": {"S": "ORDER"}})
+    removals = only(reader.read(), entity="ORDER", event_name="REMOVE")
+    assert "userIdentity" not in removals[0]
+    assert invoke(lambda_event(removals)) == {"batchItemFailures": []}
+    assert s3.objects() == {}
