@@ -152,6 +152,7 @@ class Shop:
         return session.request(method, self.rig.url + path, headers=headers, timeout=30, **kw)
 
     def setup(self) -> None:
+        self.call("POST", "/categories", self.admin, json={"slug": "drill", "name": "Drill"})  # 409 when it exists
         product = {"name": "Drill", "category": "drill", "price_cents": 100, "stock": INITIAL_STOCK, "description": "d"}
         self.product_id = self.call("POST", "/products", self.admin, json=product).json()["product_id"]
         self.call("POST", "/customers", self.customer, json={"email": f"{self.customer_id}@example.com", "name": "D"})

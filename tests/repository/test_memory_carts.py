@@ -78,7 +78,8 @@ def product(stores: Stores, name: str = "Hammer") -> Product:
             stock=5,
             created_at=now,
             updated_at=now,
-        )
+        ),
+        ["tools"],
     )
 
 
