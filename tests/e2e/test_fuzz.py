@@ -53,7 +53,8 @@ STATE_422_OPERATIONS = {
 # An archived product stays readable by id, as the contract says.
 NO_USE_AFTER_FREE_OPERATIONS = {("GET", "/customers/{customer_id}/cart"), ("GET", "/products/{product_id}")}
 # A move to a parent that does not exist is 404 naming the parent, not the moved category.
-NO_AVAILABILITY_CHECK_OPERATIONS = {("PATCH", "/categories/{slug}")}
+# A merge into a customer cart ends the session it merged.
+NO_AVAILABILITY_CHECK_OPERATIONS = {("PATCH", "/categories/{slug}"), ("GET", "/sessions/{session_id}")}
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from local_runtime.events import stream_event as lambda_event
 from shop.models import OrderStatus
 from shop.services.customers import CustomerService
 from shop.services.orders import OrderService, RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
-from tests.support.streams import StreamReader, lambda_event
+from tests.support.streams import StreamReader
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 

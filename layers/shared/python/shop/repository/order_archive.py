@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -113,6 +113,9 @@ class Remains:
 
     archive_key: str | None  # set when a marker exists: the object is written
     history: list[dict[str, Any]]  # the HISTORY# items still there
+    # Everything else of the order still there but its marker: the history and the sales markers (issue 13's
+    # once-per-version counting, which no record of a finished order's stream can need any more).
+    leftovers: list[dict[str, Any]] = field(default_factory=list)
 
 
 class OrderArchivalRepository:
@@ -139,7 +142,8 @@ class OrderArchivalRepository:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         marker = next((i for i in items if i["SK"] == keys.ORDER_ARCHIVED_SK), None)
         history = [i for i in items if str(i["SK"]).startswith(keys.HISTORY_PREFIX)]
-        return Remains(str(marker["archive_key"]) if marker else None, history)
+        leftovers = [i for i in items if i["SK"] not in (keys.ORDER_ARCHIVED_SK, keys.ORDER_SK)]
+        return Remains(str(marker["archive_key"]) if marker else None, history, leftovers)
 
     @staticmethod
     def order(removed: Mapping[str, Any], history: list[dict[str, Any]]) -> Order:
@@ -168,7 +172,8 @@ class OrderArchivalRepository:
         return True
 
     def delete_history(self, order_id: str, history: list[dict[str, Any]]) -> int:
-        """Delete the history items, BATCH_WRITE_MAX_ITEMS per call; deleting a deleted item is a no-op."""
+        """Delete these items of the order (its leftovers), BATCH_WRITE_MAX_ITEMS per call; deleting a deleted
+        item is a no-op."""
         requests = [
             {"DeleteRequest": {"Key": to_item({keys.PK: keys.order_pk(order_id), keys.SK: str(item["SK"])})}}
             for item in history

@@ -64,12 +64,12 @@ class ArchivalService:
         removed = record.old_item()
         left = self.remains.remains(record.entity_id)
         if left.archive_key is not None:
-            return Archived(record.entity_id, left.archive_key, False, self._delete(record.entity_id, left.history))
+            return Archived(record.entity_id, left.archive_key, False, self._delete(record.entity_id, left.leftovers))
         order = self.remains.order(removed, left.history)
         archived_at = self.now()
         key = self.bucket.put(order, archived_at=archived_at)
         self.remains.mark_archived(order, archive_key=key, archived_at=archived_at)
-        return Archived(order.order_id, key, True, self._delete(order.order_id, left.history))
+        return Archived(order.order_id, key, True, self._delete(order.order_id, left.leftovers))
 
     def _delete(self, order_id: str, history: list[dict[str, Any]]) -> int:
         return self.remains.delete_history(order_id, history) if history else 0
