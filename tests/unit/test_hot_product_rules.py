@@ -187,3 +187,23 @@ def test_the_ttl_is_a_setting_of_a_few_seconds(monkeypatch):
         settings.cache_clear()
         with pytest.raises(ConfigurationError):
             _ = HotProductCache().seconds
+
+
+def test_a_snapstart_restore_empties_every_cache(memory, clock, monkeypatch):
+    import weakref
+
+    from shop.services import hot_products
+
+    hooks: list = []
+    monkeypatch.setattr(hot_products, "_caches", weakref.WeakSet())
+    monkeypatch.setattr(hot_products.restore_hooks, "after_restore", hooks.append)
+    catalog = CatalogService(
+        products=memory.products, categories=memory.categories, hot=HotProductCache(TTL, now=clock)
+    )
+    pid = new_product(memory, shards=4)
+    catalog.get(pid)
+    assert hooks == [hot_products.clear_all]  # registered once, with the process's first cache
+    hooks[0]()
+    reads = counted(memory, monkeypatch, "get")
+    catalog.get(pid)
+    assert len(reads) == 1
