@@ -561,8 +561,9 @@ def partition_heat(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     import os
 
     from infra.settings import DEFAULT_STATUS_SHARDS
-    from shop import keys
+    from shop import clock, keys
     from shop.config import settings
+    from shop.limits import SALES_TOP_SHARDS
 
     store = ctx["store"]
     table = store.create_table("bench-heat")
@@ -600,6 +601,8 @@ def partition_heat(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
         for status in ("PENDING", "CONFIRMED", "SHIPPED", "DELIVERED", "CANCELLED")
     }
     shard_counts[family(keys.stock_shard_key("P", 0)[keys.PK], {"P": "product"})] = FLASH_SHARDS
+    day = clock.iso_now()[:10]  # the sample's top-list entries are under today's date
+    shard_counts[family(keys.sales_top_pk(day, 0), {})] = SALES_TOP_SHARDS
     mixes: dict[str, Any] = {}
     misses: list[str] = []
     for name, mix in MIXES.items():
