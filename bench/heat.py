@@ -14,6 +14,11 @@ rate and each placeholder a population; a family's traffic is spread uniformly o
 its hottest key takes (sum over request types of rate x units per request) / keys. Per-request keys
 (``<unique>``, ``<order>``) take one request's units per second.
 
+The flash-sale product is marked hot (stock shards), so its reads go through each instance's cache
+(shop/services/hot_products.py). Its requests are sampled as hits (cache warmed first) and misses (every
+cache emptied first); the mix splits each rate into misses, at most one per instance per TTL (INSTANCES /
+HOT_PRODUCT_CACHE_SECONDS a second, a stated assumption), and hits, the rest.
+
 The model is checked against DynamoDB Local: a fresh small run of every request type, predicted from
 the sample's per-request figures, must match DynamoDB Local's ConsumedCapacity totals (INDEXES:
 table and GSI1 apart) within 10%.
@@ -31,6 +36,7 @@ from typing import Any
 
 from bench.hooks import Call, Measurement, Recorder
 from bench.store import quiet_stdout
+from infra.settings import HOT_PRODUCT_CACHE_SECONDS
 
 WCU_LIMIT = 1_000.0
 RCU_LIMIT = 3_000.0
@@ -44,11 +50,26 @@ STEADY_LINES = 3  # a steady-mix order: 3 lines (the bench's order), products un
 BACK_OFFICE_ORDERS_PER_SHARD = 6  # orders seeded per status shard: every shard a page queries holds some
 CART_LINES = 3  # a cart write changes the quantity of a line of a 3-line cart
 
+FLASH_SHARDS = 32  # the flash-sale product's stock shards: 20,000 WCU/s of orders over 32 keys, 625 each
+FLASH_ORDERS, FLASH_READS = 10_000, 20_000
+# Assumption: concurrent instances of each function during the flash sale (rate x mean duration: 20,000 GETs/s
+# x 50 ms; also the default regional concurrency quota). Each reads a hot product at most once per TTL.
+INSTANCES = 1_000
+CACHE_SECONDS = float(HOT_PRODUCT_CACHE_SECONDS)  # the deployed TTL (infra/settings.py)
+SAMPLE_CACHE_SECONDS = "60"  # during the sample: a hit stays a hit on a slow machine (misses are forced)
+
 # Populations the mixes spread their traffic over (placeholders of the key families).
 PRODUCTS = 100_000
 CATEGORIES = 200
 CUSTOMERS = 1_000_000  # assumption: the customers placing orders at a time
 SESSIONS = 500_000  # assumption: live carts, one line written every 10 s each at 50,000 writes/s
+
+
+def behind_cache(rate: int, hit: str, miss: str) -> dict[str, float]:
+    """A rate of a cached request split into misses (at most one per instance per TTL) and hits."""
+    misses = min(float(rate), INSTANCES / CACHE_SECONDS)
+    return {hit: rate - misses, miss: misses}
+
 
 MIXES: dict[str, dict[str, Any]] = {
     "steady": {
@@ -57,8 +78,11 @@ MIXES: dict[str, dict[str, Any]] = {
         "population": {"product": PRODUCTS, "category": CATEGORIES, "customer": CUSTOMERS, "session": SESSIONS},
     },
     "flash_sale": {
-        "load": "10,000 orders/s for ONE product; 20,000 reads/s of that product",
-        "rates": {"flash_order": 10_000, "flash_read": 20_000},
+        "load": f"10,000 orders/s for ONE product (hot: {FLASH_SHARDS} stock shards); 20,000 reads/s of that product",
+        "rates": {
+            **behind_cache(FLASH_ORDERS, "flash_order", "flash_order_miss"),
+            **behind_cache(FLASH_READS, "flash_read", "flash_read_miss"),
+        },
         "population": {"product": 1, "category": 1, "customer": CUSTOMERS, "session": SESSIONS},
     },
     "back_office": {
@@ -69,10 +93,12 @@ MIXES: dict[str, dict[str, Any]] = {
 }
 REQUESTS = {
     "order": f"POST /orders, {STEADY_LINES} lines of random products, with its stream effects (confirmation)",
-    "flash_order": "POST /orders, 1 line of the flash-sale product, with its stream effects",
+    "flash_order": "POST /orders, 1 line of the flash-sale product, its price in the instance's cache, with its stream effects",
+    "flash_order_miss": "POST /orders, 1 line of the flash-sale product, the cache empty (reads the price), with its stream effects",
     "cart_write": "PUT /sessions/{session_id}/cart/{product_id}, a random product",
     "product_read": "GET /products/{product_id}, a random product",
-    "flash_read": "GET /products/{product_id}, the flash-sale product",
+    "flash_read": "GET /products/{product_id}, the flash-sale product, in the instance's cache",
+    "flash_read_miss": "GET /products/{product_id}, the flash-sale product, the cache empty",
     "status_pages": "GET /orders?status=<s> (first page, default limit), one page of every status",
 }
 
@@ -335,6 +361,15 @@ class Driver:
                 repository.create(product, [category])
             self.products[product.product_id] = category
         self.flash = next(pid for pid, cat in self.products.items() if cat == "heat-flash-sale")
+        marked = self.functions.request(
+            "POST",
+            f"/products/{self.flash}/stock-shards",
+            sub=ADMIN[0],
+            groups=ADMIN[1],
+            body={"shards": FLASH_SHARDS},
+        )
+        if marked.status != 200:
+            self.problems.append(f"marking the flash-sale product hot answered {marked.status}: {marked.body}")
         self.customers = [f"heat-customer-{i:03d}" for i in range(customers)]
         self.fill_status_index(per_shard)
         catalogue = self.catalogue()
@@ -420,15 +455,31 @@ class Driver:
         self.drain(sample)
         return sample
 
+    def cache_for(self, request: str) -> None:
+        """The instance caches as the request type assumes them: emptied for a miss, warmed for a hit
+        (unmeasured: a GET, or an order whose stream effects are delivered before the measured one)."""
+        from shop.services import hot_products
+
+        if request.endswith("_miss"):
+            hot_products.clear_all()
+        elif request == "flash_read":
+            self.functions.request("GET", f"/products/{self.flash}")
+        elif request == "flash_order":
+            body = {"lines": [{"product_id": self.flash, "quantity": 1}], "shipping_address": ADDRESS}
+            key = {"Idempotency-Key": f"heat-warm-{uuid.uuid4()}"}
+            self.functions.request("POST", "/orders", sub=self.customers[0], body=body, headers=key)
+            self.drain(None)
+
     def run(self, request: str) -> Sample:
         catalogue = self.catalogue()
+        self.cache_for(request)
         if request == "order":
             return self.order(request, self.rng.sample(catalogue, STEADY_LINES))
-        if request == "flash_order":
+        if request in ("flash_order", "flash_order_miss"):
             return self.order(request, [self.flash])
         sample = self.sample(request)
-        if request in ("product_read", "flash_read"):
-            pid = self.flash if request == "flash_read" else self.rng.choice(catalogue)
+        if request in ("product_read", "flash_read", "flash_read_miss"):
+            pid = self.flash if request.startswith("flash_read") else self.rng.choice(catalogue)
             self._request(sample, 200, "GET", f"/products/{pid}")
         elif request == "cart_write":
             session = self.rng.choice(self.sessions)
@@ -444,6 +495,17 @@ class Driver:
         else:
             raise ValueError(request)
         return sample
+
+
+CACHE_MODEL = {
+    "ttl_seconds": CACHE_SECONDS,
+    "instances_per_function": INSTANCES,
+    "misses_per_s": min(FLASH_READS, INSTANCES / CACHE_SECONDS),
+    "assumption": "each instance of a function reads the hot product at most once per TTL: misses/s = "
+    "min(rate, instances / TTL) for GETs (products function) and placements (orders function) apart; "
+    "1,000 instances each (rate x mean duration, e.g. 20,000 GETs/s x 50 ms; the default regional "
+    "concurrency quota). A hit makes no call.",
+}
 
 
 def _within(predicted: float, measured: float) -> bool:
@@ -499,15 +561,17 @@ def partition_heat(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     import os
 
     from infra.settings import DEFAULT_STATUS_SHARDS
-    from shop import keys
+    from shop import clock, keys
     from shop.config import settings
+    from shop.limits import SALES_TOP_SHARDS
 
     store = ctx["store"]
     table = store.create_table("bench-heat")
     store.use(table)
     shards = DEFAULT_STATUS_SHARDS  # the deployed default, not the routes phase's 4
-    previous = os.environ.get("STATUS_SHARDS", "")
+    previous = {name: os.environ.get(name, "") for name in ("STATUS_SHARDS", "HOT_PRODUCT_CACHE_SECONDS")}
     os.environ["STATUS_SHARDS"] = str(shards)
+    os.environ["HOT_PRODUCT_CACHE_SECONDS"] = SAMPLE_CACHE_SECONDS
     settings.cache_clear()
     functions = ctx.get("functions")
     if functions is None:
@@ -529,13 +593,16 @@ def partition_heat(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
         check_counts = dict.fromkeys(REQUESTS, 1 if config.smoke else 4)
         log("partition heat: the model's check run")
         check = model_check(profile, driver, check_counts)
-    os.environ["STATUS_SHARDS"] = previous  # the later phases' setting (bench/store.py)
+    os.environ.update(previous)  # the later phases' settings (bench/store.py)
     settings.cache_clear()
     status_family = family(keys.order_status_pk("S", 0), {"S": "s"}).replace("<s>", "{status}")
     shard_counts = {
         status_family.replace("{status}", status): shards
         for status in ("PENDING", "CONFIRMED", "SHIPPED", "DELIVERED", "CANCELLED")
     }
+    shard_counts[family(keys.stock_shard_key("P", 0)[keys.PK], {"P": "product"})] = FLASH_SHARDS
+    day = clock.iso_now()[:10]  # the sample's top-list entries are under today's date
+    shard_counts[family(keys.sales_top_pk(day, 0), {})] = SALES_TOP_SHARDS
     mixes: dict[str, Any] = {}
     misses: list[str] = []
     for name, mix in MIXES.items():
@@ -546,6 +613,7 @@ def partition_heat(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
             "load": mix["load"],
             "rates_per_s": mix["rates"],
             "keys_per_placeholder": mix["population"],
+            **({"cache": CACHE_MODEL} if name == "flash_sale" else {}),
             "hottest_table_key": _hottest(rows, TABLE),
             "hottest_gsi1_key": _hottest(rows, GSI1),
             "within_limits": not over,

@@ -53,6 +53,9 @@ DEFAULT_STATUS_SHARDS = 48
 MAX_STATUS_SHARDS = 64  # shop.limits.MAX_STATUS_SHARDS: a listing's next token carries one cursor per shard
 SESSION_TTL_SECONDS = 3600
 IDEMPOTENCY_TTL_SECONDS = 86400
+# How long an instance keeps a flash-sale product's reads (shop.services.hot_products; 0 turns it off): a GET
+# shows its stock up to this late; at N instances its partition takes N reads per this many seconds.
+HOT_PRODUCT_CACHE_SECONDS = 1  # shop.config.DEFAULT_HOT_PRODUCT_CACHE_SECONDS
 # Archival (shop.services.archival): a finished order's TTL is this many days after it finished
 # (`-c archive_after_days=N`, passed to every function as ARCHIVE_AFTER_DAYS); then order_events writes it
 # to the archive bucket under ARCHIVE_PREFIX. Objects move to Glacier Instant Retrieval (millisecond

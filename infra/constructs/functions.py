@@ -16,6 +16,7 @@ from infra import build_layers
 from infra.constructs.protection import removal_policy
 from infra.settings import (
     ARCHIVE_PREFIX,
+    HOT_PRODUCT_CACHE_SECONDS,
     IDEMPOTENCY_TTL_SECONDS,
     LIVE_ALIAS,
     LOCAL_PAGINATION_KEY,
@@ -237,6 +238,7 @@ def build_function(
         **archive_env,
         "SESSION_TTL_SECONDS": str(SESSION_TTL_SECONDS),
         "IDEMPOTENCY_TTL_SECONDS": str(IDEMPOTENCY_TTL_SECONDS),
+        "HOT_PRODUCT_CACHE_SECONDS": str(HOT_PRODUCT_CACHE_SECONDS),
         "FUNCTION_TIMEOUT_SECONDS": str(spec.timeout_s),  # the store's budget derives from it (shop.aws_config)
         "POWERTOOLS_SERVICE_NAME": spec.name,
         "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config),

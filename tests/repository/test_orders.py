@@ -77,9 +77,9 @@ def test_price_changed_meanwhile_is_detected_and_repriced(store, monkeypatch):
     original_price = service._price
     calls = {"n": 0}
 
-    def stale_first(quantities):
+    def stale_first(quantities, **options):
         calls["n"] += 1
-        lines, shards = original_price(quantities)
+        lines, shards = original_price(quantities, **options)
         if calls["n"] == 1:
             stale = [line.model_copy(update={"unit_price_cents": 1000, "line_total_cents": 1000}) for line in lines]
             return stale, shards

@@ -13,6 +13,7 @@ test_memory_store.py runs the same scenarios on this and on the repositories (mo
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -126,6 +127,10 @@ class MemoryProducts:
 
     def __init__(self, state: MemoryState) -> None:
         self.state = state
+        self._scope = f"memory-{uuid.uuid4().hex}"
+
+    def cache_scope(self) -> str:
+        return self._scope
 
     def _stored(self, product_id: str) -> _StoredProduct:
         stored = self.state.products.get(product_id)
@@ -159,7 +164,7 @@ class MemoryProducts:
         product._listed_in = list(self.state.listed_in.get(product_id, []))
         return product
 
-    def get_many(self, product_ids: list[str]) -> dict[str, Product]:
+    def get_many(self, product_ids: list[str], *, consistent: bool = False) -> dict[str, Product]:
         return {
             pid: self._rated(self.state.products[pid])
             for pid in dict.fromkeys(product_ids)

@@ -153,8 +153,8 @@ def repriced_after_each_read(memory, product_id, times):
     read = memory.products.get_many
     left = {"n": times}
 
-    def read_then_reprice(product_ids):
-        found = read(product_ids)
+    def read_then_reprice(product_ids, **options):
+        found = read(product_ids, **options)
         if left["n"]:
             left["n"] -= 1
             current = memory.products.get(product_id)

@@ -16,6 +16,9 @@ DEFAULT_CART_TTL_SECONDS = 30 * 24 * 3600
 
 # infra.settings.DEFAULT_ARCHIVE_AFTER_DAYS: how long a finished order stays in the table before S3.
 DEFAULT_ARCHIVE_AFTER_DAYS = 365
+# infra.settings.HOT_PRODUCT_CACHE_SECONDS: how long an instance keeps a flash-sale product's reads (0: never).
+DEFAULT_HOT_PRODUCT_CACHE_SECONDS = 1.0
+MAX_HOT_PRODUCT_CACHE_SECONDS = 60.0
 
 
 class ConfigurationError(RuntimeError):
@@ -34,6 +37,7 @@ class Settings:
     event_bus_name: str | None
     archive_after_days: int  # a finished order's TTL: this many days after it finished (shop.services.archival)
     archive_bucket: str | None  # where archived orders are (orders function: read; order_events: write)
+    hot_product_cache_seconds: float  # shop.services.hot_products: a flash-sale product's reads kept this long
 
 
 def _required(name: str) -> str:
@@ -57,6 +61,19 @@ def _archive_after_days() -> int:
     return int(text)
 
 
+def _hot_product_cache_seconds() -> float:
+    text = os.environ.get("HOT_PRODUCT_CACHE_SECONDS") or str(DEFAULT_HOT_PRODUCT_CACHE_SECONDS)
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_HOT_PRODUCT_CACHE_SECONDS:
+        raise ConfigurationError(
+            f"HOT_PRODUCT_CACHE_SECONDS must be 0..{MAX_HOT_PRODUCT_CACHE_SECONDS:g}, got {text!r}"
+        )
+    return seconds
+
+
 @cache
 def settings() -> Settings:
     arn = os.environ.get("PAGINATION_SECRET_ARN") or None
@@ -72,4 +89,5 @@ def settings() -> Settings:
         event_bus_name=os.environ.get("EVENT_BUS_NAME") or None,
         archive_after_days=_archive_after_days(),
         archive_bucket=os.environ.get("ARCHIVE_BUCKET") or None,
+        hot_product_cache_seconds=_hot_product_cache_seconds(),
     )

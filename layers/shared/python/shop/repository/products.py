@@ -98,6 +98,9 @@ class ProductRepository:
                 raise errors.ProductExists(f"product {product.product_id} exists") from cancelled
         return listed(product, scopes if product.listed else [], 0)
 
+    def cache_scope(self) -> str:
+        return self.table.name
+
     def get(self, product_id: str) -> Product:
         with translated_errors():
             response = self.table.client.get_item(TableName=self.table.name, Key=to_item(keys.product_key(product_id)))

@@ -13,6 +13,7 @@ from shop.models.stock import StockLayout
 from shop.repository import ProductRepository, Table
 from shop.repository.categories import CategoryRepository
 from shop.services.actor import Actor
+from shop.services.hot_products import HotProductCache, Kind
 from shop.services.ports import CategoryStore, ProductStore
 
 # GET /products?category=&sort=: the listing read and its direction.
@@ -33,12 +34,14 @@ class CatalogService:
         *,
         products: ProductStore | None = None,
         categories: CategoryStore | None = None,
+        hot: HotProductCache | None = None,
     ) -> None:
         """The rules over `products` and `categories`; by default the DynamoDB repositories on `table`
-        (the function's table)."""
+        (the function's table). `hot` keeps flash-sale products' reads a moment (this instance's own cache)."""
         table = table or Table()
         self.products: ProductStore = products if products is not None else ProductRepository(table)
         self.categories: CategoryStore = categories if categories is not None else CategoryRepository(table)
+        self.hot = hot if hot is not None else HotProductCache()
 
     def _scopes(self, categories: list[str]) -> list[str]:
         """The listings a product filed in `categories` appears in: each and every ancestor (one BatchGetItem);
@@ -83,7 +86,16 @@ class CatalogService:
         return self.products.create(product, scopes)
 
     def get(self, product_id: str) -> Product:
-        return self.products.get(product_id)
+        """The product; a hot one (flash sale) as this instance read it at most HOT_PRODUCT_CACHE_SECONDS ago."""
+        scope = self.products.cache_scope()
+        cached = self.hot.get(scope, Kind.VIEW, product_id)
+        if cached is not None:
+            return cached
+        return self.hot.keep(scope, Kind.VIEW, self.products.get(product_id))
+
+    def _forget(self, product_id: str) -> None:
+        """This instance's next read of the product goes to the store (an admin changed it here)."""
+        self.hot.drop(self.products.cache_scope(), product_id)
 
     def list_all(self, *, limit: int, next_token: str | None) -> Page[ProductListing]:
         return self.products.list_all(limit=limit, next_token=next_token)
@@ -116,7 +128,10 @@ class CatalogService:
             scopes = self._scopes(changes["categories"])
         else:
             scopes = current._listed_in
-        return self.products.update(current, changes, clock.iso_now(), scopes)
+        try:
+            return self.products.update(current, changes, clock.iso_now(), scopes)
+        finally:
+            self._forget(product_id)
 
     def archive(self, actor: Actor, product_id: str) -> Product:
         """ARCHIVED: out of every listing (its entries deleted), still readable by id. Archiving an archived
@@ -125,17 +140,24 @@ class CatalogService:
         current = self.products.get(product_id)
         if current.status is ProductStatus.ARCHIVED:
             return current
-        return self.products.archive(current, clock.iso_now())
+        try:
+            return self.products.archive(current, clock.iso_now())
+        finally:
+            self._forget(product_id)
 
     def adjust_stock(self, actor: Actor, product_id: str, delta: int) -> int:
         actor.require_admin()
-        return self.products.adjust_stock(product_id, delta)
+        try:
+            return self.products.adjust_stock(product_id, delta)
+        finally:
+            self._forget(product_id)
 
     def set_stock_shards(self, actor: Actor, product_id: str, shards: int) -> StockLayout:
         """Spread the product's whole stock evenly over `shards` flash-sale shards (1: back onto the product
         item). Repeating it changes nothing; stock that moved between the read and the write (orders keep
         coming) is read again, STOCK_SPREAD_ATTEMPTS times in all, then Conflict."""
         actor.require_admin()
+        self._forget(product_id)
         for attempt in range(STOCK_SPREAD_ATTEMPTS):
             seen = self.products.stock_layout(product_id)
             if seen.archived:

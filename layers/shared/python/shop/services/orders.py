@@ -16,6 +16,7 @@ from shop.models import (
     OrderStatus,
     OrderSummary,
     Page,
+    Product,
     Shipment,
     ShippingAddress,
     StatusDetails,
@@ -29,6 +30,7 @@ from shop.repository import CustomerCartRepository, OrderRepository, ProductRepo
 from shop.repository.order_archive import ArchiveBucket
 from shop.services.actor import Actor
 from shop.services.archival import archive_at
+from shop.services.hot_products import HotProductCache, Kind
 from shop.services.ports import CustomerCartStore, OrderArchive, OrderStore, ProductPrices, SessionStore
 from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation
 
@@ -89,19 +91,35 @@ class OrderService:
         sessions: SessionStore | None = None,
         carts: CustomerCartStore | None = None,
         archive: OrderArchive | None = None,
+        hot: HotProductCache | None = None,
     ) -> None:
         """The rules over the stores given; the others are the DynamoDB repositories on `table` (the
-        function's table), the status index in `shards` shards, and the S3 archive of ARCHIVE_BUCKET."""
+        function's table), the status index in `shards` shards, and the S3 archive of ARCHIVE_BUCKET.
+        `hot` keeps the catalogue entries of flash-sale products a moment (this instance's own cache)."""
         table = table or Table()
         self.archive: OrderArchive = archive if archive is not None else ArchiveBucket()
         self.orders: OrderStore = orders if orders is not None else OrderRepository(table, shards)
         self.products: ProductPrices = products if products is not None else ProductRepository(table)
         self.sessions: SessionStore = sessions if sessions is not None else SessionRepository(table)
         self.carts: CustomerCartStore = carts if carts is not None else CustomerCartRepository(table)
+        self.hot = hot if hot is not None else HotProductCache()
 
-    def _price(self, quantities: dict[str, int]) -> tuple[list[OrderLine], dict[str, int]]:
-        """The lines at catalogue prices, and the stock shard count of each product that has shards."""
-        catalogue = self.products.get_many(list(quantities))
+    def _price(self, quantities: dict[str, int], *, fresh: bool = False) -> tuple[list[OrderLine], dict[str, int]]:
+        """The lines at catalogue prices, and the stock shard count of each product that has shards.
+
+        A hot product's entry may come from this instance's cache (the placement's conditions re-check its
+        price and status); `fresh` reads every product consistently, past the cache (a reprice)."""
+        scope = self.products.cache_scope()
+        catalogue: dict[str, Product] = {}
+        if not fresh:
+            for pid in quantities:
+                cached = self.hot.get(scope, Kind.CATALOGUE, pid)
+                if cached is not None:
+                    catalogue[pid] = cached
+        wanted = [pid for pid in quantities if pid not in catalogue]
+        if wanted:
+            found = self.products.get_many(wanted, consistent=fresh)
+            catalogue.update({pid: self.hot.keep(scope, Kind.CATALOGUE, product) for pid, product in found.items()})
         missing = [pid for pid in quantities if pid not in catalogue]
         if missing:
             raise errors.ProductNotFound(missing)
@@ -212,7 +230,7 @@ class OrderService:
                 reprices += 1
                 if reprices == REPRICE_ATTEMPTS:
                     raise
-                priced, _ = self._price(quantities)
+                priced, _ = self._price(quantities, fresh=True)
         raise AssertionError("unreachable")
 
     def get(self, actor: Actor, order_id: str) -> Order:

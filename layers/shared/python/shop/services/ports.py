@@ -30,6 +30,9 @@ class ProductStore(Protocol):
     def get(self, product_id: str) -> Product:
         """ProductNotFound."""
 
+    def cache_scope(self) -> str:
+        """What tells this store's data from another's (its table): reads kept in memory are kept per scope."""
+
     def list_all(self, *, limit: int, next_token: str | None) -> Page[ProductListing]:
         """Every active product, newest first."""
 
@@ -102,8 +105,11 @@ class ProductPrices(Protocol):
     def get(self, product_id: str) -> Product:
         """ProductNotFound."""
 
-    def get_many(self, product_ids: list[str]) -> dict[str, Product]:
+    def get_many(self, product_ids: list[str], *, consistent: bool = False) -> dict[str, Product]:
         """The products that exist, by id (a product with stock shards: `stock` is its product item's alone)."""
+
+    def cache_scope(self) -> str:
+        """What tells this store's data from another's (its table): reads kept in memory are kept per scope."""
 
     def stock_layout(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
         """The stock of the product item and of each flash-sale shard, read consistently; ProductNotFound."""

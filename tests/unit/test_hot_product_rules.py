@@ -1,0 +1,209 @@
+"""The hot-product cache's rules on the memory store: only flash-sale products are kept, for the TTL; an admin's
+change on the same instance drops the entry; a stale cached price still places the order at the new price."""
+
+from __future__ import annotations
+
+import pytest
+
+from shop import errors
+from shop.config import ConfigurationError, settings
+from shop.services.catalog import CatalogService
+from shop.services.hot_products import HotProductCache
+from shop.services.orders import OrderService, RequestedLine
+from tests.support.factories import ADDRESS, ADMIN, ALICE
+
+TTL = 2.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.at = 1_000.0
+
+    def __call__(self) -> float:
+        return self.at
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def catalog(memory, clock) -> CatalogService:
+    """One products-function instance: its own cache."""
+    return CatalogService(products=memory.products, categories=memory.categories, hot=HotProductCache(TTL, now=clock))
+
+
+@pytest.fixture
+def orders(memory, clock) -> OrderService:
+    """One orders-function instance: its own cache."""
+    return OrderService(
+        orders=memory.orders,
+        products=memory.products,
+        sessions=memory.sessions,
+        carts=memory.carts,
+        archive=memory.archive,
+        hot=HotProductCache(TTL, now=clock),
+    )
+
+
+def new_product(memory, *, shards: int = 1, stock: int = 100) -> str:
+    created = memory.catalog_service().create(
+        ADMIN, name="Headset", category="tools", price_cents=4900, description=None, stock=stock
+    )
+    if shards > 1:
+        memory.catalog_service().set_stock_shards(ADMIN, created.product_id, shards)
+    return created.product_id
+
+
+def counted(memory, monkeypatch, name: str) -> list[dict]:
+    """Every call of the memory store's products.<name>, with its keyword arguments."""
+    calls: list[dict] = []
+    real = getattr(memory.products, name)
+
+    def call(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(memory.products, name, call)
+    return calls
+
+
+def buy(orders: OrderService, pid: str, quantity: int = 1):
+    return orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, quantity)])
+
+
+def test_a_hot_product_is_read_once_per_ttl(memory, catalog, clock, monkeypatch):
+    pid = new_product(memory, shards=4)
+    reads = counted(memory, monkeypatch, "get")
+    first = catalog.get(pid)
+    clock.at += TTL - 0.1
+    assert catalog.get(pid) == first
+    assert len(reads) == 1
+    clock.at += 0.1
+    catalog.get(pid)
+    assert len(reads) == 2
+
+
+def test_an_ordinary_product_is_read_every_time(memory, catalog, monkeypatch):
+    pid = new_product(memory)
+    reads = counted(memory, monkeypatch, "get")
+    catalog.get(pid)
+    catalog.get(pid)
+    assert len(reads) == 2
+
+
+def test_a_zero_ttl_keeps_nothing(memory, monkeypatch):
+    pid = new_product(memory, shards=4)
+    catalog = CatalogService(products=memory.products, categories=memory.categories, hot=HotProductCache(0))
+    reads = counted(memory, monkeypatch, "get")
+    catalog.get(pid)
+    catalog.get(pid)
+    assert len(reads) == 2
+
+
+def test_stock_shown_lags_by_at_most_the_ttl(memory, catalog, orders, clock):
+    pid = new_product(memory, shards=4, stock=100)
+    assert catalog.get(pid).stock == 100
+    buy(orders, pid, 3)
+    assert catalog.get(pid).stock == 100  # within the TTL: as read
+    clock.at += TTL
+    assert catalog.get(pid).stock == 97
+
+
+@pytest.mark.parametrize("change", ["price", "archive", "stock"])
+def test_an_admin_change_on_the_instance_drops_its_entry(memory, catalog, change):
+    pid = new_product(memory, shards=4)
+    catalog.get(pid)
+    if change == "price":
+        catalog.update(ADMIN, pid, {"price_cents": 5900})
+        assert catalog.get(pid).price_cents == 5900
+    elif change == "archive":
+        catalog.archive(ADMIN, pid)
+        assert not catalog.get(pid).listed
+    else:
+        catalog.adjust_stock(ADMIN, pid, 5)
+        assert catalog.get(pid).stock == 105
+
+
+def test_placement_reads_a_hot_price_once_per_ttl(memory, orders, clock, monkeypatch):
+    pid = new_product(memory, shards=4)
+    reads = counted(memory, monkeypatch, "get_many")
+    buy(orders, pid)
+    buy(orders, pid)
+    assert len(reads) == 1
+    clock.at += TTL
+    buy(orders, pid)
+    assert len(reads) == 2
+
+
+def test_an_ordinary_price_is_read_for_every_placement(memory, orders, monkeypatch):
+    pid = new_product(memory)
+    reads = counted(memory, monkeypatch, "get_many")
+    buy(orders, pid)
+    buy(orders, pid)
+    assert len(reads) == 2
+
+
+def test_a_stale_cached_price_places_the_order_at_the_current_price(memory, catalog, orders, monkeypatch):
+    pid = new_product(memory, shards=4)
+    buy(orders, pid)  # the orders instance now holds 4900
+    catalog.update(ADMIN, pid, {"price_cents": 5900})  # another instance: the orders instance does not know
+    reads = counted(memory, monkeypatch, "get_many")
+    order = buy(orders, pid)
+    assert order.total_cents == 5900
+    # The placement failed its price condition once, then read past the cache, consistently.
+    assert reads == [{"consistent": True}]
+    buy(orders, pid)  # the fresh price is what the instance keeps now
+    assert len(reads) == 1
+
+
+def test_a_stale_cached_entry_never_sells_an_archived_product(memory, catalog, orders):
+    pid = new_product(memory, shards=4)
+    buy(orders, pid)
+    catalog.archive(ADMIN, pid)
+    with pytest.raises(errors.ProductUnavailable):
+        buy(orders, pid)
+
+
+def test_two_stores_never_share_an_entry(memory, clock):
+    from tests.support.memory_store import MemoryStore
+
+    cache = HotProductCache(TTL, now=clock)
+    other = MemoryStore()
+    pid = new_product(memory, shards=4)
+    CatalogService(products=memory.products, categories=memory.categories, hot=cache).get(pid)
+    with pytest.raises(errors.ProductNotFound):
+        CatalogService(products=other.products, categories=other.categories, hot=cache).get(pid)
+
+
+def test_the_ttl_is_a_setting_of_a_few_seconds(monkeypatch):
+    monkeypatch.setenv("TABLE_NAME", "shop-test")
+    monkeypatch.setenv("HOT_PRODUCT_CACHE_SECONDS", "2.5")
+    settings.cache_clear()
+    assert HotProductCache().seconds == 2.5
+    for wrong in ("-1", "61", "soon", "nan"):
+        monkeypatch.setenv("HOT_PRODUCT_CACHE_SECONDS", wrong)
+        settings.cache_clear()
+        with pytest.raises(ConfigurationError):
+            _ = HotProductCache().seconds
+
+
+def test_a_snapstart_restore_empties_every_cache(memory, clock, monkeypatch):
+    import weakref
+
+    from shop.services import hot_products
+
+    hooks: list = []
+    monkeypatch.setattr(hot_products, "_caches", weakref.WeakSet())
+    monkeypatch.setattr(hot_products.restore_hooks, "after_restore", hooks.append)
+    catalog = CatalogService(
+        products=memory.products, categories=memory.categories, hot=HotProductCache(TTL, now=clock)
+    )
+    pid = new_product(memory, shards=4)
+    catalog.get(pid)
+    assert hooks == [hot_products.clear_all]  # registered once, with the process's first cache
+    hooks[0]()
+    reads = counted(memory, monkeypatch, "get")
+    catalog.get(pid)
+    assert len(reads) == 1
