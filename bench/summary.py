@@ -90,6 +90,20 @@ def summary(results: dict[str, Any]) -> str:
     if "error" in sc:
         lines.append(f"        error: {sc['error']}")
 
+    cat = results.get("catalogue_scale") or {}
+    lines.append(
+        f"[{_mark(targets, 'catalogue_scale')}] catalogue_scale: listings at {cat.get('products')} products "
+        "(calls, read amplification)"
+    )
+    for listing, pages in (cat.get("listings") or {}).items():
+        for page, figure in pages.items():
+            if isinstance(figure, dict):
+                lines.append(
+                    f"        {listing + ', ' + page:<58} {figure.get('calls')} {_fmt(figure.get('read_amplification'))}"
+                )
+    if "error" in cat:
+        lines.append(f"        error: {cat['error']}")
+
     ov = results.get("overhead_ratio") or {}
     lines.append(f"[{_mark(targets, 'overhead_ratio')}] overhead_ratio (handler p50 / raw boto3 p50)")
     for name, figure in (ov.get("routes") or {}).items():

@@ -24,6 +24,7 @@ KEYS = (
     "capacity",
     "cost_per_million_orders_usd",
     "scale",
+    "catalogue_scale",
     "overhead_ratio",
     "cold_start",
     "package_bytes",
@@ -108,3 +109,13 @@ def test_partition_heat_reports_every_mix_and_the_model_check(smoke):
     for key, figure in heat["model_check"]["totals"].items():
         assert figure["measured"] > 0, key
         assert isinstance(figure["within_10_percent"], bool), key
+
+
+def test_catalogue_listings_are_one_query_a_page_at_any_depth(smoke):
+    figure = smoke["catalogue_scale"]
+    assert figure["products"] == figure["products_wanted"] == 300
+    assert figure["met"], figure["misses"]
+    for pages in figure["listings"].values():
+        measured = {page: f for page, f in pages.items() if isinstance(f, dict)}
+        assert set(measured) == {"first", "page_6"}
+        assert all(f["calls"] == ["Query"] and f["read_amplification"] == 1.0 for f in measured.values())

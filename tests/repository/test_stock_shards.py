@@ -206,6 +206,22 @@ def test_session_checkout_of_a_hot_product_finds_its_shards(store, monkeypatch):
     assert layout(store.table, pid).total == 2
 
 
+def test_the_next_cart_checkout_goes_to_a_shard_at_once(store, monkeypatch):
+    """The first cart checkout of a hot product learns its shards from a refused attempt; the instance's next
+    one takes from a shard in its first transaction."""
+    pid = hot_product(store.table, stock=8, shards=2)
+    service, sessions = OrderService(store.table), SessionService(store.table)
+    for expected in (
+        ["GetItem", "TransactWriteItems", "BatchGetItem", "TransactWriteItems"],
+        ["GetItem", "TransactWriteItems"],
+    ):
+        session = sessions.create()
+        sessions.set_quantity(session.session_id, pid, 1)
+        with counting(store.client) as calls:
+            service.place(ALICE, address=ADDRESS, session_id=session.session_id)
+        assert calls.operations == expected
+
+
 def test_spreading_refuses_what_changed_since_it_was_read(store):
     pid = hot_product(store.table, stock=4, shards=2)
     seen = layout(store.table, pid)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -35,6 +36,8 @@ from shop.services.ports import CustomerCartStore, OrderArchive, OrderStore, Pro
 from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation
 
 REPRICE_ATTEMPTS = 3
+# How long a cart checkout trusts a flash-sale product's shard count it learnt (a stale one costs one attempt).
+SHARD_HINT_SECONDS = 60.0
 # Reads and conditional writes one cancel (or return request) tries before answering 503 (the order keeps changing).
 CANCEL_ATTEMPTS = 3
 RETURN_WINDOW = timedelta(days=RETURN_WINDOW_DAYS)
@@ -103,6 +106,8 @@ class OrderService:
         self.sessions: SessionStore = sessions if sessions is not None else SessionRepository(table)
         self.carts: CustomerCartStore = carts if carts is not None else CustomerCartRepository(table)
         self.hot = hot if hot is not None else HotProductCache()
+        # (store scope, product id) -> (until, shard count): what a cart checkout learnt of a flash-sale product
+        self._shard_hints: dict[tuple[str, str], tuple[float, int]] = {}
 
     def _price(self, quantities: dict[str, int], *, fresh: bool = False) -> tuple[list[OrderLine], dict[str, int]]:
         """The lines at catalogue prices, and the stock shard count of each product that has shards.
@@ -162,13 +167,14 @@ class OrderService:
         With an idempotency_key, placing again under it returns the order placed first (at most one)."""
         claim: SessionClaim | None = None
         cart_claim: CartClaim | None = None
-        shards: dict[str, int] = {}  # a cart's checkout (session or customer) learns them from the first attempt
+        shards: dict[str, int] = {}  # a cart's checkout (session or customer): what this instance learnt lately
         if session_id is not None:
             stored = self.sessions.get(session_id, now=clock.epoch(clock.now()))
             if not stored.lines:
                 raise errors.CartEmpty("the session's cart is empty", {"session_id": session_id})
             claim = SessionClaim(session_id, stored.cart_version, clock.epoch(clock.now()))
             priced, quantities = _from_cart(stored.lines)
+            shards = self._hinted_shards(quantities)
         elif customer_cart:
             now = clock.epoch(clock.now())
             cart = self.carts.get(actor.sub, now=now, require_profile=False)
@@ -176,6 +182,7 @@ class OrderService:
                 raise errors.CartEmpty("your cart is empty", {"cart": "customer"})
             cart_claim = CartClaim(actor.sub, cart.cart_version, now)
             priced, quantities = _from_cart(cart.lines)
+            shards = self._hinted_shards(quantities)
         else:
             quantities = merge_lines(lines or [])
             if not quantities:
@@ -226,12 +233,25 @@ class OrderService:
                 return self.orders.place(order, claim, placement=placement, cart=cart_claim, takes=stock.takes())
             except errors.StockSourceShort as short:
                 stock.learn(short)
+                self._remember_shards(stock.shards)
             except errors.PriceChanged:
                 reprices += 1
                 if reprices == REPRICE_ATTEMPTS:
                     raise
                 priced, _ = self._price(quantities, fresh=True)
         raise AssertionError("unreachable")
+
+    def _hinted_shards(self, quantities: dict[str, int]) -> dict[str, int]:
+        """The shard counts this instance learnt of the cart's products, so a flash-sale line goes to a shard at
+        once (a cart holds no shard count; without a hint the first attempt finds the product item empty)."""
+        scope, now = self.products.cache_scope(), time.monotonic()
+        hints = {pid: self._shard_hints.get((scope, pid)) for pid in quantities}
+        return {pid: hint[1] for pid, hint in hints.items() if hint is not None and hint[0] > now}
+
+    def _remember_shards(self, shards: dict[str, int]) -> None:
+        scope, until = self.products.cache_scope(), time.monotonic() + SHARD_HINT_SECONDS
+        for pid, count in shards.items():
+            self._shard_hints[(scope, pid)] = (until, count)
 
     def get(self, actor: Actor, order_id: str) -> Order:
         """The order, from the table or, once archived, from the archive (`archived` true)."""
