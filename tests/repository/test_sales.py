@@ -51,7 +51,9 @@ def test_a_version_counts_once_in_one_transaction_then_moves_its_products_in_the
     assert sales.days("hammer", DAY, DAY)[0].units == 0
 
 
-def test_concurrent_counts_of_one_product_and_day_are_all_kept(store):
+def test_concurrent_counts_of_one_product_and_day_are_all_kept(local_store):
+    """Real threads against DynamoDB Local (moto does not serialise concurrent transactions and conditions)."""
+    store = local_store
     sales = SalesRepository(store.table)
     with ThreadPoolExecutor(max_workers=8) as pool:
         done = list(pool.map(lambda n: sales.apply(change(f"o-{n}", ("hammer", 1, 1500))), range(16)))
