@@ -5,13 +5,20 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from shop import keys
 from shop.models.sales import SalesChange, SalesLine
-from shop.repository.sales import SalesRepository
+from shop.repository.sales import SalesRepository, forget_instance_memo
 from shop.repository.store import from_item, to_item
 from tests.support.calls import counting
 
 DAY = "2026-03-02"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_instance():
+    forget_instance_memo()  # each test's table is new: so is the instance's memo of markers and refreshes
 
 
 def change(order_id: str, *lines: tuple[str, int, int], version: int = 2, day: str = DAY) -> SalesChange:
@@ -44,7 +51,9 @@ def test_a_version_counts_once_in_one_transaction_then_moves_its_products_in_the
     assert sales.days("hammer", DAY, DAY)[0].units == 0
 
 
-def test_concurrent_counts_of_one_product_and_day_are_all_kept(store):
+def test_concurrent_counts_of_one_product_and_day_are_all_kept(local_store):
+    """Real threads against DynamoDB Local (moto does not serialise concurrent transactions and conditions)."""
+    store = local_store
     sales = SalesRepository(store.table)
     with ThreadPoolExecutor(max_workers=8) as pool:
         done = list(pool.map(lambda n: sales.apply(change(f"o-{n}", ("hammer", 1, 1500))), range(16)))
@@ -82,3 +91,48 @@ def test_a_late_refresh_never_moves_a_product_back(store):
     sales.apply(change("o-2", ("hammer", 5, 7500)))
     sales._put_rank("hammer", DAY, stale)  # a refresh that read before o-2 was counted lands last
     assert (rank(store, "hammer")["units"], rank(store, "hammer")["changes"]) == (7, 2)
+
+
+def hot(order_id: str, units: int, shard: int, version: int = 2, day: str = DAY) -> SalesChange:
+    """A flash-sale product's line: it took its stock from stock shard `shard`."""
+    return SalesChange(order_id, version, day, (SalesLine("flash", units, units * 100, shard),))
+
+
+def test_a_flash_sale_products_lines_land_on_the_counter_shards_of_their_stock_shards(store):
+    sales = SalesRepository(store.table)
+    assert sales.apply(hot("o-1", 2, 7))
+    assert sales.apply(hot("o-2", 3, 21))
+    assert not sales.apply(hot("o-2", 3, 21))  # a replay counts nothing
+    assert counter(store, "flash") == {}
+    assert read(store, keys.sales_shard_day_key("flash", 7, DAY))["units"] == 2
+    assert read(store, keys.sales_shard_day_key("flash", 21, DAY))["units"] == 3
+    assert sorted(read(store, keys.sales_sharded_key("flash", DAY))["shards"]) == [7, 21]
+
+
+def test_a_flash_sale_products_days_sum_the_base_counter_and_the_shards_named_by_the_markers(store):
+    sales = SalesRepository(store.table)
+    sales.apply(change("o-0", ("flash", 4, 400)))  # before it had stock shards: the base counter
+    sales.apply(hot("o-1", 2, 7))
+    sales.apply(hot("o-2", 3, 21))
+    sales.apply(hot("o-3", 1, 7, day="2026-03-03"))
+    with counting(store.client) as calls:
+        days = sales.days("flash", "2026-03-01", "2026-03-03")
+    assert sorted(calls.operations) == ["Query", "Query", "Query"]  # the base, then shards 07 and 21
+    assert [(d.date, d.units, d.revenue_cents) for d in days] == [("2026-03-02", 9, 900), ("2026-03-03", 1, 100)]
+
+
+def test_a_flash_sale_products_rank_is_refreshed_at_most_once_a_second_and_sums_every_counter(store, monkeypatch):
+    from shop.repository import sales as module
+
+    sales = SalesRepository(store.table)
+    sales.apply(change("o-0", ("flash", 4, 400)))
+    sales.apply(hot("o-1", 2, 7))
+    assert (rank(store, "flash")["units"], rank(store, "flash")["changes"]) == (6, 2)
+    with counting(store.client) as calls:
+        sales.apply(hot("o-2", 3, 21))  # within the second: counted, the rank left as it was
+    assert calls.operations == ["UpdateItem", "TransactWriteItems"]  # the marker names shard 21, the count
+    assert rank(store, "flash")["units"] == 6
+    monkeypatch.setattr(module, "RANK_REFRESH_SECONDS", 0.0)
+    sales.apply(hot("o-3", 1, 21))
+    assert (rank(store, "flash")["units"], rank(store, "flash")["changes"]) == (10, 4)
+    assert [(t.product_id, t.units) for t in sales.top(DAY, 1)] == [("flash", 10)]

@@ -12,9 +12,11 @@ from local_runtime.events import stream_event as lambda_event
 from shop import clock, keys
 from shop.limits import SALES_TOP_SHARDS
 from shop.models import OrderStatus
-from shop.repository.sales import SalesRepository
+from shop.repository.sales import SalesRepository, forget_instance_memo
+from shop.services.catalog import CatalogService
 from shop.services.orders import OrderService, RequestedLine
 from tests.stream.conftest import dump
+from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
 from tests.support.streams import StreamReader, only
 
@@ -23,6 +25,11 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 
 class Crash(BaseException):
     """The invocation dies (not an exception a record handler catches): Lambda retries the whole batch."""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_instance():
+    forget_instance_memo()  # each test's table is new: so is the processor instance's memo
 
 
 def pump(store: Any, invoke: Any, reader: StreamReader, kept: list[dict[str, Any]]) -> None:
@@ -50,7 +57,7 @@ def totals(store: Any) -> dict[tuple[str, str], tuple[int, int, str | None]]:
 
 def wipe_sales(store: Any) -> None:
     for item in dump(store):
-        if item.get("entity") in ("SALES_DAY", "SALES_RANK", "ORDER_SALES"):
+        if item.get("entity") in ("SALES_DAY", "SALES_RANK", "ORDER_SALES", "SALES_DAY_SHARD", "SALES_SHARDED"):
             store.client.delete_item(TableName=store.table_name, Key={"PK": {"S": item["PK"]}, "SK": {"S": item["SK"]}})
 
 
@@ -175,3 +182,50 @@ def test_a_processor_dying_between_the_count_and_the_top_list_catches_up_on_rede
     monkeypatch.setattr(SalesRepository, "_refresh_ranks", refresh)
     assert invoke(lambda_event(records)) == {"batchItemFailures": []}
     assert totals(store) == expected(history)
+
+
+@pytest.fixture
+def flash_history(store, invoke):
+    """A flash-sale product F (4.00, 4 stock shards) and an ordinary product A (10.00): o1..o5 each F x1
+    (o3 also A x2) confirmed, o2 then cancelled; every order record the processor was given."""
+    f = product(store.table, name="F", price_cents=400, stock=40)
+    a = product(store.table, name="A", price_cents=1000, stock=50)
+    CatalogService(store.table).set_stock_shards(ADMIN, f, 4)
+    orders = OrderService(store.table)
+    reader = StreamReader(store)
+    kept: list[dict[str, Any]] = []
+    placed = []
+    for n in range(5):
+        lines = [RequestedLine(f, 1)] + ([RequestedLine(a, 2)] if n == 2 else [])
+        placed.append(orders.place(ALICE, address=ADDRESS, lines=lines).order_id)
+    pump(store, invoke, reader, kept)
+    orders.cancel(ALICE, placed[1])
+    pump(store, invoke, reader, kept)
+    return {"f": f, "a": a, "records": kept, "day": clock.iso_now()[:10]}
+
+
+def sales_of(store: Any, pid: str, day: str) -> list[tuple[str, int, int]]:
+    return [(d.date, d.units, d.revenue_cents) for d in SalesRepository(store.table).days(pid, day, day)]
+
+
+def test_a_flash_sale_products_lines_land_on_counter_shards_and_its_read_sums_them(store, flash_history):
+    f, a, day = flash_history["f"], flash_history["a"], flash_history["day"]
+    shards = [i for i in dump(store) if i.get("entity") == "SALES_DAY_SHARD"]
+    assert shards
+    assert all(i["PK"].startswith(keys.sales_pk(f) + "#") for i in shards)
+    assert not [i for i in dump(store) if i.get("entity") == "SALES_DAY" and i["product_id"] == f]
+    assert sales_of(store, f, day) == [(day, 4, 1600)]  # 5 sold, 1 cancelled
+    with counting(store.client) as calls:
+        assert sales_of(store, a, day) == [(day, 2, 2000)]
+    assert calls.operations == ["Query"]  # an ordinary product: one Query
+
+
+def test_a_flash_sale_products_counts_are_exactly_once_replayed_reversed_and_redelivered(store, flash_history, invoke):
+    f, day, records = flash_history["f"], flash_history["day"], flash_history["records"]
+    assert invoke(lambda_event(records + records)) == {"batchItemFailures": []}
+    assert sales_of(store, f, day) == [(day, 4, 1600)]
+    wipe_sales(store)
+    forget_instance_memo()  # a new processor instance
+    assert invoke(lambda_event(list(reversed(records)))) == {"batchItemFailures": []}
+    assert invoke(lambda_event(records)) == {"batchItemFailures": []}
+    assert sales_of(store, f, day) == [(day, 4, 1600)]

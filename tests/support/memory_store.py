@@ -117,6 +117,8 @@ class MemoryState:
     listed_in: dict[str, list[str]] = field(default_factory=dict)  # product id -> its listing scopes
     sales: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # (product, day) -> units, cents
     sales_counted: set[tuple[str, int]] = field(default_factory=set)  # (order, version)
+    # (product, day, counter shard) a flash-sale product's lines counted on (the totals above include them)
+    sales_shards: set[tuple[str, str, int]] = field(default_factory=set)
     order_ttls: dict[str, int] = field(default_factory=dict)  # order id -> expires_at (epoch s), when set
     archive: dict[str, Order] = field(default_factory=dict)  # archive key -> the archived order
     archived: dict[str, tuple[str, str]] = field(default_factory=dict)  # order id -> (customer id, archive key)
@@ -514,6 +516,8 @@ class MemorySales:
         for line in change.lines:
             units, revenue = self.state.sales.get((line.product_id, change.day), (0, 0))
             self.state.sales[(line.product_id, change.day)] = (units + line.units, revenue + line.revenue_cents)
+            if line.shard is not None:
+                self.state.sales_shards.add((line.product_id, change.day, line.shard))
         return True
 
     def days(self, product_id: str, first: str, last: str) -> list[DaySales]:

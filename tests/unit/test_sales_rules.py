@@ -137,3 +137,22 @@ def test_top_sellers_most_units_first_then_by_product(memory):
         ("hammer", 2, 3000),
     ]
     assert service.top(ADMIN, "2026-03-03", 3) == []
+
+
+def test_a_line_that_took_stock_shards_counts_on_the_first_of_them():
+    taken = {"hammer": {"21": 1, "07": 1}}
+    change = sales_change(version(OrderStatus.CONFIRMED, 2, CONFIRMED), LINES, "PENDING", CONFIRMED, taken)
+    assert change is not None
+    assert [(line.product_id, line.shard) for line in change.lines] == [("hammer", 7), ("nails", None)]
+
+
+def test_a_flash_sale_products_counter_shards_add_up_in_its_report(memory):
+    service = memory.sales_service()
+    taken = {"hammer": {"07": 2}}
+    service.record(version(OrderStatus.CONFIRMED, 2, CONFIRMED), LINES, "PENDING", CONFIRMED, taken)
+    service.record(version(OrderStatus.CONFIRMED, 2, CONFIRMED), LINES, "PENDING", CONFIRMED, taken)  # a replay
+    second = version(OrderStatus.CONFIRMED, 2, CONFIRMED).model_copy(update={"order_id": "o-2"})
+    service.record(second, LINES, "PENDING", CONFIRMED)  # a line counted on the base counter
+    report = service.product_sales(ADMIN, "hammer", "2026-03-02", "2026-03-02")
+    assert [(d.units, d.revenue_cents) for d in report.days] == [(4, 6000)]
+    assert memory.state.sales_shards == {("hammer", "2026-03-02", 7)}

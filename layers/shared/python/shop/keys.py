@@ -305,6 +305,21 @@ def sales_day_key(product_id: str, day: str) -> Key:
     return {PK: sales_pk(product_id), SK: f"{SALES_DAY_PREFIX}{day}"}
 
 
+def sales_days_range(first: str, last: str) -> tuple[str, str]:
+    """Sort keys bounding the days `first`..`last` and what sorts inside a day (its `#SHARDED` marker)."""
+    return f"{SALES_DAY_PREFIX}{first}", f"{SALES_DAY_PREFIX}{last}~"
+
+
+def sales_sharded_key(product_id: str, day: str) -> Key:
+    """Marks a (product, day) counted on counter shards too; in the day's range, so the days' Query sees it."""
+    return {PK: sales_pk(product_id), SK: f"{SALES_DAY_PREFIX}{day}#SHARDED"}
+
+
+def sales_shard_day_key(product_id: str, shard: int, day: str) -> Key:
+    """A flash-sale product's counter shard of a day: the shard follows the stock shard the line took from."""
+    return {PK: f"{sales_pk(product_id)}#{shard:02d}", SK: f"{SALES_DAY_PREFIX}{day}"}
+
+
 def sales_rank_key(product_id: str, day: str) -> Key:
     """The product's entry in the day's top list (GSI1): a snapshot of its day counter, outside the DAY# range."""
     return {PK: sales_pk(product_id), SK: f"{SALES_RANK_PREFIX}{day}"}

@@ -12,6 +12,7 @@ class SalesLine:
     product_id: str
     units: int  # negative when a cancellation or a return takes the sale back
     revenue_cents: int
+    shard: int | None = None  # a flash-sale product's line: the counter shard (its stock shard) it counts on
 
 
 @dataclass(frozen=True)

@@ -14,17 +14,26 @@ Counting one order version:
 
 The rank entry is a separate item so the counter's ADDs write no index entries; only a rank refresh
 moves the product in GSI1 (delete + put). A product at 0 units or below has a rank entry outside GSI1.
+
+A flash-sale product's line (it took stock from stock shards) is ADDed on the counter shard of its stock
+shard (`SALES#<product>#<nn>` / `DAY#<day>`) in the same transaction. Before it, once per (product, day,
+shard) per instance, the day's marker (`SALES#<product>` / `DAY#<day>#SHARDED`, inside the days' range)
+gets the shard's label ADDed to its set: the days' one Query sees which shards to Query too. Its rank
+entry is refreshed at most once per RANK_REFRESH_SECONDS per (product, day) per instance, from the base
+counter and every counter shard (one BatchGetItem).
 """
 
 from __future__ import annotations
 
 import contextvars
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
 from shop import keys
-from shop.limits import MAX_PARALLEL_QUERIES, SALES_TOP_SHARDS
+from shop.keys import Key
+from shop.limits import MAX_PARALLEL_QUERIES, MAX_STOCK_SHARDS, SALES_TOP_SHARDS
 from shop.models.sales import DaySales, SalesChange, SalesLine, TopSeller
 from shop.repository.store import (
     ConditionFailed,
@@ -41,6 +50,20 @@ from shop.repository.store import (
 COUNTER_ENTITY = "SALES_DAY"
 RANK_ENTITY = "SALES_RANK"
 MARKER_ENTITY = "ORDER_SALES"
+SHARD_ENTITY = "SALES_DAY_SHARD"
+SHARDED_ENTITY = "SALES_SHARDED"
+# A flash-sale product's rank entry: refreshed at most this often per (product, day) per instance.
+RANK_REFRESH_SECONDS = 1.0
+_MARKED: dict[str, set[tuple[str, str, int]]] = {}
+_REFRESHED: dict[str, dict[tuple[str, str], float]] = {}
+
+
+def forget_instance_memo() -> None:
+    """Forget which markers this instance wrote and when it refreshed ranks (tests and the bench)."""
+    for marked in _MARKED.values():
+        marked.clear()
+    for refreshed in _REFRESHED.values():
+        refreshed.clear()
 
 
 @cache
@@ -56,7 +79,12 @@ def merged_lines(lines: tuple[SalesLine, ...]) -> dict[str, SalesLine]:
         merged[line.product_id] = (
             line
             if before is None
-            else SalesLine(line.product_id, before.units + line.units, before.revenue_cents + line.revenue_cents)
+            else SalesLine(
+                line.product_id,
+                before.units + line.units,
+                before.revenue_cents + line.revenue_cents,
+                before.shard if before.shard is not None else line.shard,
+            )
         )
     return merged
 
@@ -65,14 +93,47 @@ class SalesRepository:
     def __init__(self, table: Table, shards: int = SALES_TOP_SHARDS) -> None:
         self.table = table
         self.shards = shards
+        # Per instance (the module outlives an invocation's repository), per table:
+        self._marked = _MARKED.setdefault(table.name, set())  # (product, day, shard) the day's marker names
+        self._refreshed = _REFRESHED.setdefault(table.name, {})  # (product, day) -> its rank's last refresh
 
     # -- counting (the stream processor) ----------------------------------------------------------
 
     def apply(self, change: SalesChange) -> bool:
         lines = merged_lines(change.lines)
+        for line in lines.values():
+            if line.shard is not None:
+                self._mark_sharded(line.product_id, change.day, line.shard)
         counted = self._count(change, lines)
-        self._refresh_ranks(list(lines), change.day)
+        due = [pid for pid, line in lines.items() if line.shard is None or self._refresh_due(pid, change.day)]
+        if due:
+            self._refresh_ranks(due, change.day)
         return counted
+
+    def _mark_sharded(self, product_id: str, day: str, shard: int) -> None:
+        """The day's marker names the shard (a set ADD: a retry or another instance's is harmless)."""
+        if (product_id, day, shard) in self._marked:
+            return
+        with translated_errors():
+            self.table.client.update_item(
+                TableName=self.table.name,
+                Key=to_item(keys.sales_sharded_key(product_id, day)),
+                UpdateExpression="SET entity = :entity, product_id = :pid, #day = :day ADD shards :shard",
+                ExpressionAttributeNames={"#day": "day"},
+                ExpressionAttributeValues=values(entity=SHARDED_ENTITY, pid=product_id, day=day, shard={shard}),
+            )
+        self._marked.add((product_id, day, shard))
+
+    def _refresh_due(self, product_id: str, day: str) -> bool:
+        now = time.monotonic()
+        last = self._refreshed.get((product_id, day))
+        if last is not None and now - last < RANK_REFRESH_SECONDS:
+            return False
+        self._refreshed[(product_id, day)] = now
+        return True
+
+    def _sharded(self, product_id: str, day: str) -> bool:
+        return any(pid == product_id and d == day for pid, d, _ in self._marked)
 
     def _count(self, change: SalesChange, lines: dict[str, SalesLine]) -> bool:
         items = [self._marker_put(change)] + [self._counter_add(line, change.day) for line in lines.values()]
@@ -100,15 +161,19 @@ class SalesRepository:
         }
 
     def _counter_add(self, line: SalesLine, day: str) -> dict[str, Any]:
+        if line.shard is None:
+            key, entity = keys.sales_day_key(line.product_id, day), COUNTER_ENTITY
+        else:
+            key, entity = keys.sales_shard_day_key(line.product_id, line.shard, day), SHARD_ENTITY
         return {
             "Update": {
                 "TableName": self.table.name,
-                "Key": to_item(keys.sales_day_key(line.product_id, day)),
+                "Key": to_item(key),
                 "UpdateExpression": "SET entity = :entity, product_id = :pid, #day = :day "
                 "ADD units :units, revenue_cents :revenue, changes :one",
                 "ExpressionAttributeNames": {"#day": "day"},
                 "ExpressionAttributeValues": values(
-                    entity=COUNTER_ENTITY,
+                    entity=entity,
                     pid=line.product_id,
                     day=day,
                     units=line.units,
@@ -119,10 +184,27 @@ class SalesRepository:
         }
 
     def _refresh_ranks(self, product_ids: list[str], day: str) -> None:
-        """Bring each product's rank entry of the day up to its counter (one read, a write per entry behind)."""
-        wanted = [keys.sales_day_key(pid, day) for pid in product_ids] + [
-            keys.sales_rank_key(pid, day) for pid in product_ids
-        ]
+        """Bring each product's rank entry of the day up to its counters (one read, a write per entry behind):
+        the base counter, and every counter shard of a product counted on shards in this instance."""
+        wanted = [keys.sales_rank_key(pid, day) for pid in product_ids]
+        counters: dict[str, list[Key]] = {}
+        for pid in product_ids:
+            counters[pid] = [keys.sales_day_key(pid, day)]
+            if self._sharded(pid, day):
+                counters[pid] += [keys.sales_shard_day_key(pid, n, day) for n in range(MAX_STOCK_SHARDS)]
+            wanted += counters[pid]
+        found = self._batch_get(wanted)
+        for pid in product_ids:
+            parts = [found[k] for k in (_pair(key) for key in counters[pid]) if k in found]
+            rank = found.get(_pair(keys.sales_rank_key(pid, day)))
+            if not parts:
+                continue
+            total = {f: sum(int(p[f]) for p in parts) for f in ("units", "revenue_cents", "changes")}
+            if rank is None or int(rank["changes"]) < total["changes"]:
+                self._put_rank(pid, day, total)
+
+    def _batch_get(self, wanted: list[Key]) -> dict[tuple[str, str], dict[str, Any]]:
+        """Consistent reads of `wanted` (at most 100 keys: one request, and its unprocessed keys again)."""
         request: dict[str, Any] = {self.table.name: {"Keys": [to_item(key) for key in wanted], "ConsistentRead": True}}
         found: dict[tuple[str, str], dict[str, Any]] = {}
         while request:
@@ -132,14 +214,9 @@ class SalesRepository:
                 plain = from_item(item)
                 found[(plain["PK"], plain["SK"])] = plain
             request = response.get("UnprocessedKeys") or {}
-        for pid in product_ids:
-            counter_key, rank_key = keys.sales_day_key(pid, day), keys.sales_rank_key(pid, day)
-            counter = found.get((counter_key[keys.PK], counter_key[keys.SK]))
-            rank = found.get((rank_key[keys.PK], rank_key[keys.SK]))
-            if counter is not None and (rank is None or int(rank["changes"]) < int(counter["changes"])):
-                self._put_rank(pid, day, counter)
+        return found
 
-    def _put_rank(self, product_id: str, day: str, counter: dict[str, Any]) -> None:
+    def _put_rank(self, product_id: str, day: str, counter: dict[str, int]) -> None:
         units = int(counter["units"])
         item: dict[str, Any] = {
             **keys.sales_rank_key(product_id, day),
@@ -166,21 +243,32 @@ class SalesRepository:
     # -- reports (admins) -------------------------------------------------------------------------
 
     def days(self, product_id: str, first: str, last: str) -> list[DaySales]:
-        """One Query: the product's counters from `first` to `last` (at most 366 small items, one page)."""
+        """One Query: the product's counters from `first` to `last` (at most 366 small items, one page) and
+        the days' shard markers; with markers, one more Query per counter shard named, in parallel."""
+        items = self._query_days(keys.sales_pk(product_id), first, last)
+        shards = sorted({int(n) for item in items if item["entity"] == SHARDED_ENTITY for n in item["shards"]})
+        if shards:
+            pks = [keys.sales_shard_day_key(product_id, n, first)[keys.PK] for n in shards]
+            pending = [
+                _top_pool().submit(contextvars.copy_context().run, self._query_days, pk, first, last) for pk in pks
+            ]
+            items += [item for future in pending for item in future.result()]
+        totals: dict[str, tuple[int, int]] = {}
+        for item in items:
+            if item["entity"] != SHARDED_ENTITY:
+                units, revenue = totals.get(item["day"], (0, 0))
+                totals[item["day"]] = (units + int(item["units"]), revenue + int(item["revenue_cents"]))
+        return [DaySales(date=day, units=u, revenue_cents=r) for day, (u, r) in sorted(totals.items())]
+
+    def _query_days(self, pk: str, first: str, last: str) -> list[dict[str, Any]]:
+        low, high = keys.sales_days_range(first, last)
         with translated_errors():
             response = self.table.client.query(
                 TableName=self.table.name,
                 KeyConditionExpression="PK = :pk AND SK BETWEEN :first AND :last",
-                ExpressionAttributeValues=values(
-                    pk=keys.sales_pk(product_id),
-                    first=keys.sales_day_key(product_id, first)[keys.SK],
-                    last=keys.sales_day_key(product_id, last)[keys.SK],
-                ),
+                ExpressionAttributeValues=values(pk=pk, first=low, last=high),
             )
-        return [
-            DaySales(date=item["day"], units=item["units"], revenue_cents=item["revenue_cents"])
-            for item in (from_item(i) for i in response.get("Items", []))
-        ]
+        return [from_item(i) for i in response.get("Items", [])]
 
     def top(self, day: str, limit: int) -> list[TopSeller]:
         """One Query per shard of the day's list, in parallel, each for its `limit` best; merged."""
@@ -204,3 +292,7 @@ class SalesRepository:
             TopSeller(product_id=item["product_id"], units=item["units"], revenue_cents=item["revenue_cents"])
             for item in entries[:limit]
         ]
+
+
+def _pair(key: Key) -> tuple[str, str]:
+    return key[keys.PK], key[keys.SK]

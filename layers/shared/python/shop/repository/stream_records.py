@@ -36,6 +36,7 @@ class OrderImage(OrderSummary):
     shipment: Shipment | None = None
     status_reason: str | None = None  # the reason given for this version's status change
     confirmed_at: str | None = None  # when it was confirmed (absent on orders confirmed before it was kept)
+    stock_taken: dict[str, dict[str, int]] | None = None  # flash-sale shards taken: product -> label -> qty
 
 
 class CartItem(BaseModel):

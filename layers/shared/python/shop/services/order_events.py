@@ -193,7 +193,7 @@ class OrderEventsService:
         if before == record.new_status:
             return SKIPPED
         order = record.new_order()
-        counted = self.sales.record(order, order.lines, before, order.confirmed_at)
+        counted = self.sales.record(order, order.lines, before, order.confirmed_at, order.stock_taken)
         # The processor's own confirmation already wrote these effects when it confirmed (unless it
         # died in between, or an admin confirmed by hand): one read saves three refused writes.
         written = self._record_change(order, unless_recorded=order.status is OrderStatus.CONFIRMED)

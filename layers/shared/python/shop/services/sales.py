@@ -5,10 +5,13 @@
 - The day is the order's confirmation day (UTC), for the sale and for its cancellation or return alike,
   so a day's totals net out: they are the sales confirmed that day that were not taken back since.
 - Each order version counts once (SalesStore.apply is keyed by order and version), whatever the replays.
+- A line that took stock from a flash-sale product's stock shards counts on the counter shard of the same
+  number (the first, when it took from several), so the counts spread as the stock takes do.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date, timedelta
 
 from shop import errors
@@ -34,8 +37,18 @@ def sales_day(order: OrderSummary, confirmed_at: str | None) -> str:
     return (confirmed_at or order.created_at)[:10]
 
 
+def counter_shard(taken: Mapping[str, Mapping[str, int]] | None, product_id: str) -> int | None:
+    """The counter shard of a line: the first stock shard it took from, None when it took from none."""
+    labels = (taken or {}).get(product_id)
+    return int(min(labels)) if labels else None
+
+
 def sales_change(
-    order: OrderSummary, lines: list[OrderLine], previous: str | None, confirmed_at: str | None
+    order: OrderSummary,
+    lines: list[OrderLine],
+    previous: str | None,
+    confirmed_at: str | None,
+    taken: Mapping[str, Mapping[str, int]] | None = None,
 ) -> SalesChange | None:
     """What this order version does to the daily totals, or None when it does nothing."""
     step = (previous, order.status)
@@ -49,7 +62,15 @@ def sales_change(
         order_id=order.order_id,
         version=order.version,
         day=sales_day(order, confirmed_at),
-        lines=tuple(SalesLine(line.product_id, sign * line.quantity, sign * line.line_total_cents) for line in lines),
+        lines=tuple(
+            SalesLine(
+                line.product_id,
+                sign * line.quantity,
+                sign * line.line_total_cents,
+                counter_shard(taken, line.product_id),
+            )
+            for line in lines
+        ),
     )
 
 
@@ -65,10 +86,15 @@ class SalesService:
         self.sales = sales
 
     def record(
-        self, order: OrderSummary, lines: list[OrderLine], previous: str | None, confirmed_at: str | None
+        self,
+        order: OrderSummary,
+        lines: list[OrderLine],
+        previous: str | None,
+        confirmed_at: str | None,
+        taken: Mapping[str, Mapping[str, int]] | None = None,
     ) -> bool:
         """Count this order version's sales once; True when this call counted them."""
-        change = sales_change(order, lines, previous, confirmed_at)
+        change = sales_change(order, lines, previous, confirmed_at, taken)
         return change is not None and self.sales.apply(change)
 
     def product_sales(self, actor: Actor, product_id: str, first: str, last: str) -> ProductSales:
