@@ -117,11 +117,17 @@ def catalogue_scale(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     count = config.catalogue_products
     store = ctx["store"]
     table = store.create_table("bench-catalogue")
-    client = store.client(config=client_config().merge(botocore.config.Config(max_pool_connections=16)))
+    # DynamoDB Local slows as the listing partitions grow: a bulk write may take longer than the shop's timeout.
+    slow = botocore.config.Config(max_pool_connections=16, read_timeout=120, retries={"max_attempts": 5})
+    client = store.client(config=client_config().merge(slow))
     started = time.perf_counter()
     built = items(count)
     build_s = time.perf_counter() - started
-    load_s, loaded = bulk_load(client, table, built, budget_s=LOAD_BUDGET_S)
+    try:
+        load_s, loaded = bulk_load(client, table, built, budget_s=LOAD_BUDGET_S)
+    except Exception:
+        store.delete_table(table)  # a half-loaded 400,000-item table would slow every later phase
+        raise
     products = sum(1 for item in built[:loaded] if item.get("entity") == "PRODUCT")
     listings = {
         "browse-all, newest first": {"sort": "newest", "limit": str(PAGE)},
