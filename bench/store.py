@@ -29,6 +29,7 @@ def function_env(endpoint: str, table_name: str, service: str = "bench") -> dict
         "POWERTOOLS_METRICS_NAMESPACE": "Shop",
         "POWERTOOLS_LOG_LEVEL": "INFO",
         "POWERTOOLS_TRACE_DISABLED": "true",
+        "PYDANTIC_DISABLE_PLUGINS": "__all__",
         "AWS_ENDPOINT_URL_DYNAMODB": endpoint,
         "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": endpoint,
         "AWS_REGION": "us-east-1",

@@ -244,6 +244,7 @@ def build_function(
         "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config),
         "POWERTOOLS_LOG_LEVEL": LOG_LEVEL,
         "POWERTOOLS_TRACE_DISABLED": "false",
+        "PYDANTIC_DISABLE_PLUGINS": "__all__",  # no plugin is used: skip scanning every package's entry points
         **(environment or {}),
     }
     if config.local:

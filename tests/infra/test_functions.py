@@ -25,6 +25,7 @@ COMMON_ENV = {
     "POWERTOOLS_METRICS_NAMESPACE": "Shop/dev",  # one namespace per stage
     "POWERTOOLS_LOG_LEVEL": "INFO",
     "POWERTOOLS_TRACE_DISABLED": "false",
+    "PYDANTIC_DISABLE_PLUGINS": "__all__",
 }
 
 
