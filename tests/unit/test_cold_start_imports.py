@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from tests.support.fresh_python import fresh_python
@@ -41,3 +43,34 @@ def test_every_name_of_the_lazily_loaded_packages_still_imports():
         "json": "application/json",
         "all": True,
     }
+
+
+def test_the_catalogue_function_loads_only_the_models_and_repositories_it_uses():
+    loaded = fresh_python(
+        "import json, sys\n"
+        "from local_runtime.worker import import_handler_module\n"
+        "import_handler_module('functions/products', 'handler')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('shop.models.', 'shop.repository.')))))"
+    )
+    for unused in ("shop.models.orders", "shop.models.sessions", "shop.models.carts", "shop.repository.orders"):
+        assert unused not in loaded
+    assert "shop.models.products" in loaded
+
+
+@pytest.mark.parametrize("package", ["shop.models", "shop.repository"])
+def test_every_name_a_shop_package_exports_imports_and_no_other(package):
+    loaded = fresh_python(
+        "import importlib, json\n"
+        f"package = importlib.import_module('{package}')\n"
+        "values = {name: getattr(package, name).__module__ if hasattr(getattr(package, name), '__module__')"
+        " else None for name in package.__all__}\n"
+        "try:\n"
+        "    package.NoSuchName\n"
+        "    missing = 'found'\n"
+        "except AttributeError as error:\n"
+        "    missing = str(error)\n"
+        "print(json.dumps({'values': values, 'missing': missing}))"
+    )
+    assert set(loaded["values"]) == set(importlib.import_module(package).__all__)
+    assert all(module is None or module.startswith("shop.") for module in loaded["values"].values())
+    assert loaded["missing"] == f"module {package!r} has no attribute 'NoSuchName'"

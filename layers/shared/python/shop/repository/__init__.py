@@ -4,14 +4,35 @@
 not from here, so the API functions never load it.
 """
 
-from shop.repository.alerts import AlertRepository
-from shop.repository.carts import CustomerCartRepository
-from shop.repository.customers import CustomerRepository
-from shop.repository.order_effects import OrderEffectsRepository
-from shop.repository.orders import OrderRepository, Placement, SessionClaim
-from shop.repository.products import ProductRepository
-from shop.repository.sessions import SessionRepository, StoredSession
-from shop.repository.store import Table
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from shop.lazy_packages import exports
+
+if TYPE_CHECKING:
+    from shop.repository.alerts import AlertRepository
+    from shop.repository.carts import CustomerCartRepository
+    from shop.repository.customers import CustomerRepository
+    from shop.repository.order_effects import OrderEffectsRepository
+    from shop.repository.orders import OrderRepository, Placement, SessionClaim
+    from shop.repository.products import ProductRepository
+    from shop.repository.sessions import SessionRepository, StoredSession
+    from shop.repository.store import Table
+
+_WHERE = {
+    "AlertRepository": "shop.repository.alerts",
+    "CustomerCartRepository": "shop.repository.carts",
+    "CustomerRepository": "shop.repository.customers",
+    "OrderEffectsRepository": "shop.repository.order_effects",
+    "OrderRepository": "shop.repository.orders",
+    "Placement": "shop.repository.orders",
+    "SessionClaim": "shop.repository.orders",
+    "ProductRepository": "shop.repository.products",
+    "SessionRepository": "shop.repository.sessions",
+    "StoredSession": "shop.repository.sessions",
+    "Table": "shop.repository.store",
+}
 
 __all__ = [
     "AlertRepository",
@@ -26,3 +47,7 @@ __all__ = [
     "StoredSession",
     "Table",
 ]
+
+
+if not TYPE_CHECKING:  # mypy reads the imports above; at run time each name loads its module on first use
+    __getattr__ = exports(__name__, _WHERE)

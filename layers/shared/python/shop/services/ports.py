@@ -7,17 +7,18 @@ in memory for the rule tests (tests/unit). The errors a method raises are part o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
-from shop.models.alerts import Alert
-from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
-from shop.models.categories import Category
-from shop.models.orders import NO_DETAILS, Placement, SessionClaim, StatusDetails
-from shop.models.products import CataloguePrice, ProductListing
-from shop.models.sales import DaySales, SalesChange, TopSeller
-from shop.models.sessions import StoredLine, StoredSession
-from shop.models.stock import StockLayout, StockTake
+if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not every port's
+    from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
+    from shop.models.alerts import Alert
+    from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
+    from shop.models.categories import Category
+    from shop.models.orders import Placement, SessionClaim, StatusDetails
+    from shop.models.products import CataloguePrice, ProductListing
+    from shop.models.sales import DaySales, SalesChange, TopSeller
+    from shop.models.sessions import StoredLine, StoredSession
+    from shop.models.stock import StockLayout, StockTake
 
 
 class ProductStore(Protocol):
@@ -172,7 +173,7 @@ class OrderStore(Protocol):
         *,
         updated_at: str,
         restock: Sequence[OrderLine] = (),
-        details: StatusDetails = NO_DETAILS,
+        details: StatusDetails = ...,
         expires_at: int | None = None,
     ) -> Order:
         """The order in new_status at version + 1 with `details` recorded (shipment, reason, first delivery),
