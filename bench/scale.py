@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench.stats import median, ms, percentile
-from bench.store import quiet_stdout
+from bench.store import Store, own_store, quiet_stdout
 
 TARGET = 1.2
 BLOCKS = 3
@@ -297,11 +297,15 @@ def scale(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     functions = ctx.get("functions")
     if functions is None or not all(functions.has(f) for f in ("products", "orders")):
         return {"met": False, "why": "needs the products and orders handlers (routes phase)"}
+    with own_store(ctx) as store:
+        return _measure(config, ctx, functions, store)
+
+
+def _measure(config: Any, ctx: dict[str, Any], functions: Any, store: Store) -> dict[str, Any]:
     import botocore.config
 
     from shop.aws_config import client_config
 
-    store = ctx["store"]
     small_table = store.create_table("bench-scale-small")
     large_table = store.create_table("bench-scale-large")
     store.use(small_table)
@@ -353,8 +357,6 @@ def scale(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
         }
         if ratio > TARGET and name != RAW:
             misses.append(f"{name}: {ratio}")
-    store.delete_table(small_table)
-    store.delete_table(large_table)
     note = None
     why = None
     if misses:
