@@ -249,11 +249,18 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     worst = max((r["ratio"] for r in results.values() if r.get("ratio")), default=None)
     why = None
     if misses:
+        modules = sorted(r["modules_loaded"] for r in results.values() if r.get("modules_loaded"))
+        bare = next((r["bare_modules_loaded"] for r in results.values() if r.get("bare_modules_loaded")), None)
         why = (
-            f"{misses}: the handlers import ~640 modules against the bare handler's ~394: Powertools' event_handler "
-            "with OpenAPI validation (openapi.params, pulling pydantic machinery and every resolver incl. AppSync "
-            "-> asyncio), the shop's pydantic response schemas built at import, pydantic plugin discovery "
-            "(importlib.metadata); see functions.*.heaviest_imports and docs/performance.md"
+            (
+                f"{misses}: the functions load {modules[0]} to {modules[-1]} modules against the bare handler's "
+                f"{bare}: pydantic (the validated bodies and models), Powertools' resolver with OpenAPI validation, "
+                "Logger and Metrics; order_events also Powertools' batch module (which imports asyncio) and makes "
+                "its first batch's store calls (confirmation and effects) against the bare handler's one call; see "
+                "functions.*.heaviest_imports and docs/performance.md"
+            )
+            if modules
+            else f"{misses}"
         )
     return {
         "why": why,

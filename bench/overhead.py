@@ -130,11 +130,12 @@ def overhead(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     worst = max((r["ratio"] for r in routes.values() if r["ratio"]), default=None)
     why = None
     if misses:
+        added = ", ".join(f"{r['overhead_p50_ms']} ms" for r in routes.values())
+        raw = ", ".join(f"{r['raw_p50_ms']} ms" for r in routes.values())
         why = (
             f"{misses}: the handler's own work per request (Powertools resolver and its OpenAPI validation "
-            "middleware, the shop's service/repository/item conversion, JSON, logging: 0.5 to 0.9 ms, see "
-            "profile_ms_per_request) against a 2 to 4 ms loopback call to DynamoDB Local; "
-            "docs/performance.md lists the cheapest wins"
+            f"middleware, the shop's service/repository/item conversion, JSON, logging: {added} at p50, see "
+            f"profile_ms_per_request) against a loopback call to DynamoDB Local of {raw}; see docs/performance.md"
         )
     return {
         "why": why,

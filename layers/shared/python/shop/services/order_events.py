@@ -7,7 +7,9 @@ record changes nothing. Each rule, by record type: docs/decisions.md, "Stream pr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from shop import clock
 from shop.models import OrderStatus
@@ -27,11 +29,13 @@ from shop.publishing import Event
 from shop.repository import AlertRepository, OrderEffectsRepository, Table
 from shop.repository.sales import SalesRepository
 from shop.repository.stream_records import CustomerCartImage, OrderImage, SessionImage, StreamRecord
-from shop.services.archival import ArchivalService
-from shop.services.category_moves import CategoryMoves
-from shop.services.product_events import ProductEventsService
 from shop.services.sales import SalesService
 from shop.services.stream_outcome import SKIPPED, Action, Outcome
+
+if TYPE_CHECKING:
+    from shop.services.archival import ArchivalService
+    from shop.services.category_moves import CategoryMoves
+    from shop.services.product_events import ProductEventsService
 
 __all__ = ["Action", "OrderEventsService", "Outcome"]
 
@@ -145,12 +149,29 @@ def customer_cart_abandoned_event(cart: CustomerCartImage) -> Event:
 
 class OrderEventsService:
     def __init__(self, table: Table, shards: int | None = None, now: Callable[[], str] = clock.iso_now) -> None:
+        self.table = table
         self.effects = OrderEffectsRepository(table, shards)
-        self.products = ProductEventsService(AlertRepository(table))
-        self.moves = CategoryMoves(table)
         self.sales = SalesService(SalesRepository(table))
-        self.archival = ArchivalService(table, now=now)
         self.now = now
+
+    # The rules of rarer records load on their first record: a cold start confirming an order does not import them.
+    @functools.cached_property
+    def products(self) -> ProductEventsService:
+        from shop.services.product_events import ProductEventsService
+
+        return ProductEventsService(AlertRepository(self.table))
+
+    @functools.cached_property
+    def moves(self) -> CategoryMoves:
+        from shop.services.category_moves import CategoryMoves
+
+        return CategoryMoves(self.table)
+
+    @functools.cached_property
+    def archival(self) -> ArchivalService:
+        from shop.services.archival import ArchivalService
+
+        return ArchivalService(self.table, now=self.now)
 
     def handle(self, record: StreamRecord) -> Outcome:
         entity = record.entity
