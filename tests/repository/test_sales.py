@@ -136,3 +136,13 @@ def test_a_flash_sale_products_rank_is_refreshed_at_most_once_a_second_and_sums_
     sales.apply(hot("o-3", 1, 21))
     assert (rank(store, "flash")["units"], rank(store, "flash")["changes"]) == (10, 4)
     assert [(t.product_id, t.units) for t in sales.top(DAY, 1)] == [("flash", 10)]
+
+
+def test_an_order_of_several_flash_sale_products_refreshes_each_rank_from_every_counter(store):
+    # Three hot products: each rank refresh reads its entry, its base counter and 32 counter shards (102 keys).
+    sales = SalesRepository(store.table)
+    lines = tuple(SalesLine(f"flash-{n}", n + 1, (n + 1) * 100, 3 * n) for n in range(3))
+    assert sales.apply(SalesChange("o-1", 2, DAY, lines))
+    for n in range(3):
+        assert (rank(store, f"flash-{n}")["units"], rank(store, f"flash-{n}")["changes"]) == (n + 1, 1)
+    assert [(t.product_id, t.units) for t in sales.top(DAY, 3)] == [("flash-2", 3), ("flash-1", 2), ("flash-0", 1)]

@@ -23,6 +23,7 @@ from shop.repository.store import (
     ConditionFailed,
     Table,
     TransactionCancelled,
+    batch_get,
     conditional_write,
     from_item,
     to_item,
@@ -74,19 +75,6 @@ class CustomerCartRepository:
     def __init__(self, table: Table) -> None:
         self.table = table
 
-    def _batch_get(self, wanted: list[keys.Key]) -> dict[tuple[str, str], dict[str, Any]]:
-        """The items of `wanted` that exist, by (PK, SK): one strongly consistent BatchGetItem."""
-        request: dict[str, Any] = {self.table.name: {"Keys": [to_item(key) for key in wanted], "ConsistentRead": True}}
-        found: dict[tuple[str, str], dict[str, Any]] = {}
-        while request:
-            with translated_errors():
-                response = self.table.client.batch_get_item(RequestItems=request)
-            for item in response.get("Responses", {}).get(self.table.name, []):
-                plain = from_item(item)
-                found[(plain[keys.PK], plain[keys.SK])] = plain
-            request = response.get("UnprocessedKeys") or {}
-        return found
-
     def get(self, customer_id: str, *, now: int, require_profile: bool = True) -> StoredCart:
         """With the profile: one BatchGetItem of profile and cart (CustomerNotFound); without: one GetItem."""
         cart_key = keys.customer_cart_key(customer_id)
@@ -98,7 +86,7 @@ class CustomerCartRepository:
             item = response.get("Item")
             return cart_from_item(customer_id, from_item(item) if item else None, now)
         profile_key = keys.customer_key(customer_id)
-        found = self._batch_get([profile_key, cart_key])
+        found = batch_get(self.table, [profile_key, cart_key])
         if (profile_key[keys.PK], profile_key[keys.SK]) not in found:
             raise errors.CustomerNotFound("customer not found")
         return cart_from_item(customer_id, found.get((cart_key[keys.PK], cart_key[keys.SK])), now)
@@ -106,7 +94,7 @@ class CustomerCartRepository:
     def product_for(self, customer_id: str, product_id: str) -> Product:
         """Profile and product in one BatchGetItem: CustomerNotFound, ProductNotFound."""
         profile_key, product_key = keys.customer_key(customer_id), keys.product_key(product_id)
-        found = self._batch_get([profile_key, product_key])
+        found = batch_get(self.table, [profile_key, product_key])
         if (profile_key[keys.PK], profile_key[keys.SK]) not in found:
             raise errors.CustomerNotFound("customer not found")
         product = found.get((product_key[keys.PK], product_key[keys.SK]))
@@ -123,7 +111,7 @@ class CustomerCartRepository:
             keys.cart_merge_key(customer_id, session_id),
         ]
         profile, cart, session, marker = [(key[keys.PK], key[keys.SK]) for key in wanted]
-        found = self._batch_get(wanted)
+        found = batch_get(self.table, wanted)
         if profile not in found:
             raise errors.CustomerNotFound("customer not found")
         session_item = found.get(session)

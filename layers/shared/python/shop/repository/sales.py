@@ -20,7 +20,7 @@ shard (`SALES#<product>#<nn>` / `DAY#<day>`) in the same transaction. Before it,
 shard) per instance, the day's marker (`SALES#<product>` / `DAY#<day>#SHARDED`, inside the days' range)
 gets the shard's label ADDed to its set: the days' one Query sees which shards to Query too. Its rank
 entry is refreshed at most once per RANK_REFRESH_SECONDS per (product, day) per instance, from the base
-counter and every counter shard (one BatchGetItem).
+counter and every counter shard (one BatchGetItem per 100 keys).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from shop.repository.store import (
     ConditionFailed,
     Table,
     TransactionCancelled,
+    batch_get,
     conditional_write,
     from_item,
     to_item,
@@ -193,7 +194,7 @@ class SalesRepository:
             if self._sharded(pid, day):
                 counters[pid] += [keys.sales_shard_day_key(pid, n, day) for n in range(MAX_STOCK_SHARDS)]
             wanted += counters[pid]
-        found = self._batch_get(wanted)
+        found = batch_get(self.table, wanted)
         for pid in product_ids:
             parts = [found[k] for k in (_pair(key) for key in counters[pid]) if k in found]
             rank = found.get(_pair(keys.sales_rank_key(pid, day)))
@@ -202,19 +203,6 @@ class SalesRepository:
             total = {f: sum(int(p[f]) for p in parts) for f in ("units", "revenue_cents", "changes")}
             if rank is None or int(rank["changes"]) < total["changes"]:
                 self._put_rank(pid, day, total)
-
-    def _batch_get(self, wanted: list[Key]) -> dict[tuple[str, str], dict[str, Any]]:
-        """Consistent reads of `wanted` (at most 100 keys: one request, and its unprocessed keys again)."""
-        request: dict[str, Any] = {self.table.name: {"Keys": [to_item(key) for key in wanted], "ConsistentRead": True}}
-        found: dict[tuple[str, str], dict[str, Any]] = {}
-        while request:
-            with translated_errors():
-                response = self.table.client.batch_get_item(RequestItems=request)
-            for item in response.get("Responses", {}).get(self.table.name, []):
-                plain = from_item(item)
-                found[(plain["PK"], plain["SK"])] = plain
-            request = response.get("UnprocessedKeys") or {}
-        return found
 
     def _put_rank(self, product_id: str, day: str, counter: dict[str, int]) -> None:
         units = int(counter["units"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal
@@ -11,7 +12,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, HTTPClientError
 
-from shop import errors
+from shop import errors, keys
 from shop.aws_config import CONFLICT_ERROR, CONFLICT_REASON, client_config, with_conflict_retries
 from shop.config import settings
 
@@ -183,6 +184,33 @@ class TransactionCancelled(Exception):
         if "ConditionalCheckFailed" in codes:
             return errors.Conflict("the data changed meanwhile, retry")
         return errors.ServiceUnavailable("the store is busy with these items, retry later")
+
+
+BATCH_GET_LIMIT = 100  # keys per BatchGetItem request
+
+
+def batch_get(
+    table: Table, wanted: list[keys.Key], *, consistent: bool = True
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The items of `wanted` that exist, by (PK, SK): one BatchGetItem per 100 keys, and again for the keys
+    DynamoDB left unprocessed (after a short pause: it leaves them when throttled)."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    unique = list({(key[keys.PK], key[keys.SK]): key for key in wanted}.values())
+    for start in range(0, len(unique), BATCH_GET_LIMIT):
+        chunk = unique[start : start + BATCH_GET_LIMIT]
+        request: dict[str, Any] = {table.name: {"Keys": [to_item(key) for key in chunk], "ConsistentRead": consistent}}
+        pause = 0.02
+        while request:
+            with translated_errors():
+                response = table.client.batch_get_item(RequestItems=request)
+            for item in response.get("Responses", {}).get(table.name, []):
+                plain = from_item(item)
+                found[(plain[keys.PK], plain[keys.SK])] = plain
+            request = response.get("UnprocessedKeys") or {}
+            if request:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+    return found
 
 
 def transact_write(table: Table, items: list[dict[str, Any]], **extra: Any) -> None:
