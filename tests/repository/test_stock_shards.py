@@ -247,6 +247,21 @@ def test_an_archived_hot_product_is_sold_from_no_shard_and_not_spread_again(stor
     assert layout(store.table, pid).shards == (2, 2)
 
 
+def test_a_hint_learnt_before_the_product_was_archived_still_finds_it_unavailable(store):
+    """The instance's shard hint outlives the product's sale: the next checkout is refused, not sold."""
+    pid = hot_product(store.table, stock=4, shards=2)
+    service, sessions = OrderService(store.table), SessionService(store.table)
+    first = sessions.create()
+    sessions.set_quantity(first.session_id, pid, 1)
+    service.place(ALICE, address=ADDRESS, session_id=first.session_id)  # learns the shards
+    second = sessions.create()
+    sessions.set_quantity(second.session_id, pid, 1)
+    CatalogService(store.table).archive(ADMIN, pid)
+    with pytest.raises(errors.ProductUnavailable):
+        service.place(ALICE, address=ADDRESS, session_id=second.session_id)
+    assert layout(store.table, pid).total == 3
+
+
 def _shard_items(store, pid: str, count: int) -> list[dict]:
     return [
         store.client.get_item(TableName=store.table_name, Key=to_item(keys.stock_shard_key(pid, shard)))["Item"]
