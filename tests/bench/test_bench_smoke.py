@@ -32,12 +32,15 @@ KEYS = (
     "partition_heat",
 )
 
+DRILLS = {"store_stall": {"passed": True}}
+
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bench")]
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("bench") / "results.json"
+    out.write_text(json.dumps({"faults": DRILLS, "load": {"stale": True}}))  # an earlier run's file
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "TABLE_NAME", "POWERTOOLS_"))}
     env["PYTHONPATH"] = f"{REPO / 'layers' / 'shared' / 'python'}{os.pathsep}{REPO}"
     proc = subprocess.run(
@@ -52,6 +55,11 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "bench summary" in proc.stdout
     return json.loads(out.read_text())
+
+
+def test_a_run_keeps_the_drills_figures_and_replaces_its_own(smoke):
+    assert smoke["faults"] == DRILLS  # `make drill` wrote them into the same file
+    assert "stale" not in smoke["load"]
 
 
 def test_every_figure_and_target_is_reported(smoke):
