@@ -74,3 +74,15 @@ def test_every_name_a_shop_package_exports_imports_and_no_other(package):
     assert set(loaded["values"]) == set(importlib.import_module(package).__all__)
     assert all(module is None or module.startswith("shop.") for module in loaded["values"].values())
     assert loaded["missing"] == f"module {package!r} has no attribute 'NoSuchName'"
+
+
+def test_the_stream_function_loads_the_rules_of_rarer_records_on_their_first_record():
+    loaded = fresh_python(
+        "import json, sys\n"
+        "from local_runtime.worker import import_handler_module\n"
+        "import_handler_module('functions/order_events', 'handler')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('shop.services.'))))"
+    )
+    for rarer in ("shop.services.category_moves", "shop.services.product_events", "shop.services.archival"):
+        assert rarer not in loaded
+    assert "shop.services.order_events" in loaded
