@@ -313,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ttl-interval",
         type=float,
         default=2.0,
-        help="seconds between two TTL sweeps (DynamoDB Local never expires items; 0: off)",
+        help="seconds between two TTL sweeps (DynamoDB Local's own deletes are unreliable; 0: off)",
     )
     dev.add_argument("--aws-port", type=int, default=0, help="the local S3 and EventBridge port (default: free)")
     dev.add_argument(

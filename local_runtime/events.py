@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from local_runtime.template import ACCOUNT_ID, REGION
+from local_runtime.ttl import TTL_IDENTITY
 
 API_ID = "localapi"
 # Content types API Gateway HTTP APIs pass as text; everything else arrives base64-encoded.
@@ -219,9 +220,10 @@ def stream_record(raw: dict[str, Any], stream_arn: str, region: str = REGION) ->
     for key in ("Keys", "NewImage", "OldImage", "SequenceNumber", "SizeBytes", "StreamViewType"):
         if key in ddb:
             dynamodb[key] = _plain(ddb[key])
+    name = raw.get("eventName")
     record: dict[str, Any] = {
         "eventID": raw.get("eventID"),
-        "eventName": event_name(raw.get("eventName"), dynamodb),
+        "eventName": event_name(name, dynamodb),
         "eventVersion": "1.1",
         "eventSource": "aws:dynamodb",
         "awsRegion": region,
@@ -230,15 +232,23 @@ def stream_record(raw: dict[str, Any], stream_arn: str, region: str = REGION) ->
     }
     if raw.get("userIdentity"):
         record["userIdentity"] = _plain(raw["userIdentity"])
+    elif is_local_ttl_delete(name, dynamodb):
+        record["userIdentity"] = dict(TTL_IDENTITY)
     return record
 
 
 EVENT_NAMES = ("INSERT", "MODIFY", "REMOVE")
 
 
+def is_local_ttl_delete(name: Any, data: dict[str, Any]) -> bool:
+    """DynamoDB Local's own TTL delete: it names the record `UNKNOWN_TO_SDK_VERSION` (any name but the
+    three), with the OldImage only, no userIdentity, and the index keys in Keys. Its other deletes are
+    `REMOVE`."""
+    return name not in EVENT_NAMES and "OldImage" in data and "NewImage" not in data
+
+
 def event_name(name: Any, data: dict[str, Any]) -> Any:
-    """The record's event name; one DynamoDB Local names `UNKNOWN_TO_SDK_VERSION` (seen on a delete racing
-    with writes, its Keys then holding the GSI keys too) is named from its images, as DynamoDB would."""
+    """The record's event name, as DynamoDB would send it (DynamoDB Local's TTL delete: `REMOVE`)."""
     if name in EVENT_NAMES:
         return name
     if "NewImage" in data:

@@ -1,4 +1,4 @@
-"""TTL and the archive over HTTP on the local stack: DynamoDB Local never expires items, the TTL emulator does.
+"""TTL and the archive over HTTP on the local stack: the TTL emulator (or DynamoDB Local itself) expires items.
 
 One stack with short settings (`--env SESSION_TTL_SECONDS=3 --env ARCHIVE_AFTER_DAYS=0`, a sweep every
 0.5 s): an abandoned cart reaches the local bus (its capture, `<data dir>/events.jsonl`) as CartAbandoned;

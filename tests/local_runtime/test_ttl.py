@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
+import pytest
+
+from infra.settings import STREAM_FILTERS
+from local_runtime import streams
+from local_runtime.dynamodb_local import create_table
+from local_runtime.filters import matches_any
 from local_runtime.ttl import TTL_IDENTITY, TtlDeletions, TtlEmulator
 from tests.support.streams import StreamReader, only
 
@@ -80,8 +87,8 @@ def test_a_later_holders_delete_of_the_same_key_is_not_taken_for_ttl(store):
     assert ["userIdentity" in r for r in removes] == [True, False]
 
 
-def test_removes_are_recognised_as_dynamodb_local_sometimes_writes_them():
-    """DynamoDB Local has named a delete racing with writes UNKNOWN_TO_SDK_VERSION, with GSI keys in Keys."""
+def test_dynamodb_locals_own_ttl_delete_is_shaped_as_the_ttl_services_remove():
+    """DynamoDB Local names its own TTL delete UNKNOWN_TO_SDK_VERSION, without userIdentity, GSI keys in Keys."""
     from local_runtime.events import stream_record
 
     old = {"PK": {"S": "ORDER#o1"}, "SK": {"S": "ORDER"}, "GSI1PK": {"S": "x"}, "expires_at": {"N": "100"}}
@@ -97,9 +104,42 @@ def test_removes_are_recognised_as_dynamodb_local_sometimes_writes_them():
         },
     }
     record = stream_record(raw, "arn:stream")
-    assert record["eventName"] == "REMOVE"
+    assert (record["eventName"], record["userIdentity"]) == ("REMOVE", TTL_IDENTITY)
     deletions = TtlDeletions("expires_at", ("PK", "SK"))
     deletions.add({"PK": old["PK"], "SK": old["SK"]}, "100")
     assert deletions.mark([record])[0]["userIdentity"] == TTL_IDENTITY
     again = stream_record(raw, "arn:stream")  # the poller read it again after an error
     assert deletions.mark([again])[0]["userIdentity"] == TTL_IDENTITY
+
+
+@pytest.mark.integration
+def test_an_item_dynamodb_local_expires_by_itself_reaches_order_events_as_a_ttl_remove(dynamodb_local):
+    """With TTL on (what `make dev` creates), DynamoDB Local deletes expired items itself, about every 10 s,
+    before or instead of the emulator: its record must pass the mapping's TTL filter as on AWS. (It deletes
+    only while every expired item of the table holds the index keys, as a finished order's header does.)"""
+    client = dynamodb_local.client("dynamodb")
+    name = f"native-ttl-{uuid.uuid4().hex[:8]}"
+    create_table(client, name)
+    try:
+        reader = streams.StreamReader(client, dynamodb_local.client("dynamodbstreams"), name)
+        order = {
+            "PK": {"S": "ORDER#o1"},
+            "SK": {"S": "ORDER"},
+            "GSI1PK": {"S": "STATUS#CANCELLED#00"},
+            "GSI1SK": {"S": "2026-01-01T00:00:00Z#o1"},
+            "entity": {"S": "ORDER"},
+        }
+        client.put_item(TableName=name, Item={**order, "expires_at": {"N": str(int(time.time()) - 1)}})
+        removes: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 60
+        while not removes and time.monotonic() < deadline:
+            time.sleep(0.5)
+            removes = [r for r in reader.read() if r["eventName"] == "REMOVE"]
+        [remove] = removes
+        assert remove["userIdentity"] == TTL_IDENTITY
+        assert remove["dynamodb"]["OldImage"]["entity"] == {"S": "ORDER"}
+        assert matches_any(STREAM_FILTERS, remove)
+        key = {"PK": order["PK"], "SK": order["SK"]}
+        assert "Item" not in client.get_item(TableName=name, Key=key, ConsistentRead=True)
+    finally:
+        client.delete_table(TableName=name)

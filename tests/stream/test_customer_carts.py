@@ -1,7 +1,7 @@
 """A customer cart removed by TTL publishes CartAbandoned with the customer id; nothing else about carts does.
 
 The records are the table's own (moto and DynamoDB Local streams), shaped as TTL's removal where TTL
-would make it (DynamoDB Local never expires items); the mapping's filters are the deployed ones.
+would make it (tests do not wait for an expiry); the mapping's filters are the deployed ones.
 """
 
 from __future__ import annotations

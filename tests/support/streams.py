@@ -51,7 +51,7 @@ def ttl_removal(
     *,
     item_keys: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A REMOVE record as DynamoDB TTL writes it (DynamoDB Local never expires items, so tests shape it);
+    """A REMOVE record as DynamoDB TTL writes it (tests shape it rather than wait for an expiry);
     of the session `session_id`, or of the item whose keys (DynamoDB JSON) are `item_keys`."""
     return {
         "eventID": f"ttl-{sequence_number}",
