@@ -301,12 +301,15 @@ def create_table(
     *,
     exist_ok: bool = False,
     spec: TableSpec | None = None,
+    native_ttl: bool = True,
 ) -> None:
     """Create the single table: as the synthesized template defines it, or the built-in definition.
 
     Keys, attribute definitions, billing mode, GSIs/LSIs and the stream come from the template's
-    AWS::DynamoDB::Table (or GlobalTable); TTL is enabled afterwards with UpdateTimeToLive (DynamoDB
-    Local records it but never deletes expired items). With `exist_ok`, an existing table is left as is.
+    AWS::DynamoDB::Table (or GlobalTable); TTL is enabled afterwards with UpdateTimeToLive, and DynamoDB
+    Local then deletes expired items itself, about every 10 seconds. `native_ttl=False` leaves TTL off,
+    for tests in which only the TTL emulator, on the test's clock, deletes. With `exist_ok`, an existing
+    table is left as is.
     """
     if len(table_name) < 3:
         raise ValueError(f"table name {table_name!r} is too short: DynamoDB Local needs at least 3 characters")
@@ -319,7 +322,7 @@ def create_table(
             raise
         return
     client.get_waiter("table_exists").wait(TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
-    if spec.ttl_attribute:
+    if spec.ttl_attribute and native_ttl:
         client.update_time_to_live(
             TableName=table_name,
             TimeToLiveSpecification={"Enabled": True, "AttributeName": spec.ttl_attribute},

@@ -85,7 +85,7 @@ def moto_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     with mock_aws():
         client = boto3.client("dynamodb", config=client_config())
         name = _fresh_name()
-        create_table(client, name)
+        create_table(client, name, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
         monkeypatch.setenv("TABLE_NAME", name)
         store_module.reset_client()
         yield Store("moto", client, boto3.client("dynamodbstreams"), name, None)
@@ -102,7 +102,7 @@ def local_store(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterato
         monkeypatch.setenv(key, value)
     client = dynamodb_local.client("dynamodb", config=client_config())
     name = _fresh_name()
-    create_table(client, name)
+    create_table(client, name, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
     monkeypatch.setenv("TABLE_NAME", name)
     store_module.reset_client()
     yield Store("local", client, dynamodb_local.client("dynamodbstreams"), name, dynamodb_local.endpoint)

@@ -60,7 +60,7 @@ def _fresh_store(backend: str, client: Any, env: dict[str, str], monkeypatch: py
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     name = f"api-{os.getpid()}-{next(_names)}"
-    create_table(client, name)
+    create_table(client, name, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
     monkeypatch.setenv("TABLE_NAME", name)
     monkeypatch.setattr(store_module, "_client", client)
     settings.cache_clear()

@@ -88,7 +88,7 @@ def fresh_seeded_table(client: Any, monkeypatch: pytest.MonkeyPatch, number: int
     from shop.repository import Table
 
     name = f"privilege-{number}"
-    create_table(client, name)
+    create_table(client, name, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
     monkeypatch.setenv("TABLE_NAME", name)
     settings.cache_clear()
     load_seed(Table(client, name))
