@@ -1,8 +1,8 @@
 """DynamoDB's Time to Live, emulated for DynamoDB Local, whose own TTL deletes are not enough.
 
-DynamoDB Local deletes expired items of a TTL-enabled table itself, about every 10 seconds, but stops
-doing so for a table while any expired item there lacks an index's keys, and names
-those deletes `UNKNOWN_TO_SDK_VERSION` (`local_runtime.events` gives them the TTL service's identity).
+DynamoDB Local deletes expired items of a TTL-enabled table itself, about every 10 seconds, but stops doing
+so for a table while any expired item there lacks an index's keys, and names those deletes
+`UNKNOWN_TO_SDK_VERSION` (`local_runtime.events` gives them the TTL service's identity).
 
 `TtlEmulator.sweep()` deletes the items whose TTL attribute (a Number, epoch seconds) has passed, each
 conditionally on the attribute still being expired then, as the TTL service does; `start()` sweeps every
@@ -11,9 +11,9 @@ this is local tooling on a small table, and a sparse index would make the local 
 deployed one. Like the service, it skips values more than five years in the past.
 
 The emulator's deletes are ordinary REMOVEs without `userIdentity`, so each is registered (`TtlDeletions`)
-before it is made; the stream readers (`TtlDeletions.mark`, used by the poller and the tests' reader)
-give the first REMOVE of that key whose OldImage holds the same TTL value the TTL
-service's identity, so the mapping's filters and the processor see it as on AWS.
+before it is made; the stream readers (`TtlDeletions.mark`, used by the poller and the tests' reader) give
+the first REMOVE of that key whose OldImage holds the same TTL value the TTL service's identity, so the
+mapping's filters and the processor see it as on AWS.
 """
 
 from __future__ import annotations

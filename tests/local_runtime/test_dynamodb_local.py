@@ -86,6 +86,13 @@ def test_default_table_has_keys_gsi_stream_and_ttl(ddb):
     assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "expires_at"}
 
 
+def test_a_table_for_tests_has_ttl_off_so_only_the_emulator_deletes(ddb):
+    client = ddb.client()
+    create_table(client, "shop-no-native-ttl", native_ttl=False)
+    ttl = client.describe_time_to_live(TableName="shop-no-native-ttl")["TimeToLiveDescription"]
+    assert ttl["TimeToLiveStatus"] == "DISABLED"
+
+
 def test_create_table_exist_ok(ddb):
     client = ddb.client()
     create_table(client, "shop-twice")
