@@ -8,8 +8,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from shop import errors
 from shop.repository import store
-from shop.repository.store import Table, batch_get, to_item
+from shop.repository.store import BATCH_GET_ATTEMPTS, Table, batch_get, to_item
 
 TABLE = "shop"
 
@@ -29,12 +30,16 @@ def answer(found: list[int], unprocessed: list[int] | None = None) -> dict[str, 
     return out
 
 
+def stubbed_client() -> Any:
+    return boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x", endpoint_url="http://x"
+    )
+
+
 def test_keys_go_100_a_request_and_unprocessed_ones_are_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
     pauses: list[float] = []
     monkeypatch.setattr(store.time, "sleep", pauses.append)
-    client = boto3.client(
-        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x", endpoint_url="http://x"
-    )
+    client = stubbed_client()
     wanted = [key(n) for n in range(120)] + [key(5)]  # a repeated key is asked once
     with Stubber(client) as stub:
         stub.add_response("batch_get_item", answer(list(range(99)), unprocessed=[99]), request(list(range(100))))
@@ -45,3 +50,19 @@ def test_keys_go_100_a_request_and_unprocessed_ones_are_asked_again(monkeypatch:
     assert sorted(item["n"] for item in found.values()) == [n for n in range(120) if n != 119]
     assert found[("P#7", "S")]["n"] == 7
     assert len(pauses) == 1  # a pause only before asking for unprocessed keys again
+
+
+def test_keys_left_unprocessed_every_time_answer_service_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table throttled throughout is a transient 503, not a loop until the function's timeout."""
+    pauses: list[float] = []
+    monkeypatch.setattr(store.time, "sleep", pauses.append)
+    client = stubbed_client()
+    with Stubber(client) as stub:
+        stub.add_response("batch_get_item", answer([0], unprocessed=[1]), request([0, 1]))
+        for _ in range(BATCH_GET_ATTEMPTS - 1):
+            stub.add_response("batch_get_item", answer([], unprocessed=[1]), request([1]))
+        with pytest.raises(errors.ServiceUnavailable):
+            batch_get(Table(client, TABLE), [key(0), key(1)])
+        stub.assert_no_pending_responses()
+    assert len(pauses) == BATCH_GET_ATTEMPTS - 1
+    assert max(pauses) <= 0.5
