@@ -146,7 +146,14 @@ class MemoryProducts:
             update={"rating_average": round(stored.rating_sum / count, 2) if count else None}
         )
 
-    def create(self, product: Product, scopes: list[str]) -> Product:
+    def _check_paths(self, filed_paths: dict[str, str] | None) -> None:
+        for slug, path in (filed_paths or {}).items():
+            found = self.state.categories.get(slug)
+            if found is None or found[0].path != path:
+                raise errors.CategoriesMoved("a category of the product moved meanwhile, retry")
+
+    def create(self, product: Product, scopes: list[str], filed_paths: dict[str, str] | None = None) -> Product:
+        self._check_paths(filed_paths)
         existing = self.state.products.get(product.product_id)
         if existing is not None and existing.product.created_at == product.created_at:
             return self._read(product.product_id)  # the same create sent again (its first answer lost)
@@ -222,10 +229,18 @@ class MemoryProducts:
         listed = sorted(self._listings(category), key=sort_key, reverse=descending)
         return page_of(listed, limit=limit, next_token=next_token)
 
-    def update(self, current: Product, changes: dict[str, Any], updated_at: str, scopes: list[str]) -> Product:
+    def update(
+        self,
+        current: Product,
+        changes: dict[str, Any],
+        updated_at: str,
+        scopes: list[str],
+        filed_paths: dict[str, str] | None = None,
+    ) -> Product:
         stored = self.state.products.get(current.product_id)
         if stored is None or stored.product.updated_at != current.updated_at:
             raise errors.Conflict("the product changed meanwhile, retry")
+        self._check_paths(filed_paths)
         stored.product = stored.product.model_copy(update={**changes, "updated_at": updated_at})
         self.state.listed_in[current.product_id] = scopes if stored.product.listed else []
         return self._read(current.product_id)

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from functools import cache
 
-from shop.limits import MAX_ARCHIVE_AFTER_DAYS, MAX_STATUS_SHARDS
+from shop.limits import MAX_ARCHIVE_AFTER_DAYS, MAX_STATUS_SHARDS, MOVE_STEP_PRODUCTS
 
 # infra.settings.DEFAULT_STATUS_SHARDS: what a function run without STATUS_SHARDS (tests, scripts) assumes.
 DEFAULT_STATUS_SHARDS = 48
@@ -91,3 +91,12 @@ def settings() -> Settings:
         archive_bucket=os.environ.get("ARCHIVE_BUCKET") or None,
         hot_product_cache_seconds=_hot_product_cache_seconds(),
     )
+
+
+def move_step_products() -> int:
+    """Products one step of a category move re-files: MOVE_STEP_PRODUCTS, or fewer with
+    CATEGORY_MOVE_STEP_PRODUCTS (a local or test run that wants a move of a few products to take many steps)."""
+    text = os.environ.get("CATEGORY_MOVE_STEP_PRODUCTS") or str(MOVE_STEP_PRODUCTS)
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MOVE_STEP_PRODUCTS:
+        raise ConfigurationError(f"CATEGORY_MOVE_STEP_PRODUCTS must be 1..{MOVE_STEP_PRODUCTS}, got {text!r}")
+    return int(text)

@@ -208,6 +208,11 @@ class InvalidMove(Conflict):
     code = "INVALID_MOVE"
 
 
+class CategoriesMoved(Conflict):
+    """A category a product is filed in changed its path between the read of its paths and the write of the
+    product's listing entries (a move): the scopes computed are stale; read the paths again."""
+
+
 class MoveInProgress(Conflict):
     """Another category move is still rewriting its subtree."""
 

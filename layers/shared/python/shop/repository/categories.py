@@ -71,17 +71,22 @@ class CategoryRepository:
         item = from_item(response["Item"])
         return category_from_item(item), int(item.get("version", 1))
 
-    def get_many(self, slugs: list[str]) -> dict[str, Category]:
+    def get_many(self, slugs: list[str], *, consistent: bool = False) -> dict[str, Category]:
         """The categories that exist, by slug: one BatchGetItem per 100 (more only for keys DynamoDB left
         unprocessed)."""
         wanted = list(dict.fromkeys(slugs))
         found: dict[str, Category] = {}
         for start in range(0, len(wanted), BATCH_GET_LIMIT):
-            self._get_batch(wanted[start : start + BATCH_GET_LIMIT], found)
+            self._get_batch(wanted[start : start + BATCH_GET_LIMIT], found, consistent)
         return found
 
-    def _get_batch(self, slugs: list[str], found: dict[str, Category]) -> None:
-        request: dict[str, Any] = {self.table.name: {"Keys": [to_item(keys.category_key(s)) for s in slugs]}}
+    def _get_batch(self, slugs: list[str], found: dict[str, Category], consistent: bool) -> None:
+        request: dict[str, Any] = {
+            self.table.name: {
+                "Keys": [to_item(keys.category_key(s)) for s in slugs],
+                **({"ConsistentRead": True} if consistent else {}),
+            }
+        }
         while request:
             with translated_errors():
                 response = self.table.client.batch_get_item(RequestItems=request)

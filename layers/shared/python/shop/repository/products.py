@@ -67,14 +67,33 @@ def _delete(table: Table, key: keys.Key) -> dict[str, Any]:
     return {"Delete": {"TableName": table.name, "Key": to_item(key)}}
 
 
+def _paths_unchanged(table: Table, filed_paths: dict[str, str]) -> list[dict[str, Any]]:
+    """A check per category the product is filed in that its path is still the one its scopes were
+    computed from: a move that re-paths one between the read and the write cancels the write."""
+    return [
+        {
+            "ConditionCheck": {
+                "TableName": table.name,
+                "Key": to_item(keys.category_key(slug)),
+                "ConditionExpression": "#path = :path",
+                "ExpressionAttributeNames": {"#path": "path"},
+                "ExpressionAttributeValues": values(path=path),
+            }
+        }
+        for slug, path in filed_paths.items()
+    ]
+
+
 class ProductRepository:
     def __init__(self, table: Table) -> None:
         self.table = table
         self.stock_shards = StockShardRepository(table)
 
-    def create(self, product: Product, scopes: list[str]) -> Product:
-        """The product and its listing entries under `scopes` (none when archived): one transaction."""
+    def create(self, product: Product, scopes: list[str], filed_paths: dict[str, str] | None = None) -> Product:
+        """The product and its listing entries under `scopes` (none when archived): one transaction, with
+        CategoriesMoved when a category of `filed_paths` (slug -> path the scopes came from) moved meanwhile."""
         entries = listings.entry_items(product, scopes) if product.listed else []
+        checks = _paths_unchanged(self.table, filed_paths or {})
         items = [
             {
                 "Put": {
@@ -84,11 +103,14 @@ class ProductRepository:
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             },
+            *checks,
             *(_put(self.table, entry) for entry in entries),
         ]
         try:
             transact_write(self.table, items)
         except TransactionCancelled as cancelled:
+            if any(cancelled.failed_condition(index) for index in range(1, 1 + len(checks))):
+                raise errors.CategoriesMoved("a category of the product moved meanwhile, retry") from cancelled
             if not cancelled.failed_condition(0):
                 raise cancelled.unexplained() from cancelled
             # The id is new: an item with this create's creation time is its own, committed by an attempt
@@ -187,9 +209,18 @@ class ProductRepository:
             self.table, scope=category, order=order, descending=descending, limit=limit, next_token=next_token
         )
 
-    def update(self, current: Product, changes: dict[str, Any], updated_at: str, scopes: list[str]) -> Product:
+    def update(
+        self,
+        current: Product,
+        changes: dict[str, Any],
+        updated_at: str,
+        scopes: list[str],
+        filed_paths: dict[str, str] | None = None,
+    ) -> Product:
         """Apply catalogue edits and re-file the listing entries under `scopes`, all in one transaction
-        conditional on the product (its edit time and listing version) not having changed since it was read.
+        conditional on the product (its edit time and listing version) not having changed since it was read,
+        and on each category of `filed_paths` still having the path `scopes` were computed from
+        (CategoriesMoved otherwise: a move must never see stale scopes written behind its back).
 
         Entries are written whole (name and price are their sort keys); entries under scopes it left are
         deleted. A product re-filed from 25 scopes to 25 others needs more than one transaction's 100
@@ -244,13 +275,16 @@ class ProductRepository:
                 price_cents=merged.price_cents,
                 status=merged.status.value,
             )
-        first = [update, *copies, *puts, *deletes][:TRANSACTION_LIMIT]
-        rest = [update, *copies, *puts, *deletes][TRANSACTION_LIMIT:]
+        checks = _paths_unchanged(self.table, filed_paths or {})
+        first = [update, *copies, *checks, *puts, *deletes][:TRANSACTION_LIMIT]
+        rest = [update, *copies, *checks, *puts, *deletes][TRANSACTION_LIMIT:]
         try:
             transact_write(self.table, first)
         except TransactionCancelled as cancelled:
             if any(cancelled.failed_condition(index) for index in range(1 + len(copies))):
                 raise errors.Conflict("the product changed meanwhile, retry") from cancelled
+            if any(cancelled.failed_condition(1 + len(copies) + index) for index in range(len(checks))):
+                raise errors.CategoriesMoved("a category of the product moved meanwhile, retry") from cancelled
             raise cancelled.unexplained() from cancelled
         if rest:
             transact_write(self.table, rest)

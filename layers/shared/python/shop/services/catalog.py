@@ -25,6 +25,8 @@ SORTS = {
 
 # Reads and spreads one POST /products/{id}/stock-shards tries while orders keep taking stock.
 STOCK_SPREAD_ATTEMPTS = 3
+# Reads and writes one product create or edit tries while a category move re-files it (or re-paths its categories).
+FILING_ATTEMPTS = 3
 
 
 class CatalogService:
@@ -43,14 +45,16 @@ class CatalogService:
         self.categories: CategoryStore = categories if categories is not None else CategoryRepository(table)
         self.hot = hot if hot is not None else HotProductCache()
 
-    def _scopes(self, categories: list[str]) -> list[str]:
-        """The listings a product filed in `categories` appears in: each and every ancestor (one BatchGetItem);
-        CategoryNotFound names the categories that do not exist."""
+    def _scopes(self, categories: list[str]) -> tuple[list[str], dict[str, str]]:
+        """The listings a product filed in `categories` appears in: each and every ancestor (one BatchGetItem),
+        and the paths they come from (the write checks them); CategoryNotFound names the categories that do
+        not exist."""
         found = self.categories.get_many(categories)
         missing = [slug for slug in categories if slug not in found]
         if missing:
             raise errors.CategoryNotFound(missing)
-        return listing_scopes([found[slug].path for slug in categories])
+        paths = {slug: found[slug].path for slug in categories}
+        return listing_scopes(list(paths.values())), paths
 
     def create(
         self,
@@ -69,7 +73,6 @@ class CatalogService:
         filed = list(dict.fromkeys(categories or ([category] if category else [])))
         if not filed:
             raise errors.InvalidRequest("a product needs a category", {"categories": "give 1 to 5 categories"})
-        scopes = self._scopes(filed)
         now = clock.iso_now()
         product = Product(
             product_id=ids.new_id(),
@@ -83,7 +86,14 @@ class CatalogService:
             created_at=now,
             updated_at=now,
         )
-        return self.products.create(product, scopes)
+        for attempt in range(FILING_ATTEMPTS):
+            scopes, paths = self._scopes(filed)
+            try:
+                return self.products.create(product, scopes, paths)
+            except errors.CategoriesMoved:
+                if attempt == FILING_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     def get(self, product_id: str) -> Product:
         """The product; a hot one (flash sale) as this instance read it at most HOT_PRODUCT_CACHE_SECONDS ago."""
@@ -114,8 +124,13 @@ class CatalogService:
         return page
 
     def update(self, actor: Actor, product_id: str, changes: dict[str, Any]) -> Product:
-        """GetItem of the product (and a BatchGetItem of its categories when they change), then one
-        transaction: the product and its listing entries, rewritten whole."""
+        """GetItem of the product and a BatchGetItem of its categories, then one transaction: the product and
+        its listing entries, rewritten whole under the scopes its categories have now (never the scopes it
+        was stored with: a category move may be re-filing it), conditional on those categories' paths.
+
+        A category move that re-paths one of its categories, or re-files the product, between the reads and
+        the write cancels the write; it is read again and re-applied (FILING_ATTEMPTS in all) when no other
+        edit came in between (its `updated_at` unchanged), Conflict otherwise."""
         actor.require_admin()
         changes = dict(changes)
         if "category" in changes and "categories" not in changes:
@@ -123,13 +138,21 @@ class CatalogService:
         if "categories" in changes:
             changes["categories"] = list(dict.fromkeys(changes["categories"]))
             changes["category"] = changes["categories"][0]
-        current = self.products.get(product_id)
-        if "categories" in changes and changes["categories"] != current.categories:
-            scopes = self._scopes(changes["categories"])
-        else:
-            scopes = current._listed_in
         try:
-            return self.products.update(current, changes, clock.iso_now(), scopes)
+            current = self.products.get(product_id)
+            for attempt in range(FILING_ATTEMPTS):
+                scopes, paths = self._scopes(changes.get("categories", current.categories))
+                try:
+                    return self.products.update(current, changes, clock.iso_now(), scopes, paths)
+                except errors.Conflict as conflict:
+                    if attempt == FILING_ATTEMPTS - 1:
+                        raise
+                    if not isinstance(conflict, errors.CategoriesMoved):
+                        seen = current.updated_at
+                        current = self.products.get(product_id)
+                        if current.updated_at != seen:  # another edit came in between: the caller decides
+                            raise
+            raise AssertionError("unreachable")
         finally:
             self._forget(product_id)
 

@@ -24,9 +24,10 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
 class ProductStore(Protocol):
     """The catalogue as the catalogue service edits it."""
 
-    def create(self, product: Product, scopes: list[str]) -> Product:
+    def create(self, product: Product, scopes: list[str], filed_paths: dict[str, str] | None = None) -> Product:
         """The product, listed under each of `scopes` (category slugs) and among all products unless
-        archived; ProductExists when the id is taken."""
+        archived; ProductExists when the id is taken, CategoriesMoved when a category of `filed_paths`
+        (slug -> the path `scopes` came from) has another path now."""
 
     def get(self, product_id: str) -> Product:
         """ProductNotFound."""
@@ -42,9 +43,17 @@ class ProductStore(Protocol):
     ) -> Page[ProductListing]:
         """The active products listed under `category` (keys.BY_NAME or keys.BY_PRICE order), each once."""
 
-    def update(self, current: Product, changes: dict[str, Any], updated_at: str, scopes: list[str]) -> Product:
+    def update(
+        self,
+        current: Product,
+        changes: dict[str, Any],
+        updated_at: str,
+        scopes: list[str],
+        filed_paths: dict[str, str] | None = None,
+    ) -> Product:
         """The product with `changes` (a None description removes it), listed under `scopes` (none when
-        archived); Conflict when it changed since `current` was read."""
+        archived); Conflict when it changed since `current` was read, CategoriesMoved when a category of
+        `filed_paths` (slug -> the path `scopes` came from) has another path now."""
 
     def archive(self, current: Product, updated_at: str) -> Product:
         """ARCHIVED and out of every listing; Conflict when it changed since `current` was read."""
