@@ -174,12 +174,12 @@ def list_products(
 
 @app.get(
     "/products/<product_id>",
-    summary="One product with its stock and rating summary",
-    responses=declare(200, s.Product, 404),
+    summary="One product with its stock and rating summary (no operations data: admins' answers carry it)",
+    responses=declare(200, s.PublicProduct, 404),
     tags=TAGS,
 )
 def get_product(product_id: ProductId):
-    return json_response(200, catalog.get(product_id))
+    return json_response(200, catalog.get(product_id).public())
 
 
 @app.delete(

@@ -11,7 +11,7 @@ from shop.http_api.schemas import INTEGRAL, MISSING, Body, given
 from shop.limits import MAX_PRICE_CENTS, MAX_PRODUCT_CATEGORIES, MAX_PRODUCT_NAME_LENGTH, MAX_STOCK, MAX_STOCK_SHARDS
 from shop.models import Product, Review
 from shop.models.common import Model
-from shop.models.products import ProductListing
+from shop.models.products import ProductListing, PublicProduct
 
 Name = Annotated[str, Field(min_length=1, max_length=MAX_PRODUCT_NAME_LENGTH)]
 Category = Annotated[Slug, Field(description="shorthand for a one-element categories")]
@@ -129,6 +129,7 @@ __all__ = [
     "ProductListing",
     "ProductPage",
     "ProductPatch",
+    "PublicProduct",
     "Review",
     "ReviewIn",
     "ReviewPage",

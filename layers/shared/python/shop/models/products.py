@@ -24,7 +24,9 @@ def _categories_from_category(data: Any) -> Any:
     return data
 
 
-class Product(Model):
+class PublicProduct(Model):
+    """A product as anyone reads it (GET /products/{id}): no operations data."""
+
     product_id: str
     name: str
     # Either may be given: `category` is the first of `categories`, for clients of version 1.
@@ -33,15 +35,25 @@ class Product(Model):
     price_cents: int
     description: str | None = None
     stock: int
-    stock_shards: int = 1  # flash-sale stock shards (1: the stock is on the product item alone)
     status: ProductStatus = ProductStatus.ACTIVE
-    low_stock_threshold: int = DEFAULT_LOW_STOCK_THRESHOLD
     rating_count: int = 0
     rating_average: float | None = None
     created_at: str
     updated_at: str
 
     _from_category = model_validator(mode="before")(_categories_from_category)
+
+
+class Product(PublicProduct):
+    """A product with its operations data, which only admins' answers show."""
+
+    stock_shards: int = Field(
+        default=1, description="admin only: flash-sale stock shards (1: the stock is on the product item alone)"
+    )
+    low_stock_threshold: int = Field(
+        default=DEFAULT_LOW_STOCK_THRESHOLD, description="admin only: StockLow fires below it"
+    )
+
     # The repository's: the listing scopes the product's entries are under, and that set's version.
     _listed_in: list[str] = PrivateAttr(default_factory=list)
     _listing_version: int = PrivateAttr(default=0)
@@ -49,6 +61,10 @@ class Product(Model):
     @property
     def listed(self) -> bool:
         return self.status is ProductStatus.ACTIVE
+
+    def public(self) -> PublicProduct:
+        """What anyone may read of it."""
+        return PublicProduct.model_validate(self.model_dump(include=set(PublicProduct.model_fields)))
 
 
 class ProductListing(Model):
