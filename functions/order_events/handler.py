@@ -26,6 +26,7 @@ from shop.repository import Table
 from shop.repository.stream_records import StreamRecord
 from shop.services.order_events import Action, OrderEventsService, Outcome
 from shop.stream_batch import PublishingBatchProcessor
+from shop.tracing import tracing_disabled
 
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Shop")
@@ -91,7 +92,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return dict(response)
 
 
-if os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() != "true":
+if not tracing_disabled():
     from aws_lambda_powertools import Tracer
 
     handler = Tracer().capture_lambda_handler(handler)

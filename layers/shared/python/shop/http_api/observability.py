@@ -16,6 +16,7 @@ from aws_lambda_powertools.metrics import Metrics, MetricUnit
 
 from shop import startup
 from shop.aws_config import invocation_deadline
+from shop.tracing import tracing_disabled
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "shop-api"))
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Shop"))
@@ -39,7 +40,7 @@ def flush_metrics() -> None:
 
 
 def tracing_enabled() -> bool:
-    return os.environ.get("POWERTOOLS_TRACE_DISABLED", "false").strip().lower() not in {"true", "1"}
+    return not tracing_disabled()
 
 
 Handler = Callable[[Mapping[str, Any], Any], dict[str, Any]]
