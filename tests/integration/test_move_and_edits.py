@@ -1,7 +1,10 @@
 """Product edits during a category move, on DynamoDB Local with the move driven by the table's real stream
-records one step at a time: an edit that renames a product past the move's cursor over the name listing,
-and an edit that read the tree before the move and commits after the cursor passed its new name. After
-the move every product is listed exactly under its new scopes (issue 23, item 1)."""
+records one step at a time (issue 23, item 1): an edit that renames a product past the move's cursor over the
+name listing; an edit that read the tree before the move and commits after the cursor passed its new name;
+an edit whose product the move re-filed between its read and its write (applied, not 409); an edit between
+the move step's read and its write (the step reads again). After the move every product is listed exactly
+under its new scopes.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import Any
 import pytest
 
 from shop import keys
+from shop.repository import ProductRepository
 from shop.repository.stream_records import StreamRecord
 from shop.services.catalog import CatalogService
 from shop.services.categories import CategoryService
@@ -140,4 +144,66 @@ def test_an_edit_that_read_before_the_move_and_commits_behind_the_cursor_is_file
     assert writes[0] == ["oa", "m"]  # refused: the old tree's scopes
     assert writes[-1] == ["ob", "m"]
     assert not run_move(store, reader)
+    assert_moved(catalog, everything)
+
+
+def test_an_edit_whose_product_the_move_refiled_meanwhile_is_applied_not_refused(moving):
+    """The edit reads the product and the tree before the move and is held; the whole move runs, re-filing
+    the product (its listing version moves, its edit time does not); the edit's write is cancelled, and the
+    service reads it again and applies the rename under the new scopes instead of answering 409."""
+    store, catalog, everything = moving
+    target = everything[0]
+    editor = CatalogService(store.table)
+    write = editor.products.update
+    reads_done, go_on = threading.Event(), threading.Event()
+    outcome: list[Any] = []
+
+    def held_update(*args: Any) -> Any:
+        if not reads_done.is_set():
+            reads_done.set()
+            assert go_on.wait(timeout=60)
+        return write(*args)
+
+    def edit() -> None:
+        try:
+            outcome.append(editor.update(ADMIN, target, {"name": "z-renamed"}))
+        except Exception as error:
+            outcome.append(error)
+
+    editor.products.update = held_update  # type: ignore[method-assign]
+    reader = StreamReader(store)
+    reader.skip_to_now()
+    thread = threading.Thread(target=edit)
+    thread.start()
+    try:
+        assert reads_done.wait(timeout=60)
+        CategoryService(store.table).update(ADMIN, "m", {"parent": "ob"})
+        assert not run_move(store, reader)
+    finally:
+        go_on.set()
+        thread.join()
+    assert [getattr(product, "name", product) for product in outcome] == ["z-renamed"]
+    assert_moved(catalog, everything)
+
+
+def test_an_edit_between_the_movers_read_and_its_write_is_kept_and_refiled(moving, monkeypatch):
+    """An edit commits after the move's step read a page of products and before it writes them: the step's
+    write for that product is cancelled by its listing version, and the step reads it again."""
+    store, catalog, everything = moving
+    target = everything[3]
+    relist = ProductRepository.relist
+    edited: list[str] = []
+
+    def relist_after_an_edit(self: ProductRepository, products: list[Any]) -> list[str]:
+        if not edited and any(product.product_id == target for product, _ in products):
+            edited.append(CatalogService(store.table).update(ADMIN, target, {"price_cents": 4242}).product_id)
+        return relist(self, products)
+
+    monkeypatch.setattr(ProductRepository, "relist", relist_after_an_edit)
+    reader = StreamReader(store)
+    reader.skip_to_now()
+    CategoryService(store.table).update(ADMIN, "m", {"parent": "ob"})
+    assert not run_move(store, reader)
+    assert edited == [target]
+    assert catalog.get(target).price_cents == 4242
     assert_moved(catalog, everything)
