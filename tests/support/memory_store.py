@@ -469,8 +469,12 @@ class MemoryOrders:
         if current is None:
             raise errors.OrderNotFound("order not found")
         if current.status is not order.status or current.version != order.version:
-            if current.status is new_status and current.version == order.version + 1:
-                return self._advanced(order, new_status, current.version, current.updated_at, details)
+            if (
+                current.status is new_status
+                and current.version == order.version + 1
+                and details.recorded_in(current.history[-1])
+            ):
+                return current  # this change, made (its answer was lost): the order as stored
             raise errors.VersionMismatch("the order changed meanwhile", {"current_version": current.version})
         if any(line.product_id not in self.state.products for line in restock):
             raise errors.Conflict("the data changed meanwhile, retry")

@@ -553,10 +553,17 @@ def _advanced(
 def _explain_failed_change(
     order: Order, new_status: OrderStatus, current: dict[str, Any] | None, details: StatusDetails = NO_DETAILS
 ) -> Order:
-    """The order a failed conditional status change leaves, if the change is already made; else why it failed."""
+    """The order a failed conditional status change leaves, if the change is already made; else why it failed.
+
+    Made means this change, not only one to the same status: the order (`current`, as the failed write found
+    it) is at the next version in new_status with this change's carrier, tracking number and reason. The
+    answer is then the order as stored. A concurrent change to the same status with other details is
+    another request's: VersionMismatch."""
     if current is None:
         raise errors.OrderNotFound("order not found")
     version = int(current["version"])
     if current["status"] == new_status.value and version == order.version + 1:
-        return _advanced(order, new_status, version, current["updated_at"], details)
+        made = _latest_entry(current)
+        if details.recorded_in(made):
+            return Order.model_validate({**current, "history": [h.model_dump() for h in [*order.history, made]]})
     raise errors.VersionMismatch("the order changed meanwhile", {"current_version": version})

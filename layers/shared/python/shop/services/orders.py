@@ -303,8 +303,13 @@ class OrderService:
                 {"carrier": "required with SHIPPED", "tracking_number": "required with SHIPPED"},
             )
         order = self.orders.get(order_id)
-        if expected_version >= 1 and order.version == expected_version + 1 and order.status is new_status:
-            return order  # the change is made: a retry whose first attempt's answer was lost
+        if (
+            expected_version >= 1
+            and order.version == expected_version + 1
+            and order.status is new_status
+            and _requested(shipment, reason).recorded_in(order.history[-1])
+        ):
+            return order  # this change is made: a retry whose first attempt's answer was lost
         if order.version != expected_version:
             raise errors.VersionMismatch("the order changed since you read it", {"current_version": order.version})
         if new_status in OWNER_ONLY_STATUSES:
@@ -376,6 +381,16 @@ class OrderService:
             details=details,
             expires_at=archive_at(new_status, clock.epoch(moment), settings().archive_after_days),
         )
+
+
+def _requested(shipment: ShipmentIn | None, reason: str | None) -> StatusDetails:
+    """The details a status change request asks for, to recognise the stored change it made (times aside)."""
+    return StatusDetails(
+        shipment=Shipment(carrier=shipment.carrier, tracking_number=shipment.tracking_number, shipped_at="")
+        if shipment is not None
+        else None,
+        reason=reason,
+    )
 
 
 def delivered_at(order: Order) -> datetime:
