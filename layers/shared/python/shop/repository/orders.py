@@ -12,7 +12,7 @@ from typing import Any
 
 from shop import errors, keys
 from shop.config import settings
-from shop.limits import MAX_PARALLEL_QUERIES
+from shop.limits import MAX_PARALLEL_QUERIES, MAX_TRANSACTION_ITEMS
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails, StatusEntry
 from shop.models.carts import CartClaim
 from shop.models.orders import NO_DETAILS, Placement, SessionClaim
@@ -273,6 +273,8 @@ class OrderRepository:
                     }
                 }
             )
+        if len(items) > MAX_TRANSACTION_ITEMS:  # DynamoDB would refuse it as invalid: a 422 that says never retry
+            raise errors.StockTooScattered(len(items), MAX_TRANSACTION_ITEMS)
         try:
             transact_write(self.table, items, ClientRequestToken=order.order_id)
         except TransactionCancelled as cancelled:

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from shop import clock, errors, ids
 from shop.config import settings
-from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY, RETURN_WINDOW_DAYS
+from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY, MAX_TRANSACTION_ITEMS, RETURN_WINDOW_DAYS
 from shop.models import (
     ORDER_TRANSITIONS,
     OWNER_ONLY_STATUSES,
@@ -225,12 +225,16 @@ class OrderService:
     ) -> Order:
         """One transaction per attempt: a moved price re-reads the catalogue (REPRICE_ATTEMPTS in all), a
         flash-sale shard that held too little sends the line to another (shop.services.stock)."""
-        stock = StockReservation(quantities, shards, self.products.stock_layout)
+        stock = StockReservation(quantities, shards, self.products.stock_layout, self.products.gather_stock)
+        # The transaction's items besides the stock takes: the order, its customer entry, the cart or session
+        # it empties, the Idempotency-Key it claims (shop.repository.orders.OrderRepository.place).
+        room = MAX_TRANSACTION_ITEMS - 2 - sum(part is not None for part in (claim, cart_claim, placement))
         reprices = 0
         for _ in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS):
             order = self._new_order(actor, priced, address)
             try:
-                return self.orders.place(order, claim, placement=placement, cart=cart_claim, takes=stock.takes())
+                takes = stock.takes(room)
+                return self.orders.place(order, claim, placement=placement, cart=cart_claim, takes=takes)
             except errors.StockSourceShort as short:
                 stock.learn(short)
                 self._remember_shards(stock.shards)
