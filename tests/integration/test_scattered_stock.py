@@ -48,6 +48,7 @@ def test_four_lines_over_32_shards_each_are_one_order(local_store):
     # The first attempt (a random shard each) fails and reads the four layouts; one transaction gathers two
     # of the lines into one shard each; the placement then fits.
     assert transactions(calls.operations) == 3
+    assert len(calls.operations) == 8  # + the catalogue's BatchGetItem and one of each product's layout
     cancelled = OrderService(table).cancel(Actor("buyer"), order.order_id)
     assert cancelled.status is OrderStatus.CANCELLED
     assert [total(table, pid) for pid in pids] == [96, 96, 96, 96]
@@ -67,9 +68,12 @@ def test_the_worst_case_25_lines_of_99_over_32_shards_each_is_one_order(local_st
         return original(**params)
 
     monkeypatch.setattr(client, "transact_write_items", measured)
-    order = OrderService(table).place(
-        Actor("buyer"), address=ADDRESS, lines=[RequestedLine(pid, MAX_QUANTITY) for pid in pids]
-    )
+    with counting(client) as calls:
+        order = OrderService(table).place(
+            Actor("buyer"), address=ADDRESS, lines=[RequestedLine(pid, MAX_QUANTITY) for pid in pids]
+        )
+    assert len(calls.operations) == 1 + MAX_ORDER_LINES + len(sent)  # the catalogue, the layouts, the transactions
+    assert len(sent) == 10  # 575 items gathered (23 lines) in 8 transactions between the two attempts
     assert len(order.lines) == MAX_ORDER_LINES
     assert all(total(table, pid) == 0 for pid in pids)
     # A random shard each (fails), transactions gathering lines into one shard each, then the placement.
