@@ -69,7 +69,7 @@ def gathering(quantity: int, layout: StockLayout) -> tuple[list[StockMove], list
         moved = min(layout.shards[shard], wanted)
         moves.append(StockMove(layout.product_id, shard, target, moved))
         wanted -= moved
-    takes = [StockTake(target, from_shards)]
+    takes = [StockTake(target, from_shards)] if from_shards else []
     if quantity > from_shards:
         takes.append(StockTake(None, quantity - from_shards))
     return moves, takes
