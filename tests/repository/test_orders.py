@@ -453,3 +453,20 @@ def test_a_return_request_is_recognised_by_its_stored_reason(store):
     with pytest.raises(errors.InvalidTransition):  # the service re-reads a mismatch: no longer DELIVERED
         service.request_return(ALICE, order.order_id, "too big")
     assert service.get(ALICE, order.order_id).history[-1].reason == "too small"
+
+
+def test_a_shipment_whose_answer_was_lost_is_answered_with_the_stored_shipment(store):
+    """The write is sent again after it applied (its answer lost): the re-send's condition fails, and the
+    stored change is this one (same carrier and tracking number): 200 with the order as stored."""
+    from shop.services.orders import ShipmentIn
+
+    order = place(store.table, **{product(store.table): 1})
+    service = OrderService(store.table)
+    service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    with first_answer_lost(store.client, "UpdateItem"):
+        shipped = service.change_status(
+            ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=ShipmentIn("DHL", "A-1")
+        )
+    stored = service.get(ADMIN, order.order_id)
+    assert (shipped.version, shipped.shipment, shipped.updated_at) == (3, stored.shipment, stored.updated_at)
+    assert shipped.history[-1].tracking_number == "A-1"
