@@ -98,7 +98,9 @@ placement = IdempotentOperation("orders", _place)
         errors_described={
             404: "PRODUCT_NOT_FOUND or SESSION_NOT_FOUND",
             409: "OUT_OF_STOCK (details.product_ids), CART_EMPTY, CART_CHANGED (the customer cart changed during "
-            "checkout), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED, PRODUCT_UNAVAILABLE (an archived product)",
+            "checkout), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED, PRODUCT_UNAVAILABLE (an archived product), "
+            "STOCK_TOO_SCATTERED (the stock kept moving while it was gathered into one write: retry later or split "
+            "the order)",
             422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header, "
             f"lines of one product adding up to more than {MAX_QUANTITY}, a country that is not an ISO 3166-1 alpha-2 code)",
         },

@@ -136,3 +136,41 @@ def test_lost_update_concurrent_status_changes_one_wins(stack: Stack, api: Api, 
     outcomes = [(r.status_code, error_code(r)) for r in responses]
     expected = [(200, None) if target == final["status"] else (412, "VERSION_MISMATCH") for target in targets]
     assert outcomes == expected, [r.text[:200] for r in responses]
+
+
+def test_concurrent_status_changes_with_different_details_answer_only_what_is_stored(
+    stack: Stack, api: Api, uid: str
+) -> None:
+    """Four admins ship one order with one If-Match, each with its own tracking number: one 200 (ETag "3"),
+    whose shipment is the stored one, three 412. Then the customer sends four return requests with their own
+    reasons: one 200 with the stored reason, three 409 INVALID_TRANSITION (no longer DELIVERED)."""
+    admin = stack.admin_token()
+    pid = create_product(api, admin, category=f"e2e-details-{uid}", name="Shipped", price_cents=100, stock=3)[
+        "product_id"
+    ]
+    customer = stack.token(f"e2e-details-{uid}")
+    oid = expect(place_order(api, customer, f"details-{uid}", order_lines(pid)), 201)["order_id"]
+    etag = confirmed(api, admin, oid).headers["ETag"]
+
+    def ship(i: int) -> requests.Response:
+        body = {"status": "SHIPPED", "carrier": f"carrier-{i}", "tracking_number": f"TRACK-{uid}-{i}"}
+        return api.patch(f"/orders/{oid}", token=admin, headers={"If-Match": etag}, json=body)
+
+    shipped = all_at_once(4, ship)
+    stored = expect(api.get(f"/orders/{oid}", token=admin), 200)
+    outcomes = Counter((r.status_code, error_code(r)) for r in shipped)
+    assert outcomes == {(200, None): 1, (412, "VERSION_MISMATCH"): 3}, [r.text[:200] for r in shipped]
+    (winner,) = [r for r in shipped if r.status_code == 200]
+    assert winner.headers["ETag"] == '"3"'
+    assert winner.json()["shipment"] == stored["shipment"]
+    assert stored["history"][-1]["tracking_number"] == winner.json()["shipment"]["tracking_number"]
+
+    delivered = api.patch(f"/orders/{oid}", token=admin, headers={"If-Match": '"3"'}, json={"status": "DELIVERED"})
+    expect(delivered, 200)
+    returns = all_at_once(4, lambda i: api.post(f"/orders/{oid}/return", token=customer, json={"reason": f"r{i}"}))
+    stored = expect(api.get(f"/orders/{oid}", token=customer), 200)
+    outcomes = Counter((r.status_code, error_code(r)) for r in returns)
+    assert outcomes == {(200, None): 1, (409, "INVALID_TRANSITION"): 3}, [r.text[:200] for r in returns]
+    (winner,) = [r for r in returns if r.status_code == 200]
+    assert (stored["status"], stored["version"]) == ("RETURN_REQUESTED", 5)
+    assert winner.json()["history"][-1]["reason"] == stored["history"][-1]["reason"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -11,7 +12,7 @@ from shop.models import OrderStatus
 from shop.services.actor import Actor
 from shop.services.catalog import CatalogService
 from shop.services.orders import OrderService, RequestedLine
-from tests.support.factories import ADDRESS, ADMIN, product
+from tests.support.factories import ADDRESS, ADMIN, parcel, product
 
 pytestmark = pytest.mark.integration
 
@@ -55,3 +56,64 @@ def test_concurrent_status_changes_with_one_version_have_one_winner(local_store)
     assert outcomes == ["won" if target is final.status else "mismatch" for target in targets]
     expected_stock = 5 if final.status is OrderStatus.CANCELLED else 4
     assert CatalogService(local_store.table).get(pid).stock == expected_stock
+
+
+def test_concurrent_shipments_with_different_details_have_one_answer_and_it_is_stored(local_store):
+    """Four admins ship one order from one version, each with its own tracking number: one 200 whose shipment
+    is the stored one; the others lost and are told so (412), not shown a shipment that was never stored."""
+    from shop.services.orders import ShipmentIn
+
+    service = OrderService(local_store.table)
+    order = service.place(Actor("buyer"), address=ADDRESS, lines=[RequestedLine(product(local_store.table), 1)])
+    service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+
+    barrier = threading.Barrier(4, timeout=30)
+
+    def attempt(index: int) -> str | None:
+        barrier.wait()
+        shipment = ShipmentIn(f"carrier-{index}", f"TRACK-{index}")
+        try:
+            shipped = service.change_status(
+                ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=shipment
+            )
+        except errors.VersionMismatch:
+            return None
+        assert shipped.shipment is not None
+        return shipped.shipment.tracking_number
+
+    for _ in range(2):  # the race, then the four sent again: only the winner's re-send is answered as done
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            answered = list(pool.map(attempt, range(4)))
+        won = [tracking for tracking in answered if tracking is not None]
+        stored = service.get(ADMIN, order.order_id)
+        assert stored.shipment is not None
+        assert won == [stored.shipment.tracking_number]
+        assert stored.version == 3
+
+
+def test_concurrent_return_requests_with_different_reasons_have_one_answer_and_it_is_stored(local_store):
+    """Four return requests with their own reasons, released together: the one answered 200 is the stored one;
+    the others are 409 (re-read after losing: no longer DELIVERED). Several orders, so the race happens."""
+    buyer = Actor("buyer")
+    service = OrderService(local_store.table)
+    pid = product(local_store.table, stock=10)
+    for _ in range(4):
+        order = service.place(buyer, address=ADDRESS, lines=[RequestedLine(pid, 1)])
+        service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+        service.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+        service.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=3)
+        barrier = threading.Barrier(4, timeout=30)
+
+        def attempt(index: int, order_id: str = order.order_id, barrier: threading.Barrier = barrier) -> str | None:
+            barrier.wait()
+            try:
+                returned = service.request_return(buyer, order_id, f"reason {index}")
+            except errors.InvalidTransition:
+                return None
+            return returned.history[-1].reason
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            answered = list(pool.map(attempt, range(4)))
+        stored = service.get(buyer, order.order_id)
+        assert [reason for reason in answered if reason is not None] == [stored.history[-1].reason]
+        assert (stored.status, stored.version) == (OrderStatus.RETURN_REQUESTED, 5)

@@ -384,3 +384,89 @@ def test_a_placement_run_again_under_its_idempotency_key_returns_the_first_order
     other = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 1)], idempotency_key="alice\nk2")
     assert other.order_id != first.order_id
     assert CatalogService(store.table).get(hammer).stock == 2
+
+
+def test_a_lost_answer_is_recognised_by_the_stored_details_not_only_the_status(store):
+    """Two requests for SHIPPED from one version: the one whose shipment is stored is answered as done (a
+    re-send after a lost answer), the other is a mismatch, at the door and in the failed write alike."""
+    from shop.models import Shipment, StatusDetails
+    from shop.services.orders import ShipmentIn
+
+    order = place(store.table, **{product(store.table): 1})
+    service = OrderService(store.table)
+    read = service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    shipped = service.change_status(
+        ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=ShipmentIn("DHL", "A-1")
+    )
+
+    again = service.change_status(
+        ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=ShipmentIn("DHL", "A-1")
+    )
+    assert (again.version, again.shipment, again.updated_at) == (3, shipped.shipment, shipped.updated_at)
+    with pytest.raises(errors.VersionMismatch) as mismatch:
+        service.change_status(
+            ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=ShipmentIn("UPS", "B-2")
+        )
+    assert mismatch.value.details == {"current_version": 3}
+
+    repository = OrderRepository(store.table)
+    later = "2030-01-01T00:00:00Z"
+    resent = repository.change_status(
+        read,
+        OrderStatus.SHIPPED,
+        updated_at=later,
+        details=StatusDetails(shipment=Shipment(carrier="DHL", tracking_number="A-1", shipped_at=later)),
+    )
+    assert resent.shipment == shipped.shipment  # the order as stored, not as this write would have left it
+    assert (resent.updated_at, resent.history[-1].tracking_number) == (shipped.updated_at, "A-1")
+    with pytest.raises(errors.VersionMismatch):
+        repository.change_status(
+            read,
+            OrderStatus.SHIPPED,
+            updated_at=later,
+            details=StatusDetails(shipment=Shipment(carrier="UPS", tracking_number="B-2", shipped_at=later)),
+        )
+    stored = service.get(ADMIN, order.order_id)
+    assert (stored.version, stored.shipment.tracking_number) == (3, "A-1")
+
+
+def test_a_return_request_is_recognised_by_its_stored_reason(store):
+    from shop.models import StatusDetails
+
+    order = place(store.table, **{product(store.table): 1})
+    service = OrderService(store.table)
+    service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    service.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    delivered = service.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=3)
+    returned = service.request_return(ALICE, order.order_id, "too small")
+
+    repository = OrderRepository(store.table)
+    later = "2030-01-01T00:00:00Z"
+    resent = repository.change_status(
+        delivered, OrderStatus.RETURN_REQUESTED, updated_at=later, details=StatusDetails(reason="too small")
+    )
+    assert (resent.version, resent.updated_at, resent.history[-1].reason) == (5, returned.updated_at, "too small")
+    with pytest.raises(errors.VersionMismatch):
+        repository.change_status(
+            delivered, OrderStatus.RETURN_REQUESTED, updated_at=later, details=StatusDetails(reason="too big")
+        )
+    with pytest.raises(errors.InvalidTransition):  # the service re-reads a mismatch: no longer DELIVERED
+        service.request_return(ALICE, order.order_id, "too big")
+    assert service.get(ALICE, order.order_id).history[-1].reason == "too small"
+
+
+def test_a_shipment_whose_answer_was_lost_is_answered_with_the_stored_shipment(store):
+    """The write is sent again after it applied (its answer lost): the re-send's condition fails, and the
+    stored change is this one (same carrier and tracking number): 200 with the order as stored."""
+    from shop.services.orders import ShipmentIn
+
+    order = place(store.table, **{product(store.table): 1})
+    service = OrderService(store.table)
+    service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    with first_answer_lost(store.client, "UpdateItem"):
+        shipped = service.change_status(
+            ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=ShipmentIn("DHL", "A-1")
+        )
+    stored = service.get(ADMIN, order.order_id)
+    assert (shipped.version, shipped.shipment, shipped.updated_at) == (3, stored.shipment, stored.updated_at)
+    assert shipped.history[-1].tracking_number == "A-1"

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from shop import errors
 from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY
-from shop.models import ORDER_TRANSITIONS, OrderStatus
+from shop.models import ORDER_TRANSITIONS, OrderStatus, StatusDetails
 from shop.services.orders import (
     CANCEL_ATTEMPTS,
     REPRICE_ATTEMPTS,
@@ -281,6 +281,41 @@ def test_a_status_change_repeated_after_a_lost_answer_is_answered_as_done(memory
         orders.change_status(
             ADMIN, place(orders, **{product(memory): 1}).order_id, OrderStatus.PENDING, expected_version=0
         )
+
+
+def test_a_concurrent_change_to_the_same_status_with_other_details_is_a_mismatch(memory, orders):
+    """Only the request whose shipment (or reason) is stored is answered as done; another one to the same
+    status from the same version lost, and is told so rather than shown details that were never stored."""
+    order = place(orders, **{product(memory): 1})
+    orders.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    shipped = orders.change_status(
+        ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=ShipmentIn("DHL", "A-1")
+    )
+    again = orders.change_status(
+        ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=ShipmentIn("DHL", "A-1")
+    )
+    assert (again.version, again.shipment) == (3, shipped.shipment)
+    with pytest.raises(errors.VersionMismatch):
+        orders.change_status(
+            ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=ShipmentIn("UPS", "B-2")
+        )
+    delivered = orders.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=3)
+    orders.request_return(ALICE, order.order_id, "too small")
+    with pytest.raises(errors.VersionMismatch):  # the store's own recognition, from the order as read
+        memory.orders.change_status(
+            delivered,
+            OrderStatus.RETURN_REQUESTED,
+            updated_at="2099-01-01T00:00:00Z",
+            details=StatusDetails(reason="x"),
+        )
+    resent = memory.orders.change_status(
+        delivered,
+        OrderStatus.RETURN_REQUESTED,
+        updated_at="2099-01-01T00:00:00Z",
+        details=StatusDetails(reason="too small"),
+    )
+    assert (resent.version, resent.history[-1].reason) == (5, "too small")
+    assert resent.updated_at != "2099-01-01T00:00:00Z"
 
 
 def test_a_stale_status_change_that_already_happened_is_answered_as_done_by_the_store(memory, orders):

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shop import errors
+from shop.limits import MAX_TRANSACTION_ITEMS
 from shop.models import OrderStatus
 from shop.models.stock import StockLayout
 from shop.repository.stock_shards import even_split
@@ -116,3 +117,64 @@ def test_stock_that_keeps_moving_ends_in_503_after_the_bounded_attempts():
     with pytest.raises(errors.ServiceUnavailable):
         reservation.learn(errors.StockSourceShort({"p": {1: 0}}, {"p": 2}))
     assert reads == ["p"]  # read once; later failures correct what was read
+
+
+# -- orders over scattered shards: every plan fits one transaction ----------------------------------
+
+
+@given(layouts, st.integers(1, 99))
+def test_gathering_moves_a_line_into_one_shard_and_keeps_every_unit(layout, quantity):
+    if layout.total < quantity:
+        return
+    moves, takes = stock_rules.gathering(quantity, layout)
+    after = stock_rules.moved(layout, moves)
+    assert after.total == layout.total
+    assert all(stock >= 0 for stock in after.shards)
+    assert sum(take.quantity for take in takes) == quantity
+    assert len(takes) <= 2
+    assert takes[0].source is not None or not any(layout.shards)  # the gathering shard first
+    for take in takes:
+        assert 0 < take.quantity <= after.stock_of(take.source)
+    assert {move.target for move in moves} <= {takes[0].source}
+
+
+scattered_orders = st.lists(
+    st.tuples(st.lists(st.integers(0, 6), min_size=2, max_size=32), st.integers(0, 10), st.integers(1, 99)),
+    min_size=1,
+    max_size=25,
+)
+
+
+@given(scattered_orders, st.integers(0, 2))
+def test_a_reservation_plans_within_the_room_and_gathers_in_transactions_that_fit(lines, extra):
+    """Whatever the layouts (as the failed first attempt read them), the plan's places fit the room the
+    order's other items leave, and each gathering transaction holds at most MAX_TRANSACTION_ITEMS."""
+    layouts = {
+        f"p{i}": StockLayout(f"p{i}", main, tuple(shards), 100)
+        for i, (shards, main, _) in enumerate(lines)
+        if main + sum(shards) >= 1
+    }
+    quantities = {pid: min(quantity, layouts[pid].total) for pid, (_, _, quantity) in zip(layouts, lines, strict=False)}
+    batches = []
+
+    def gather(moves):
+        batches.append(list(moves))
+
+    reservation = StockReservation(
+        quantities, {pid: len(layout.shards) for pid, layout in layouts.items()}, lambda pid, **_: layouts[pid], gather
+    )
+    reservation.learn(errors.StockSourceShort({pid: {0: 0} for pid in layouts}, {}))
+    room = MAX_TRANSACTION_ITEMS - 2 - extra
+    plan = reservation.takes(room)
+    assert sum(len(takes) for takes in plan.values()) <= room
+    assert {pid: sum(take.quantity for take in takes) for pid, takes in plan.items()} == quantities
+    for batch in batches:
+        items = {(move.product_id, move.source) for move in batch} | {(move.product_id, move.target) for move in batch}
+        assert len(items) <= MAX_TRANSACTION_ITEMS
+
+
+def test_the_issue_s_four_lines_over_32_shards_are_placed_on_the_memory_store(memory):
+    pids = [hot(memory, stock=96, shards=32) for _ in range(4)]
+    order = memory.order_service().place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 96) for pid in pids])
+    assert {pid: sum(order.stock_taken[pid].values()) for pid in pids} == dict.fromkeys(pids, 96)
+    assert [memory.products.stock_layout(pid).total for pid in pids] == [0, 0, 0, 0]

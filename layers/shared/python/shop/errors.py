@@ -96,6 +96,19 @@ class OutOfStock(Conflict):
         self.product_ids = sorted(set(product_ids))
 
 
+class StockTooScattered(Conflict):
+    """An order whose stock takes would not fit in one transaction even after gathering stock together:
+    the stock is moving under it. The client retries later or splits the order (409, never 422)."""
+
+    code = "STOCK_TOO_SCATTERED"
+
+    def __init__(self, items: int, limit: int) -> None:
+        super().__init__(
+            "this order's stock is spread over more places than one write holds: retry later or split the order",
+            {"transaction_items": items, "limit": limit},
+        )
+
+
 class StockSourceShort(OutOfStock):
     """Placement: the places a line tried to take stock from held less than it took (a shard, or the
     product item of a product that has shards); the order service tries other places before it answers.

@@ -73,3 +73,5 @@ SALES_TOP_SHARDS = 64
 MAX_ARCHIVE_AFTER_DAYS = 3650
 # Items one BatchWriteItem deletes at most (DynamoDB's limit).
 BATCH_WRITE_MAX_ITEMS = 25
+# Items one TransactWriteItems holds at most (DynamoDB's limit): an order's placement is planned to fit it.
+MAX_TRANSACTION_ITEMS = 100

@@ -124,6 +124,12 @@ class StatusDetails:
             reason=self.reason,
         )
 
+    def recorded_in(self, entry: StatusEntry) -> bool:
+        """Whether `entry`, a change the store holds, is the change these details describe: the same carrier,
+        tracking number and reason (the times are each write's own, so a re-send differs in them only)."""
+        asked = self.entry(entry.status, entry.at)
+        return asked.model_copy(update={"reason": asked.reason or None}) == entry
+
 
 NO_DETAILS = StatusDetails()
 

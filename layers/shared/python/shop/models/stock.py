@@ -37,3 +37,13 @@ class StockTake:
 
     source: StockSource
     quantity: int
+
+
+@dataclass(frozen=True)
+class StockMove:
+    """`quantity` of a product's stock moved from one of its shards to another (gathering a scattered line)."""
+
+    product_id: str
+    source: int
+    target: int
+    quantity: int

@@ -12,7 +12,7 @@ from typing import Any
 
 from shop import errors, keys
 from shop.config import settings
-from shop.limits import MAX_PARALLEL_QUERIES
+from shop.limits import MAX_PARALLEL_QUERIES, MAX_TRANSACTION_ITEMS
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails, StatusEntry
 from shop.models.carts import CartClaim
 from shop.models.orders import NO_DETAILS, Placement, SessionClaim
@@ -273,6 +273,8 @@ class OrderRepository:
                     }
                 }
             )
+        if len(items) > MAX_TRANSACTION_ITEMS:  # DynamoDB would refuse it as invalid: a 422 that says never retry
+            raise errors.StockTooScattered(len(items), MAX_TRANSACTION_ITEMS)
         try:
             transact_write(self.table, items, ClientRequestToken=order.order_id)
         except TransactionCancelled as cancelled:
@@ -553,10 +555,17 @@ def _advanced(
 def _explain_failed_change(
     order: Order, new_status: OrderStatus, current: dict[str, Any] | None, details: StatusDetails = NO_DETAILS
 ) -> Order:
-    """The order a failed conditional status change leaves, if the change is already made; else why it failed."""
+    """The order a failed conditional status change leaves, if the change is already made; else why it failed.
+
+    Made means this change, not only one to the same status: the order (`current`, as the failed write found
+    it) is at the next version in new_status with this change's carrier, tracking number and reason. The
+    answer is then the order as stored. A concurrent change to the same status with other details is
+    another request's: VersionMismatch."""
     if current is None:
         raise errors.OrderNotFound("order not found")
     version = int(current["version"])
     if current["status"] == new_status.value and version == order.version + 1:
-        return _advanced(order, new_status, version, current["updated_at"], details)
+        made = _latest_entry(current)
+        if details.recorded_in(made):
+            return Order.model_validate({**current, "history": [h.model_dump() for h in [*order.history, made]]})
     raise errors.VersionMismatch("the order changed meanwhile", {"current_version": version})

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from shop import errors, ids, keys
 from shop.limits import MAX_STOCK
 from shop.models import Page, Product, Review
 from shop.models.products import CataloguePrice, ProductListing, ProductStatus
-from shop.models.stock import StockLayout
+from shop.models.stock import StockLayout, StockMove
 from shop.repository import listings
 from shop.repository.queries import collection_page
 from shop.repository.stock_shards import StockShardRepository, copy_updates
@@ -141,6 +142,10 @@ class ProductRepository:
     def spread_stock(self, seen: StockLayout, shards: int) -> StockLayout:
         """All of the stock evenly over `shards` shards (1: back onto the product item); Conflict."""
         return self.stock_shards.spread(seen, shards)
+
+    def gather_stock(self, moves: Sequence[StockMove]) -> None:
+        """Stock moved between shards of its product, in one transaction (StockSourceShort)."""
+        self.stock_shards.gather(moves)
 
     def get_many(self, product_ids: list[str], *, consistent: bool = False) -> dict[str, Product]:
         """One BatchGetItem (more only to fetch back keys DynamoDB left unprocessed).

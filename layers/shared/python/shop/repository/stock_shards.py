@@ -9,12 +9,12 @@ a shard (an admin's later adjustment; 0 right after spreading).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from shop import errors, keys
 from shop.models.products import ProductStatus
-from shop.models.stock import StockLayout, StockTake
+from shop.models.stock import StockLayout, StockMove, StockTake
 from shop.repository.store import (
     Table,
     TransactionCancelled,
@@ -238,3 +238,41 @@ class StockShardRepository:
                 raise errors.Conflict("the stock moved meanwhile, retry") from cancelled
             raise cancelled.unexplained() from cancelled
         return target
+
+    def gather(self, moves: Sequence[StockMove]) -> None:
+        """Move stock between shards of each product in one transaction (at most MAX_TRANSACTION_ITEMS: one
+        item per source shard and per target shard), each source conditional on holding what leaves it.
+
+        Nothing is sold, so each product's total is unchanged whatever else runs; a source that held too
+        little (or a shard gone: the product was re-spread) is StockSourceShort with what it held."""
+        taken: dict[tuple[str, int], int] = {}
+        added: dict[tuple[str, int], int] = {}
+        for move in moves:
+            taken[(move.product_id, move.source)] = taken.get((move.product_id, move.source), 0) + move.quantity
+            added[(move.product_id, move.target)] = added.get((move.product_id, move.target), 0) + move.quantity
+        places = [(place, -quantity) for place, quantity in taken.items()]
+        places += list(added.items())
+        items = [
+            {
+                "Update": {
+                    "TableName": self.table.name,
+                    "Key": to_item(keys.stock_shard_key(pid, shard)),
+                    "UpdateExpression": "ADD stock :change",
+                    "ConditionExpression": "attribute_exists(PK)" + (" AND stock >= :least" if change < 0 else ""),
+                    "ExpressionAttributeValues": values(change=change, **({"least": -change} if change < 0 else {})),
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            }
+            for (pid, shard), change in places
+        ]
+        try:
+            transact_write(self.table, items)
+        except TransactionCancelled as cancelled:
+            seen: dict[str, dict[int | None, int]] = {}
+            for index, ((pid, shard), _) in enumerate(places):
+                if cancelled.failed_condition(index):
+                    old = cancelled.old_item(index)
+                    seen.setdefault(pid, {})[shard] = int(old.get("stock", 0)) if old else 0
+            if not seen:
+                raise cancelled.unexplained() from cancelled
+            raise errors.StockSourceShort(seen, {}) from cancelled

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from shop import clock, errors, ids
 from shop.config import settings
-from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY, RETURN_WINDOW_DAYS
+from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY, MAX_TRANSACTION_ITEMS, RETURN_WINDOW_DAYS
 from shop.models import (
     ORDER_TRANSITIONS,
     OWNER_ONLY_STATUSES,
@@ -225,12 +225,16 @@ class OrderService:
     ) -> Order:
         """One transaction per attempt: a moved price re-reads the catalogue (REPRICE_ATTEMPTS in all), a
         flash-sale shard that held too little sends the line to another (shop.services.stock)."""
-        stock = StockReservation(quantities, shards, self.products.stock_layout)
+        stock = StockReservation(quantities, shards, self.products.stock_layout, self.products.gather_stock)
+        # The transaction's items besides the stock takes: the order, its customer entry, the cart or session
+        # it empties, the Idempotency-Key it claims (shop.repository.orders.OrderRepository.place).
+        room = MAX_TRANSACTION_ITEMS - 2 - sum(part is not None for part in (claim, cart_claim, placement))
         reprices = 0
         for _ in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS):
             order = self._new_order(actor, priced, address)
             try:
-                return self.orders.place(order, claim, placement=placement, cart=cart_claim, takes=stock.takes())
+                takes = stock.takes(room)
+                return self.orders.place(order, claim, placement=placement, cart=cart_claim, takes=takes)
             except errors.StockSourceShort as short:
                 stock.learn(short)
                 self._remember_shards(stock.shards)
@@ -303,8 +307,13 @@ class OrderService:
                 {"carrier": "required with SHIPPED", "tracking_number": "required with SHIPPED"},
             )
         order = self.orders.get(order_id)
-        if expected_version >= 1 and order.version == expected_version + 1 and order.status is new_status:
-            return order  # the change is made: a retry whose first attempt's answer was lost
+        if (
+            expected_version >= 1
+            and order.version == expected_version + 1
+            and order.status is new_status
+            and _requested(shipment, reason).recorded_in(order.history[-1])
+        ):
+            return order  # this change is made: a retry whose first attempt's answer was lost
         if order.version != expected_version:
             raise errors.VersionMismatch("the order changed since you read it", {"current_version": order.version})
         if new_status in OWNER_ONLY_STATUSES:
@@ -376,6 +385,16 @@ class OrderService:
             details=details,
             expires_at=archive_at(new_status, clock.epoch(moment), settings().archive_after_days),
         )
+
+
+def _requested(shipment: ShipmentIn | None, reason: str | None) -> StatusDetails:
+    """The details a status change request asks for, to recognise the stored change it made (times aside)."""
+    return StatusDetails(
+        shipment=Shipment(carrier=shipment.carrier, tracking_number=shipment.tracking_number, shipped_at="")
+        if shipment is not None
+        else None,
+        reason=reason,
+    )
 
 
 def delivered_at(order: Order) -> datetime:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
     from shop.models.products import CataloguePrice, ProductListing
     from shop.models.sales import DaySales, SalesChange, TopSeller
     from shop.models.sessions import StoredLine, StoredSession
-    from shop.models.stock import StockLayout, StockTake
+    from shop.models.stock import StockLayout, StockMove, StockTake
 
 
 class ProductStore(Protocol):
@@ -123,6 +123,10 @@ class ProductPrices(Protocol):
 
     def stock_layout(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
         """The stock of the product item and of each flash-sale shard, read consistently; ProductNotFound."""
+
+    def gather_stock(self, moves: Sequence[StockMove]) -> None:
+        """Stock moved between shards of its product, in one transaction; StockSourceShort when a source held
+        less than leaves it (with what it held)."""
 
     def current_prices(self, product_ids: list[str]) -> dict[str, CataloguePrice]:
         """Name and price of the products that exist, by id."""

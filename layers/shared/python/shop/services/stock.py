@@ -6,16 +6,23 @@ little is the product's stock read (one consistent read of the product item and 
 attempt takes from a random shard that holds the whole quantity, else from the product item, else splits
 the line over the places holding the most. Only when all of them together hold less than the line is the
 answer OUT_OF_STOCK; the customer whose shard ran dry meanwhile still gets the order.
+
+One transaction holds at most MAX_TRANSACTION_ITEMS items, and a line split over many small shards needs an
+item per shard. When the lines' places do not fit beside the order's other items, the lines split over the
+most places are gathered first (docs/decisions.md, "Orders over scattered shards"): a transaction of their
+own moves each such line's quantity from the other shards into the product's fullest one, and the line then
+takes from that one shard (and the product item, when the shards hold too little).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from shop import errors
-from shop.models.stock import StockLayout, StockSource, StockTake
+from shop.limits import MAX_TRANSACTION_ITEMS
+from shop.models.stock import StockLayout, StockMove, StockSource, StockTake
 
 # Placement transactions one order tries against sharded stock before answering 503 (the stock keeps moving
 # under it: every failed attempt learns what the place it tried holds, so this is only reached under heavy
@@ -23,6 +30,7 @@ from shop.models.stock import StockLayout, StockSource, StockTake
 MAX_STOCK_ATTEMPTS = 6
 
 ReadLayout = Callable[..., StockLayout]
+Gather = Callable[[Sequence[StockMove]], None]
 
 
 def takes_for(quantity: int, layout: StockLayout) -> list[StockTake] | None:
@@ -47,6 +55,35 @@ def takes_for(quantity: int, layout: StockLayout) -> list[StockTake] | None:
     return takes
 
 
+def gathering(quantity: int, layout: StockLayout) -> tuple[list[StockMove], list[StockTake]]:
+    """The moves that bring `quantity` (all the shards hold, if less) into the fullest shard, and the line's
+    takes after them: that shard, and the product item for what the shards lack."""
+    target = max(range(len(layout.shards)), key=lambda shard: layout.shards[shard])
+    from_shards = min(quantity, sum(layout.shards))
+    wanted = from_shards - layout.shards[target]
+    moves = []
+    others = sorted((shard for shard in range(len(layout.shards)) if shard != target), key=lambda s: -layout.shards[s])
+    for shard in others:
+        if wanted <= 0:
+            break
+        moved = min(layout.shards[shard], wanted)
+        moves.append(StockMove(layout.product_id, shard, target, moved))
+        wanted -= moved
+    takes = [StockTake(target, from_shards)] if from_shards else []
+    if quantity > from_shards:
+        takes.append(StockTake(None, quantity - from_shards))
+    return moves, takes
+
+
+def moved(layout: StockLayout, moves: Sequence[StockMove]) -> StockLayout:
+    """The layout once `moves` (between its shards) are made."""
+    shards = list(layout.shards)
+    for move in moves:
+        shards[move.source] -= move.quantity
+        shards[move.target] += move.quantity
+    return replace(layout, shards=tuple(shards))
+
+
 def corrected(layout: StockLayout, seen: Mapping[StockSource, int]) -> StockLayout:
     """The layout with what the failed places were found to hold."""
     shards = list(layout.shards)
@@ -62,17 +99,51 @@ def corrected(layout: StockLayout, seen: Mapping[StockSource, int]) -> StockLayo
 class StockReservation:
     """Where each sharded product's line takes its stock from, attempt after attempt of one placement."""
 
-    def __init__(self, quantities: Mapping[str, int], shards: Mapping[str, int], read_layout: ReadLayout) -> None:
+    def __init__(
+        self,
+        quantities: Mapping[str, int],
+        shards: Mapping[str, int],
+        read_layout: ReadLayout,
+        gather: Gather | None = None,
+    ) -> None:
         """`quantities` by product, `shards` the shard count of the products known to have shards,
-        `read_layout(product_id, shards_hint=n)` the store's consistent stock read."""
+        `read_layout(product_id, shards_hint=n)` the store's consistent stock read, `gather(moves)` the
+        store's transaction moving stock between a product's shards (StockSourceShort)."""
         self.quantities = dict(quantities)
         self.shards = {pid: count for pid, count in shards.items() if count > 1 and pid in self.quantities}
         self.read_layout = read_layout
+        self.gather = gather
         self.known: dict[str, StockLayout] = {}
         self.failures = 0
 
-    def takes(self) -> dict[str, list[StockTake]]:
-        """The places for the next attempt; products not named take from their product item."""
+    def takes(self, room: int = MAX_TRANSACTION_ITEMS) -> dict[str, list[StockTake]]:
+        """The places for the next attempt, at most `room` in all (a line not named takes from its product
+        item: one place); lines over too many places are gathered first (StockSourceShort if that fails)."""
+        plan = self._plan()
+        places = sum(len(plan.get(pid, ())) or 1 for pid in self.quantities)
+        if places <= room or self.gather is None:
+            return plan
+        batches: list[list[StockMove]] = [[]]
+        batch_items = 0
+        for pid in sorted(plan, key=lambda pid: len(plan[pid]), reverse=True):
+            if places <= room or len(plan[pid]) <= 2:
+                break
+            product_moves, takes = gathering(self.quantities[pid], self.known[pid])
+            # An item per source shard and one for the target; a product has at most MAX_STOCK_SHARDS shards.
+            if batch_items + len(product_moves) + 1 > MAX_TRANSACTION_ITEMS:
+                batches.append([])
+                batch_items = 0
+            batches[-1].extend(product_moves)
+            batch_items += len(product_moves) + 1
+            places -= len(plan[pid]) - len(takes)
+        for batch in batches:
+            if batch:
+                self.gather(batch)
+                for pid in {move.product_id for move in batch}:
+                    self.known[pid] = moved(self.known[pid], [move for move in batch if move.product_id == pid])
+        return self._plan()
+
+    def _plan(self) -> dict[str, list[StockTake]]:
         plan: dict[str, list[StockTake]] = {}
         for pid, count in self.shards.items():
             quantity = self.quantities[pid]
