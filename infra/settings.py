@@ -58,12 +58,11 @@ IDEMPOTENCY_TTL_SECONDS = 86400
 HOT_PRODUCT_CACHE_SECONDS = 1  # shop.config.DEFAULT_HOT_PRODUCT_CACHE_SECONDS
 # Archival (shop.services.archival): a finished order's TTL is this many days after it finished
 # (`-c archive_after_days=N`, passed to every function as ARCHIVE_AFTER_DAYS); then order_events writes it
-# to the archive bucket under ARCHIVE_PREFIX. Objects move to Glacier Instant Retrieval (millisecond
-# GetObject: GET /orders/{id} still answers from it) after ARCHIVE_TRANSITION_DAYS.
+# to the archive bucket under ARCHIVE_PREFIX, where it stays in S3 Standard (infra.constructs.data.OrderArchive).
 DEFAULT_ARCHIVE_AFTER_DAYS = 365  # shop.config.DEFAULT_ARCHIVE_AFTER_DAYS
 MAX_ARCHIVE_AFTER_DAYS = 3650  # shop.limits.MAX_ARCHIVE_AFTER_DAYS
 ARCHIVE_PREFIX = "orders/"  # shop.repository.order_archive.ARCHIVE_PREFIX
-ARCHIVE_TRANSITION_DAYS = 90
+ARCHIVE_NONCURRENT_DAYS = 90  # a protected stage's overwritten or deleted archive object, recoverable this long
 POWERTOOLS_NAMESPACE = "Shop"
 
 # `make dev` and the `-c local=true` synth (docs/deploy.md, `sam local invoke`) agree on these:
@@ -93,6 +92,12 @@ class FunctionSpec:
     write_leading_keys: tuple[str, ...] = ()
     # S3 operations on the order archive's objects (ARCHIVE_PREFIX*), with ARCHIVE_BUCKET in the environment
     archive_actions: tuple[str, ...] = ()
+    # the EMF count of its failures, per version too (shop.version_metrics): a canary rolls back on the new version's
+    failure_metric: str = "ServerErrors"
+
+    @property
+    def construct_id(self) -> str:
+        return "".join(part.title() for part in self.name.split("_"))
 
 
 # THE single declaration of what each function may do to the table: the DynamoDB
@@ -172,6 +177,7 @@ STREAM_FUNCTION = FunctionSpec(
     memory_mb=256,
     timeout_s=30,
     archive_actions=("PutObject",),  # writes the orders TTL removed
+    failure_metric="RecordsFailed",
 )
 
 # Operations IAM does not know as actions: a transaction is authorized item by
@@ -270,6 +276,15 @@ EPHEMERAL_STAGES: tuple[str, ...] = ("dev", "test")
 # `-c runbook_url=https://.../operations.md` makes it a link.
 RUNBOOK = "docs/operations.md"
 _ACCOUNT = re.compile(r"^\d{12}$")
+# A stage is part of every physical name (DeployConfig.name); the longest is the order archive's bucket,
+# shop-<stage>-order-archive-<account>-<region> (infra.constructs.data), which S3 limits to 63 characters of
+# lower-case letters, digits and hyphens. Checked against the longest region name, so a stage that synthesizes
+# deploys anywhere.
+STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+ARCHIVE_BUCKET_SUFFIX = "order-archive"
+S3_BUCKET_NAME_MAX = 63
+LONGEST_REGION = "us-isof-south-1"  # 15 characters, the longest in botocore's endpoints (all partitions)
+MAX_STAGE_LENGTH = S3_BUCKET_NAME_MAX - len(f"shop--{ARCHIVE_BUCKET_SUFFIX}-{'0' * 12}-{LONGEST_REGION}")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 _TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")
 _ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]{36}$")
@@ -343,7 +358,8 @@ class DeployConfig:
     jwt_issuer: str | None = None
     jwt_audience: tuple[str, ...] = ()
     cors_origins: tuple[str, ...] = ()
-    order_events_concurrency: int = 5
+    # reserved concurrency of order_events (-c order_events_concurrency=N); 0: none (docs/infrastructure.md)
+    order_events_concurrency: int = 0
     throttle_rate: int = 100
     throttle_burst: int = 200
     # each public write route's own limit, within the stage's (API Gateway counts per route, all clients)
@@ -394,13 +410,15 @@ class DeployConfig:
         arch = text("arch") or "arm64"
         if arch not in ("arm64", "x86_64"):
             raise ValueError(f"context arch must be arm64 or x86_64, got {arch!r}")
-        stage = text("stage") or "dev"
-        if not stage.replace("-", "").isalnum():
-            raise ValueError(f"context stage must be alphanumeric, got {stage!r}")
+        stage = validate_stage(text("stage") or "dev")
         issuer, audience = text("jwt_issuer"), items("jwt_audience")
         if bool(issuer) != bool(audience):
             raise ValueError("context jwt_issuer and jwt_audience go together")
-        concurrency = text("order_events_concurrency")
+        concurrency = text("order_events_concurrency") or "0"
+        if not (concurrency.isascii() and concurrency.isdigit()):
+            raise ValueError(
+                f"context order_events_concurrency must be 0 (no reservation) or more, got {concurrency!r}"
+            )
         shards = text("status_shards") or str(DEFAULT_STATUS_SHARDS)
         if not (shards.isascii() and shards.isdigit()) or not 1 <= int(shards) <= MAX_STATUS_SHARDS:
             raise ValueError(f"context status_shards must be 1..{MAX_STATUS_SHARDS}, got {shards!r}")
@@ -430,7 +448,7 @@ class DeployConfig:
             jwt_issuer=issuer,
             jwt_audience=audience,
             cors_origins=items("cors_origins"),
-            order_events_concurrency=int(concurrency) if concurrency is not None else 5,
+            order_events_concurrency=int(concurrency),
             throttle_rate=int(text("throttle_rate") or 100),
             throttle_burst=int(text("throttle_burst") or 200),
             public_write_rate=int(text("public_write_rate") or 20),
@@ -451,6 +469,13 @@ class DeployConfig:
         )
         if config.protected:
             config.require_protected_settings()
+        if config.edge is not None and config.region is not None:
+            certificate_region = config.edge.origin_certificate_arn.split(":")[3]
+            if certificate_region != config.region:
+                raise ValueError(
+                    f"context edge_origin_certificate_arn is in {certificate_region}, the API in {config.region}: "
+                    "a regional custom domain's certificate must be in the API's region"
+                )
         return config
 
     def require_protected_settings(self) -> None:
@@ -466,6 +491,17 @@ class DeployConfig:
                 f"stage {self.stage!r} is protected: its alarms need a destination, "
                 f"-c alarm_email=<address> or -c alarm_topic_arn=<SNS topic ARN>, {hint}"
             )
+
+
+def validate_stage(stage: str) -> str:
+    """A stage fits in every physical name the stacks set (the longest: the archive bucket's, S3's rules)."""
+    if not STAGE_PATTERN.match(stage) or len(stage) > MAX_STAGE_LENGTH:
+        raise ValueError(
+            f"context stage must be 1 to {MAX_STAGE_LENGTH} lower-case letters, digits and single hyphens, "
+            f"starting with a letter, got {stage!r}: it names every resource, the longest being the S3 bucket "
+            f"shop-<stage>-{ARCHIVE_BUCKET_SUFFIX}-<account>-<region> (63 characters at most, in any region)"
+        )
+    return stage
 
 
 def _edge_settings(text: Any) -> EdgeSettings | None:

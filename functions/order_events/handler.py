@@ -27,6 +27,7 @@ from shop.repository.stream_records import StreamRecord
 from shop.services.order_events import Action, OrderEventsService, Outcome
 from shop.stream_batch import PublishingBatchProcessor
 from shop.tracing import tracing_disabled
+from shop.version_metrics import count_for_version
 
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Shop")
@@ -89,6 +90,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     failures = len(response.get("batchItemFailures", []))
     if failures:
         metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=failures)
+        count_for_version("RecordsFailed", failures)  # the canary's alarm on the version being deployed
     return dict(response)
 
 

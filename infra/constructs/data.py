@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aws_cdk import Aws, Duration
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
@@ -11,8 +12,9 @@ from constructs import Construct
 from infra.constructs.functions import tool_function
 from infra.constructs.protection import removal_policy
 from infra.settings import (
+    ARCHIVE_BUCKET_SUFFIX,
+    ARCHIVE_NONCURRENT_DAYS,
     ARCHIVE_PREFIX,
-    ARCHIVE_TRANSITION_DAYS,
     PAGINATION_KEY_ROTATION_DAYS,
     TABLE_INDEX,
     DeployConfig,
@@ -58,7 +60,7 @@ class ShopTable(Construct):
 def archive_bucket_name(config: DeployConfig) -> str:
     """The archive bucket's name (a token in the account and region): the functions' stacks build its ARN
     from it, so neither the grant nor ARCHIVE_BUCKET imports anything from the data stack."""
-    return f"{config.name('order-archive')}-{Aws.ACCOUNT_ID}-{Aws.REGION}"
+    return f"{config.name(ARCHIVE_BUCKET_SUFFIX)}-{Aws.ACCOUNT_ID}-{Aws.REGION}"
 
 
 def archive_objects_arn(config: DeployConfig, prefix: str) -> str:
@@ -68,10 +70,11 @@ def archive_objects_arn(config: DeployConfig, prefix: str) -> str:
 class OrderArchive(Construct):
     """The archive of finished orders: one JSON object per order under orders/year=/month=/day= (Athena).
 
-    Encrypted (SSE-S3), private (public access blocked, bucket-owner objects), TLS only. Objects move to
-    Glacier Instant Retrieval after ARCHIVE_TRANSITION_DAYS: still read in milliseconds by GetObject, which
-    `GET /orders/{id}` of an archived order needs (Flexible Retrieval or Deep Archive would need a restore).
-    Kept with the data: RETAIN in protected stages, as the table.
+    Encrypted (SSE-S3), private (public access blocked, bucket-owner objects), TLS only. Objects stay in
+    S3 Standard: an archived order is a few KB and S3 lifecycle does not move objects under 128 KB to another
+    storage class (nor would it pay: Glacier Instant Retrieval bills 128 KB at least), so a transition rule
+    would never apply. Kept with the data: RETAIN in protected stages, as the table; an overwritten or deleted
+    version of a protected stage's object is kept ARCHIVE_NONCURRENT_DAYS.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, config: DeployConfig) -> None:
@@ -85,19 +88,17 @@ class OrderArchive(Construct):
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             versioned=config.protected,  # an overwritten or deleted archive object can be recovered
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="archive-storage-class",
-                    prefix=ARCHIVE_PREFIX,
-                    transitions=[
-                        s3.Transition(
-                            storage_class=s3.StorageClass.GLACIER_INSTANT_RETRIEVAL,
-                            transition_after=Duration.days(ARCHIVE_TRANSITION_DAYS),
-                        )
-                    ],
-                    noncurrent_version_expiration=Duration.days(ARCHIVE_TRANSITION_DAYS) if config.protected else None,
-                )
-            ],
+            lifecycle_rules=(
+                [
+                    s3.LifecycleRule(
+                        id="archive-noncurrent-versions",
+                        prefix=ARCHIVE_PREFIX,
+                        noncurrent_version_expiration=Duration.days(ARCHIVE_NONCURRENT_DAYS),
+                    )
+                ]
+                if config.protected
+                else None
+            ),
             removal_policy=removal_policy(config),
         )
 
@@ -139,3 +140,9 @@ class PaginationSecret(Construct):
             automatically_after=Duration.days(PAGINATION_KEY_ROTATION_DAYS),
             rotate_immediately_on_update=False,
         )
+        # Secrets Manager may invoke it for this secret of this account only (the confused deputy): CDK's
+        # grant names the service principal and nothing else.
+        for permission in self.rotation.node.children:
+            if isinstance(permission, lambda_.CfnPermission) and permission.principal == "secretsmanager.amazonaws.com":
+                permission.source_account = Aws.ACCOUNT_ID
+                permission.source_arn = self.secret.secret_arn

@@ -6,10 +6,11 @@ nothing crosses regions.
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_cloudfront_origins as origins
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
@@ -23,6 +24,37 @@ MANAGED_RULE_GROUPS = (
     "AWSManagedRulesKnownBadInputsRuleSet",  # request patterns of known exploits
     "AWSManagedRulesAmazonIpReputationList",  # bots and known bad sources
 )
+
+# AWSManagedRulesCommonRuleSet's size rules: each blocks a request whose part is larger than this many bytes
+# (AWS WAF Developer Guide, "Core rule set (CRS) managed rule group").
+COMMON_RULE_SET_SIZE_LIMITS = {
+    "SizeRestrictions_QUERYSTRING": 2_048,
+    "SizeRestrictions_Cookie_HEADER": 10_240,
+    "SizeRestrictions_BODY": 8_192,
+    "SizeRestrictions_URIPATH": 1_024,
+}
+# The ones the contract's own limits exceed (a 4,000-character description, a 4,096-character next_token,
+# ids of 128 characters in a path: tests/infra/test_edge.py builds the largest request of each part): they
+# count instead of blocking, and the API's own limits (validation: 422, API Gateway's) stay what refuses.
+COUNTED_SIZE_RULES = ("SizeRestrictions_QUERYSTRING", "SizeRestrictions_BODY", "SizeRestrictions_URIPATH")
+# The web ACL's log group; WAF requires this prefix of a CloudWatch Logs destination.
+WAF_LOG_GROUP_PREFIX = "aws-waf-logs-"
+
+
+def _managed_group(group: str) -> wafv2.CfnWebACL.ManagedRuleGroupStatementProperty:
+    overrides = (
+        [
+            wafv2.CfnWebACL.RuleActionOverrideProperty(
+                name=rule, action_to_use=wafv2.CfnWebACL.RuleActionProperty(count={})
+            )
+            for rule in COUNTED_SIZE_RULES
+        ]
+        if group == "AWSManagedRulesCommonRuleSet"
+        else None
+    )
+    return wafv2.CfnWebACL.ManagedRuleGroupStatementProperty(
+        vendor_name="AWS", name=group, rule_action_overrides=overrides
+    )
 
 
 def _visibility(name: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:
@@ -55,11 +87,7 @@ class Edge(Construct):
                     name=group,
                     priority=priority,
                     override_action=wafv2.CfnWebACL.OverrideActionProperty(none={}),
-                    statement=wafv2.CfnWebACL.StatementProperty(
-                        managed_rule_group_statement=wafv2.CfnWebACL.ManagedRuleGroupStatementProperty(
-                            vendor_name="AWS", name=group
-                        )
-                    ),
+                    statement=wafv2.CfnWebACL.StatementProperty(managed_rule_group_statement=_managed_group(group)),
                     visibility_config=_visibility(group),
                 )
                 for priority, group in enumerate(MANAGED_RULE_GROUPS, start=1)
@@ -73,6 +101,33 @@ class Edge(Construct):
             visibility_config=_visibility(config.name("edge")),
             rules=rules,
         )
+        # What WAF blocked or counted and why (each rule's match), never the bearer token.
+        waf_log_group_name = f"{WAF_LOG_GROUP_PREFIX}{config.name('edge')}"
+        self.waf_logs = logs.LogGroup(
+            self,
+            "WafLogs",
+            log_group_name=waf_log_group_name,
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=removal_policy(config),
+        )
+        self.waf_logging = wafv2.CfnLoggingConfiguration(
+            self,
+            "WafLogging",
+            resource_arn=self.web_acl.attr_arn,
+            # WAF wants the log group's ARN without the ":*" that its GetAtt Arn carries
+            log_destination_configs=[
+                Stack.of(self).format_arn(
+                    service="logs",
+                    resource="log-group",
+                    resource_name=waf_log_group_name,
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )
+            ],
+            redacted_fields=[
+                wafv2.CfnLoggingConfiguration.FieldToMatchProperty(single_header={"Name": "authorization"})
+            ],
+        )
+        self.waf_logging.node.add_dependency(self.waf_logs)
         self.logs = s3.Bucket(
             self,
             "AccessLogs",

@@ -15,6 +15,7 @@ from constructs import Construct
 from infra import build_layers
 from infra.constructs.protection import removal_policy
 from infra.settings import (
+    ALL_FUNCTIONS,
     ARCHIVE_PREFIX,
     HOT_PRODUCT_CACHE_SECONDS,
     IDEMPOTENCY_TTL_SECONDS,
@@ -294,11 +295,28 @@ def table_statements(spec: FunctionSpec, resources: list[str]) -> list[iam.Polic
     ]
 
 
+VERSION_DIMENSION = "function_version"  # shop.version_metrics.VERSION_DIMENSION
+
+
+def version_failures(function: lambda_.Function, config: DeployConfig) -> cloudwatch.Metric:
+    """The function's failures counted by the version being published (shop.version_metrics): an API function's
+    5xx answers, order_events' failed records. Lambda's Errors misses both (handled, not raised)."""
+    (spec,) = [spec for spec in ALL_FUNCTIONS if spec.construct_id == function.node.id]
+    return cloudwatch.Metric(
+        namespace=metrics_namespace(config),
+        metric_name=spec.failure_metric,
+        dimensions_map={"service": spec.name, VERSION_DIMENSION: function.current_version.version},
+        statistic="Sum",
+        period=Duration.minutes(1),
+    )
+
+
 def live_alias(scope: Construct, function: lambda_.Function, *, config: DeployConfig) -> lambda_.Alias:
     """The `live` alias callers invoke; a protected stage moves it by a CodeDeploy canary.
 
     The canary sends 10% of the invocations to the new version for 5 minutes, then all; an error
-    of the new version meanwhile (the alias's Errors metric) rolls the alias back.
+    of the new version meanwhile rolls the alias back: the alias's Errors (unhandled errors, timeouts),
+    or the new version's own failures (version_failures: handled 500s, failed stream records).
     """
     alias = lambda_.Alias(
         scope,
@@ -326,12 +344,27 @@ def live_alias(scope: Construct, function: lambda_.Function, *, config: DeployCo
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
+        failures = cloudwatch.Alarm(
+            scope,
+            f"{function.node.id}CanaryFailures",
+            alarm_description=(
+                f"{function.node.id}: the version being deployed answers 5xx or fails records, the deployment "
+                f"rolls back. Runbook: {config.runbook_url}#{runbook_anchor('Deployment rolled back')}"
+            ),
+            metric=version_failures(function, config),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        # the alarm watches the new version before CodeDeploy starts shifting the alias to it
+        alias.node.add_dependency(failures)
         codedeploy.LambdaDeploymentGroup(
             scope,
             f"{function.node.id}Deployment",
             alias=alias,
             deployment_config=codedeploy.LambdaDeploymentConfig.CANARY_10_PERCENT_5_MINUTES,
-            alarms=[errors],
+            alarms=[errors, failures],
             auto_rollback=codedeploy.AutoRollbackConfig(
                 failed_deployment=True, stopped_deployment=True, deployment_in_alarm=True
             ),

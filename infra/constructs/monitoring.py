@@ -35,6 +35,8 @@ TABLE_OPERATIONS = [
 ]
 # Thresholds (docs/decisions.md, "Production infrastructure: alarms").
 API_5XX_PERCENT = 1
+API_5XX_PER_MINUTE = 1  # whatever the traffic (the rate ignores minutes under API_RATE_MIN_REQUESTS)
+SERVER_ERRORS_PER_MINUTE = 1
 API_429_PERCENT = 5
 API_4XX_PERCENT = 25
 API_RATE_MIN_REQUESTS = 20  # per minute: below it, one bad request is not a rate
@@ -101,7 +103,7 @@ class Monitoring(Construct):
             return created
 
         # Functions: errors, duration near the timeout; throttles only where no reserved
-        # concurrency caps the function on purpose (order_events' cap protects the table).
+        # concurrency caps the function on purpose (-c order_events_concurrency=N protects the table).
         every = {**functions, STREAM_FUNCTION.name: stream_function}
         timeouts = {spec.name: spec.timeout_s for spec in ALL_FUNCTIONS}
         for name, function in sorted(every.items()):
@@ -122,6 +124,15 @@ class Monitoring(Construct):
                 f"{name}: p99 duration above {int(NEAR_TIMEOUT * 100)}% of its {timeouts[name]} s timeout",
             )
             if name != STREAM_FUNCTION.name:
+                # answered 500 (handled: Lambda's Errors misses it), every version (shop.version_metrics)
+                alarm(
+                    f"{label}ServerErrors",
+                    shop_metric(namespace, "ServerErrors", name, PERIOD),
+                    SERVER_ERRORS_PER_MINUTE,
+                    "Function server errors",
+                    f"{name}: requests answered 5xx other than the store's 503 (unexpected exceptions)",
+                )
+            if name != STREAM_FUNCTION.name or not config.order_events_concurrency:
                 alarm(
                     f"{label}Throttles",
                     function.metric_throttles(period=PERIOD, statistic="Sum"),
@@ -190,6 +201,13 @@ class Monitoring(Construct):
         api_5xx = api.metric_server_error(period=PERIOD, statistic="Sum")
         api_4xx = api.metric_client_error(period=PERIOD, statistic="Sum")
         alarm("Api5xxRate", rate("5xx", api_5xx), API_5XX_PERCENT, "API 5xx rate", "the API answers 5xx")
+        alarm(
+            "Api5xxCount",
+            api_5xx,
+            API_5XX_PER_MINUTE,
+            "API 5xx rate",
+            f"the API answered {API_5XX_PER_MINUTE}+ requests a minute with 5xx, at any traffic",
+        )
         alarm(
             "Api429Rate",
             rate("429", api_429),

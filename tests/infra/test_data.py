@@ -124,9 +124,15 @@ def test_the_key_rotates_on_schedule_with_its_own_function(arm64) -> None:
     rotation = template.to_json()["Resources"][rotation_id]
     assert rotation["Properties"]["Handler"] == "pagination_key.handler"
     assert rotation["Metadata"]["shop:local"] is False
+    # Secrets Manager may invoke it for this secret of this account only (no confused deputy)
     template.has_resource_properties(
         "AWS::Lambda::Permission",
-        {"Principal": "secretsmanager.amazonaws.com", "FunctionName": {"Fn::GetAtt": [rotation_id, "Arn"]}},
+        {
+            "Principal": "secretsmanager.amazonaws.com",
+            "FunctionName": {"Fn::GetAtt": [rotation_id, "Arn"]},
+            "SourceAccount": {"Ref": "AWS::AccountId"},
+            "SourceArn": {"Ref": secret_id},
+        },
     )
     (policy,) = template.find_resources("AWS::IAM::Policy").values()
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
@@ -154,7 +160,7 @@ def _archive_id(templates: dict[str, Any]) -> str:
     return found
 
 
-def test_the_order_archive_is_private_encrypted_tls_only_and_moves_to_instant_retrieval(arm64) -> None:
+def test_the_order_archive_is_private_encrypted_tls_only_and_kept_in_standard_storage(arm64) -> None:
     bucket = _archive_bucket(arm64.templates)
     props = bucket["Properties"]
     assert props["PublicAccessBlockConfiguration"] == {
@@ -166,11 +172,9 @@ def test_the_order_archive_is_private_encrypted_tls_only_and_moves_to_instant_re
     assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [
         {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
     ]
-    (rule,) = props["LifecycleConfiguration"]["Rules"]
-    # GetObject keeps answering in milliseconds (GET /orders/{id} of an archived order): not Flexible nor Deep Archive
-    assert rule["Prefix"] == "orders/"
-    assert rule["Transitions"] == [{"StorageClass": "GLACIER_IR", "TransitionInDays": 90}]
-    assert "ExpirationInDays" not in rule  # an archive is kept
+    # An archived order is a few KB: S3 lifecycle moves no object under 128 KB to another storage class, so a
+    # transition rule would never apply (issue 23); objects stay in S3 Standard and are kept (no expiration).
+    assert "LifecycleConfiguration" not in props
     policies = Template.from_json(arm64.templates["ShopData"]).find_resources("AWS::S3::BucketPolicy")
     denies = [
         s
@@ -186,6 +190,13 @@ def test_the_order_archive_is_kept_and_versioned_in_protected_stages(arm64, prod
     protected = _archive_bucket(prod_external.templates)
     assert protected["DeletionPolicy"] == "Retain"
     assert protected["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
+    (rule,) = protected["Properties"]["LifecycleConfiguration"]["Rules"]
+    assert rule == {
+        "Id": "archive-noncurrent-versions",
+        "Prefix": "orders/",
+        "NoncurrentVersionExpiration": {"NoncurrentDays": 90},
+        "Status": "Enabled",
+    }  # no transition (objects under 128 KB never move), no expiration of current objects
 
 
 def _statements(template: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:

@@ -77,11 +77,13 @@ def test_a_protected_stage_shifts_each_alias_by_a_canary_that_rolls_back_on_erro
         }
         assert props["AutoRollbackConfiguration"]["Enabled"] is True
         assert "DEPLOYMENT_STOP_ON_ALARM" in props["AutoRollbackConfiguration"]["Events"]
-        (alarm,) = props["AlarmConfiguration"]["Alarms"]
-        alarm_resource = assembly.templates[stack_id]["Resources"][alarm["Name"]["Ref"]]
-        assert alarm_resource["Properties"]["MetricName"] == "Errors"
-        assert alarm_resource["Properties"]["Threshold"] == 1
-        dimensions = {d["Name"] for d in alarm_resource["Properties"]["Dimensions"]}
+        alarms = [
+            assembly.templates[stack_id]["Resources"][a["Name"]["Ref"]] for a in props["AlarmConfiguration"]["Alarms"]
+        ]
+        errors = [a["Properties"] for a in alarms if a["Properties"]["MetricName"] == "Errors"]
+        (errors_alarm,) = errors
+        assert errors_alarm["Threshold"] == 1
+        dimensions = {d["Name"] for d in errors_alarm["Dimensions"]}
         assert dimensions == {"FunctionName", "Resource"}  # the alias's invocations, old and new version
     for name, (stack_id, logical_id, _) in _aliases(assembly).items():
         Template.from_json(assembly.templates[stack_id]).has_resource(
@@ -118,10 +120,49 @@ def test_the_rollback_alarms_link_their_runbook_section(staging) -> None:
     headings = re.findall(r"^#{2,4} (.+)$", (ROOT / "docs" / "operations.md").read_text(), flags=re.MULTILINE)
     anchors = {runbook_anchor(heading) for heading in headings}
     alarms = Template.from_json(staging.templates["ShopApi"]).find_resources("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 4
+    assert len(alarms) == 8  # the alias's Errors and the new version's ServerErrors, per API function
     for logical_id, alarm in alarms.items():
         found = re.search(r"Runbook: (\S+)#([a-z0-9_-]+)$", alarm["Properties"]["AlarmDescription"])
         assert found, logical_id
         assert found.group(1) == STAGING_RUNBOOK
         assert found.group(2) == "deployment-rolled-back"
         assert found.group(2) in anchors
+
+
+@pytest.mark.parametrize("assembly_name", ["prod_external", "snapstart"])
+def test_each_canary_rolls_back_on_the_new_versions_handled_failures(request, assembly_name) -> None:
+    """Lambda's Errors misses a 500 the resolver answers and a stream record reported failed: each deployment group
+    also alarms on the function's own failure count (shop.version_metrics) of the version being deployed."""
+    assembly = request.getfixturevalue(assembly_name)
+    failure_metric = {
+        "order_events": "RecordsFailed",
+        **dict.fromkeys(FUNCTIONS - {"order_events"}, "ServerErrors"),
+    }
+    by_alias = {}
+    for name, (stack_id, _, alias) in _aliases(assembly).items():
+        resources = assembly.templates[stack_id]["Resources"]
+        group = resources[alias["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]["DeploymentGroupName"]["Ref"]]
+        alarm_ids = [a["Name"]["Ref"] for a in group["Properties"]["AlarmConfiguration"]["Alarms"]]
+        (failures_id,) = [a for a in alarm_ids if resources[a]["Properties"]["MetricName"] == failure_metric[name]]
+        props = resources[failures_id]["Properties"]
+        assert props["Namespace"] == "Shop/prod"
+        assert (props["Threshold"], props["EvaluationPeriods"], props["Statistic"]) == (1, 1, "Sum")
+        assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert {d["Name"]: d["Value"] for d in props["Dimensions"]} == {
+            "service": name,
+            "function_version": {"Fn::GetAtt": [alias["Properties"]["FunctionVersion"]["Fn::GetAtt"][0], "Version"]},
+        }
+        assert failures_id in alias.get("DependsOn", []), name  # watching the new version before traffic moves
+        by_alias[name] = failures_id
+    assert set(by_alias) == FUNCTIONS
+
+
+@pytest.mark.parametrize("assembly_name", ["prod_external", "arm64"])
+def test_function_versions_are_not_retained(request, assembly_name) -> None:
+    """docs/deploy.md: the update that publishes a version deletes the one it replaced (no retain policy)."""
+    assembly = request.getfixturevalue(assembly_name)
+    versions = assembly.resources("AWS::Lambda::Version")
+    assert len(versions) == len(FUNCTIONS)
+    for logical_id, (_, version) in versions.items():
+        assert version.get("DeletionPolicy", "Delete") == "Delete", logical_id
+        assert version.get("UpdateReplacePolicy", "Delete") == "Delete", logical_id

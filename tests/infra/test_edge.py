@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from infra.settings import DeployConfig
+from infra.constructs.edge import COMMON_RULE_SET_SIZE_LIMITS
+from infra.settings import ROOT, ROUTES, DeployConfig
+from shop.http_api.product_schemas import ProductIn
+from shop.limits import (
+    MAX_ID_LENGTH,
+    MAX_LIMIT,
+    MAX_PRICE_CENTS,
+    MAX_PRODUCT_CATEGORIES,
+    MAX_PRODUCT_NAME_LENGTH,
+    MAX_SLUG_LENGTH,
+    MAX_STOCK,
+    MAX_TOKEN_LENGTH,
+)
 from tests.infra.conftest import EDGE, EDGE_DOMAIN
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
@@ -45,10 +58,10 @@ def test_web_acl_limits_each_ip_then_applies_aws_managed_rules(edge) -> None:
         "RateBasedStatement": {"AggregateKeyType": "IP", "Limit": 1000, "EvaluationWindowSec": 300}
     }
     managed = [rule["Statement"]["ManagedRuleGroupStatement"] for rule in rules[1:]]
-    assert managed == [
-        {"VendorName": "AWS", "Name": "AWSManagedRulesCommonRuleSet"},
-        {"VendorName": "AWS", "Name": "AWSManagedRulesKnownBadInputsRuleSet"},
-        {"VendorName": "AWS", "Name": "AWSManagedRulesAmazonIpReputationList"},
+    assert [(group["VendorName"], group["Name"]) for group in managed] == [
+        ("AWS", "AWSManagedRulesCommonRuleSet"),
+        ("AWS", "AWSManagedRulesKnownBadInputsRuleSet"),
+        ("AWS", "AWSManagedRulesAmazonIpReputationList"),
     ]
     for rule in rules:
         assert rule["VisibilityConfig"]["CloudWatchMetricsEnabled"] is True, rule["Name"]
@@ -160,3 +173,69 @@ def test_edge_settings_from_context() -> None:
         500,
     )
     assert _config().edge is None
+
+
+WIDE = "\U0001f600"  # four bytes of UTF-8: the worst case of a character the contract counts
+
+
+def _largest_requests() -> dict[str, int]:
+    """Bytes of the largest request part the contract admits, per Common rule set size rule (no cookie is read)."""
+    spec = json.loads((ROOT / "openapi.json").read_text())
+    (description,) = [
+        s["maxLength"]
+        for s in spec["components"]["schemas"]["ProductIn"]["properties"]["description"]["anyOf"]
+        if s.get("maxLength")
+    ]
+    body = {
+        "name": WIDE * MAX_PRODUCT_NAME_LENGTH,
+        "categories": [f"{i}{'c' * (MAX_SLUG_LENGTH - 1)}" for i in range(MAX_PRODUCT_CATEGORIES)],
+        "price_cents": MAX_PRICE_CENTS,
+        "description": WIDE * description,
+        "stock": MAX_STOCK,
+        "low_stock_threshold": MAX_STOCK,
+    }
+    ProductIn.model_validate(body)  # the API admits it
+    parameters = {
+        p["name"]: p["schema"].get("anyOf", [p["schema"]])[0] for p in spec["paths"]["/products"]["get"]["parameters"]
+    }
+    assert parameters["next_token"]["maxLength"] == MAX_TOKEN_LENGTH  # the contract's own bounds
+    assert parameters["category"]["maxLength"] == MAX_SLUG_LENGTH
+    query = f"category={'c' * MAX_SLUG_LENGTH}&limit={MAX_LIMIT}&next_token={'t' * MAX_TOKEN_LENGTH}"
+    encoded_id = "".join(f"%{byte:02X}" for byte in (WIDE * MAX_ID_LENGTH).encode())  # an id, percent-encoded
+    longest_path = max(len(re.sub(r"\{\w+\}", encoded_id, route.path)) for route in ROUTES if "{" in route.path)
+    return {
+        "SizeRestrictions_BODY": len(json.dumps(body, ensure_ascii=False).encode()),
+        "SizeRestrictions_QUERYSTRING": len(query.encode()),
+        "SizeRestrictions_URIPATH": longest_path,
+        "SizeRestrictions_Cookie_HEADER": 0,
+    }
+
+
+def test_the_web_acl_admits_the_largest_request_the_contract_admits(edge) -> None:
+    """A Common rule set size rule blocks above its limit: where the contract admits more, the rule only counts."""
+    (acl,) = _edge(edge).find_resources("AWS::WAFv2::WebACL").values()
+    (common,) = [
+        rule["Statement"]["ManagedRuleGroupStatement"]
+        for rule in acl["Properties"]["Rules"]
+        if rule["Name"] == "AWSManagedRulesCommonRuleSet"
+    ]
+    counted = {o["Name"] for o in common.get("RuleActionOverrides", []) if o["ActionToUse"] == {"Count": {}}}
+    assert counted == {o["Name"] for o in common.get("RuleActionOverrides", [])}  # counts, never allows
+    largest = _largest_requests()
+    assert set(largest) == set(COMMON_RULE_SET_SIZE_LIMITS)
+    for rule, limit in COMMON_RULE_SET_SIZE_LIMITS.items():
+        assert (rule in counted) == (largest[rule] > limit), (rule, largest[rule], limit)
+    assert {"SizeRestrictions_BODY", "SizeRestrictions_QUERYSTRING"} <= counted  # issue 23: 16 KB, 4 KB
+
+
+def test_the_web_acl_logs_to_a_waf_log_group_without_tokens(edge) -> None:
+    template = _edge(edge)
+    (group,) = template.find_resources("AWS::Logs::LogGroup", {"Properties": {"RetentionInDays": 30}}).values()
+    assert group["Properties"]["LogGroupName"] == "aws-waf-logs-shop-prod-edge"
+    (acl_id,) = template.find_resources("AWS::WAFv2::WebACL")
+    (logging,) = template.find_resources("AWS::WAFv2::LoggingConfiguration").values()
+    props = logging["Properties"]
+    assert props["ResourceArn"] == {"Fn::GetAtt": [acl_id, "Arn"]}
+    (destination,) = props["LogDestinationConfigs"]
+    assert destination == "arn:aws:logs:us-east-1:111111111111:log-group:aws-waf-logs-shop-prod-edge"  # no ":*"
+    assert props["RedactedFields"] == [{"SingleHeader": {"Name": "authorization"}}]

@@ -70,7 +70,7 @@ def test_every_alarm_links_an_existing_runbook_section(arm64, staging) -> None:
 
 def test_function_alarms_errors_duration_and_throttles_without_the_designed_cap(arm64) -> None:
     (_, _, stream) = arm64.functions()["order_events"]
-    assert stream["Properties"]["ReservedConcurrentExecutions"] == 5
+    assert "ReservedConcurrentExecutions" not in stream["Properties"]
     alarms = _alarms(arm64).values()
     per_function: dict[str, set[str]] = {}
     for alarm in alarms:
@@ -83,8 +83,9 @@ def test_function_alarms_errors_duration_and_throttles_without_the_designed_cap(
     by_name = {next(n for lid, n in names.items() if lid in key): metrics for key, metrics in per_function.items()}
     assert by_name == {
         **{name: {"Errors", "Duration", "Throttles"} for name in API_FUNCTIONS},
-        # reserved concurrency 5 caps order_events on purpose: a throttle alarm would fire by design
-        "order_events": {"Errors", "Duration", "IteratorAge", "DestinationDeliveryFailures"},
+        # no reserved concurrency by default: a throttle of order_events is the account's pool exhausted
+        # (with -c order_events_concurrency=N it throttles by design and has no throttle alarm)
+        "order_events": {"Errors", "Duration", "Throttles", "IteratorAge", "DestinationDeliveryFailures"},
     }
     for alarm in alarms:
         props = alarm["Properties"]
@@ -179,3 +180,23 @@ def test_a_protected_stage_notifies_its_destination(staging, prod_external) -> N
     Template.from_json(prod_external.templates["ShopMonitoring"]).has_resource_properties(
         "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "oncall@example.com"}
     )
+
+
+def test_a_low_traffic_stage_alarms_on_any_sustained_5xx(arm64) -> None:
+    """Api5xxRate ignores minutes under 20 requests: Api5xxCount counts 5xx answers whatever the traffic."""
+    props = _by_id(arm64, "Api5xxCount")
+    assert (props["MetricName"], props["Statistic"], props["Threshold"]) == ("5xx", "Sum", 1)
+    assert "Metrics" not in props  # the API's own count, no rate expression
+    assert (props["EvaluationPeriods"], props["DatapointsToAlarm"]) == (5, 3)
+
+
+def test_each_api_function_alarms_on_its_handled_server_errors(arm64) -> None:
+    """A 500 the resolver answers is no Lambda error: each API function alarms on its ServerErrors count."""
+    for name in API_FUNCTIONS:
+        label = "".join(part.title() for part in name.split("_"))
+        props = _by_id(arm64, f"{label}ServerErrors")
+        assert props["Threshold"] == 1
+        (metric,) = props["Metrics"]
+        assert metric["MetricStat"]["Metric"]["Namespace"] == "Shop/dev"
+        assert metric["MetricStat"]["Metric"]["MetricName"] == "ServerErrors"
+        assert metric["MetricStat"]["Metric"]["Dimensions"] == [{"Name": "service", "Value": name}]

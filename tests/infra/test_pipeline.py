@@ -78,3 +78,11 @@ def test_a_stage_deploys_in_its_environment_with_an_oidc_role() -> None:
     (deploy,) = [step for step in job["steps"] if "make deploy" in step.get("run", "")]
     assert "-c stage=$STAGE" in deploy["run"]
     assert "-c account=$ACCOUNT" in deploy["run"]
+
+
+def test_one_deployment_per_stage_at_a_time_whatever_the_ref() -> None:
+    """Two refs (a push to main, a dispatch of another branch) must not deploy one stage at once."""
+    deploy = _workflow("deploy.yml")
+    assert "github.ref" not in str(deploy.get("concurrency", ""))
+    (job,) = _workflow("deploy-stage.yml")["jobs"].values()
+    assert job["concurrency"] == {"group": "deploy-${{ inputs.stage }}", "cancel-in-progress": False}

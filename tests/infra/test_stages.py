@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from infra.settings import EPHEMERAL_STAGES, DeployConfig
-from tests.infra.conftest import PINNED
+from infra.settings import EPHEMERAL_STAGES, LONGEST_REGION, MAX_STAGE_LENGTH, S3_BUCKET_NAME_MAX, DeployConfig
+from tests.infra.conftest import EDGE, PINNED
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
@@ -208,3 +208,50 @@ def test_the_status_shard_count_is_a_stage_setting_within_what_a_token_can_carry
     for wrong in ("0", "65", "-4", "four", "4.0", "²"):
         with pytest.raises(ValueError, match=r"context status_shards must be 1\.\.64"):
             _config(status_shards=wrong)
+
+
+@pytest.mark.parametrize("stage", ["Prod", "Prod-Shop", "pr-1234-login-fix-x", "pr_12", "-pr", "pr-", "a--b", "9lives"])
+def test_a_stage_that_cannot_name_every_resource_is_refused_with_the_rule(stage) -> None:
+    with pytest.raises(ValueError, match=rf"stage must be 1 to {MAX_STAGE_LENGTH} lower-case letters.*got '{stage}'"):
+        _config(stage=stage, **PROTECTED)
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod", "pr-1234", "x" * MAX_STAGE_LENGTH])
+def test_lower_case_stages_within_the_length_are_accepted(stage) -> None:
+    assert _config(stage=stage, ephemeral_stages="*").stage == stage
+
+
+def test_synth_of_a_mixed_case_stage_stops_before_any_stack() -> None:
+    from infra.app_factory import build_app
+
+    with pytest.raises(ValueError, match=r"stage must be 1 to .* lower-case letters.*got 'Prod-Shop'"):
+        build_app(context={"stage": "Prod-Shop", **PROTECTED})
+
+
+def test_the_longest_stage_fits_every_bucket_name_in_the_longest_region(arm64) -> None:
+    """Every bucket the stacks name, with the longest stage, a 12-digit account and the longest region name."""
+    buckets = [name for resource_type, name in physical_names(arm64) if resource_type == "AWS::S3::Bucket"]
+    assert buckets  # the order archive
+    for name in buckets:
+        worst = (
+            name.replace("shop-dev-", f"shop-{'x' * MAX_STAGE_LENGTH}-")
+            .replace("<AWS::AccountId>", "0" * 12)
+            .replace("<AWS::Region>", LONGEST_REGION)
+        )
+        assert len(worst) <= S3_BUCKET_NAME_MAX, worst
+    assert len(f"shop-{'x' * (MAX_STAGE_LENGTH + 1)}-order-archive-{'0' * 12}-{LONGEST_REGION}") > S3_BUCKET_NAME_MAX
+
+
+def test_the_api_custom_domain_certificate_must_be_in_the_api_region() -> None:
+    elsewhere = EDGE["edge_origin_certificate_arn"].replace(":eu-west-1:", ":us-east-1:")
+    with pytest.raises(ValueError, match="certificate must be in the API's region"):
+        _config(stage="prod", **PROTECTED, **{**EDGE, "edge_origin_certificate_arn": elsewhere})
+    assert _config(stage="prod", **PROTECTED, **EDGE).edge is not None  # eu-west-1, as the API
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, 0), ("0", 0), ("5", 5)])
+def test_order_events_reserves_no_concurrency_unless_asked(value, expected) -> None:
+    context = {} if value is None else {"order_events_concurrency": value}
+    assert _config(**context).order_events_concurrency == expected
+    with pytest.raises(ValueError, match="order_events_concurrency must be 0"):
+        _config(order_events_concurrency="-1")

@@ -85,14 +85,17 @@ def recorded_bus(monkeypatch: pytest.MonkeyPatch) -> RecordingEvents:
     return fake
 
 
-def emitted_metrics(output: str) -> dict[str, float]:
-    """Sum of each metric over the EMF documents Powertools printed."""
+def emitted_metrics(output: str, dimensions: tuple[str, ...] = ("service",)) -> dict[str, float]:
+    """Sum of each metric over the EMF documents Powertools printed with these dimensions (the function's own;
+    ("service", "function_version"): the per-version counts a canary alarms on, shop.version_metrics)."""
     totals: dict[str, float] = {}
     for line in output.splitlines():
         if '"_aws"' not in line:
             continue
         document = json.loads(line)
         for directive in document["_aws"]["CloudWatchMetrics"]:
+            if list(dimensions) not in directive["Dimensions"]:
+                continue
             for metric in directive["Metrics"]:
                 value = document[metric["Name"]]
                 values = value if isinstance(value, list) else [value]

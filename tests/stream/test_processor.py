@@ -144,6 +144,8 @@ def test_poison_record_in_the_middle_fails_alone(store, invoke, capsys, logs):
         assert OrderService(store.table).get(ADMIN, order_id).status is OrderStatus.CONFIRMED
     output = capsys.readouterr().out
     assert emitted_metrics(output) == {"OrdersConfirmed": 2, "StatusChanges": 2, "RecordsFailed": 1}
+    # the failed record counts for the version that failed it too: a canary of a new version rolls back on it
+    assert emitted_metrics(output, ("service", "function_version")) == {"RecordsFailed": 1}
     poisoned_order = poison["dynamodb"]["Keys"]["PK"]["S"].split("#", 1)[1]
     [failure] = [line for line in logs() if line["level"] == "ERROR"]
     assert failure["order_id"] == poisoned_order

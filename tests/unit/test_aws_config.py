@@ -2,16 +2,18 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from types import SimpleNamespace
+from typing import Any
 
 import boto3
+import botocore.endpoint
 import pytest
-from botocore.exceptions import BotoCoreError
+import urllib3
+from botocore.exceptions import BotoCoreError, ReadTimeoutError
 
 from infra.settings import ALL_FUNCTIONS
-from shop import errors
+from shop import aws_config, errors
 from shop.aws_config import (
     CONFLICT_ATTEMPTS,
     Budget,
@@ -81,6 +83,128 @@ def test_timeouts_can_be_widened_for_a_slow_local_store(monkeypatch):
     assert (config.connect_timeout, config.read_timeout) == (5, 15)
 
 
+class FakeClock:
+    """The clock deadlines are read on, advanced only by the stalled store's waits and botocore's retry sleeps."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.t += seconds
+
+
+class StalledSession:
+    """A DynamoDB that accepts the connection and never answers, on the fake clock: each attempt waits out the
+    read timeout the real HTTP session would give urllib3 (the request's own, else the client's), then fails
+    as urllib3 does. `test_the_http_session_gives_urllib3_the_capped_read_timeout` proves the real one uses it."""
+
+    def __init__(self, clock: FakeClock, client_read_timeout: float) -> None:
+        self.clock = clock
+        self.client_read_timeout = client_read_timeout
+        self.waits: list[float] = []
+
+    def send(self, request: Any) -> Any:
+        wait = request.context.get("read_timeout") or self.client_read_timeout
+        self.waits.append(wait)
+        self.clock.t += wait
+        raise ReadTimeoutError(endpoint_url=request.url)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(aws_config, "now", fake)
+    # botocore's retry loop sleeps with time.sleep in botocore.endpoint: there, on the fake clock
+    monkeypatch.setattr(botocore.endpoint, "time", SimpleNamespace(sleep=fake.sleep))
+    return fake
+
+
+def _client(endpoint: str = "http://127.0.0.1:9") -> Any:
+    return with_conflict_retries(
+        boto3.session.Session().client(
+            "dynamodb",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+            config=client_config(),
+        )
+    )
+
+
+def _stalled_client(clock: FakeClock) -> tuple[Any, StalledSession]:
+    client = _client()
+    session = StalledSession(clock, float(client.meta.config.read_timeout))
+    client._endpoint.http_session = session
+    return client, session
+
+
+def _get(client: Any) -> None:
+    client.get_item(TableName="t", Key={"PK": {"S": "x"}, "SK": {"S": "x"}})
+
+
+def test_a_stalled_store_costs_one_call_no_more_than_the_derived_budget(deployed, monkeypatch, clock):
+    monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "4")
+    budget = Budget.for_timeout(4)
+    client, session = _stalled_client(clock)
+    started = clock()
+    with pytest.raises(errors.ServiceUnavailable), translated_errors():
+        _get(client)
+    assert len(session.waits) == budget.attempts
+    assert clock() - started <= budget.worst_case_s()
+
+
+def test_the_invocation_deadline_bounds_a_chain_of_calls(deployed, monkeypatch, clock):
+    """Three calls to a stalled store would take 3 x the per-call worst case; the deadline stops them."""
+    monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "4")
+    client, _ = _stalled_client(clock)
+    context = SimpleNamespace(get_remaining_time_in_millis=lambda: 4000)
+    started = clock()
+    raised: list[BaseException] = []
+    with invocation_deadline(context) as deadline:
+        for _ in range(3):
+            try:
+                _get(client)
+            except BotoCoreError as exc:
+                raised.append(exc)
+    assert clock() <= deadline
+    assert clock() - started <= 4 - Budget.for_timeout(4).margin_s
+    assert any(isinstance(exc, DeadlineExceeded) for exc in raised)
+
+
+def test_widened_local_timeouts_cannot_outlast_the_function(monkeypatch, clock):
+    """`make dev` widens the timeouts (5 s connect, 15 s read) for a slow DynamoDB Local: one stalled attempt
+    would wait 15 s in a 10 s function, which Lambda (and the local gateway) then ends with a 500. Each attempt's
+    read is cut to the deadline, so the handler answers 503 itself, inside the function's timeout."""
+    monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "10")
+    monkeypatch.setenv("DYNAMODB_CONNECT_TIMEOUT", "5")
+    monkeypatch.setenv("DYNAMODB_READ_TIMEOUT", "15")
+    client, session = _stalled_client(clock)
+    context = SimpleNamespace(get_remaining_time_in_millis=lambda: 10_000)
+    started = clock()
+    with invocation_deadline(context) as deadline, pytest.raises(errors.ServiceUnavailable), translated_errors():
+        _get(client)
+    assert session.waits
+    assert max(session.waits) < 15
+    assert clock() <= deadline == started + 10 - Budget.for_timeout(10).margin_s
+
+
+def test_no_deadline_outside_an_invocation(deployed, clock):
+    client, session = _stalled_client(clock)
+    with pytest.raises(BotoCoreError) as caught:
+        _get(client)
+    assert not isinstance(caught.value, DeadlineExceeded)
+    assert len(session.waits) == Budget.for_timeout(10).attempts  # every attempt of standard mode ran
+
+
 @pytest.fixture
 def silent_store() -> Iterator[str]:
     """A loopback endpoint that accepts connections and never answers: a stalled DynamoDB."""
@@ -110,49 +234,25 @@ def silent_store() -> Iterator[str]:
         server.close()
 
 
-def _client(endpoint: str) -> object:
-    return with_conflict_retries(
-        boto3.session.Session().client(
-            "dynamodb",
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="x",
-            aws_secret_access_key="x",
-            config=client_config(),
-        )
-    )
+def test_the_http_session_gives_urllib3_the_capped_read_timeout(monkeypatch, silent_store):
+    """On a real socket: the read timeout the guard sets on the request is the one urllib3 waits, not the
+    client's widened 15 s (a 1 s function: one attempt, at most 0.6 s of real waiting)."""
+    monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "1")
+    monkeypatch.setenv("DYNAMODB_CONNECT_TIMEOUT", "5")
+    monkeypatch.setenv("DYNAMODB_READ_TIMEOUT", "15")
+    reads: list[float | None] = []
+    urlopen = urllib3.HTTPConnectionPool.urlopen
 
+    def recording(pool: Any, *args: Any, **kwargs: Any) -> Any:
+        timeout = kwargs.get("timeout")
+        reads.append(timeout.read_timeout if isinstance(timeout, urllib3.Timeout) else None)
+        return urlopen(pool, *args, **kwargs)
 
-def test_a_stalled_store_costs_one_call_no_more_than_the_derived_budget(deployed, monkeypatch, silent_store):
-    monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "4")
-    budget = Budget.for_timeout(4)
+    monkeypatch.setattr(urllib3.HTTPConnectionPool, "urlopen", recording)
     client = _client(silent_store)
-    started = time.monotonic()
-    with pytest.raises(errors.ServiceUnavailable), translated_errors():
-        client.get_item(TableName="t", Key={"PK": {"S": "x"}, "SK": {"S": "x"}})  # type: ignore[attr-defined]
-    assert time.monotonic() - started <= budget.worst_case_s() + 0.5
-
-
-def test_the_invocation_deadline_bounds_a_chain_of_calls(deployed, monkeypatch, silent_store):
-    """Three calls to a stalled store would take 3 x the per-call worst case; the deadline stops them."""
-    monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "4")
-    client = _client(silent_store)
-    context = SimpleNamespace(get_remaining_time_in_millis=lambda: 4000)
-    started = time.monotonic()
-    raised: list[BaseException] = []
-    with invocation_deadline(context) as deadline:
-        for _ in range(3):
-            try:
-                client.get_item(TableName="t", Key={"PK": {"S": "x"}, "SK": {"S": "x"}})  # type: ignore[attr-defined]
-            except BotoCoreError as exc:
-                raised.append(exc)
-    assert time.monotonic() <= deadline + 0.2
-    assert time.monotonic() - started < 4 - Budget.for_timeout(4).margin_s + 0.2
-    assert any(isinstance(exc, DeadlineExceeded) for exc in raised)
-
-
-def test_no_deadline_outside_an_invocation(deployed, silent_store):
-    client = _client(silent_store)
-    with pytest.raises(BotoCoreError) as caught:
-        client.get_item(TableName="t", Key={"PK": {"S": "x"}, "SK": {"S": "x"}})  # type: ignore[attr-defined]
-    assert not isinstance(caught.value, DeadlineExceeded)
+    context = SimpleNamespace(get_remaining_time_in_millis=lambda: 1100)
+    with invocation_deadline(context), pytest.raises(ReadTimeoutError):
+        _get(client)
+    assert len(reads) == 1
+    assert reads[0] is not None
+    assert reads[0] <= 1.1 - Budget.for_timeout(1).margin_s

@@ -14,7 +14,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,9 @@ STANDARD_BACKOFF_CAP_S = 20.0
 CONFLICT_ATTEMPTS = 12
 CONFLICT_FIRST_DELAY = 0.01
 CONFLICT_MAX_DELAY = 0.5
+
+# The clock deadlines are measured on; tests replace it (and a stalled store advances it) to run without waiting.
+now: Callable[[], float] = time.monotonic
 
 CONFLICT_ERROR = "TransactionConflictException"
 CONFLICT_REASON = "TransactionConflict"
@@ -128,11 +131,12 @@ _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("shop_s
 
 @contextlib.contextmanager
 def invocation_deadline(context: Any) -> Iterator[float]:
-    """Within it, no store attempt starts that could end after Lambda's remaining time minus the margin."""
+    """Within it, no store attempt starts that could end after Lambda's remaining time minus the margin,
+    and none that starts waits past that deadline (`_DeadlineGuard.before_send` caps its read timeout)."""
     derived = budget()
     remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
     remaining = remaining_ms() / 1000 if callable(remaining_ms) else derived.function_timeout_s
-    deadline = time.monotonic() + remaining - derived.margin_s
+    deadline = now() + remaining - derived.margin_s
     token = _deadline.set(deadline)
     try:
         yield deadline
@@ -154,18 +158,25 @@ RETRYABLE_CODES = frozenset(
 class _DeadlineGuard:
     """before-send and needs-retry handlers: neither a sleep nor an attempt may end after the deadline.
 
-    An attempt takes at most connect + read timeout; a retry sleeps at most the longer of standard
-    mode's and the conflict backoff. Without a deadline (scripts, tests) the guard does nothing.
+    An attempt starts only with a deployed attempt's time (connect + read timeout) left, and its read
+    timeout is cut to the time left: widened local timeouts (DYNAMODB_*_TIMEOUT, `make dev`) would
+    otherwise let one attempt outlast the function, which then dies with a 500 instead of answering 503.
+    A retry sleeps at most the longer of standard mode's and the conflict backoff. Without a deadline
+    (scripts, tests) the guard does nothing.
     """
 
     def __init__(self, client: Any) -> None:
         config = client.meta.config
         # Widened local timeouts (DYNAMODB_*_TIMEOUT) would refuse every retry: they count as deployed.
         self.attempt_s = min(float(config.connect_timeout) + float(config.read_timeout), budget().attempt_s)
+        self.read_timeout_s = float(config.read_timeout)
         self.max_attempts = int((config.retries or {}).get("total_max_attempts", TOTAL_ATTEMPTS))
 
-    def before_send(self, **_: Any) -> None:
-        self._require(self.attempt_s)
+    def before_send(self, request: Any = None, **_: Any) -> None:
+        left = self._require(self.attempt_s)
+        if left is not None and request is not None:
+            # botocore's per-request read timeout (the request context's read_timeout, given to urllib3)
+            request.context["read_timeout"] = min(self.read_timeout_s, left)
 
     def needs_retry(
         self,
@@ -184,13 +195,15 @@ class _DeadlineGuard:
             self._require(min(STANDARD_BACKOFF_BASE ** (attempts - 1), STANDARD_BACKOFF_CAP_S) + self.attempt_s)
 
     @staticmethod
-    def _require(seconds: float) -> None:
+    def _require(seconds: float) -> float | None:
+        """The seconds left before the deadline (None: no deadline), if at least `seconds`."""
         deadline = _deadline.get()
         if deadline is None:
-            return
-        left = deadline - time.monotonic()
+            return None
+        left = deadline - now()
         if left < seconds:
             raise DeadlineExceeded(left=left, needed=seconds)
+        return left
 
 
 def _transient(parsed: dict[str, Any]) -> bool:

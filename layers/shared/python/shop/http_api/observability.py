@@ -17,6 +17,7 @@ from aws_lambda_powertools.metrics import Metrics, MetricUnit
 from shop import startup
 from shop.aws_config import invocation_deadline
 from shop.tracing import tracing_disabled
+from shop.version_metrics import count_for_version
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "shop-api"))
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Shop"))
@@ -25,6 +26,9 @@ _metrics_lock = threading.Lock()
 _cold_start = True
 
 SERVICE_UNAVAILABLE = 503
+# 5xx answers but the store's transient 503 (StoreUnavailable): what a broken release answers (unexpected
+# exceptions, unmapped errors); per function and per version (shop.version_metrics), which the canary alarms on.
+SERVER_ERRORS = "ServerErrors"
 UNITS = {"OrderValueCents": MetricUnit.NoUnit}
 
 
@@ -37,6 +41,11 @@ def flush_metrics() -> None:
     with _metrics_lock:
         if metrics.metric_set:
             metrics.flush_metrics()
+
+
+def count_server_error() -> None:
+    count(SERVER_ERRORS)
+    count_for_version(SERVER_ERRORS)
 
 
 def tracing_enabled() -> bool:
@@ -60,10 +69,17 @@ def lambda_handler(resolve: Handler) -> Handler:
             function_request_id=getattr(context, "aws_request_id", None),
         )
         try:
-            with invocation_deadline(context):
-                response = resolve(event, context)
-            if response.get("statusCode") == SERVICE_UNAVAILABLE:
+            try:
+                with invocation_deadline(context):
+                    response = resolve(event, context)
+            except BaseException:
+                count_server_error()  # escaped the resolver: Lambda's Errors counts it too, and API Gateway answers 500
+                raise
+            status = response.get("statusCode")
+            if status == SERVICE_UNAVAILABLE:
                 count("StoreUnavailable")  # what the throttling/store alarm counts (infra monitoring)
+            elif isinstance(status, int) and status >= 500:
+                count_server_error()
             return response
         finally:
             flush_metrics()
