@@ -6,11 +6,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from shop import errors
+from shop import errors, wiring
 from shop.models import OrderStatus
 from shop.services.actor import Actor
-from shop.services.catalog import CatalogService
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, product
 
 pytestmark = pytest.mark.integration
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 def test_no_overselling_under_concurrent_orders(local_store):
     pid = product(local_store.table, stock=10)
-    service = OrderService(local_store.table)
+    service = wiring.order_service(local_store.table)
 
     def attempt(index: int) -> str:
         try:
@@ -31,12 +30,12 @@ def test_no_overselling_under_concurrent_orders(local_store):
         outcomes = list(pool.map(attempt, range(30)))
     assert outcomes.count("placed") == 10
     assert outcomes.count("out_of_stock") == 20
-    assert CatalogService(local_store.table).get(pid).stock == 0
+    assert wiring.catalog_service(local_store.table).get(pid).stock == 0
 
 
 def test_concurrent_status_changes_with_one_version_have_one_winner(local_store):
     pid = product(local_store.table, stock=5)
-    service = OrderService(local_store.table)
+    service = wiring.order_service(local_store.table)
     order = service.place(Actor("buyer"), address=ADDRESS, lines=[RequestedLine(pid, 1)])
 
     def attempt(status: OrderStatus) -> str:
@@ -54,4 +53,4 @@ def test_concurrent_status_changes_with_one_version_have_one_winner(local_store)
     # One change wins; a request for the change that won is answered as done (it may be a re-send).
     assert outcomes == ["won" if target is final.status else "mismatch" for target in targets]
     expected_stock = 5 if final.status is OrderStatus.CANCELLED else 4
-    assert CatalogService(local_store.table).get(pid).stock == expected_stock
+    assert wiring.catalog_service(local_store.table).get(pid).stock == expected_stock

@@ -6,7 +6,6 @@ detail carries a deterministic `id` that consumers dedupe on.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
@@ -19,6 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from shop.aws_config import client_config
 from shop.config import settings
+from shop.models.events import Event
 
 logger = logging.getLogger(__name__)
 
@@ -46,23 +46,6 @@ def reset_client() -> None:
     global _client
     with _client_lock:
         _client = None
-
-
-@dataclass(frozen=True)
-class Event:
-    """One domain event. `detail["id"]` is deterministic so consumers can dedupe redeliveries."""
-
-    source: str
-    detail_type: str
-    detail: dict[str, Any]
-
-    def entry(self, bus_name: str) -> dict[str, Any]:
-        return {
-            "EventBusName": bus_name,
-            "Source": self.source,
-            "DetailType": self.detail_type,
-            "Detail": json.dumps(self.detail, separators=(",", ":"), sort_keys=True),
-        }
 
 
 def entry_size(entry: dict[str, Any]) -> int:

@@ -20,20 +20,23 @@ that stays in them (the entries of the moved category's own subtree are never to
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from shop.limits import MOVE_STEP_CATEGORIES, MOVE_STEP_PRODUCTS
 from shop.models.categories import listing_scopes
-from shop.repository import ProductRepository, Table
-from shop.repository.categories import CategoryRepository
-from shop.repository.stream_records import MoveImage
 from shop.services.categories import PHASE_CATEGORIES, PHASE_PRODUCTS
+
+if TYPE_CHECKING:
+    from shop.models.stream_images import MoveImage
+    from shop.services.ports import CategoryMoveStore, ProductRelisting
 
 RELIST_ATTEMPTS = 5
 
 
 class CategoryMoves:
-    def __init__(self, table: Table) -> None:
-        self.categories = CategoryRepository(table)
-        self.products = ProductRepository(table)
+    def __init__(self, categories: CategoryMoveStore, products: ProductRelisting) -> None:
+        self.categories = categories
+        self.products = products
 
     def step(self, move: MoveImage) -> bool:
         """Run the step `move` is at; False when another run of it advanced the move first."""
