@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from infra.constructs.archive_names import archive_bucket_name
 from infra.constructs.functions import tool_function
 from infra.constructs.protection import removal_policy
 from infra.settings import (
@@ -53,16 +54,6 @@ class ShopTable(Construct):
             projection_type=dynamodb.ProjectionType.ALL,
             contributor_insights_specification=dynamodb.ContributorInsightsSpecification(enabled=config.protected),
         )
-
-
-def archive_bucket_name(config: DeployConfig) -> str:
-    """The archive bucket's name (a token in the account and region): the functions' stacks build its ARN
-    from it, so neither the grant nor ARCHIVE_BUCKET imports anything from the data stack."""
-    return f"{config.name('order-archive')}-{Aws.ACCOUNT_ID}-{Aws.REGION}"
-
-
-def archive_objects_arn(config: DeployConfig, prefix: str) -> str:
-    return f"arn:{Aws.PARTITION}:s3:::{archive_bucket_name(config)}/{prefix}*"
 
 
 class OrderArchive(Construct):
