@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -16,8 +15,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shop.aws_config import client_config
 from shop.config import settings
+from shop.lazy_client import ProcessClient
 from shop.models.events import Event
 
 logger = logging.getLogger(__name__)
@@ -25,27 +24,18 @@ logger = logging.getLogger(__name__)
 MAX_ENTRIES = 10  # PutEvents' limit per call
 MAX_REQUEST_BYTES = 256 * 1024  # PutEvents' limit on the summed entry sizes of one call
 
-_client_lock = threading.Lock()
 _client: Any = None
+_events = ProcessClient(__name__, "events")
 
 
 def events_client() -> Any:
     """The process-wide EventBridge client, created on first use (not at import)."""
-    global _client
-    if _client is None:
-        with _client_lock:
-            if _client is None:
-                import boto3
-
-                _client = boto3.session.Session().client("events", config=client_config())
-    return _client
+    return _events.get()
 
 
 def reset_client() -> None:
     """Forget the cached client (tests switch mocks between runs)."""
-    global _client
-    with _client_lock:
-        _client = None
+    _events.reset()
 
 
 def entry_size(entry: dict[str, Any]) -> int:
