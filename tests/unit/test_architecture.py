@@ -193,3 +193,21 @@ def test_the_layer_ships_no_development_tooling():
         imports = _imports(path)
         for tool in ("local_runtime", "bench", "tests", "moto", "pytest", "infra"):
             assert not _uses(imports, tool), (path.relative_to(SHOP), tool)
+
+
+def test_every_limit_and_default_has_one_source():
+    from shop import limits
+
+    names = {name for name in vars(limits) if name.isupper()}
+    names |= {name.removeprefix("DEFAULT_") for name in names if name.startswith("DEFAULT_")}
+    copies = []
+    for path in [*sorted(SHOP.rglob("*.py")), *sorted((REPO / "infra").rglob("*.py"))]:
+        if path == SHOP / "limits.py":
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Constant | ast.BinOp):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                copies += [
+                    f"{path.relative_to(REPO)}:{t.id}" for t in targets if isinstance(t, ast.Name) and t.id in names
+                ]
+    assert not copies, copies  # a value of shop.limits written again: import it instead
