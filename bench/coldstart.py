@@ -145,19 +145,19 @@ def _stream_request(ctx: dict[str, Any], table: str) -> dict[str, Any]:
     """A fresh PENDING order and its real INSERT stream record (each sample confirms its own order)."""
     from bench.lambdas import order_events_reader
     from bench.routes import ADDRESS
-    from shop import keys
+    from shop import keys, wiring
     from shop.models import ShippingAddress
     from shop.repository import Table
     from shop.repository.store import to_item
     from shop.services.actor import Actor
-    from shop.services.orders import OrderService, RequestedLine
+    from shop.services.orders import RequestedLine
 
     store = ctx["store"]
     if "cold_reader" not in ctx:
         ctx["cold_reader"] = order_events_reader(store.client(), store.client("dynamodbstreams"), table)
     reader = ctx["cold_reader"]
     reader.skip_to_now()
-    order = OrderService(Table()).place(
+    order = wiring.order_service(Table()).place(
         Actor("bench-cold"),
         address=ShippingAddress.model_validate(ADDRESS),
         lines=[RequestedLine(ctx["scenario"].ids["products"][5], 1)],
@@ -184,10 +184,10 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     store = ctx["store"]
     table = scenario.table_name
     store.use(table)
+    from shop import wiring
     from shop.repository import Table
-    from shop.services.sessions import SessionService
 
-    ctx["cold_session_id"] = SessionService(Table()).create().session_id
+    ctx["cold_session_id"] = wiring.session_service(Table()).create().session_id
     requests = _requests(ctx, table)
     bare_dir = pathlib.Path(tempfile.mkdtemp(prefix="bench-bare-"))
     (bare_dir / "handler.py").write_text(BARE)

@@ -209,22 +209,23 @@ class Scenario:
     # -- data ------------------------------------------------------------------------------------
     def setup(self) -> None:
         """Lists longer than a page, through the services (not counted)."""
+        from shop import wiring
         from shop.models import ShippingAddress
         from shop.repository import Table
         from shop.services.actor import Actor
-        from shop.services.catalog import CatalogService
-        from shop.services.categories import CategoryService
-        from shop.services.customers import CustomerService
-        from shop.services.orders import OrderService, RequestedLine
-        from shop.services.sessions import SessionService
+        from shop.services.orders import RequestedLine
 
         self.reader = order_events_reader(self.dynamodb, self.streams, self.table_name)
         self.accountant = Accountant(self.dynamodb, self.streams, self.table_name)
         table = Table()
         admin, alice = Actor(ADMIN[0], is_admin=True), Actor(ALICE[0])
-        catalog, customers, orders = CatalogService(table), CustomerService(table), OrderService(table)
+        catalog, customers, orders = (
+            wiring.catalog_service(table),
+            wiring.customer_service(table),
+            wiring.order_service(table),
+        )
         customers.create(alice, email="alice@bench.example", name="Alice")
-        tree = CategoryService(table)
+        tree = wiring.category_service(table)
         tree.create(admin, slug=CATEGORY, name="Bench tools", parent=None)
         tree.create(admin, slug=SUBCATEGORY, name="Bench drills", parent=CATEGORY)
         tree.create(admin, slug=LOW_CATEGORY, name="Bench low stock", parent=None)
@@ -246,7 +247,7 @@ class Scenario:
             catalog.review(Actor(f"bench-reviewer-{i}"), products[0], rating=1 + i % 5, title="t", body="b")
             catalog.review(alice, products[1 + i], rating=4, title="t", body="b")
         address = ShippingAddress.model_validate(ADDRESS)
-        sessions = SessionService(table)  # an anonymous cart for Alice to merge at sign-in
+        sessions = wiring.session_service(table)  # an anonymous cart for Alice to merge at sign-in
         self.ids["anonymous_session"] = sessions.create().session_id
         for product_id in (products[6], products[7]):
             sessions.set_quantity(self.ids["anonymous_session"], product_id, 1)

@@ -49,19 +49,15 @@ TABLE_INDEX = "GSI1"
 # carries the documented 10,000 orders/s at 625 WCU/s per shard (headroom for bursts and larger
 # orders). The count may only grow: entries keep the shard they were written to and the listing reads
 # every shard below the current count (docs/operations.md, "Settings").
-DEFAULT_STATUS_SHARDS = 48
-MAX_STATUS_SHARDS = 64  # shop.limits.MAX_STATUS_SHARDS: a listing's next token carries one cursor per shard
-SESSION_TTL_SECONDS = 3600
-IDEMPOTENCY_TTL_SECONDS = 86400
+# DEFAULT_STATUS_SHARDS and MAX_STATUS_SHARDS (a listing's next token carries one cursor per shard),
+# SESSION_TTL_SECONDS and IDEMPOTENCY_TTL_SECONDS are set below from shop.limits (the functions read the same).
 # How long an instance keeps a flash-sale product's reads (shop.services.hot_products; 0 turns it off): a GET
 # shows its stock up to this late; at N instances its partition takes N reads per this many seconds.
-HOT_PRODUCT_CACHE_SECONDS = 1  # shop.config.DEFAULT_HOT_PRODUCT_CACHE_SECONDS
+# HOT_PRODUCT_CACHE_SECONDS: shop.limits.DEFAULT_HOT_PRODUCT_CACHE_SECONDS, below.
 # Archival (shop.services.archival): a finished order's TTL is this many days after it finished
 # (`-c archive_after_days=N`, passed to every function as ARCHIVE_AFTER_DAYS); then order_events writes it
 # to the archive bucket under ARCHIVE_PREFIX, where it stays in S3 Standard (infra.constructs.data.OrderArchive).
-DEFAULT_ARCHIVE_AFTER_DAYS = 365  # shop.config.DEFAULT_ARCHIVE_AFTER_DAYS
-MAX_ARCHIVE_AFTER_DAYS = 3650  # shop.limits.MAX_ARCHIVE_AFTER_DAYS
-ARCHIVE_PREFIX = "orders/"  # shop.repository.order_archive.ARCHIVE_PREFIX
+# DEFAULT_ARCHIVE_AFTER_DAYS, MAX_ARCHIVE_AFTER_DAYS and ARCHIVE_PREFIX: shop.limits, below.
 ARCHIVE_NONCURRENT_DAYS = 90  # a protected stage's overwritten or deleted archive object, recoverable this long
 POWERTOOLS_NAMESPACE = "Shop"
 
@@ -220,7 +216,18 @@ LAYER_PYTHON = ROOT / "layers" / "shared" / "python"
 if str(LAYER_PYTHON) not in sys.path:
     sys.path.append(str(LAYER_PYTHON))
 
+from shop import limits  # noqa: E402
 from shop.http_api.routes import ROUTES, Route  # noqa: E402
+
+# What the functions assume without the variable is what a deployment sets: one source, shop.limits.
+DEFAULT_STATUS_SHARDS = limits.DEFAULT_STATUS_SHARDS
+MAX_STATUS_SHARDS = limits.MAX_STATUS_SHARDS
+SESSION_TTL_SECONDS = limits.DEFAULT_SESSION_TTL_SECONDS
+IDEMPOTENCY_TTL_SECONDS = limits.DEFAULT_IDEMPOTENCY_TTL_SECONDS
+HOT_PRODUCT_CACHE_SECONDS = limits.DEFAULT_HOT_PRODUCT_CACHE_SECONDS
+DEFAULT_ARCHIVE_AFTER_DAYS = limits.DEFAULT_ARCHIVE_AFTER_DAYS
+MAX_ARCHIVE_AFTER_DAYS = limits.MAX_ARCHIVE_AFTER_DAYS
+ARCHIVE_PREFIX = limits.ARCHIVE_PREFIX
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Anyone may call them and they write: the routes abuse targets first (their own, lower throttle).

@@ -72,14 +72,13 @@ def seed_catalogue(client: Any, table_name: str) -> list[dict[str, Any]]:
     """Create the demo tree and products with the products domain code (ids and timestamps as the API makes them)."""
     if str(SHARED_LAYER) not in sys.path:
         sys.path.insert(0, str(SHARED_LAYER))
+    from shop import wiring
     from shop.repository import Table
     from shop.services.actor import Actor
-    from shop.services.catalog import CatalogService
-    from shop.services.categories import CategoryService
 
-    service = CatalogService(Table(client, table_name))
+    service = wiring.catalog_service(Table(client, table_name))
     admin = Actor("local-seed", is_admin=True)
-    tree = CategoryService(Table(client, table_name))
+    tree = wiring.category_service(Table(client, table_name))
     for slug, name, parent in DEMO_CATEGORIES:
         tree.create(admin, slug=slug, name=name, parent=parent)
     created = []

@@ -10,17 +10,16 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
+from shop import wiring
 from shop.http_api import customer_schemas as s
 from shop.http_api.etags import IfMatch, etag, expected_version
 from shop.http_api.observability import lambda_handler
 from shop.http_api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, Request, caller
 from shop.http_api.resolver import create_app, declare, json_response
 from shop.http_api.schemas import given
-from shop.repository import Table
-from shop.services.customers import CustomerService
 
 app = create_app("customers")
-customers = CustomerService(Table())
+customers = wiring.customer_service()
 TAGS = ["customers"]
 ETAG = {"ETag": 'the profile\'s version, quoted: "3"'}
 

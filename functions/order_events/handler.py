@@ -20,11 +20,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
+from shop import wiring
 from shop.aws_config import invocation_deadline
 from shop.publishing import Event, EventPublisher
-from shop.repository import Table
 from shop.repository.stream_records import StreamRecord
-from shop.services.order_events import Action, OrderEventsService, Outcome
+from shop.services.order_events import Action, Outcome
 from shop.stream_batch import PublishingBatchProcessor
 from shop.tracing import tracing_disabled
 from shop.version_metrics import count_for_version
@@ -63,7 +63,7 @@ def log(outcome: Outcome) -> None:
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    service = OrderEventsService(Table())
+    service = wiring.order_events_service()
 
     def record_handler(record: DynamoDBRecord) -> tuple[Event, ...]:
         """One record through the rules; the events it produced, for the processor to publish."""

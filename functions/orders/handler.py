@@ -11,7 +11,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 
-from shop import errors
+from shop import errors, wiring
 from shop.http_api import order_schemas as s
 from shop.http_api.errors import PreconditionRequired
 from shop.http_api.etags import IfMatch, etag, expected_version
@@ -22,16 +22,14 @@ from shop.http_api.resolver import create_app, declare, json_response
 from shop.http_api.schemas import given
 from shop.limits import MAX_QUANTITY, MAX_SALES_DAYS, RETURN_WINDOW_DAYS
 from shop.models import OrderStatus, ShippingAddress
-from shop.repository import Table
-from shop.repository.sales import SalesRepository
 from shop.services.actor import Actor
-from shop.services.orders import OrderService, RequestedLine, ShipmentIn
-from shop.services.sales import SalesService
+from shop.services.orders import RequestedLine, ShipmentIn
 
 app = create_app("orders")
-table = Table()
-orders = OrderService(table)
-sales = SalesService(SalesRepository(table))
+table = wiring.function_table()
+orders = wiring.order_service(table)
+sales = wiring.sales_service(table)
+idempotency_records = wiring.idempotency_records(table)
 TAGS = ["orders"]
 SALES_TAGS = ["sales"]
 # A calendar date: the pattern bounds year, month and day; `format: date` (RFC 3339 full-date) says the rest
@@ -124,7 +122,7 @@ def place_order(
     actor = caller(request)
     try:
         placed = placement(
-            table,
+            idempotency_records,
             key=f"{actor.sub}\n{idempotency_key}",
             payload=body.model_dump(mode="json"),
             context=app.lambda_context,

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
-from shop import errors
+from shop import errors, wiring
 from shop.http_api import alert_schemas
 from shop.http_api import category_schemas as c
 from shop.http_api import product_schemas as s
@@ -27,14 +27,10 @@ from shop.limits import (
     MAX_SLUG_LENGTH,
     MAX_STOCK,
 )
-from shop.repository import Table
-from shop.services.alerts import AlertService
-from shop.services.catalog import CatalogService
-from shop.services.categories import CategoryService
 
 app = create_app("products")
-catalog = CatalogService(Table())
-tree = CategoryService(Table())
+catalog = wiring.catalog_service()
+tree = wiring.category_service()
 TAGS = ["products"]
 CATEGORY_TAGS = ["categories"]
 SlugPath = Annotated[str, Path(min_length=1, max_length=MAX_SLUG_LENGTH, pattern=CATEGORY_SLUG_PATTERN)]
@@ -304,7 +300,7 @@ def list_customer_reviews(customer_id: CustomerId, limit: Limit = DEFAULT_LIMIT,
     return json_response(200, catalog.reviews_of_customer(customer_id, limit=limit, next_token=next_token))
 
 
-alerts = AlertService(Table())
+alerts = wiring.alert_service()
 
 
 @app.get(

@@ -7,20 +7,17 @@ from shop import startup
 startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
 
 # isort: split
+from shop import wiring
 from shop.http_api import cart_schemas as c
 from shop.http_api import session_schemas as s
 from shop.http_api.observability import lambda_handler
 from shop.http_api.params import CustomerId, ProductId, Request, SessionId, caller
 from shop.http_api.resolver import create_app, declare, json_response
 from shop.limits import MAX_CART_LINES, MAX_QUANTITY
-from shop.repository import Table
-from shop.services.carts import CartService
-from shop.services.sessions import SessionService
 
 app = create_app("sessions")
-table = Table()
-sessions = SessionService(table)
-carts = CartService(table)
+sessions = wiring.session_service()
+carts = wiring.cart_service()
 TAGS = ["sessions"]
 CART_TAGS = ["carts"]
 

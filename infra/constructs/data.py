@@ -9,6 +9,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from infra.constructs.archive_names import archive_bucket_name
 from infra.constructs.functions import tool_function
 from infra.constructs.protection import removal_policy
 from infra.settings import (
@@ -55,16 +56,6 @@ class ShopTable(Construct):
             projection_type=dynamodb.ProjectionType.ALL,
             contributor_insights_specification=dynamodb.ContributorInsightsSpecification(enabled=config.protected),
         )
-
-
-def archive_bucket_name(config: DeployConfig) -> str:
-    """The archive bucket's name (a token in the account and region): the functions' stacks build its ARN
-    from it, so neither the grant nor ARCHIVE_BUCKET imports anything from the data stack."""
-    return f"{config.name(ARCHIVE_BUCKET_SUFFIX)}-{Aws.ACCOUNT_ID}-{Aws.REGION}"
-
-
-def archive_objects_arn(config: DeployConfig, prefix: str) -> str:
-    return f"arn:{Aws.PARTITION}:s3:::{archive_bucket_name(config)}/{prefix}*"
 
 
 class OrderArchive(Construct):

@@ -13,6 +13,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra import build_layers
+from infra.constructs.archive_names import archive_bucket_name, archive_objects_arn
 from infra.constructs.protection import removal_policy
 from infra.settings import (
     ALL_FUNCTIONS,
@@ -222,8 +223,6 @@ def build_function(
     if spec.archive_actions:
         if not archive:
             raise ValueError(f"{spec.name} uses the order archive: build it with archive=True")
-        from infra.constructs.data import archive_bucket_name, archive_objects_arn
-
         archive_env["ARCHIVE_BUCKET"] = archive_bucket_name(config)
         role.add_to_policy(
             iam.PolicyStatement(

@@ -123,17 +123,16 @@ def test_order_events_grants_match_its_calls(store, monkeypatch):
     from functions.order_events.handler import handler
     from local_runtime.events import stream_event as lambda_event
     from local_runtime.ttl import TtlDeletions, TtlEmulator
+    from shop import wiring
     from shop.models import OrderStatus
     from shop.repository.order_archive import ArchiveBucket
     from shop.repository.store import dynamodb_client
-    from shop.services.catalog import CatalogService
-    from shop.services.categories import CategoryService
-    from shop.services.orders import OrderService, RequestedLine
+    from shop.services.orders import RequestedLine
     from tests.stream.conftest import order_events_context as FakeContext
     from tests.support.factories import ADDRESS, ADMIN, ALICE, category, parcel, product
     from tests.support.streams import StreamReader
 
-    orders = OrderService(store.table)
+    orders = wiring.order_service(store.table)
     order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
     stream = StreamReader(store, ttl_deletions=TtlDeletions())
     recorder = record(dynamodb_client())  # the handler's client; the test's own calls use store.client
@@ -142,11 +141,11 @@ def test_order_events_grants_match_its_calls(store, monkeypatch):
     orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
     handler(lambda_event(stream.read()), FakeContext())  # a status change
     assert orders.get(ALICE, order.order_id).history[-1].status is OrderStatus.SHIPPED
-    tree = CategoryService(store.table)  # a category move's steps (issue 12)
+    tree = wiring.category_service(store.table)  # a category move's steps (issue 12)
     category(store.table, "beans", parent="tools")
     category(store.table, "espresso", parent="beans")
     category(store.table, "tea")
-    CatalogService(store.table).create(
+    wiring.catalog_service(store.table).create(
         ADMIN, name="Ristretto", categories=["espresso"], price_cents=1, description=None, stock=1
     )
     tree.update(ADMIN, "beans", {"parent": "tea"})

@@ -6,12 +6,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from shop import clock
+from shop import clock, wiring
 from shop.limits import RETURN_WINDOW_DAYS
 from shop.models import OrderStatus
 from shop.repository import Table
 from shop.repository.sales import SalesRepository
-from shop.services.order_events import OrderEventsService
 from shop.services.sales import SalesService
 from tests.functions.apigw import ADMIN, ALICE, BOB, call
 from tests.support.calls import counting
@@ -172,4 +171,4 @@ def test_top_sellers_of_a_day_most_units_first(api):
 
 
 def test_the_stream_processor_is_built_with_the_sales_rules(api):
-    assert isinstance(OrderEventsService(Table(api.client, api.table_name)).sales, SalesService)
+    assert isinstance(wiring.order_events_service(Table(api.client, api.table_name)).sales, SalesService)

@@ -7,18 +7,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from shop import errors
-from shop.services.carts import CartService
-from shop.services.customers import CustomerService
-from shop.services.orders import OrderService
-from shop.services.sessions import SessionService
+from shop import errors, wiring
 from tests.support.factories import ADDRESS, ALICE, product
 
 pytestmark = pytest.mark.integration
 
 
 def sessions_holding(table, lines_per_session):
-    sessions = SessionService(table)
+    sessions = wiring.session_service(table)
     ids = []
     for lines in lines_per_session:
         session_id = sessions.create().session_id
@@ -43,9 +39,9 @@ def together(calls):
 @pytest.mark.parametrize("round_", range(3))
 def test_two_concurrent_merges_of_two_sessions_both_land(local_store, round_):
     table = local_store.table
-    CustomerService(table).create(ALICE, email="alice@example.com", name="Alice")
+    wiring.customer_service(table).create(ALICE, email="alice@example.com", name="Alice")
     shared, only_a, only_b = (product(table, name=n, stock=100) for n in ("Shared", "A", "B"))
-    carts = CartService(table)
+    carts = wiring.cart_service(table)
     carts.set_quantity(ALICE, "alice", shared, 1)
     first, second = sessions_holding(table, [[(shared, 2), (only_a, 1)], [(shared, 3), (only_b, 4)]])
 
@@ -59,10 +55,10 @@ def test_two_concurrent_merges_of_two_sessions_both_land(local_store, round_):
 
 def test_many_concurrent_merges_and_line_changes_all_land(local_store):
     table = local_store.table
-    CustomerService(table).create(ALICE, email="alice@example.com", name="Alice")
+    wiring.customer_service(table).create(ALICE, email="alice@example.com", name="Alice")
     shared = product(table, name="Shared", stock=100)
     extra = [product(table, name=f"Extra {i}", stock=100) for i in range(4)]
-    carts = CartService(table)
+    carts = wiring.cart_service(table)
     session_ids = sessions_holding(table, [[(shared, 1)] for _ in range(4)])
     calls = [lambda sid=sid: carts.merge(ALICE, "alice", sid) for sid in session_ids]
     calls += [lambda pid=pid: carts.set_quantity(ALICE, "alice", pid, 2) for pid in extra]
@@ -75,9 +71,9 @@ def test_many_concurrent_merges_and_line_changes_all_land(local_store):
 
 def test_a_double_submitted_merge_lands_once_and_both_answer_the_same_cart(local_store):
     table = local_store.table
-    CustomerService(table).create(ALICE, email="alice@example.com", name="Alice")
+    wiring.customer_service(table).create(ALICE, email="alice@example.com", name="Alice")
     pid = product(table, stock=100)
-    carts = CartService(table)
+    carts = wiring.cart_service(table)
     [session_id] = sessions_holding(table, [[(pid, 3)]])
 
     answers = together([lambda: carts.merge(ALICE, "alice", session_id) for _ in range(4)])
@@ -88,9 +84,9 @@ def test_a_double_submitted_merge_lands_once_and_both_answer_the_same_cart(local
 
 def test_checkout_racing_a_line_change_never_loses_or_double_sells_a_line(local_store):
     table = local_store.table
-    CustomerService(table).create(ALICE, email="alice@example.com", name="Alice")
+    wiring.customer_service(table).create(ALICE, email="alice@example.com", name="Alice")
     first, second = product(table, name="First", stock=50), product(table, name="Second", stock=50)
-    carts, orders = CartService(table), OrderService(table)
+    carts, orders = wiring.cart_service(table), wiring.order_service(table)
     carts.set_quantity(ALICE, "alice", first, 1)
 
     def checkout():

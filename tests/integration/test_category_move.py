@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 
-from shop import clock, ids, keys
+from shop import clock, ids, keys, wiring
 from shop.models import Product
 from shop.models.categories import listing_scopes
 from shop.repository.listings import entry_items
 from shop.repository.products import product_item
 from shop.repository.store import to_item
 from shop.services.catalog import CatalogService
-from shop.services.categories import CategoryService
 from tests.repository.test_catalogue_tree import drive_moves
 from tests.support.factories import ADMIN
 from tests.support.streams import StreamReader
@@ -76,14 +75,14 @@ def walk(catalog: CatalogService, category: str | None) -> list[str]:
 
 def test_moving_a_category_of_5000_products_lists_each_once_throughout(local_store):
     store = local_store
-    tree = CategoryService(store.table)
+    tree = wiring.category_service(store.table)
     for slug, parent in [("coffee", None), ("beans", "coffee"), ("espresso", "beans"), ("filter", "beans")]:
         tree.create(ADMIN, slug=slug, name=slug.title(), parent=parent)
     tree.create(ADMIN, slug="cups", name="Cups", parent="coffee")
     tree.create(ADMIN, slug="tea", name="Tea", parent=None)
     paths = {slug: tree.detail(slug).path for slug in ("espresso", "filter", "cups")}
     everything = set(bulk_catalogue(store, paths))
-    in_cups = set(walk(CatalogService(store.table), "cups"))
+    in_cups = set(walk(wiring.catalog_service(store.table), "cups"))
     assert len(in_cups) == ALSO_IN_CUPS
     reader = StreamReader(store)
     reader.skip_to_now()  # what seeding wrote is not the move's
@@ -102,7 +101,7 @@ def test_moving_a_category_of_5000_products_lists_each_once_throughout(local_sto
 
     mover = threading.Thread(target=run_move)
     mover.start()
-    catalog = CatalogService(store.table)
+    catalog = wiring.catalog_service(store.table)
     walks = {"tea": 0, "coffee": 0, "beans": 0}
     try:
         while not done.is_set():
@@ -134,10 +133,10 @@ def test_moving_a_category_of_5000_products_lists_each_once_throughout(local_sto
 
 def test_listing_keys_match_the_repository(local_store):
     """The bulk writer above writes what the repository writes: one product through the service."""
-    tree = CategoryService(local_store.table)
+    tree = wiring.category_service(local_store.table)
     tree.create(ADMIN, slug="coffee", name="Coffee", parent=None)
     pid = (
-        CatalogService(local_store.table)
+        wiring.catalog_service(local_store.table)
         .create(ADMIN, name="X", categories=["coffee"], price_cents=1, description=None, stock=1)
         .product_id
     )

@@ -7,11 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from shop import errors
+from shop import errors, wiring
 from shop.models import OrderStatus
 from shop.services.actor import Actor
-from shop.services.catalog import CatalogService
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, parcel, product
 
 pytestmark = pytest.mark.integration
@@ -19,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 def test_no_overselling_under_concurrent_orders(local_store):
     pid = product(local_store.table, stock=10)
-    service = OrderService(local_store.table)
+    service = wiring.order_service(local_store.table)
 
     def attempt(index: int) -> str:
         try:
@@ -32,12 +31,12 @@ def test_no_overselling_under_concurrent_orders(local_store):
         outcomes = list(pool.map(attempt, range(30)))
     assert outcomes.count("placed") == 10
     assert outcomes.count("out_of_stock") == 20
-    assert CatalogService(local_store.table).get(pid).stock == 0
+    assert wiring.catalog_service(local_store.table).get(pid).stock == 0
 
 
 def test_concurrent_status_changes_with_one_version_have_one_winner(local_store):
     pid = product(local_store.table, stock=5)
-    service = OrderService(local_store.table)
+    service = wiring.order_service(local_store.table)
     order = service.place(Actor("buyer"), address=ADDRESS, lines=[RequestedLine(pid, 1)])
 
     def attempt(status: OrderStatus) -> str:
@@ -55,7 +54,7 @@ def test_concurrent_status_changes_with_one_version_have_one_winner(local_store)
     # One change wins; a request for the change that won is answered as done (it may be a re-send).
     assert outcomes == ["won" if target is final.status else "mismatch" for target in targets]
     expected_stock = 5 if final.status is OrderStatus.CANCELLED else 4
-    assert CatalogService(local_store.table).get(pid).stock == expected_stock
+    assert wiring.catalog_service(local_store.table).get(pid).stock == expected_stock
 
 
 def test_concurrent_shipments_with_different_details_have_one_answer_and_it_is_stored(local_store):
@@ -63,7 +62,7 @@ def test_concurrent_shipments_with_different_details_have_one_answer_and_it_is_s
     is the stored one; the others lost and are told so (412), not shown a shipment that was never stored."""
     from shop.services.orders import ShipmentIn
 
-    service = OrderService(local_store.table)
+    service = wiring.order_service(local_store.table)
     order = service.place(Actor("buyer"), address=ADDRESS, lines=[RequestedLine(product(local_store.table), 1)])
     service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
 
@@ -95,7 +94,7 @@ def test_concurrent_return_requests_with_different_reasons_have_one_answer_and_i
     """Four return requests with their own reasons, released together: the one answered 200 is the stored one;
     the others are 409 (re-read after losing: no longer DELIVERED). Several orders, so the race happens."""
     buyer = Actor("buyer")
-    service = OrderService(local_store.table)
+    service = wiring.order_service(local_store.table)
     pid = product(local_store.table, stock=10)
     for _ in range(4):
         order = service.place(buyer, address=ADDRESS, lines=[RequestedLine(pid, 1)])

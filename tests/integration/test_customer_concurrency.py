@@ -7,8 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from shop import errors
-from shop.services.customers import CustomerService
+from shop import errors, wiring
 from tests.support.factories import ADMIN, ALICE
 
 pytestmark = pytest.mark.integration
@@ -17,7 +16,7 @@ ROUNDS = 24
 
 
 def test_concurrent_name_and_email_changes_both_land_every_round(local_store):
-    service = CustomerService(local_store.table)
+    service = wiring.customer_service(local_store.table)
     service.create(ALICE, email="alice-0@example.com", name="Alice 0")
     lost: list[tuple[int, str, str]] = []
     refused: list[tuple[int, str]] = []

@@ -8,11 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from shop import errors
+from shop import errors, wiring
 from shop.repository import ProductRepository
 from shop.services.actor import Actor
-from shop.services.catalog import CatalogService
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, product
 
 pytestmark = pytest.mark.integration
@@ -31,9 +30,9 @@ CLIENT_RETRIES = 10
 def test_flash_sale_sells_exactly_the_stock_and_no_shard_goes_negative(local_store):
     table = local_store.table
     pid = product(table, stock=STOCK)
-    spread = CatalogService(table).set_stock_shards(ADMIN, pid, SHARDS)
+    spread = wiring.catalog_service(table).set_stock_shards(ADMIN, pid, SHARDS)
     assert spread.shards == (7, 7, 6, 6, 6, 6, 6, 6)
-    service = OrderService(table)
+    service = wiring.order_service(table)
     start = threading.Barrier(BUYERS)
     unavailable = Counter[int]()  # 503s per buyer
 
@@ -64,7 +63,7 @@ def test_flash_sale_sells_exactly_the_stock_and_no_shard_goes_negative(local_sto
     after = ProductRepository(table).stock_layout(pid)
     assert after.shards == (0,) * SHARDS
     assert after.main == 0
-    assert CatalogService(table).get(pid).stock == 0
+    assert wiring.catalog_service(table).get(pid).stock == 0
     # Each shard sold exactly what it held: nothing taken twice, nothing taken from nowhere.
     sold_per_shard = Counter[str]()
     for _, taken in outcomes:

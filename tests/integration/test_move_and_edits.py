@@ -14,12 +14,11 @@ from typing import Any
 
 import pytest
 
-from shop import keys
+from shop import keys, wiring
 from shop.repository import ProductRepository
 from shop.repository.stream_records import StreamRecord
 from shop.services.catalog import CatalogService
 from shop.services.categories import CategoryService
-from shop.services.order_events import OrderEventsService
 from tests.support.factories import ADMIN
 from tests.support.streams import StreamReader, only
 
@@ -30,7 +29,7 @@ STEP = 10  # products a move step re-files here: three product pages
 
 
 def category_tree(table: Any) -> CategoryService:
-    tree = CategoryService(table)
+    tree = wiring.category_service(table)
     tree.create(ADMIN, slug="oa", name="Old parent", parent=None)
     tree.create(ADMIN, slug="ob", name="New parent", parent=None)
     tree.create(ADMIN, slug="m", name="Moved", parent="oa")
@@ -60,8 +59,8 @@ def listed(catalog: CatalogService, category: str) -> list[str]:
 def run_move(store: Any, reader: StreamReader, until: Callable[[], bool] = lambda: False) -> bool:
     """Hand the move item's stream records to the stream processor one step at a time until `until()` holds
     (True) or the move is done (False)."""
-    service = OrderEventsService(store.table)
-    tree = CategoryService(store.table)
+    service = wiring.order_events_service(store.table)
+    tree = wiring.category_service(store.table)
     for _ in range(1_000):
         if until():
             return True
@@ -88,7 +87,7 @@ def assert_moved(catalog: CatalogService, everything: list[str]) -> None:
 def moving(local_store: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, CatalogService, list[str]]:
     monkeypatch.setenv("CATEGORY_MOVE_STEP_PRODUCTS", str(STEP))
     category_tree(local_store.table)
-    catalog = CatalogService(local_store.table)
+    catalog = wiring.catalog_service(local_store.table)
     return local_store, catalog, fill(catalog)
 
 
@@ -96,9 +95,9 @@ def test_a_product_renamed_past_the_cursor_during_the_move_ends_under_its_new_sc
     store, catalog, everything = moving
     reader = StreamReader(store)
     reader.skip_to_now()
-    CategoryService(store.table).update(ADMIN, "m", {"parent": "ob"})
+    wiring.category_service(store.table).update(ADMIN, "m", {"parent": "ob"})
     assert run_move(store, reader, until=lambda: len(listed(catalog, "ob")) >= STEP)
-    assert CategoryService(store.table).detail("m").moving  # the rename lands in the middle of the move
+    assert wiring.category_service(store.table).detail("m").moving  # the rename lands in the middle of the move
     last = everything[-1]
     renamed = catalog.update(ADMIN, last, {"name": "a-renamed"})
     assert renamed._listed_in == ["ob", "m"]  # the scopes of the tree as it is now, not the stored ones
@@ -114,7 +113,7 @@ def test_an_edit_that_read_before_the_move_and_commits_behind_the_cursor_is_file
     them again and files the product under the new scopes."""
     store, catalog, everything = moving
     last = everything[-1]
-    editor = CatalogService(store.table)
+    editor = wiring.catalog_service(store.table)
     write = editor.products.update
     reads_done, go_on = threading.Event(), threading.Event()
     writes: list[list[str]] = []
@@ -134,7 +133,7 @@ def test_an_edit_that_read_before_the_move_and_commits_behind_the_cursor_is_file
     edit.start()
     try:
         assert reads_done.wait(timeout=60)
-        CategoryService(store.table).update(ADMIN, "m", {"parent": "ob"})
+        wiring.category_service(store.table).update(ADMIN, "m", {"parent": "ob"})
         assert run_move(store, reader, until=lambda: len(listed(catalog, "ob")) >= STEP)
         assert last not in listed(catalog, "ob")  # not re-filed by the move yet
     finally:
@@ -153,7 +152,7 @@ def test_an_edit_whose_product_the_move_refiled_meanwhile_is_applied_not_refused
     service reads it again and applies the rename under the new scopes instead of answering 409."""
     store, catalog, everything = moving
     target = everything[0]
-    editor = CatalogService(store.table)
+    editor = wiring.catalog_service(store.table)
     write = editor.products.update
     reads_done, go_on = threading.Event(), threading.Event()
     outcome: list[Any] = []
@@ -177,7 +176,7 @@ def test_an_edit_whose_product_the_move_refiled_meanwhile_is_applied_not_refused
     thread.start()
     try:
         assert reads_done.wait(timeout=60)
-        CategoryService(store.table).update(ADMIN, "m", {"parent": "ob"})
+        wiring.category_service(store.table).update(ADMIN, "m", {"parent": "ob"})
         assert not run_move(store, reader)
     finally:
         go_on.set()
@@ -196,13 +195,13 @@ def test_an_edit_between_the_movers_read_and_its_write_is_kept_and_refiled(movin
 
     def relist_after_an_edit(self: ProductRepository, products: list[Any]) -> list[str]:
         if not edited and any(product.product_id == target for product, _ in products):
-            edited.append(CatalogService(store.table).update(ADMIN, target, {"price_cents": 4242}).product_id)
+            edited.append(wiring.catalog_service(store.table).update(ADMIN, target, {"price_cents": 4242}).product_id)
         return relist(self, products)
 
     monkeypatch.setattr(ProductRepository, "relist", relist_after_an_edit)
     reader = StreamReader(store)
     reader.skip_to_now()
-    CategoryService(store.table).update(ADMIN, "m", {"parent": "ob"})
+    wiring.category_service(store.table).update(ADMIN, "m", {"parent": "ob"})
     assert not run_move(store, reader)
     assert edited == [target]
     assert catalog.get(target).price_cents == 4242

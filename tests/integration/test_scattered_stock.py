@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from shop import errors
+from shop import errors, wiring
 from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY, MAX_STOCK_SHARDS, MAX_TRANSACTION_ITEMS
 from shop.models import OrderStatus
 from shop.models.stock import StockTake
 from shop.repository import OrderRepository, ProductRepository
 from shop.services.actor import Actor
-from shop.services.catalog import CatalogService
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import RequestedLine
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, product
 
@@ -21,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 def sharded(table, *, stock: int, shards: int = MAX_STOCK_SHARDS, name: str = "Hot") -> str:
     pid = product(table, name=name, stock=stock)
-    CatalogService(table).set_stock_shards(ADMIN, pid, shards)
+    wiring.catalog_service(table).set_stock_shards(ADMIN, pid, shards)
     return pid
 
 
@@ -39,7 +38,7 @@ def test_four_lines_over_32_shards_each_are_one_order(local_store):
     table = local_store.table
     pids = [sharded(table, stock=96, name=f"Hot {i}") for i in range(4)]
     with counting(local_store.client) as calls:
-        order = OrderService(table).place(
+        order = wiring.order_service(table).place(
             Actor("buyer"), address=ADDRESS, lines=[RequestedLine(pid, 96) for pid in pids]
         )
     assert order.status is OrderStatus.PENDING
@@ -49,7 +48,7 @@ def test_four_lines_over_32_shards_each_are_one_order(local_store):
     # of the lines into one shard each; the placement then fits.
     assert transactions(calls.operations) == 3
     assert len(calls.operations) == 8  # + the catalogue's BatchGetItem and one of each product's layout
-    cancelled = OrderService(table).cancel(Actor("buyer"), order.order_id)
+    cancelled = wiring.order_service(table).cancel(Actor("buyer"), order.order_id)
     assert cancelled.status is OrderStatus.CANCELLED
     assert [total(table, pid) for pid in pids] == [96, 96, 96, 96]
 
@@ -69,7 +68,7 @@ def test_the_worst_case_25_lines_of_99_over_32_shards_each_is_one_order(local_st
 
     monkeypatch.setattr(client, "transact_write_items", measured)
     with counting(client) as calls:
-        order = OrderService(table).place(
+        order = wiring.order_service(table).place(
             Actor("buyer"), address=ADDRESS, lines=[RequestedLine(pid, MAX_QUANTITY) for pid in pids]
         )
     assert len(calls.operations) == 1 + MAX_ORDER_LINES + len(sent)  # the catalogue, the layouts, the transactions
@@ -87,7 +86,7 @@ def test_stock_too_scattered_for_one_write_is_a_409_to_retry_and_writes_nothing(
     STOCK_TOO_SCATTERED before DynamoDB sees them (it would answer ValidationException: 422, never retry)."""
     table = local_store.table
     pids = [sharded(table, stock=96, name=f"Hot {i}") for i in range(4)]
-    service = OrderService(table)
+    service = wiring.order_service(table)
     lines, _ = service._price(dict.fromkeys(pids, 96))
     order = service._new_order(Actor("buyer"), lines, ADDRESS)
     takes = {pid: [StockTake(shard, 3) for shard in range(MAX_STOCK_SHARDS)] for pid in pids}
@@ -96,4 +95,4 @@ def test_stock_too_scattered_for_one_write_is_a_409_to_retry_and_writes_nothing(
     assert refused.value.code == "STOCK_TOO_SCATTERED"
     assert refused.value.details == {"transaction_items": 2 + 4 * MAX_STOCK_SHARDS, "limit": MAX_TRANSACTION_ITEMS}
     assert [total(table, pid) for pid in pids] == [96] * 4
-    assert OrderService(table).list_for_customer(Actor("buyer"), "buyer", limit=5, next_token=None).items == []
+    assert wiring.order_service(table).list_for_customer(Actor("buyer"), "buyer", limit=5, next_token=None).items == []

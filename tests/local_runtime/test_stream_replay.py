@@ -21,8 +21,9 @@ from local_runtime.functions import Functions
 from local_runtime.poller import StreamPoller
 from local_runtime.stack import templates_only
 from local_runtime.template import AppModel, TemplateError, load_app
+from shop import wiring
 from shop.repository import Table
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import RequestedLine
 from tests.stream.conftest import dump
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 
@@ -47,7 +48,7 @@ def app(cdk_out: pathlib.Path) -> AppModel:
 
 
 def status(table: Table, order_id: str) -> str:
-    return str(OrderService(table).get(ADMIN, order_id).status.value)
+    return str(wiring.order_service(table).get(ADMIN, order_id).status.value)
 
 
 def drain(poller: StreamPoller, *, seconds: float = 120) -> None:
@@ -72,7 +73,7 @@ def test_a_given_up_batch_is_archived_whole_and_replayed_exactly_once(app, cdk_o
         create_table(client, TABLE, spec=app.table.spec)
         table = Table(client, TABLE)
         pid = product(table, name="Widget", price_cents=1250, stock=10)
-        order_id = OrderService(table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)]).order_id
+        order_id = wiring.order_service(table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)]).order_id
 
         down = Functions(app, table_name=TABLE, endpoint=UNREACHABLE, state_dir=tmp_path, concurrency=1)
         poller = StreamPoller(

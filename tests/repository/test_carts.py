@@ -6,13 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from shop import clock, errors, keys
+from shop import clock, errors, keys, wiring
 from shop.repository import CustomerCartRepository
-from shop.services.carts import CartService
-from shop.services.catalog import CatalogService
-from shop.services.customers import CustomerService
-from shop.services.orders import OrderService
-from shop.services.sessions import SessionService
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
 
@@ -21,11 +16,11 @@ DAY = 24 * 3600
 
 def signed_up(store, *actors) -> None:
     for actor in actors:
-        CustomerService(store.table).create(actor, email=f"{actor.sub}@example.com", name=actor.sub)
+        wiring.customer_service(store.table).create(actor, email=f"{actor.sub}@example.com", name=actor.sub)
 
 
 def session_with(store, *lines: tuple[str, int]) -> str:
-    sessions = SessionService(store.table)
+    sessions = wiring.session_service(store.table)
     session_id = sessions.create().session_id
     for product_id, quantity in lines:
         sessions.set_quantity(session_id, product_id, quantity)
@@ -47,7 +42,7 @@ def quantities(cart) -> list[tuple[str, int]]:
 
 def test_cart_lines_are_set_read_removed_and_emptied(store):
     signed_up(store, ALICE)
-    carts = CartService(store.table)
+    carts = wiring.cart_service(store.table)
     hammer = product(store.table, name="Hammer", price_cents=1500)
     nails = product(store.table, name="Nails", price_cents=250)
     assert carts.get(ALICE, "alice").cart == []
@@ -72,17 +67,17 @@ def test_cart_lines_are_set_read_removed_and_emptied(store):
 
 def test_lines_show_current_prices_like_session_carts(store):
     signed_up(store, ALICE)
-    carts = CartService(store.table)
+    carts = wiring.cart_service(store.table)
     hammer = product(store.table, name="Hammer", price_cents=1500)
     carts.set_quantity(ALICE, "alice", hammer, 2)
-    CatalogService(store.table).update(ADMIN, hammer, {"price_cents": 1700})
+    wiring.catalog_service(store.table).update(ADMIN, hammer, {"price_cents": 1700})
     [line] = carts.get(ALICE, "alice").cart
     assert (line.unit_price_cents, line.added_unit_price_cents, line.price_changed) == (1700, 1500, True)
 
 
 def test_only_the_customer_writes_and_only_with_a_profile(store):
     signed_up(store, ALICE)
-    carts = CartService(store.table)
+    carts = wiring.cart_service(store.table)
     pid = product(store.table)
     with pytest.raises(errors.Forbidden):
         carts.set_quantity(ADMIN, "alice", pid, 1)
@@ -99,7 +94,7 @@ def test_only_the_customer_writes_and_only_with_a_profile(store):
 
 def test_cart_holds_at_most_25_lines(store):
     signed_up(store, ALICE)
-    carts = CartService(store.table)
+    carts = wiring.cart_service(store.table)
     ids = [product(store.table, name=f"p{i:02d}") for i in range(26)]
     for pid in ids[:25]:
         carts.set_quantity(ALICE, "alice", pid, 1)
@@ -110,7 +105,7 @@ def test_cart_holds_at_most_25_lines(store):
 
 def test_every_change_slides_the_expiry_30_days(store, monkeypatch):
     signed_up(store, ALICE)
-    carts = CartService(store.table)
+    carts = wiring.cart_service(store.table)
     pid = product(store.table)
     first = carts.set_quantity(ALICE, "alice", pid, 1)
     assert first.expires_at is not None
@@ -124,7 +119,7 @@ def test_every_change_slides_the_expiry_30_days(store, monkeypatch):
 
 def test_an_expired_cart_is_never_served_nor_revived(store, monkeypatch):
     signed_up(store, ALICE)
-    carts = CartService(store.table)
+    carts = wiring.cart_service(store.table)
     old, new = product(store.table, name="Old"), product(store.table, name="New")
     carts.set_quantity(ALICE, "alice", old, 3)
     expired = clock.now() + timedelta(days=30, seconds=5)
@@ -138,7 +133,7 @@ def test_an_expired_cart_is_never_served_nor_revived(store, monkeypatch):
     assert int(cart_item(store)["cart_version"]["N"]) == 2, "versions keep counting over the replaced item"
     monkeypatch.setattr(clock, "now", lambda: expired + timedelta(days=31))
     with pytest.raises(errors.CartEmpty):
-        OrderService(store.table).place(ALICE, address=ADDRESS, customer_cart=True)
+        wiring.order_service(store.table).place(ALICE, address=ADDRESS, customer_cart=True)
 
 
 # -- merge ----------------------------------------------------------------------------------------
@@ -146,7 +141,7 @@ def test_an_expired_cart_is_never_served_nor_revived(store, monkeypatch):
 
 def test_merge_adds_up_quantities_and_deletes_the_session(store):
     signed_up(store, ALICE)
-    carts = CartService(store.table)
+    carts = wiring.cart_service(store.table)
     hammer, nails, saw = (product(store.table, name=n, price_cents=100) for n in ("Hammer", "Nails", "Saw"))
     carts.set_quantity(ALICE, "alice", hammer, 1)
     session_id = session_with(store, (nails, 4), (hammer, 2), (saw, 1))
@@ -157,13 +152,13 @@ def test_merge_adds_up_quantities_and_deletes_the_session(store):
     assert merged.not_merged == []
     assert merged.subtotal_cents == 800
     with pytest.raises(errors.SessionNotFound):
-        SessionService(store.table).get(session_id)
+        wiring.session_service(store.table).get(session_id)
     assert carts.get(ALICE, "alice").cart == merged.cart
 
 
 def test_merge_caps_lines_at_99_and_carts_at_25_and_reports_the_rest(store):
     signed_up(store, ALICE)
-    carts = CartService(store.table)
+    carts = wiring.cart_service(store.table)
     ids = [product(store.table, name=f"p{i:02d}") for i in range(27)]
     for pid in ids[:24]:
         carts.set_quantity(ALICE, "alice", pid, 60)
@@ -181,7 +176,7 @@ def test_merge_caps_lines_at_99_and_carts_at_25_and_reports_the_rest(store):
 
 def test_repeated_merge_is_a_no_op_answering_the_same_cart(store):
     signed_up(store, ALICE)
-    carts = CartService(store.table)
+    carts = wiring.cart_service(store.table)
     pid = product(store.table)
     carts.set_quantity(ALICE, "alice", pid, 90)
     session_id = session_with(store, (pid, 20))
@@ -196,7 +191,7 @@ def test_repeated_merge_is_a_no_op_answering_the_same_cart(store):
 
 def test_merge_of_an_unknown_expired_or_foreign_session_is_session_not_found(store, monkeypatch):
     signed_up(store, ALICE, BOB)
-    carts = CartService(store.table)
+    carts = wiring.cart_service(store.table)
     pid = product(store.table)
     with pytest.raises(errors.SessionNotFound):
         carts.merge(ALICE, "alice", "no-such-session")
@@ -215,7 +210,7 @@ def test_merge_of_an_unknown_expired_or_foreign_session_is_session_not_found(sto
 
 def test_merge_retries_when_the_cart_moves_between_read_and_write(store, monkeypatch):
     signed_up(store, ALICE)
-    carts = CartService(store.table)
+    carts = wiring.cart_service(store.table)
     a, b = product(store.table, name="A"), product(store.table, name="B")
     session_id = session_with(store, (a, 1))
     repository = carts.carts
@@ -226,7 +221,7 @@ def test_merge_retries_when_the_cart_moves_between_read_and_write(store, monkeyp
     def read_then_someone_writes(*args, **kwargs):
         view = real_read(*args, **kwargs)
         if not reads:
-            CartService(store.table).set_quantity(ALICE, "alice", b, 2)
+            wiring.cart_service(store.table).set_quantity(ALICE, "alice", b, 2)
         reads.append(view)
         return view
 
@@ -241,7 +236,7 @@ def test_merge_retries_when_the_cart_moves_between_read_and_write(store, monkeyp
 
 def test_checkout_from_the_customer_cart_empties_it_in_the_same_transaction(store):
     signed_up(store, ALICE)
-    carts, orders = CartService(store.table), OrderService(store.table)
+    carts, orders = wiring.cart_service(store.table), wiring.order_service(store.table)
     pid = product(store.table, price_cents=1200, stock=5)
     carts.set_quantity(ALICE, "alice", pid, 2)
     with counting(store.client) as calls:
@@ -250,14 +245,14 @@ def test_checkout_from_the_customer_cart_empties_it_in_the_same_transaction(stor
     assert [(line.product_id, line.quantity) for line in order.lines] == [(pid, 2)]
     assert order.total_cents == 2400
     assert carts.get(ALICE, "alice").cart == []
-    assert CatalogService(store.table).get(pid).stock == 3
+    assert wiring.catalog_service(store.table).get(pid).stock == 3
     with pytest.raises(errors.CartEmpty):
         orders.place(ALICE, address=ADDRESS, customer_cart=True, idempotency_key="k2")
 
 
 def test_checkout_that_fails_keeps_the_cart(store):
     signed_up(store, ALICE)
-    carts, orders = CartService(store.table), OrderService(store.table)
+    carts, orders = wiring.cart_service(store.table), wiring.order_service(store.table)
     pid = product(store.table, stock=1)
     carts.set_quantity(ALICE, "alice", pid, 2)
     with pytest.raises(errors.OutOfStock):
@@ -267,10 +262,10 @@ def test_checkout_that_fails_keeps_the_cart(store):
 
 def test_checkout_reprices_a_line_whose_price_changed(store):
     signed_up(store, ALICE)
-    carts, orders = CartService(store.table), OrderService(store.table)
+    carts, orders = wiring.cart_service(store.table), wiring.order_service(store.table)
     pid = product(store.table, price_cents=1000)
     carts.set_quantity(ALICE, "alice", pid, 1)
-    CatalogService(store.table).update(ADMIN, pid, {"price_cents": 1100})
+    wiring.catalog_service(store.table).update(ADMIN, pid, {"price_cents": 1100})
     order = orders.place(ALICE, address=ADDRESS, customer_cart=True)
     assert order.total_cents == 1100
     assert carts.get(ALICE, "alice").cart == []
@@ -278,18 +273,18 @@ def test_checkout_reprices_a_line_whose_price_changed(store):
 
 def test_checkout_refuses_a_cart_that_changed_after_it_was_read(store, monkeypatch):
     signed_up(store, ALICE)
-    carts, orders = CartService(store.table), OrderService(store.table)
+    carts, orders = wiring.cart_service(store.table), wiring.order_service(store.table)
     a, b = product(store.table, name="A"), product(store.table, name="B")
     carts.set_quantity(ALICE, "alice", a, 1)
     real_get = orders.carts.get
 
     def read_then_add(*args, **kwargs):
         cart = real_get(*args, **kwargs)
-        CartService(store.table).set_quantity(ALICE, "alice", b, 1)
+        wiring.cart_service(store.table).set_quantity(ALICE, "alice", b, 1)
         return cart
 
     monkeypatch.setattr(orders.carts, "get", read_then_add)
     with pytest.raises(errors.CartChanged):
         orders.place(ALICE, address=ADDRESS, customer_cart=True, idempotency_key="k")
     assert sorted(quantities(carts.get(ALICE, "alice"))) == sorted([(a, 1), (b, 1)]), "nothing was taken"
-    assert CatalogService(store.table).get(a).stock == 10
+    assert wiring.catalog_service(store.table).get(a).stock == 10

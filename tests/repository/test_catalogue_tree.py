@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
-from shop import errors, keys
+from shop import errors, keys, wiring
 from shop.models.products import ProductStatus
 from shop.repository.stream_records import StreamRecord
 from shop.services.catalog import CatalogService
 from shop.services.categories import CategoryService
-from shop.services.order_events import OrderEventsService
 from tests.support.calls import counting
 from tests.support.factories import ADMIN, ALICE
 from tests.support.reads import reading
@@ -21,7 +20,7 @@ from tests.support.streams import StreamReader, only
 
 
 def tree(table: Any) -> CategoryService:
-    service = CategoryService(table)
+    service = wiring.category_service(table)
     for slug, name, parent in [
         ("coffee", "Coffee", None),
         ("beans", "Beans", "coffee"),
@@ -36,7 +35,7 @@ def tree(table: Any) -> CategoryService:
 
 def add(table: Any, name: str, categories: list[str], price_cents: int = 1000) -> str:
     return (
-        CatalogService(table)
+        wiring.catalog_service(table)
         .create(ADMIN, name=name, categories=categories, price_cents=price_cents, description=None, stock=3)
         .product_id
     )
@@ -67,14 +66,14 @@ def walk(service: CatalogService, category: str | None, sort: str = "name", limi
 
 def drive_moves(store: Any, reader: StreamReader) -> int:
     """Hand the move item's stream records to the stream processor's rules until the move is done."""
-    service = OrderEventsService(store.table)
+    service = wiring.order_events_service(store.table)
     steps = 0
     for _ in range(10_000):
         records = only(reader.read(), entity=keys.CATEGORY_MOVE_PK)
         for record in records:
             if record["eventName"] in ("INSERT", "MODIFY"):
                 steps += service.handle(StreamRecord.from_lambda(record)).action.value == "category_move_step"
-        if not records and CategoryService(store.table).categories.move_in_progress() is None:  # type: ignore[attr-defined]
+        if not records and wiring.category_service(store.table).categories.move_in_progress() is None:  # type: ignore[attr-defined]
             return steps
     raise AssertionError("the move never finished")
 
@@ -115,7 +114,7 @@ def test_a_subtree_lists_each_product_once_by_name_and_price(store):
     add(store.table, "Both", ["espresso", "filter"], 1500)  # under beans and coffee twice: listed once
     add(store.table, "Mug", ["cups", "espresso"], 500)
     add(store.table, "Green", ["tea"], 700)
-    catalog = CatalogService(store.table)
+    catalog = wiring.catalog_service(store.table)
     assert walk(catalog, "coffee") == ["Both", "Mug", "Ristretto"]
     assert walk(catalog, "beans", "price_asc") == ["Mug", "Ristretto", "Both"]
     assert walk(catalog, "coffee", "price_desc") == ["Both", "Ristretto", "Mug"]
@@ -148,7 +147,7 @@ def test_an_archived_product_leaves_every_listing_and_stays_readable(store):
     tree(store.table)
     kept = add(store.table, "Kept", ["espresso"])
     gone = add(store.table, "Gone", ["espresso", "tea"])
-    catalog = CatalogService(store.table)
+    catalog = wiring.catalog_service(store.table)
     archived = catalog.archive(ADMIN, gone)
     assert archived.status is ProductStatus.ARCHIVED
     assert catalog.archive(ADMIN, gone).status is ProductStatus.ARCHIVED  # again: the same answer
@@ -166,7 +165,7 @@ def test_an_archived_product_leaves_every_listing_and_stays_readable(store):
 def test_editing_categories_refiles_the_product(store):
     tree(store.table)
     pid = add(store.table, "Mug", ["cups"], 500)
-    catalog = CatalogService(store.table)
+    catalog = wiring.catalog_service(store.table)
     updated = catalog.update(ADMIN, pid, {"categories": ["tea", "filter"], "price_cents": 800})
     assert (updated.category, updated.categories) == ("tea", ["tea", "filter"])
     assert walk(catalog, "cups") == []
@@ -177,14 +176,14 @@ def test_editing_categories_refiles_the_product(store):
 def test_a_rename_changes_breadcrumbs_without_touching_products(store):
     service = tree(store.table)
     pid = add(store.table, "Ristretto", ["espresso"])
-    before = CatalogService(store.table).get(pid)
+    before = wiring.catalog_service(store.table).get(pid)
     with counting(store.client) as calls:
         renamed = service.update(ADMIN, "beans", {"name": "Whole beans"})
     assert calls.operations == ["GetItem", "UpdateItem"]
     assert renamed.name == "Whole beans"
     assert [b.name for b in service.detail("espresso").breadcrumbs] == ["Coffee", "Whole beans", "Espresso"]
     assert [c.name for c in service.detail("coffee").children] == ["Cups", "Whole beans"]
-    assert CatalogService(store.table).get(pid) == before
+    assert wiring.catalog_service(store.table).get(pid) == before
 
 
 def test_a_move_into_its_own_subtree_is_refused(store):
@@ -220,7 +219,7 @@ def test_a_move_moves_the_subtree_and_its_products(store):
     assert not service.detail("beans").moving
     assert [c.slug for c in service.detail("tea").children] == ["beans"]
     assert [c.slug for c in service.detail("coffee").children] == ["cups"]
-    catalog = CatalogService(store.table)
+    catalog = wiring.catalog_service(store.table)
     assert walk(catalog, "tea") == ["Mug", "Ristretto"]
     assert walk(catalog, "coffee") == ["Mug"]
     assert walk(catalog, "beans") == ["Mug", "Ristretto"]
@@ -229,7 +228,7 @@ def test_a_move_moves_the_subtree_and_its_products(store):
     assert walk(catalog, "tea") == ["Lungo", "Mug", "Ristretto"]
     assert catalog.get(ristretto).categories == ["espresso"]
     # replaying every record of the move changes nothing
-    replay = OrderEventsService(store.table)
+    replay = wiring.order_events_service(store.table)
     for record in only(StreamReader(store).read(), entity=keys.CATEGORY_MOVE_PK):
         if record["eventName"] != "REMOVE":
             replay.handle(StreamRecord.from_lambda(record))
@@ -244,17 +243,16 @@ def test_a_move_moves_the_subtree_and_its_products(store):
 
 
 def test_an_archived_product_cannot_be_ordered_or_carted_and_past_orders_keep_it(store):
-    from shop.services.orders import OrderService, RequestedLine
-    from shop.services.sessions import SessionService
+    from shop.services.orders import RequestedLine
     from tests.support.factories import ADDRESS
 
     tree(store.table)
     pid = add(store.table, "Ristretto", ["espresso"], 900)
-    orders, sessions = OrderService(store.table), SessionService(store.table)
+    orders, sessions = wiring.order_service(store.table), wiring.session_service(store.table)
     placed = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
     session = sessions.create()
     sessions.set_quantity(session.session_id, pid, 2)
-    CatalogService(store.table).archive(ADMIN, pid)
+    wiring.catalog_service(store.table).archive(ADMIN, pid)
     with pytest.raises(errors.ProductUnavailable):
         orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
     with pytest.raises(errors.ProductUnavailable):

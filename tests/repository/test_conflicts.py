@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from shop import aws_config, errors
+from shop import aws_config, errors, wiring
 from shop.models import OrderStatus
 from shop.services.actor import Actor
-from shop.services.catalog import CatalogService
-from shop.services.customers import CustomerService
-from shop.services.orders import OrderService, RequestedLine
-from shop.services.sessions import SessionService
+from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.faults import cancelled, injected
 
@@ -40,23 +37,23 @@ def test_the_budget_is_the_documented_one():
 def test_stock_adjustment_colliding_twice_is_applied_once(store):
     pid = product(store.table, stock=10)
     with injected(store.client, "conflict", {"UpdateItem"}, times=2) as injector:
-        assert CatalogService(store.table).adjust_stock(ADMIN, pid, 5) == 15
+        assert wiring.catalog_service(store.table).adjust_stock(ADMIN, pid, 5) == 15
     assert injector.injected == 2
-    assert CatalogService(store.table).get(pid).stock == 15
+    assert wiring.catalog_service(store.table).get(pid).stock == 15
 
 
 def test_product_update_colliding_twice_is_applied(store):
     """A product edit is a transaction (the product and its listing entries): its conflicts are retried."""
     pid = product(store.table, price_cents=1000)
     with cancelled(store.client, "TransactionConflict", times=2) as injector:
-        updated = CatalogService(store.table).update(ADMIN, pid, {"price_cents": 1200})
+        updated = wiring.catalog_service(store.table).update(ADMIN, pid, {"price_cents": 1200})
     assert (injector.injected, updated.price_cents) == (2, 1200)
-    assert CatalogService(store.table).get(pid).price_cents == 1200
+    assert wiring.catalog_service(store.table).get(pid).price_cents == 1200
 
 
 def test_cart_line_colliding_twice_is_applied(store):
     pid = product(store.table)
-    service = SessionService(store.table, ttl_seconds=600)
+    service = wiring.session_service(store.table, ttl_seconds=600)
     session = service.create()
     with injected(store.client, "conflict", {"UpdateItem"}, times=2) as injector:
         service.set_quantity(session.session_id, pid, 3)
@@ -66,7 +63,7 @@ def test_cart_line_colliding_twice_is_applied(store):
 
 def test_status_change_colliding_twice_is_applied_once(store):
     pid = product(store.table)
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     order = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
     with injected(store.client, "conflict", {"UpdateItem"}, times=2) as injector:
         changed = service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
@@ -77,60 +74,60 @@ def test_status_change_colliding_twice_is_applied_once(store):
 @pytest.mark.parametrize("operation", ["PutItem", "UpdateItem", "DeleteItem"])
 def test_single_item_write_colliding_past_the_budget_is_unavailable(store, operation):
     pid = product(store.table, stock=10)
-    sessions = SessionService(store.table, ttl_seconds=600)
+    sessions = wiring.session_service(store.table, ttl_seconds=600)
     session = sessions.create()
     write = {
         "PutItem": sessions.create,
-        "UpdateItem": lambda: CatalogService(store.table).adjust_stock(ADMIN, pid, 5),
+        "UpdateItem": lambda: wiring.catalog_service(store.table).adjust_stock(ADMIN, pid, 5),
         "DeleteItem": lambda: sessions.delete(session.session_id),
     }[operation]
     with injected(store.client, "conflict", {operation}) as injector, pytest.raises(errors.ServiceUnavailable):
         write()
     assert injector.injected == ATTEMPTS
-    assert CatalogService(store.table).get(pid).stock == 10
+    assert wiring.catalog_service(store.table).get(pid).stock == 10
     assert sessions.get(session.session_id).session_id == session.session_id
 
 
 def test_transactions_cancelled_for_a_conflict_are_retried(store):
     pid = product(store.table, stock=10)
     with cancelled(store.client, "TransactionConflict", times=2) as injector:
-        CustomerService(store.table).create(ALICE, email="alice@example.com", name="Alice")
+        wiring.customer_service(store.table).create(ALICE, email="alice@example.com", name="Alice")
     assert injector.injected == 2
     with cancelled(store.client, "TransactionConflict", index=1, times=2) as injector:
-        order = OrderService(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)])
+        order = wiring.order_service(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)])
     assert injector.injected == 2
     with cancelled(store.client, "TransactionConflict", index=1, times=2) as injector:
-        CatalogService(store.table).review(ALICE, pid, rating=5, title="Great", body="Works")
+        wiring.catalog_service(store.table).review(ALICE, pid, rating=5, title="Great", body="Works")
     assert injector.injected == 2
-    assert CatalogService(store.table).get(pid).stock == 8
-    assert CatalogService(store.table).get(pid).rating_count == 1
+    assert wiring.catalog_service(store.table).get(pid).stock == 8
+    assert wiring.catalog_service(store.table).get(pid).rating_count == 1
     with cancelled(store.client, "TransactionConflict", times=2) as injector:
-        OrderService(store.table).cancel(ALICE, order.order_id)
+        wiring.order_service(store.table).cancel(ALICE, order.order_id)
     assert injector.injected == 2
-    assert CatalogService(store.table).get(pid).stock == 10
+    assert wiring.catalog_service(store.table).get(pid).stock == 10
 
 
 @pytest.mark.parametrize("what", ["customer", "customer-update", "review", "order", "cancel"])
 def test_transactions_colliding_past_the_budget_are_unavailable_and_write_nothing(store, what):
     pid = product(store.table, stock=10)
-    customers = CustomerService(store.table)
-    orders = OrderService(store.table)
+    customers = wiring.customer_service(store.table)
+    orders = wiring.order_service(store.table)
     if what in ("customer-update", "cancel"):
         customers.create(ALICE, email="alice@example.com", name="Alice")
     placed = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]) if what == "cancel" else None
     write = {
         "customer": lambda: customers.create(ALICE, email="alice@example.com", name="Alice"),
         "customer-update": lambda: customers.update(ALICE, "alice", email="new@example.com", name=None),
-        "review": lambda: CatalogService(store.table).review(ALICE, pid, rating=4, title="t", body="b"),
+        "review": lambda: wiring.catalog_service(store.table).review(ALICE, pid, rating=4, title="t", body="b"),
         "order": lambda: orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]),
         "cancel": lambda: orders.cancel(ALICE, placed.order_id),
     }[what]
-    stock_before = CatalogService(store.table).get(pid).stock
+    stock_before = wiring.catalog_service(store.table).get(pid).stock
     with cancelled(store.client, "TransactionConflict") as injector, pytest.raises(errors.ServiceUnavailable):
         write()
     assert injector.injected == ATTEMPTS
-    assert CatalogService(store.table).get(pid).stock == stock_before
-    assert CatalogService(store.table).get(pid).rating_count == 0
+    assert wiring.catalog_service(store.table).get(pid).stock == stock_before
+    assert wiring.catalog_service(store.table).get(pid).rating_count == 0
     if what == "customer":
         with pytest.raises(errors.CustomerNotFound):
             customers.get(ALICE, "alice")
@@ -145,13 +142,13 @@ def test_transactions_colliding_past_the_budget_are_unavailable_and_write_nothin
 def test_a_failed_condition_is_never_retried(store):
     pid = product(store.table)
     with cancelled(store.client, "ConditionalCheckFailed", index=1) as injector, pytest.raises(errors.ProductNotFound):
-        CatalogService(store.table).review(ALICE, pid, rating=4, title="t", body="b")
+        wiring.catalog_service(store.table).review(ALICE, pid, rating=4, title="t", body="b")
     assert injector.injected == 1
 
 
 def test_a_failed_condition_the_caller_does_not_name_is_a_conflict_not_unavailable(store):
     """The old email's marker is deleted on condition that it is still ours: if not, the data moved."""
-    customers = CustomerService(store.table)
+    customers = wiring.customer_service(store.table)
     customers.create(ALICE, email="alice@example.com", name="Alice")
     with (
         cancelled(store.client, "ConditionalCheckFailed", index=2) as injector,
@@ -164,7 +161,7 @@ def test_a_failed_condition_the_caller_does_not_name_is_a_conflict_not_unavailab
 @pytest.mark.parametrize("reason", ["ValidationError", "ItemCollectionSizeLimitExceeded", "AReasonAddedLater"])
 def test_a_transaction_the_store_refuses_as_invalid_is_rejected_not_retried(store, reason):
     with cancelled(store.client, reason) as injector, pytest.raises(errors.StoreRejected) as raised:
-        CustomerService(store.table).create(ALICE, email="alice@example.com", name="Alice")
+        wiring.customer_service(store.table).create(ALICE, email="alice@example.com", name="Alice")
     assert injector.injected == 1
     assert raised.value.code == "VALIDATION_ERROR"
     assert "Key" not in raised.value.message
@@ -173,15 +170,15 @@ def test_a_transaction_the_store_refuses_as_invalid_is_rejected_not_retried(stor
 @pytest.mark.parametrize("reason", ["ThrottlingError", "ProvisionedThroughputExceeded"])
 def test_a_transaction_throttled_item_by_item_is_unavailable(store, reason):
     with cancelled(store.client, reason), pytest.raises(errors.ServiceUnavailable):
-        CustomerService(store.table).create(ALICE, email="alice@example.com", name="Alice")
+        wiring.customer_service(store.table).create(ALICE, email="alice@example.com", name="Alice")
 
 
 def test_a_single_write_the_store_refuses_as_invalid_is_rejected_not_retried(store):
     pid = product(store.table, stock=10)
     with injected(store.client, "invalid", {"UpdateItem"}) as injector, pytest.raises(errors.StoreRejected):
-        CatalogService(store.table).adjust_stock(ADMIN, pid, 5)
+        wiring.catalog_service(store.table).adjust_stock(ADMIN, pid, 5)
     assert injector.injected == 1
-    assert CatalogService(store.table).get(pid).stock == 10
+    assert wiring.catalog_service(store.table).get(pid).stock == 10
 
 
 def test_a_key_over_dynamodbs_limit_in_a_transaction_is_rejected_not_unavailable(store):
@@ -190,12 +187,12 @@ def test_a_key_over_dynamodbs_limit_in_a_transaction_is_rejected_not_unavailable
     being built; InvalidRequest covers either layer refusing.)"""
     pid = product(store.table)
     with pytest.raises(errors.InvalidRequest):
-        CatalogService(store.table).review(Actor("s" * 1100), pid, rating=4, title="t", body="b")
-    assert CatalogService(store.table).get(pid).rating_count == 0
+        wiring.catalog_service(store.table).review(Actor("s" * 1100), pid, rating=4, title="t", body="b")
+    assert wiring.catalog_service(store.table).get(pid).rating_count == 0
 
 
 @pytest.mark.integration
 def test_a_key_over_dynamodbs_limit_in_a_single_write_is_rejected_not_an_error(local_store):
     """No injection: DynamoDB (not moto) refuses a partition key over 2,048 bytes with ValidationException."""
     with pytest.raises(errors.InvalidRequest):
-        CatalogService(local_store.table).adjust_stock(ADMIN, "p" * 2100, 1)
+        wiring.catalog_service(local_store.table).adjust_stock(ADMIN, "p" * 2100, 1)

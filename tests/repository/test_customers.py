@@ -2,15 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from shop import errors, keys
+from shop import errors, keys, wiring
 from shop.repository.store import to_item
-from shop.services.customers import UPDATE_ATTEMPTS, CustomerService
+from shop.services.customers import UPDATE_ATTEMPTS
 from tests.support.calls import counting
 from tests.support.factories import ADMIN, ALICE, BOB
 
 
 def test_create_and_get_profile(store):
-    service = CustomerService(store.table)
+    service = wiring.customer_service(store.table)
     created = service.create(ALICE, email="Alice@Example.com", name="Alice")
     assert created.customer_id == "alice"
     with counting(store.client) as calls:
@@ -20,14 +20,14 @@ def test_create_and_get_profile(store):
 
 
 def test_profile_is_created_once(store):
-    service = CustomerService(store.table)
+    service = wiring.customer_service(store.table)
     service.create(ALICE, email="alice@example.com", name="Alice")
     with pytest.raises(errors.CustomerExists):
         service.create(ALICE, email="other@example.com", name="Alice again")
 
 
 def test_email_is_unique_case_insensitively(store):
-    service = CustomerService(store.table)
+    service = wiring.customer_service(store.table)
     service.create(ALICE, email="shared@example.com", name="Alice")
     with pytest.raises(errors.EmailTaken):
         service.create(BOB, email="SHARED@example.COM", name="Bob")
@@ -36,7 +36,7 @@ def test_email_is_unique_case_insensitively(store):
 
 
 def test_find_by_email_is_one_query(store):
-    service = CustomerService(store.table)
+    service = wiring.customer_service(store.table)
     service.create(ALICE, email="alice@example.com", name="Alice")
     with counting(store.client) as calls:
         found = service.find_by_email(ADMIN, "ALICE@example.com")
@@ -47,7 +47,7 @@ def test_find_by_email_is_one_query(store):
 
 
 def test_changing_email_moves_the_marker(store):
-    service = CustomerService(store.table)
+    service = wiring.customer_service(store.table)
     service.create(ALICE, email="old@example.com", name="Alice")
     service.create(BOB, email="bob@example.com", name="Bob")
     updated = service.update(ALICE, "alice", email="new@example.com", name=None)
@@ -61,7 +61,7 @@ def test_changing_email_moves_the_marker(store):
 
 
 def test_only_self_or_admin(store):
-    service = CustomerService(store.table)
+    service = wiring.customer_service(store.table)
     service.create(ALICE, email="alice@example.com", name="Alice")
     with pytest.raises(errors.DomainError) as raised:
         service.get(BOB, "alice")
@@ -72,7 +72,7 @@ def test_only_self_or_admin(store):
 
 
 def test_profiles_start_at_version_1_and_each_change_adds_one(store):
-    service = CustomerService(store.table)
+    service = wiring.customer_service(store.table)
     assert service.create(ALICE, email="alice@example.com", name="Alice").version == 1
     renamed = service.update(ALICE, "alice", email=None, name="Alicia")
     moved = service.update(ALICE, "alice", email="alicia@example.com", name=None, expected_version=2)
@@ -83,7 +83,7 @@ def test_profiles_start_at_version_1_and_each_change_adds_one(store):
 
 def _interleaving(store, monkeypatch, service, *, change, times=1):
     """After each of the first `times` reads of `service`, another caller's `change` lands."""
-    other = CustomerService(store.table)
+    other = wiring.customer_service(store.table)
     read = service.customers.get
     landed = []
 
@@ -98,12 +98,12 @@ def _interleaving(store, monkeypatch, service, *, change, times=1):
 
 
 def test_a_change_landing_between_read_and_write_is_kept(store, monkeypatch):
-    service = CustomerService(store.table)
+    service = wiring.customer_service(store.table)
     service.create(ALICE, email="old@example.com", name="Alice")
     _interleaving(store, monkeypatch, service, change=lambda _: {"name": "Renamed", "email": None})
     updated = service.update(ALICE, "alice", email="new@example.com", name=None)
     assert (updated.name, updated.email, updated.version) == ("Renamed", "new@example.com", 3)
-    fresh = CustomerService(store.table)
+    fresh = wiring.customer_service(store.table)
     assert fresh.get(ALICE, "alice") == updated
     assert fresh.find_by_email(ADMIN, "new@example.com") == updated
     with pytest.raises(errors.CustomerNotFound):
@@ -111,7 +111,7 @@ def test_a_change_landing_between_read_and_write_is_kept(store, monkeypatch):
 
 
 def test_expected_version_is_checked_before_and_during_the_write(store, monkeypatch):
-    service = CustomerService(store.table)
+    service = wiring.customer_service(store.table)
     service.create(ALICE, email="old@example.com", name="Alice")
     with pytest.raises(errors.VersionMismatch) as stale:
         service.update(ALICE, "alice", email=None, name="Nope", expected_version=7)
@@ -120,17 +120,17 @@ def test_expected_version_is_checked_before_and_during_the_write(store, monkeypa
     with pytest.raises(errors.VersionMismatch) as lost_the_race:
         service.update(ALICE, "alice", email="new@example.com", name=None, expected_version=1)
     assert lost_the_race.value.details == {"current_version": 2}
-    fresh = CustomerService(store.table)
+    fresh = wiring.customer_service(store.table)
     after = fresh.get(ALICE, "alice")
     assert (after.name, after.email, after.version) == ("Renamed", "old@example.com", 2)
     assert fresh.find_by_email(ADMIN, "old@example.com").customer_id == "alice"  # the marker did not move
     with pytest.raises(errors.CustomerNotFound):
         fresh.find_by_email(ADMIN, "new@example.com")
-    CustomerService(store.table).create(BOB, email="new@example.com", name="Bob")  # and the new one is free
+    wiring.customer_service(store.table).create(BOB, email="new@example.com", name="Bob")  # and the new one is free
 
 
 def test_a_profile_that_keeps_changing_is_a_conflict_not_a_lost_update(store, monkeypatch):
-    service = CustomerService(store.table)
+    service = wiring.customer_service(store.table)
     service.create(ALICE, email="alice@example.com", name="Alice")
     landed = _interleaving(
         store, monkeypatch, service, change=lambda i: {"name": f"Other {i}", "email": None}, times=100
@@ -139,12 +139,12 @@ def test_a_profile_that_keeps_changing_is_a_conflict_not_a_lost_update(store, mo
         service.update(ALICE, "alice", email="mine@example.com", name=None)
     assert raised.value.code == "CONFLICT"
     assert len(landed) == UPDATE_ATTEMPTS
-    after = CustomerService(store.table).get(ALICE, "alice")
+    after = wiring.customer_service(store.table).get(ALICE, "alice")
     assert (after.name, after.email, after.version) == (f"Other {UPDATE_ATTEMPTS - 1}", "alice@example.com", 6)
 
 
 def test_a_profile_written_before_versions_reads_as_version_1(store):
-    service = CustomerService(store.table)
+    service = wiring.customer_service(store.table)
     service.create(ALICE, email="alice@example.com", name="Alice")
     store.client.update_item(
         TableName=store.table_name, Key=to_item(keys.customer_key("alice")), UpdateExpression="REMOVE version"

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from shop import errors
-from shop.services.catalog import CatalogService
-from shop.services.customers import CustomerService
-from shop.services.orders import OrderService, RequestedLine
+from shop import errors, wiring
+from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ALICE, product
 from tests.support.faults import injected
 
@@ -27,7 +25,7 @@ def _no_backoff_sleep(monkeypatch):
 def test_reads_retry_then_report_unavailable(store, fault):
     pid = product(store.table)
     with injected(store.client, fault, {"GetItem"}) as injector, pytest.raises(errors.ServiceUnavailable):
-        CatalogService(store.table).get(pid)
+        wiring.catalog_service(store.table).get(pid)
     assert injector.injected == 3, "standard retry mode: three attempts"
 
 
@@ -36,10 +34,10 @@ def test_a_transient_fault_is_absorbed_by_retries(local_store):
     store = local_store
     pid = product(store.table, stock=3)
     with injected(store.client, "throttle", {"TransactWriteItems"}, times=2) as injector:
-        order = OrderService(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
+        order = wiring.order_service(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
     assert injector.injected == 2
-    assert OrderService(store.table).get(ALICE, order.order_id).total_cents == order.total_cents
-    assert CatalogService(store.table).get(pid).stock == 2
+    assert wiring.order_service(store.table).get(ALICE, order.order_id).total_cents == order.total_cents
+    assert wiring.catalog_service(store.table).get(pid).stock == 2
 
 
 @pytest.mark.integration
@@ -48,15 +46,15 @@ def test_failed_placement_writes_nothing(local_store, fault):
     store = local_store
     pid = product(store.table, stock=3)
     with injected(store.client, fault, {"TransactWriteItems"}), pytest.raises(errors.ServiceUnavailable):
-        OrderService(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
-    assert CatalogService(store.table).get(pid).stock == 3
-    assert OrderService(store.table).list_for_customer(ALICE, "alice", limit=5, next_token=None).items == []
+        wiring.order_service(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
+    assert wiring.catalog_service(store.table).get(pid).stock == 3
+    assert wiring.order_service(store.table).list_for_customer(ALICE, "alice", limit=5, next_token=None).items == []
 
 
 @pytest.mark.integration
 def test_failed_profile_creation_leaves_no_marker(local_store):
     store = local_store
     with injected(store.client, "unavailable", {"TransactWriteItems"}), pytest.raises(errors.ServiceUnavailable):
-        CustomerService(store.table).create(ALICE, email="alice@example.com", name="Alice")
-    created = CustomerService(store.table).create(ALICE, email="alice@example.com", name="Alice")
+        wiring.customer_service(store.table).create(ALICE, email="alice@example.com", name="Alice")
+    created = wiring.customer_service(store.table).create(ALICE, email="alice@example.com", name="Alice")
     assert created.email == "alice@example.com"

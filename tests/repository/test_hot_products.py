@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from shop import errors
-from shop.services.catalog import CatalogService
+from shop import errors, wiring
 from shop.services.hot_products import HotProductCache
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import RequestedLine
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 
@@ -33,7 +32,7 @@ def clock() -> Clock:
 
 def hot_product(table, *, shards: int = 4, price_cents: int = 1000) -> str:
     pid = product(table, stock=100, price_cents=price_cents)
-    CatalogService(table).set_stock_shards(ADMIN, pid, shards)
+    wiring.catalog_service(table).set_stock_shards(ADMIN, pid, shards)
     return pid
 
 
@@ -54,7 +53,7 @@ def batch_gets(client: Any) -> Iterator[list[dict[str, Any]]]:
 
 def test_a_hot_product_read_again_within_the_ttl_makes_no_call(store, clock):
     pid = hot_product(store.table)
-    catalog = CatalogService(store.table, hot=HotProductCache(TTL, now=clock))
+    catalog = wiring.catalog_service(store.table, hot=HotProductCache(TTL, now=clock))
     with counting(store.client) as calls:
         first = catalog.get(pid)
     assert calls.operations == ["GetItem", "BatchGetItem"]  # the product, then its shards
@@ -70,7 +69,7 @@ def test_a_hot_product_read_again_within_the_ttl_makes_no_call(store, clock):
 
 def test_an_ordinary_product_is_read_every_time(store, clock):
     pid = product(store.table, stock=5)
-    catalog = CatalogService(store.table, hot=HotProductCache(TTL, now=clock))
+    catalog = wiring.catalog_service(store.table, hot=HotProductCache(TTL, now=clock))
     with counting(store.client) as calls:
         catalog.get(pid)
         catalog.get(pid)
@@ -83,12 +82,12 @@ def test_two_tables_never_share_an_entry(store, clock):
 
     cache = HotProductCache(TTL, now=clock)
     pid = hot_product(store.table)
-    CatalogService(store.table, hot=cache).get(pid)
+    wiring.catalog_service(store.table, hot=cache).get(pid)
     other = Table(store.client, f"{store.table_name}-other")
     create_table(store.client, other.name)
     try:
         with counting(store.client) as calls, pytest.raises(errors.ProductNotFound):
-            CatalogService(other, hot=cache).get(pid)
+            wiring.catalog_service(other, hot=cache).get(pid)
         assert calls.operations == ["GetItem"]
     finally:
         store.client.delete_table(TableName=other.name)
@@ -97,7 +96,7 @@ def test_two_tables_never_share_an_entry(store, clock):
 @pytest.mark.parametrize("change", ["price", "archive"])
 def test_an_admin_change_on_the_instance_drops_its_entry(store, clock, change):
     pid = hot_product(store.table)
-    catalog = CatalogService(store.table, hot=HotProductCache(TTL, now=clock))
+    catalog = wiring.catalog_service(store.table, hot=HotProductCache(TTL, now=clock))
     catalog.get(pid)
     if change == "price":
         catalog.update(ADMIN, pid, {"price_cents": 1500})
@@ -111,7 +110,7 @@ def test_an_admin_change_on_the_instance_drops_its_entry(store, clock, change):
 
 def test_placement_reads_a_hot_price_once_per_ttl(store, clock):
     pid = hot_product(store.table)
-    orders = OrderService(store.table, hot=HotProductCache(TTL, now=clock))
+    orders = wiring.order_service(store.table, hot=HotProductCache(TTL, now=clock))
     line = [RequestedLine(pid, 1)]
     orders.place(ALICE, address=ADDRESS, lines=line)
     with counting(store.client) as calls:
@@ -125,10 +124,10 @@ def test_placement_reads_a_hot_price_once_per_ttl(store, clock):
 
 def test_a_stale_cached_price_places_the_order_at_the_current_price(store, clock):
     pid = hot_product(store.table, price_cents=1000)
-    orders = OrderService(store.table, hot=HotProductCache(TTL, now=clock))
+    orders = wiring.order_service(store.table, hot=HotProductCache(TTL, now=clock))
     line = [RequestedLine(pid, 1)]
     orders.place(ALICE, address=ADDRESS, lines=line)  # this instance keeps 1000
-    CatalogService(store.table).update(ADMIN, pid, {"price_cents": 1200})  # another instance changes it
+    wiring.catalog_service(store.table).update(ADMIN, pid, {"price_cents": 1200})  # another instance changes it
     with counting(store.client) as calls, batch_gets(store.client) as reads:
         order = orders.place(ALICE, address=ADDRESS, lines=line)
     assert order.total_cents == 1200

@@ -6,9 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from shop import errors, limits
+from shop import errors, limits, wiring
 from shop.services.catalog import CatalogService
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 
 LONGEST_FOLD = "ΐ" * limits.MAX_PRODUCT_NAME_LENGTH  # 400 bytes; 1,200 case-folded
@@ -25,7 +25,7 @@ def all_pages(service: CatalogService, category: str, limit: int) -> list[str]:
 
 
 def test_a_name_whose_fold_outgrows_a_sort_key_is_created_listed_and_renamed(store):
-    service = CatalogService(store.table)
+    service = wiring.catalog_service(store.table)
     category = "\U0010ffff" * limits.MAX_CATEGORY_LENGTH
     first = product(store.table, name=LONGEST_FOLD, category=category)
     second = product(store.table, name=LONGEST_FOLD, category=category)
@@ -41,7 +41,7 @@ def test_a_name_whose_fold_outgrows_a_sort_key_is_created_listed_and_renamed(sto
 
 def test_stock_never_goes_past_its_maximum(store):
     pid = product(store.table, stock=limits.MAX_STOCK - 5)
-    service = CatalogService(store.table)
+    service = wiring.catalog_service(store.table)
     assert service.adjust_stock(ADMIN, pid, 5) == limits.MAX_STOCK
     with pytest.raises(errors.StockLimitExceeded) as raised:
         service.adjust_stock(ADMIN, pid, 1)
@@ -58,7 +58,7 @@ def test_stock_never_goes_past_its_maximum(store):
 def test_concurrent_increases_stop_at_the_maximum_together(local_store):
     """DynamoDB Local only: moto does not apply a condition and its update atomically."""
     pid = product(local_store.table, stock=limits.MAX_STOCK - 10)
-    service = CatalogService(local_store.table)
+    service = wiring.catalog_service(local_store.table)
 
     def increase() -> bool:
         try:
@@ -76,7 +76,7 @@ def test_concurrent_increases_stop_at_the_maximum_together(local_store):
 def test_duplicate_order_lines_add_up_to_at_most_the_line_maximum(store):
     hammer = product(store.table, stock=500)
     nails = product(store.table, stock=500)
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     half = limits.MAX_QUANTITY // 2 + 1
     lines = [
         RequestedLine(hammer, half),
@@ -87,7 +87,7 @@ def test_duplicate_order_lines_add_up_to_at_most_the_line_maximum(store):
     with pytest.raises(errors.InvalidRequest) as raised:
         service.place(ALICE, address=ADDRESS, lines=lines)
     assert list(raised.value.details) == ["lines.2.quantity"]
-    assert CatalogService(store.table).get(hammer).stock == 500
+    assert wiring.catalog_service(store.table).get(hammer).stock == 500
     assert service.list_for_customer(ALICE, ALICE.sub, limit=10, next_token=None).items == []
     exactly = service.place(
         ALICE, address=ADDRESS, lines=[RequestedLine(hammer, half), RequestedLine(hammer, limits.MAX_QUANTITY - half)]

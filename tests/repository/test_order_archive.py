@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 
-from shop import errors
+from shop import errors, wiring
 from shop.models import OrderStatus
 from shop.repository import OrderRepository
 from shop.repository.order_archive import OrderArchivalRepository, object_key
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ALICE, product
 
 
 def placed(store: Any) -> Any:
     pid = product(store.table, stock=5)
-    return OrderService(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
+    return wiring.order_service(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
 
 
 def ttl_of(store: Any, order_id: str) -> int | None:

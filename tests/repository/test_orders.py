@@ -2,13 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from shop import errors, keys
+from shop import errors, keys, wiring
 from shop.limits import MAX_PARALLEL_QUERIES
 from shop.models import OrderStatus
 from shop.repository import OrderRepository
-from shop.services.catalog import CatalogService
-from shop.services.orders import OrderService, RequestedLine
-from shop.services.sessions import SessionService
+from shop.services.orders import RequestedLine
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, parcel, product
 from tests.support.faults import first_answer_lost
@@ -16,7 +14,7 @@ from tests.support.reads import reading
 
 
 def place(table, actor=ALICE, **lines):
-    return OrderService(table).place(
+    return wiring.order_service(table).place(
         actor, address=ADDRESS, lines=[RequestedLine(pid, qty) for pid, qty in lines.items()]
     )
 
@@ -25,7 +23,7 @@ def test_placement_prices_from_catalogue_and_takes_stock(store):
     hammer = product(store.table, name="Hammer", price_cents=1500, stock=5)
     nails = product(store.table, name="Nails", price_cents=250, stock=100)
     with counting(store.client) as calls:
-        order = OrderService(store.table).place(
+        order = wiring.order_service(store.table).place(
             ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 2), RequestedLine(nails, 10), RequestedLine(hammer, 1)]
         )
     assert calls.operations == ["BatchGetItem", "TransactWriteItems"]
@@ -36,11 +34,11 @@ def test_placement_prices_from_catalogue_and_takes_stock(store):
         (nails, 10, 2500),
     }
     assert order.total_cents == 7000
-    catalog = CatalogService(store.table)
+    catalog = wiring.catalog_service(store.table)
     assert catalog.get(hammer).stock == 2
     assert catalog.get(nails).stock == 90
     with counting(store.client) as calls:
-        fetched = OrderService(store.table).get(ALICE, order.order_id)
+        fetched = wiring.order_service(store.table).get(ALICE, order.order_id)
     assert calls.operations == ["Query"]
     assert fetched.lines == order.lines
     assert [h.status for h in fetched.history] == [OrderStatus.PENDING]
@@ -52,8 +50,8 @@ def test_out_of_stock_names_the_products_and_writes_nothing(store):
     with pytest.raises(errors.OutOfStock) as raised:
         place(store.table, **{hammer: 2, nails: 1})
     assert raised.value.product_ids == [hammer]
-    assert CatalogService(store.table).get(nails).stock == 100
-    assert OrderService(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items == []
+    assert wiring.catalog_service(store.table).get(nails).stock == 100
+    assert wiring.order_service(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items == []
 
 
 def test_unknown_product(store):
@@ -66,14 +64,16 @@ def test_unknown_product(store):
 def test_price_changed_meanwhile_is_detected_and_repriced(store, monkeypatch):
     hammer = product(store.table, price_cents=1000, stock=5)
     repository = OrderRepository(store.table)
-    order = OrderService(store.table)._new_order(ALICE, OrderService(store.table)._price({hammer: 1})[0], ADDRESS)
-    CatalogService(store.table).update(ADMIN, hammer, {"price_cents": 1200})
+    order = wiring.order_service(store.table)._new_order(
+        ALICE, wiring.order_service(store.table)._price({hammer: 1})[0], ADDRESS
+    )
+    wiring.catalog_service(store.table).update(ADMIN, hammer, {"price_cents": 1200})
     with pytest.raises(errors.PriceChanged) as raised:
         repository.place(order)
     assert raised.value.product_ids == [hammer]
-    assert CatalogService(store.table).get(hammer).stock == 5
+    assert wiring.catalog_service(store.table).get(hammer).stock == 5
 
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     original_price = service._price
     calls = {"n": 0}
 
@@ -93,28 +93,28 @@ def test_price_changed_meanwhile_is_detected_and_repriced(store, monkeypatch):
 
 def test_checkout_from_session_clears_the_cart(store):
     hammer = product(store.table, name="Hammer", price_cents=1500, stock=5)
-    sessions = SessionService(store.table)
+    sessions = wiring.session_service(store.table)
     session = sessions.create()
     sessions.set_quantity(session.session_id, hammer, 2)
     with counting(store.client) as calls:
-        order = OrderService(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
+        order = wiring.order_service(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
     assert calls.operations == ["GetItem", "TransactWriteItems"]
     assert order.total_cents == 3000
     assert sessions.get(session.session_id).cart == []
     with pytest.raises(errors.CartEmpty):
-        OrderService(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
+        wiring.order_service(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
     with pytest.raises(errors.SessionNotFound):
-        OrderService(store.table).place(ALICE, address=ADDRESS, session_id="missing")
+        wiring.order_service(store.table).place(ALICE, address=ADDRESS, session_id="missing")
 
 
 def test_session_changed_during_keyed_checkout_is_session_not_found(store):
     """With an Idempotency-Key the placement claim is the transaction's last item; the session's own item
     is the one checked."""
     hammer = product(store.table, name="Hammer", price_cents=1500, stock=5)
-    sessions = SessionService(store.table)
+    sessions = wiring.session_service(store.table)
     session = sessions.create()
     sessions.set_quantity(session.session_id, hammer, 2)
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     read = service.sessions.get
 
     def read_then_change(session_id, **kwargs):
@@ -125,16 +125,16 @@ def test_session_changed_during_keyed_checkout_is_session_not_found(store):
     service.sessions.get = read_then_change  # type: ignore[method-assign]
     with pytest.raises(errors.SessionNotFound):
         service.place(ALICE, address=ADDRESS, session_id=session.session_id, idempotency_key="key-1")
-    assert CatalogService(store.table).get(hammer).stock == 5
+    assert wiring.catalog_service(store.table).get(hammer).stock == 5
 
 
 def test_other_customers_order_reads_as_not_found(store):
     order = place(store.table, **{product(store.table): 1})
     with pytest.raises(errors.OrderNotFound):
-        OrderService(store.table).get(BOB, order.order_id)
-    assert OrderService(store.table).get(ADMIN, order.order_id).order_id == order.order_id
+        wiring.order_service(store.table).get(BOB, order.order_id)
+    assert wiring.order_service(store.table).get(ADMIN, order.order_id).order_id == order.order_id
     with pytest.raises(errors.OrderNotFound):
-        OrderService(store.table).get(ADMIN, "missing")
+        wiring.order_service(store.table).get(ADMIN, "missing")
 
 
 def test_customer_orders_newest_first(store):
@@ -144,7 +144,7 @@ def test_customer_orders_newest_first(store):
     seen, token = [], None
     while True:
         with counting(store.client) as calls:
-            page = OrderService(store.table).list_for_customer(ALICE, "alice", limit=2, next_token=token)
+            page = wiring.order_service(store.table).list_for_customer(ALICE, "alice", limit=2, next_token=token)
         assert calls.operations == ["Query"]
         seen += [o.order_id for o in page.items]
         token = page.next_token
@@ -155,7 +155,7 @@ def test_customer_orders_newest_first(store):
 
 def test_status_change_is_conditional_on_version(store):
     order = place(store.table, **{product(store.table): 1})
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     confirmed = service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
     assert (confirmed.status, confirmed.version) == (OrderStatus.CONFIRMED, 2)
     with pytest.raises(errors.VersionMismatch):
@@ -175,14 +175,14 @@ def test_cancel_restocks_every_line(store):
     hammer = product(store.table, stock=5)
     nails = product(store.table, stock=50)
     order = place(store.table, **{hammer: 2, nails: 20})
-    cancelled = OrderService(store.table).cancel(ALICE, order.order_id)
+    cancelled = wiring.order_service(store.table).cancel(ALICE, order.order_id)
     assert cancelled.status is OrderStatus.CANCELLED
-    assert CatalogService(store.table).get(hammer).stock == 5
-    assert CatalogService(store.table).get(nails).stock == 50
+    assert wiring.catalog_service(store.table).get(hammer).stock == 5
+    assert wiring.catalog_service(store.table).get(nails).stock == 50
     with pytest.raises(errors.InvalidTransition):
-        OrderService(store.table).cancel(ALICE, order.order_id)
+        wiring.order_service(store.table).cancel(ALICE, order.order_id)
     with pytest.raises(errors.OrderNotFound):
-        OrderService(store.table).cancel(BOB, place(store.table, **{hammer: 1}).order_id)
+        wiring.order_service(store.table).cancel(BOB, place(store.table, **{hammer: 1}).order_id)
 
 
 def walk_status(store, service, status, limit, shards):
@@ -207,7 +207,7 @@ def walk_status(store, service, status, limit, shards):
 @pytest.mark.parametrize("shards", [1, 4, 64])
 def test_every_order_once_in_shard_order_reading_only_what_is_returned(store, shards):
     pid = product(store.table, stock=100)
-    service = OrderService(store.table, shards=shards)
+    service = wiring.order_service(store.table, shards=shards)
     placed = [service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]).order_id for _ in range(30)]
     newest_first = list(reversed(placed))
     for limit in (1, 7, 30, 100):
@@ -223,7 +223,7 @@ def test_every_order_once_in_shard_order_reading_only_what_is_returned(store, sh
 
 def test_status_index_merges_shards_newest_first_and_paginates(store):
     pid = product(store.table, stock=100)
-    service = OrderService(store.table, shards=4)
+    service = wiring.order_service(store.table, shards=4)
     placed = [service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]) for _ in range(9)]
     shipped = placed[0]
     service.change_status(ADMIN, shipped.order_id, OrderStatus.CONFIRMED, expected_version=1)
@@ -237,7 +237,7 @@ def test_status_index_merges_shards_newest_first_and_paginates(store):
     assert confirmed.next_token is None
     assert first.next_token is not None
     with pytest.raises(errors.InvalidNextToken):
-        OrderService(store.table, shards=8).list_by_status(
+        wiring.order_service(store.table, shards=8).list_by_status(
             ADMIN, OrderStatus.PENDING, limit=1, next_token=first.next_token
         )
     with pytest.raises(errors.InvalidNextToken):
@@ -249,10 +249,12 @@ def test_orders_written_under_fewer_shards_stay_listed_after_the_count_grows(sto
     reads every shard below the current count."""
     pid = product(store.table, stock=100)
     before = [
-        OrderService(store.table, shards=4).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]).order_id
+        wiring.order_service(store.table, shards=4)
+        .place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
+        .order_id
         for _ in range(6)
     ]
-    grown = OrderService(store.table, shards=16)
+    grown = wiring.order_service(store.table, shards=16)
     after = [grown.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)]).order_id for _ in range(6)]
     grown.change_status(ADMIN, before[0], OrderStatus.CONFIRMED, expected_version=1)
     seen, _ = walk_status(store, grown, OrderStatus.PENDING, 5, 16)
@@ -265,21 +267,21 @@ def test_orders_written_under_fewer_shards_stay_listed_after_the_count_grows(sto
 
 def test_restore_writes_an_order_without_touching_stock_once(store):
     pid = product(store.table, stock=5)
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     order = service._new_order(ALICE, service._price({pid: 2})[0], ADDRESS)
     OrderRepository(store.table).restore(order)
     assert service.get(ALICE, order.order_id).total_cents == order.total_cents
     assert [o.order_id for o in service.list_for_customer(ALICE, "alice", limit=5, next_token=None).items] == [
         order.order_id
     ]
-    assert CatalogService(store.table).get(pid).stock == 5
+    assert wiring.catalog_service(store.table).get(pid).stock == 5
     with pytest.raises(errors.OrderExists):
         OrderRepository(store.table).restore(order)
 
 
 def test_history_ends_with_the_current_status_before_the_stream_records_it(store):
     order = place(store.table, **{product(store.table): 1})
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
     fetched = service.get(ALICE, order.order_id)
     assert [h.status for h in fetched.history] == [OrderStatus.PENDING, OrderStatus.CONFIRMED]
@@ -288,7 +290,7 @@ def test_history_ends_with_the_current_status_before_the_stream_records_it(store
 
 def test_status_patch_whose_answer_was_lost_answers_the_changed_order(store):
     order = place(store.table, **{product(store.table): 1})
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     with first_answer_lost(store.client, "UpdateItem"):
         confirmed = service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
     assert (confirmed.status, confirmed.version) == (OrderStatus.CONFIRMED, 2)
@@ -314,17 +316,17 @@ def test_an_if_match_of_a_version_before_the_first_is_a_mismatch_not_a_lost_answ
     """An order starts at version 1: If-Match 0 names no version it ever had."""
     order = place(store.table, **{product(store.table): 1})
     with pytest.raises(errors.VersionMismatch):
-        OrderService(store.table).change_status(ADMIN, order.order_id, OrderStatus.PENDING, expected_version=0)
+        wiring.order_service(store.table).change_status(ADMIN, order.order_id, OrderStatus.PENDING, expected_version=0)
 
 
 def test_cancel_whose_answer_was_lost_answers_the_cancelled_order_and_restocks_once(store):
     hammer = product(store.table, stock=5)
     order = place(store.table, **{hammer: 2})
-    assert CatalogService(store.table).get(hammer).stock == 3
+    assert wiring.catalog_service(store.table).get(hammer).stock == 3
     with first_answer_lost(store.client, "TransactWriteItems") as sent:
-        cancelled = OrderService(store.table).cancel(ALICE, order.order_id)
+        cancelled = wiring.order_service(store.table).cancel(ALICE, order.order_id)
     assert (cancelled.status, cancelled.version) == (OrderStatus.CANCELLED, 2)
-    assert CatalogService(store.table).get(hammer).stock == 5
+    assert wiring.catalog_service(store.table).get(hammer).stock == 5
     (params,) = sent
     assert 1 <= len(params.get("ClientRequestToken", "")) <= 36
 
@@ -336,9 +338,9 @@ def test_cancel_whose_answer_was_lost_answers_the_cancelled_order_and_restocks_o
             2,
             cancelled.updated_at,
         )
-    assert CatalogService(store.table).get(hammer).stock == 5
+    assert wiring.catalog_service(store.table).get(hammer).stock == 5
     with pytest.raises(errors.InvalidTransition):
-        OrderService(store.table).cancel(ALICE, order.order_id)
+        wiring.order_service(store.table).cancel(ALICE, order.order_id)
 
 
 def test_status_change_tokens_fit_dynamodb_and_name_one_write(store):
@@ -374,16 +376,16 @@ def test_a_placement_run_again_under_its_idempotency_key_returns_the_first_order
     """The first run's Lambda died after its transaction (its idempotency lock then expires): the re-run
     must not place a second order."""
     hammer = product(store.table, name="Hammer", price_cents=1500, stock=5)
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     first = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 2)], idempotency_key="alice\nk1")
     again = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 2)], idempotency_key="alice\nk1")
     assert again.order_id == first.order_id
-    assert CatalogService(store.table).get(hammer).stock == 3
+    assert wiring.catalog_service(store.table).get(hammer).stock == 3
     listed = service.list_for_customer(ALICE, "alice", limit=10, next_token=None).items
     assert [o.order_id for o in listed] == [first.order_id]
     other = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 1)], idempotency_key="alice\nk2")
     assert other.order_id != first.order_id
-    assert CatalogService(store.table).get(hammer).stock == 2
+    assert wiring.catalog_service(store.table).get(hammer).stock == 2
 
 
 def test_a_lost_answer_is_recognised_by_the_stored_details_not_only_the_status(store):
@@ -393,7 +395,7 @@ def test_a_lost_answer_is_recognised_by_the_stored_details_not_only_the_status(s
     from shop.services.orders import ShipmentIn
 
     order = place(store.table, **{product(store.table): 1})
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     read = service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
     shipped = service.change_status(
         ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=ShipmentIn("DHL", "A-1")
@@ -434,7 +436,7 @@ def test_a_return_request_is_recognised_by_its_stored_reason(store):
     from shop.models import StatusDetails
 
     order = place(store.table, **{product(store.table): 1})
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
     service.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
     delivered = service.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=3)
@@ -461,7 +463,7 @@ def test_a_shipment_whose_answer_was_lost_is_answered_with_the_stored_shipment(s
     from shop.services.orders import ShipmentIn
 
     order = place(store.table, **{product(store.table): 1})
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
     with first_answer_lost(store.client, "UpdateItem"):
         shipped = service.change_status(

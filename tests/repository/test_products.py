@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from shop import errors
-from shop.services.catalog import CatalogService
+from shop import errors, wiring
 from tests.support.calls import counting
 from tests.support.factories import ADMIN, ALICE, BOB, category, product
 from tests.support.faults import first_answer_lost
@@ -12,7 +11,7 @@ from tests.support.reads import reading
 
 def test_product_read_is_one_get_item(store):
     pid = product(store.table, name="Hammer", price_cents=1999, stock=3)
-    service = CatalogService(store.table)
+    service = wiring.catalog_service(store.table)
     with counting(store.client) as calls:
         fetched = service.get(pid)
     assert calls.operations == ["GetItem"]
@@ -26,7 +25,7 @@ def test_category_listing_is_by_name_and_paginates(store):
     for name in ["Pliers", "anvil", "Chisel", "bolt", "Drill"]:
         product(store.table, name=name, category="tools")
     product(store.table, name="Apple", category="food")
-    service = CatalogService(store.table)
+    service = wiring.catalog_service(store.table)
     names, token, pages = [], None, 0
     while True:
         with counting(store.client) as calls:
@@ -45,7 +44,7 @@ def test_tampered_or_foreign_tokens_are_rejected(store):
     for name in ["a", "b", "c"]:
         product(store.table, name=name, category="tools")
         product(store.table, name=name, category="toys")
-    service = CatalogService(store.table)
+    service = wiring.catalog_service(store.table)
     token = service.list_by_category("tools", limit=1, next_token=None).next_token
     assert token
     with pytest.raises(errors.InvalidNextToken):
@@ -60,7 +59,7 @@ def test_tampered_or_foreign_tokens_are_rejected(store):
 def test_update_renames_and_moves_category(store):
     pid = product(store.table, name="Hammer", category="tools")
     category(store.table, "garden")
-    service = CatalogService(store.table)
+    service = wiring.catalog_service(store.table)
     updated = service.update(ADMIN, pid, {"name": "Mallet", "category": "garden", "price_cents": 500})
     assert (updated.name, updated.category, updated.price_cents) == ("Mallet", "garden", 500)
     assert service.list_by_category("tools", limit=10, next_token=None).items == []
@@ -71,7 +70,7 @@ def test_update_renames_and_moves_category(store):
 
 def test_stock_adjustment_never_goes_negative(store):
     pid = product(store.table, stock=2)
-    service = CatalogService(store.table)
+    service = wiring.catalog_service(store.table)
     assert service.adjust_stock(ADMIN, pid, 5) == 7
     assert service.adjust_stock(ADMIN, pid, -7) == 0
     with pytest.raises(errors.InsufficientStock):
@@ -84,7 +83,7 @@ def test_stock_adjustment_never_goes_negative(store):
 def test_stock_adjustment_whose_answer_was_lost_applies_once(store):
     """botocore re-sends an UpdateItem whose answer timed out; the ADD must not land twice."""
     pid = product(store.table, stock=2)
-    service = CatalogService(store.table)
+    service = wiring.catalog_service(store.table)
     with first_answer_lost(store.client, "UpdateItem") as sent:
         assert service.adjust_stock(ADMIN, pid, 5) == 7
     assert len(sent) == 1  # one call, sent twice by botocore's retry loop
@@ -97,7 +96,7 @@ def test_stock_adjustment_whose_answer_was_lost_applies_once(store):
 
 def test_reviews_once_per_customer_with_rating_summary(store):
     pid = product(store.table)
-    service = CatalogService(store.table)
+    service = wiring.catalog_service(store.table)
     service.review(ALICE, pid, rating=4, title="Good", body="Works")
     with pytest.raises(errors.AlreadyReviewed):
         service.review(ALICE, pid, rating=1, title="Again", body="Changed my mind")
@@ -110,7 +109,7 @@ def test_reviews_once_per_customer_with_rating_summary(store):
 
 def test_product_reviews_highest_rating_then_newest(store):
     pid = product(store.table)
-    service = CatalogService(store.table)
+    service = wiring.catalog_service(store.table)
     from shop.services.actor import Actor
 
     for index, rating in enumerate([3, 5, 1, 5, 3]):
@@ -141,7 +140,7 @@ def test_product_reviews_read_only_what_they_return(store, limit):
     single Query this replaced (product item first, then the reviews: docs/performance.md)."""
     from shop.services.actor import Actor
 
-    service = CatalogService(store.table)
+    service = wiring.catalog_service(store.table)
     category(store.table, "tools")
     pid = service.create(
         ADMIN, name="Drill", category="tools", price_cents=4999, description="d" * 1500, stock=5
@@ -177,7 +176,7 @@ def test_product_reviews_read_only_what_they_return(store, limit):
 
 
 def test_customer_reviews_newest_first(store):
-    service = CatalogService(store.table)
+    service = wiring.catalog_service(store.table)
     first, second = product(store.table, name="a"), product(store.table, name="b")
     service.review(ALICE, first, rating=2, title="x", body="y")
     service.review(ALICE, second, rating=4, title="x", body="y")
@@ -191,7 +190,7 @@ def test_creating_an_existing_product_is_a_conflict(store):
     from shop.repository import ProductRepository
 
     pid = product(store.table)
-    existing = CatalogService(store.table).get(pid)
+    existing = wiring.catalog_service(store.table).get(pid)
     with pytest.raises(errors.ProductExists):
         ProductRepository(store.table).create(
             existing.model_copy(update={"created_at": "2026-01-01T00:00:00Z"}), existing._listed_in
@@ -202,4 +201,4 @@ def test_a_create_whose_answer_was_lost_is_the_product_it_created(store):
     """botocore re-sends a transaction whose answer timed out: the product item it finds is the first attempt's."""
     with first_answer_lost(store.client, "TransactWriteItems"):
         pid = product(store.table, name="Lost answer")
-    assert CatalogService(store.table).get(pid).name == "Lost answer"
+    assert wiring.catalog_service(store.table).get(pid).name == "Lost answer"

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
+from shop import wiring
 from shop.models import OrderStatus
-from shop.services.alerts import AlertService
-from shop.services.catalog import CatalogService
-from shop.services.customers import CustomerService
-from shop.services.orders import OrderService, RequestedLine
-from shop.services.sessions import SessionService
+from shop.services.orders import RequestedLine
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 
 
 def test_no_read_scans_and_each_is_one_call(store):
     table = store.table
-    customers, catalog = CustomerService(table), CatalogService(table)
-    orders, sessions = OrderService(table, shards=4), SessionService(table)
+    customers, catalog = wiring.customer_service(table), wiring.catalog_service(table)
+    orders, sessions = wiring.order_service(table, shards=4), wiring.session_service(table)
     customers.create(ALICE, email="alice@example.com", name="Alice")
     pid = product(table, category="tools")
     catalog.review(ALICE, pid, rating=5, title="t", body="b")
@@ -37,7 +34,7 @@ def test_no_read_scans_and_each_is_one_call(store):
             ["Query"] * 4,
         ),
         "session": (lambda: sessions.get(session.session_id), ["GetItem"]),
-        "stock alerts": (lambda: AlertService(table).newest(ADMIN, limit=5, next_token=None), ["Query"]),
+        "stock alerts": (lambda: wiring.alert_service(table).newest(ADMIN, limit=5, next_token=None), ["Query"]),
     }
     for name, (read, expected) in reads.items():
         with counting(store.client) as calls:

@@ -2,18 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from shop import errors, keys
+from shop import errors, keys, wiring
 from shop.repository import ProductRepository, SessionRepository
-from shop.services.catalog import CatalogService
-from shop.services.orders import OrderService
-from shop.services.sessions import SessionService
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.faults import first_answer_lost
 
 
 def test_session_cart_lifecycle(store):
-    service = SessionService(store.table, ttl_seconds=600)
+    service = wiring.session_service(store.table, ttl_seconds=600)
     session = service.create()
     assert session.cart == []
     assert len(session.session_id) >= 32
@@ -35,7 +32,7 @@ def test_session_cart_lifecycle(store):
 
 
 def test_unknown_product_or_session(store):
-    service = SessionService(store.table)
+    service = wiring.session_service(store.table)
     session = service.create()
     with pytest.raises(errors.ProductNotFound):
         service.set_quantity(session.session_id, "missing", 1)
@@ -46,7 +43,7 @@ def test_unknown_product_or_session(store):
 def test_every_change_slides_expiry(store, monkeypatch):
     from shop import clock
 
-    service = SessionService(store.table, ttl_seconds=600)
+    service = wiring.session_service(store.table, ttl_seconds=600)
     session = service.create()
     real_now = clock.now()
     from datetime import timedelta
@@ -63,7 +60,7 @@ def test_expired_session_is_absent_before_ttl_deletes_it(store):
         TableName=store.table_name, Key={"PK": {"S": "SESSION#expired-session-id"}, "SK": {"S": keys.SESSION_SK}}
     )
     assert "Item" in item, "DynamoDB has not deleted it, and will not for a while"
-    service = SessionService(store.table)
+    service = wiring.session_service(store.table)
     with pytest.raises(errors.SessionNotFound):
         service.get("expired-session-id")
     with pytest.raises(errors.SessionNotFound):
@@ -71,7 +68,7 @@ def test_expired_session_is_absent_before_ttl_deletes_it(store):
 
 
 def test_cart_holds_at_most_25_lines(store):
-    service = SessionService(store.table)
+    service = wiring.session_service(store.table)
     session = service.create()
     ids = [product(store.table, name=f"p{i:02d}") for i in range(26)]
     for pid in ids[:25]:
@@ -83,13 +80,13 @@ def test_cart_holds_at_most_25_lines(store):
 
 
 def test_cart_shows_current_prices_and_marks_the_lines_whose_price_changed(store):
-    service = SessionService(store.table)
+    service = wiring.session_service(store.table)
     session = service.create()
     hammer = product(store.table, name="Hammer", price_cents=1500)
     nails = product(store.table, name="Nails", price_cents=250)
     service.set_quantity(session.session_id, hammer, 2)
     service.set_quantity(session.session_id, nails, 4)
-    CatalogService(store.table).update(ADMIN, hammer, {"price_cents": 1800, "name": "Claw hammer"})
+    wiring.catalog_service(store.table).update(ADMIN, hammer, {"price_cents": 1800, "name": "Claw hammer"})
 
     with counting(store.client) as calls:
         shown = service.get(session.session_id)
@@ -111,18 +108,18 @@ def test_cart_shows_current_prices_and_marks_the_lines_whose_price_changed(store
 
 
 def test_checkout_charges_the_subtotal_the_cart_shows(store):
-    service = SessionService(store.table)
+    service = wiring.session_service(store.table)
     session = service.create()
     hammer = product(store.table, price_cents=1500, stock=5)
     service.set_quantity(session.session_id, hammer, 2)
-    CatalogService(store.table).update(ADMIN, hammer, {"price_cents": 1200})
+    wiring.catalog_service(store.table).update(ADMIN, hammer, {"price_cents": 1200})
     shown = service.get(session.session_id)
-    order = OrderService(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
+    order = wiring.order_service(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
     assert order.total_cents == shown.subtotal_cents == 2 * 1200
 
 
 def test_a_line_whose_product_is_gone_is_unavailable_and_left_out_of_the_subtotal(store):
-    service = SessionService(store.table)
+    service = wiring.session_service(store.table)
     session = service.create()
     gone = product(store.table, name="Gone", price_cents=700)
     kept = product(store.table, name="Kept", price_cents=300)
@@ -137,7 +134,7 @@ def test_a_line_whose_product_is_gone_is_unavailable_and_left_out_of_the_subtota
     ]
     assert shown.subtotal_cents == 2 * 300
     with pytest.raises(errors.ProductNotFound):
-        OrderService(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
+        wiring.order_service(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
 
 
 def test_current_prices_read_only_what_a_cart_shows(store):
@@ -164,7 +161,7 @@ def test_current_prices_read_only_what_a_cart_shows(store):
 def test_a_create_whose_answer_was_lost_is_the_session_it_created(store):
     """botocore re-sends a PutItem whose answer timed out (a store stall): the id is new and random,
     so the item the re-sent write finds is the first attempt's own, not a clash."""
-    service = SessionService(store.table, ttl_seconds=600)
+    service = wiring.session_service(store.table, ttl_seconds=600)
     with first_answer_lost(store.client, "PutItem"):
         session = service.create()
     assert service.get(session.session_id) == session

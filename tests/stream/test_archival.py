@@ -20,10 +20,10 @@ import pytest
 from local_runtime.events import stream_event as lambda_event
 from local_runtime.local_aws import LocalAws
 from local_runtime.ttl import TtlDeletions, TtlEmulator
-from shop import errors
+from shop import errors, wiring
 from shop.models import OrderStatus
 from shop.repository import order_archive
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import RequestedLine
 from tests.stream.conftest import dump
 from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
 from tests.support.streams import StreamReader, only
@@ -98,7 +98,7 @@ def cancelled_order(store: Any, invoke: Any, reader: StreamReader, monkeypatch: 
 
     settings.cache_clear()  # the setting is read once per process otherwise
     pid = product(store.table, name="Kettle", price_cents=2500, stock=5)
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     order_id = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)]).order_id
     assert invoke(lambda_event(reader.read())) == {"batchItemFailures": []}  # confirmed
     service.cancel(ALICE, order_id)
@@ -111,7 +111,7 @@ def test_a_finished_order_removed_by_ttl_is_archived_whole_and_its_remains_remov
 ):
     reader = StreamReader(store, ttl_deletions=deletions)
     order_id = cancelled_order(store, invoke, reader, monkeypatch)
-    before = OrderService(store.table).get(ALICE, order_id)
+    before = wiring.order_service(store.table).get(ALICE, order_id)
 
     assert expire(store, deletions) == 1  # the order only: the placement claim's TTL is a day away
     removals = order_removals(reader)
@@ -134,14 +134,14 @@ def test_a_finished_order_removed_by_ttl_is_archived_whole_and_its_remains_remov
     assert not any(pk == f"ORDER#{order_id}" and sk != "ARCHIVED" for pk, sk in items)
     assert ("CUSTOMER#alice", f"ORDER#{order_id}") in items  # the customer's list keeps its entry
 
-    read = OrderService(store.table).get(ALICE, order_id)
+    read = wiring.order_service(store.table).get(ALICE, order_id)
     assert read.archived is True
     assert read.model_dump(exclude={"archived"}) == before.model_dump(exclude={"archived"})
-    [listed] = OrderService(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items
+    [listed] = wiring.order_service(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items
     assert (listed.order_id, listed.status) == (order_id, OrderStatus.CANCELLED)
     with pytest.raises(errors.OrderNotFound):
-        OrderService(store.table).get(BOB, order_id)
-    assert OrderService(store.table).get(ADMIN, order_id).archived is True
+        wiring.order_service(store.table).get(BOB, order_id)
+    assert wiring.order_service(store.table).get(ADMIN, order_id).archived is True
 
 
 def test_a_replayed_removal_changes_nothing(store, s3, invoke, deletions, monkeypatch):
@@ -171,7 +171,7 @@ def test_when_s3_fails_the_record_fails_and_nothing_is_lost(store, s3, invoke, d
     monkeypatch.setenv("ARCHIVE_BUCKET", s3.name)
     settings.cache_clear()
     assert invoke(lambda_event(removals)) == {"batchItemFailures": []}
-    assert OrderService(store.table).get(ALICE, order_id).archived is True
+    assert wiring.order_service(store.table).get(ALICE, order_id).archived is True
 
 
 def test_a_crash_after_the_marker_finishes_the_deletes_on_retry(store, s3, invoke, deletions, monkeypatch):

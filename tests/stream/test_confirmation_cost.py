@@ -4,16 +4,17 @@ one transaction, one read of the lines' daily counters and top-list entries, a w
 from __future__ import annotations
 
 from local_runtime.events import stream_event as lambda_event
+from shop import wiring
 from shop.models import OrderStatus
 from shop.repository.store import dynamodb_client
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import RequestedLine
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.streams import StreamReader, only
 
 
 def test_the_confirmations_modify_reads_once_and_writes_nothing(store, invoke):
-    orders = OrderService(store.table)
+    orders = wiring.order_service(store.table)
     order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
     stream = StreamReader(store)
     invoke(lambda_event(stream.read()))  # the INSERT: confirm, index, notification, history
@@ -26,7 +27,7 @@ def test_the_confirmations_modify_reads_once_and_writes_nothing(store, invoke):
 
 
 def test_a_confirmation_by_hand_is_recorded_by_its_modify(store, invoke):
-    orders = OrderService(store.table)
+    orders = wiring.order_service(store.table)
     order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
     stream = StreamReader(store)
     stream.read()  # the INSERT never reaches the processor (say it went to the failure queue)

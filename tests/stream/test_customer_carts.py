@@ -13,10 +13,8 @@ import pytest
 from infra.settings import STREAM_FILTERS
 from local_runtime.events import stream_event as lambda_event
 from local_runtime.filters import matches_any
-from shop import keys
+from shop import keys, wiring
 from shop.services.carts import CartService
-from shop.services.customers import CustomerService
-from shop.services.sessions import SessionService
 from tests.stream.conftest import emitted_metrics
 from tests.support.factories import ALICE, product
 from tests.support.streams import StreamReader, only, ttl_removal
@@ -34,8 +32,8 @@ def removed_by_ttl(store: Any, reader: StreamReader, key: dict[str, str]) -> dic
 @pytest.fixture
 def alice_cart(store) -> CartService:
     """Alice's cart with two lines (ask for `recorded_bus` first: settings are read once, on first use)."""
-    CustomerService(store.table).create(ALICE, email="alice@example.com", name="Alice")
-    carts = CartService(store.table)
+    wiring.customer_service(store.table).create(ALICE, email="alice@example.com", name="Alice")
+    carts = wiring.cart_service(store.table)
     carts.set_quantity(ALICE, "alice", product(store.table, name="Gadget", price_cents=300), 2)
     carts.set_quantity(ALICE, "alice", product(store.table, name="Gizmo", price_cents=450), 1)
     return carts
@@ -63,7 +61,7 @@ def test_a_customer_cart_removed_by_ttl_publishes_cart_abandoned(store, recorded
 
 
 def test_an_emptied_cart_or_a_merge_marker_removed_by_ttl_publishes_nothing(store, recorded_bus, alice_cart, invoke):
-    session_id = SessionService(store.table).create().session_id
+    session_id = wiring.session_service(store.table).create().session_id
     alice_cart.merge(ALICE, "alice", session_id)
     alice_cart.delete(ALICE, "alice")
     reader = StreamReader(store)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from local_runtime.events import stream_event as lambda_event
+from shop import wiring
 from shop.models import OrderStatus
-from shop.services.customers import CustomerService
 from shop.services.orders import OrderService, RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
 from tests.support.streams import StreamReader
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 
 
 def deliver(store: Any, invoke: Any, reader: StreamReader) -> tuple[str, OrderService]:
-    orders = OrderService(store.table)
+    orders = wiring.order_service(store.table)
     order_id = orders.place(
         ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table, price_cents=1250, stock=9), 2)]
     ).order_id
@@ -43,7 +43,7 @@ def test_the_shipment_reaches_history_notification_and_event(store, invoke, reco
     order_id, orders = deliver(store, invoke, reader)
     shipped = next(h for h in orders.get(ALICE, order_id).history if h.status is OrderStatus.SHIPPED)
     assert (shipped.carrier, shipped.tracking_number) == ("DHL", "JD014600006281234567")
-    notes = CustomerService(store.table).notifications(ADMIN, "alice", limit=10, next_token=None).items
+    notes = wiring.customer_service(store.table).notifications(ADMIN, "alice", limit=10, next_token=None).items
     note = next(n for n in notes if "shipped" in n.message)
     assert "DHL" in note.message
     assert "JD014600006281234567" in note.message
@@ -79,6 +79,6 @@ def test_a_rejected_return_tells_the_customer_why(store, invoke, recorded_bus):
         ("RETURN_REQUESTED", "Too small."),
         ("DELIVERED", "Worn."),
     ]
-    notes = CustomerService(store.table).notifications(ADMIN, "alice", limit=10, next_token=None).items
+    notes = wiring.customer_service(store.table).notifications(ADMIN, "alice", limit=10, next_token=None).items
     assert any("not accepted: Worn." in n.message for n in notes)
     assert not [e for e in recorded_bus.events if e["type"] == "OrderRefundDue"]

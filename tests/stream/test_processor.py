@@ -8,13 +8,12 @@ from typing import Any
 import pytest
 
 from local_runtime.events import stream_event as lambda_event
+from shop import wiring
 from shop.models import OrderStatus
 from shop.repository import OrderEffectsRepository, stream_records
 from shop.repository.stream_records import StreamRecord
-from shop.services.customers import CustomerService
 from shop.services.order_events import Action, OrderEventsService
-from shop.services.orders import OrderService, RequestedLine
-from shop.services.sessions import SessionService
+from shop.services.orders import RequestedLine
 from tests.stream.conftest import dump, emitted_metrics
 from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, parcel, product
 from tests.support.streams import StreamReader, only, ttl_removal
@@ -24,15 +23,17 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 
 def place(store: Any, actor: Any = ALICE, *, quantity: int = 2, price_cents: int = 1250) -> str:
     pid = product(store.table, name=f"Widget {quantity}", price_cents=price_cents, stock=50)
-    return OrderService(store.table).place(actor, address=ADDRESS, lines=[RequestedLine(pid, quantity)]).order_id
+    return (
+        wiring.order_service(store.table).place(actor, address=ADDRESS, lines=[RequestedLine(pid, quantity)]).order_id
+    )
 
 
 def notifications(store: Any, customer_id: str = "alice") -> list[Any]:
-    return CustomerService(store.table).notifications(ADMIN, customer_id, limit=100, next_token=None).items
+    return wiring.customer_service(store.table).notifications(ADMIN, customer_id, limit=100, next_token=None).items
 
 
 def history(store: Any, order_id: str) -> list[str]:
-    return [entry.status.value for entry in OrderService(store.table).get(ADMIN, order_id).history]
+    return [entry.status.value for entry in wiring.order_service(store.table).get(ADMIN, order_id).history]
 
 
 def no_failures(response: dict[str, Any]) -> None:
@@ -47,7 +48,7 @@ def test_new_order_is_confirmed_with_notification_and_history_once(store, invoke
 
     no_failures(invoke(lambda_event(placed)))
 
-    order = OrderService(store.table).get(ALICE, order_id)
+    order = wiring.order_service(store.table).get(ALICE, order_id)
     assert (order.status, order.version) == (OrderStatus.CONFIRMED, 2)
     assert order.updated_at > order.created_at
     assert [entry.status for entry in order.history] == [OrderStatus.PENDING, OrderStatus.CONFIRMED]
@@ -56,7 +57,7 @@ def test_new_order_is_confirmed_with_notification_and_history_once(store, invoke
     assert (note.type, note.order_id, note.created_at) == ("ORDER_CONFIRMED", order_id, order.updated_at)
     assert "total 25.00" in note.message
     assert "1 line (2 items)" in note.message
-    [listed] = OrderService(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items
+    [listed] = wiring.order_service(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items
     assert (listed.status, listed.version) == (OrderStatus.CONFIRMED, 2)
     assert emitted_metrics(capsys.readouterr().out).get("OrdersConfirmed") == 1
 
@@ -87,7 +88,9 @@ def test_admin_status_change_records_history_notification_and_index(store, invok
     no_failures(invoke(lambda_event(reader.read())))
     no_failures(invoke(lambda_event(reader.read())))
 
-    OrderService(store.table).change_status(ADMIN, order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    wiring.order_service(store.table).change_status(
+        ADMIN, order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel()
+    )
     shipped = reader.read()
     no_failures(invoke(lambda_event(shipped)))
 
@@ -96,7 +99,7 @@ def test_admin_status_change_records_history_notification_and_index(store, invok
     assert sorted(types) == [("ORDER_CONFIRMED", order_id), ("ORDER_STATUS_CHANGED", order_id)]
     changed = next(n for n in notifications(store) if n.type == "ORDER_STATUS_CHANGED")
     assert "shipped" in changed.message
-    [listed] = OrderService(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items
+    [listed] = wiring.order_service(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items
     assert (listed.status, listed.version) == (OrderStatus.SHIPPED, 3)
 
     before = dump(store)
@@ -107,15 +110,15 @@ def test_admin_status_change_records_history_notification_and_index(store, invok
 
 def test_order_cancelled_before_confirmation_is_not_confirmed(store, invoke):
     order_id = place(store)
-    OrderService(store.table).cancel(ALICE, order_id)
+    wiring.order_service(store.table).cancel(ALICE, order_id)
     reader = StreamReader(store)
     no_failures(invoke(lambda_event(reader.read())))
 
-    order = OrderService(store.table).get(ALICE, order_id)
+    order = wiring.order_service(store.table).get(ALICE, order_id)
     assert (order.status, order.version) == (OrderStatus.CANCELLED, 2)
     assert history(store, order_id) == ["PENDING", "CANCELLED"]
     assert [n.type for n in notifications(store)] == ["ORDER_STATUS_CHANGED"]
-    [listed] = OrderService(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items
+    [listed] = wiring.order_service(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items
     assert listed.status is OrderStatus.CANCELLED
 
 
@@ -141,7 +144,7 @@ def test_poison_record_in_the_middle_fails_alone(store, invoke, capsys, logs):
 
     assert response == {"batchItemFailures": [{"itemIdentifier": poison["dynamodb"]["SequenceNumber"]}]}
     for order_id in (first, second):
-        assert OrderService(store.table).get(ADMIN, order_id).status is OrderStatus.CONFIRMED
+        assert wiring.order_service(store.table).get(ADMIN, order_id).status is OrderStatus.CONFIRMED
     output = capsys.readouterr().out
     assert emitted_metrics(output) == {"OrdersConfirmed": 2, "StatusChanges": 2, "RecordsFailed": 1}
     # the failed record counts for the version that failed it too: a canary of a new version rolls back on it
@@ -178,13 +181,13 @@ def test_crash_after_half_the_batch_then_full_retry_confirms_each_order_once(sto
     with pytest.raises(Crash):
         invoke(lambda_event(records))
     monkeypatch.setattr(OrderEventsService, "handle", real_handle)
-    assert [OrderService(store.table).get(ADMIN, o).status for o in order_ids].count(OrderStatus.CONFIRMED) == 2
+    assert [wiring.order_service(store.table).get(ADMIN, o).status for o in order_ids].count(OrderStatus.CONFIRMED) == 2
 
     no_failures(invoke(lambda_event(records)))  # Lambda retries the whole batch
     no_failures(invoke(lambda_event(reader.read())))  # then the confirmations' own records
 
     for order_id in order_ids:
-        order = OrderService(store.table).get(ADMIN, order_id)
+        order = wiring.order_service(store.table).get(ADMIN, order_id)
         assert (order.status, order.version) == (OrderStatus.CONFIRMED, 2)
         assert history(store, order_id) == ["PENDING", "CONFIRMED"]
     confirmations = [n.order_id for n in notifications(store) if n.type == "ORDER_CONFIRMED"]
@@ -212,11 +215,11 @@ def test_crash_between_confirming_and_notifying_is_completed_by_the_modify_recor
     assert history(store, order_id) == ["PENDING", "CONFIRMED"]
     [note] = notifications(store)
     assert note.type == "ORDER_CONFIRMED"
-    assert note.created_at == OrderService(store.table).get(ADMIN, order_id).updated_at
+    assert note.created_at == wiring.order_service(store.table).get(ADMIN, order_id).updated_at
 
 
 def session_with_cart(store: Any) -> str:
-    sessions = SessionService(store.table)
+    sessions = wiring.session_service(store.table)
     session_id = sessions.create().session_id
     sessions.set_quantity(session_id, product(store.table, name="Gadget", price_cents=300), 2)
     sessions.set_quantity(session_id, product(store.table, name="Gizmo", price_cents=450), 1)
@@ -227,7 +230,7 @@ def test_session_deleted_by_its_holder_publishes_nothing(store, invoke, recorded
     session_id = session_with_cart(store)
     reader = StreamReader(store)
     reader.read()
-    SessionService(store.table).delete(session_id)
+    wiring.session_service(store.table).delete(session_id)
     [removal] = reader.read()
     assert removal["eventName"] == "REMOVE"
     assert "userIdentity" not in removal
@@ -240,7 +243,7 @@ def test_session_removed_by_ttl_with_a_cart_publishes_cart_abandoned(store, invo
     session_id = session_with_cart(store)
     reader = StreamReader(store)
     reader.read()
-    SessionService(store.table).delete(session_id)
+    wiring.session_service(store.table).delete(session_id)
     [removal] = reader.read()
     ttl = ttl_removal(session_id, removal["dynamodb"]["OldImage"])  # the real image, TTL's identity
 
@@ -256,10 +259,10 @@ def test_session_removed_by_ttl_with_a_cart_publishes_cart_abandoned(store, invo
 
 
 def test_ttl_removal_of_an_empty_cart_publishes_nothing(store, invoke, recorded_bus):
-    session_id = SessionService(store.table).create().session_id
+    session_id = wiring.session_service(store.table).create().session_id
     reader = StreamReader(store)
     reader.read()
-    SessionService(store.table).delete(session_id)
+    wiring.session_service(store.table).delete(session_id)
     [removal] = reader.read()
     no_failures(invoke(lambda_event([ttl_removal(session_id, removal["dynamodb"]["OldImage"])])))
     assert recorded_bus.calls == []
@@ -276,7 +279,7 @@ def test_records_that_are_not_ours_cost_no_store_call(store, monkeypatch):
     inserts = only(records, entity="ORDER", event_name="INSERT") + only(records, entity="PRODUCT", event_name="INSERT")
     others = [r for r in records if r not in inserts]
     assert only(others, entity="PRODUCT"), "the order's stock move and the customer's order index are there too"
-    service = OrderEventsService(store.table)
+    service = wiring.order_events_service(store.table)
     monkeypatch.setattr(service.effects.table, "_client", NoStore())  # any store call would now fail loudly
     [order_insert, product_insert] = inserts
     with pytest.raises(AssertionError, match="store call"):  # the guard works
@@ -293,7 +296,7 @@ def test_order_modify_without_a_status_change_is_skipped_without_store_calls(sto
     invoke(lambda_event(reader.read()))
     [modify] = only(reader.read(), entity="ORDER", event_name="MODIFY")
     modify["dynamodb"]["OldImage"]["status"] = modify["dynamodb"]["NewImage"]["status"]
-    service = OrderEventsService(store.table)
+    service = wiring.order_events_service(store.table)
     monkeypatch.setattr(service.effects.table, "_client", NoStore())
     outcome = service.handle(StreamRecord.from_lambda(modify))
     assert outcome.action is Action.SKIPPED

@@ -14,13 +14,10 @@ import pytest
 from infra.settings import STREAM_FILTERS
 from local_runtime.events import stream_event as lambda_event
 from local_runtime.filters import matches_any
-from shop import keys
+from shop import keys, wiring
 from shop.repository.store import to_item, values
 from shop.repository.stream_records import StreamRecord
-from shop.services.alerts import AlertService
-from shop.services.catalog import CatalogService
-from shop.services.order_events import OrderEventsService
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import RequestedLine
 from shop.services.stream_outcome import Action
 from tests.stream.conftest import dump
 from tests.stream.test_processor import NoStore
@@ -31,7 +28,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 
 
 def order(store: Any, product_id: str, quantity: int) -> None:
-    OrderService(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(product_id, quantity)])
+    wiring.order_service(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(product_id, quantity)])
 
 
 def product_events(bus: Any) -> dict[str, dict[str, Any]]:
@@ -44,7 +41,7 @@ def product_events(bus: Any) -> dict[str, dict[str, Any]]:
 
 
 def alerts(store: Any) -> list[dict[str, Any]]:
-    page = AlertService(store.table).newest(ADMIN, limit=100, next_token=None)
+    page = wiring.alert_service(store.table).newest(ADMIN, limit=100, next_token=None)
     return [alert.model_dump() for alert in page.items]
 
 
@@ -58,7 +55,7 @@ def crossing_twice(store: Any) -> tuple[str, list[dict[str, Any]]]:
     reader = StreamReader(store)
     order(store, pid, 2)
     order(store, pid, 1)
-    CatalogService(store.table).adjust_stock(ADMIN, pid, 7)
+    wiring.catalog_service(store.table).adjust_stock(ADMIN, pid, 7)
     order(store, pid, 7)
     return pid, reader.read()
 
@@ -126,7 +123,7 @@ def test_a_catalogue_edit_publishes_product_updated(store, invoke, recorded_bus)
     pid = product(store.table, stock=30)
     reader = StreamReader(store)
     reader.read()  # the INSERT (ProductCreated) is not this test's
-    CatalogService(store.table).update(ADMIN, pid, {"price_cents": 1999})
+    wiring.catalog_service(store.table).update(ADMIN, pid, {"price_cents": 1999})
     order(store, pid, 1)
     no_failures(invoke(lambda_event(reader.read())))
     [updated] = product_events(recorded_bus).values()
@@ -137,7 +134,7 @@ def test_the_filter_lets_in_product_records_and_each_order_line_costs_one_skippe
     """What the mapping's filter admits per 3-line order (docs/performance.md, "Product events")."""
 
     pids = [product(store.table, name=f"Beans {n}", stock=100) for n in range(3)]
-    CatalogService(store.table).review(ALICE, pids[0], rating=5, title="t", body="b")
+    wiring.catalog_service(store.table).review(ALICE, pids[0], rating=5, title="t", body="b")
     reader = StreamReader(store)
     admitted = [r for r in reader.read() if matches_any(STREAM_FILTERS, r)]
     assert [(r["eventName"], r["dynamodb"]["Keys"]["SK"]["S"]) for r in admitted] == [("INSERT", "PRODUCT")] * 3 + [
@@ -145,11 +142,11 @@ def test_the_filter_lets_in_product_records_and_each_order_line_costs_one_skippe
     ]
     no_failures(invoke(lambda_event(admitted)))
 
-    OrderService(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2) for pid in pids])
+    wiring.order_service(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2) for pid in pids])
     placed = [r for r in reader.read() if matches_any(STREAM_FILTERS, r)]
     stock_moves = only(placed, entity="PRODUCT", event_name="MODIFY")
     assert (len(placed), len(stock_moves)) == (4, 3)  # the order's INSERT, and one stock move per line
-    service = OrderEventsService(store.table)
+    service = wiring.order_events_service(store.table)
     monkeypatch.setattr(service.effects.table, "_client", NoStore())  # a skipped stock move calls nothing
     for record in stock_moves:
         assert service.handle(StreamRecord.from_lambda(record)).action is Action.SKIPPED

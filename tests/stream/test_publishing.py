@@ -10,10 +10,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from local_runtime.events import stream_event as lambda_event
-from shop import publishing
+from shop import publishing, wiring
 from shop.models import OrderStatus
 from shop.publishing import Event, EventPublisher
-from shop.services.orders import OrderService
 from tests.stream.conftest import RecordingEvents, dump, emitted_metrics
 from tests.stream.test_processor import place
 from tests.support.factories import ADMIN, parcel
@@ -68,7 +67,7 @@ def test_confirmation_and_status_change_reach_the_bus(moto_store, bus, invoke):
     assert (event["status"], event["previous_status"], event["version"]) == ("CONFIRMED", "PENDING", 2)
     assert (event["total_cents"], event["line_count"]) == (2500, 1)
 
-    OrderService(moto_store.table).change_status(
+    wiring.order_service(moto_store.table).change_status(
         ADMIN, order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel()
     )
     no_failures(invoke(lambda_event(reader.read())))

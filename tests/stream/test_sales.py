@@ -9,12 +9,11 @@ from typing import Any
 import pytest
 
 from local_runtime.events import stream_event as lambda_event
-from shop import clock, keys
+from shop import clock, keys, wiring
 from shop.limits import SALES_TOP_SHARDS
 from shop.models import OrderStatus
 from shop.repository.sales import SalesRepository, forget_instance_memo
-from shop.services.catalog import CatalogService
-from shop.services.orders import OrderService, RequestedLine
+from shop.services.orders import RequestedLine
 from tests.stream.conftest import dump
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
@@ -68,7 +67,7 @@ def history(store, invoke):
     returned; o4 A x4 cancelled before confirmation (never counted)."""
     a = product(store.table, name="A", price_cents=1000, stock=50)
     b = product(store.table, name="B", price_cents=250, stock=50)
-    orders = OrderService(store.table)
+    orders = wiring.order_service(store.table)
     reader = StreamReader(store)
     kept: list[dict[str, Any]] = []
 
@@ -190,8 +189,8 @@ def flash_history(store, invoke):
     (o3 also A x2) confirmed, o2 then cancelled; every order record the processor was given."""
     f = product(store.table, name="F", price_cents=400, stock=40)
     a = product(store.table, name="A", price_cents=1000, stock=50)
-    CatalogService(store.table).set_stock_shards(ADMIN, f, 4)
-    orders = OrderService(store.table)
+    wiring.catalog_service(store.table).set_stock_shards(ADMIN, f, 4)
+    orders = wiring.order_service(store.table)
     reader = StreamReader(store)
     kept: list[dict[str, Any]] = []
     placed = []

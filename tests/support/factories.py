@@ -5,11 +5,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from shop import errors
+from shop import errors, wiring
 from shop.models import ShippingAddress
 from shop.services.actor import Actor
-from shop.services.catalog import CatalogService
-from shop.services.categories import CategoryService
 
 ADMIN = Actor("admin-1", is_admin=True)
 ALICE = Actor("alice")
@@ -20,7 +18,7 @@ ADDRESS = ShippingAddress(name="Alice", line1="1 Main St", city="Springfield", p
 def category(table: Any, slug: str, *, parent: str | None = None, name: str | None = None) -> str:
     """The category `slug` (created unless it exists)."""
     with contextlib.suppress(errors.CategoryExists):
-        CategoryService(table).create(ADMIN, slug=slug, name=name or slug.capitalize(), parent=parent)
+        wiring.category_service(table).create(ADMIN, slug=slug, name=name or slug.capitalize(), parent=parent)
     return slug
 
 
@@ -29,7 +27,7 @@ def product(
 ) -> str:
     """A product filed under `category` (a top-level category, created if it does not exist)."""
     globals()["category"](table, category)
-    created = CatalogService(table).create(
+    created = wiring.catalog_service(table).create(
         ADMIN, name=name, category=category, price_cents=price_cents, description=None, stock=stock
     )
     return created.product_id

@@ -8,7 +8,7 @@ Pages are simplified: the next token is the position of the next item. tests/rep
 test_memory_store.py runs the same scenarios on this and on the repositories (moto, DynamoDB Local).
 
     store = MemoryStore()
-    orders = OrderService(orders=store.orders, products=store.products, sessions=store.sessions)
+    orders = store.order_service()  # OrderService(orders=store.orders, products=store.products, ...)
 """
 
 from __future__ import annotations

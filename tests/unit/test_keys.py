@@ -78,3 +78,9 @@ def test_clock_round_trip():
     moment = datetime(2026, 11, 26, 1, 2, 3, tzinfo=UTC)
     assert clock.iso_from_epoch(clock.epoch(moment)) == clock.iso(moment)
     assert clock.iso(moment + timedelta(microseconds=1)) > clock.iso(moment)
+
+
+def test_the_listing_orders_are_the_models_listing_orders():
+    from shop.models.categories import ListingOrder
+
+    assert [order.value for order in ListingOrder] == [keys.BY_NAME, keys.BY_PRICE, keys.BY_NEWEST]

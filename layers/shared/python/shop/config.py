@@ -6,19 +6,19 @@ import os
 from dataclasses import dataclass
 from functools import cache
 
-from shop.limits import MAX_ARCHIVE_AFTER_DAYS, MAX_STATUS_SHARDS, MOVE_STEP_PRODUCTS
-
-# infra.settings.DEFAULT_STATUS_SHARDS: what a function run without STATUS_SHARDS (tests, scripts) assumes.
-DEFAULT_STATUS_SHARDS = 48
-# A customer cart lives this long after its last change (CART_TTL_SECONDS overrides it).
-DEFAULT_CART_TTL_SECONDS = 30 * 24 * 3600
-
-
-# infra.settings.DEFAULT_ARCHIVE_AFTER_DAYS: how long a finished order stays in the table before S3.
-DEFAULT_ARCHIVE_AFTER_DAYS = 365
-# infra.settings.HOT_PRODUCT_CACHE_SECONDS: how long an instance keeps a flash-sale product's reads (0: never).
-DEFAULT_HOT_PRODUCT_CACHE_SECONDS = 1.0
-MAX_HOT_PRODUCT_CACHE_SECONDS = 60.0
+# The defaults (what a function run without the variable assumes) and bounds: one source, shop.limits.
+from shop.limits import (
+    DEFAULT_ARCHIVE_AFTER_DAYS,
+    DEFAULT_CART_TTL_SECONDS,
+    DEFAULT_HOT_PRODUCT_CACHE_SECONDS,
+    DEFAULT_IDEMPOTENCY_TTL_SECONDS,
+    DEFAULT_SESSION_TTL_SECONDS,
+    DEFAULT_STATUS_SHARDS,
+    MAX_ARCHIVE_AFTER_DAYS,
+    MAX_HOT_PRODUCT_CACHE_SECONDS,
+    MAX_STATUS_SHARDS,
+    MOVE_STEP_PRODUCTS,
+)
 
 
 class ConfigurationError(RuntimeError):
@@ -83,8 +83,8 @@ def settings() -> Settings:
         status_shards=_status_shards(),
         pagination_secret=literal.encode() if literal else None,
         pagination_secret_arn=arn,
-        session_ttl_seconds=int(os.environ.get("SESSION_TTL_SECONDS", "3600")),
-        idempotency_ttl_seconds=int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", "86400")),
+        session_ttl_seconds=int(os.environ.get("SESSION_TTL_SECONDS", str(DEFAULT_SESSION_TTL_SECONDS))),
+        idempotency_ttl_seconds=int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", str(DEFAULT_IDEMPOTENCY_TTL_SECONDS))),
         cart_ttl_seconds=int(os.environ.get("CART_TTL_SECONDS", str(DEFAULT_CART_TTL_SECONDS))),
         event_bus_name=os.environ.get("EVENT_BUS_NAME") or None,
         archive_after_days=_archive_after_days(),

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 
 from shop.limits import NAME_SORT_KEY_BYTES
-from shop.models.categories import ListingOrder
 
 PK = "PK"
 SK = "SK"
@@ -196,9 +195,10 @@ CATEGORY_MOVE_SK = "MOVE"
 LISTING_PREFIX = "LISTING#"
 # The listing of every active product: a scope no slug can spell (slugs are lower case).
 ALL_PRODUCTS = "ALL"
-BY_NAME = ListingOrder.NAME.value
-BY_PRICE = ListingOrder.PRICE.value
-BY_NEWEST = ListingOrder.NEWEST.value
+# The listings' sort orders: the values of shop.models.categories.ListingOrder (tests/unit/test_keys.py holds them equal).
+BY_NAME = "NAME"
+BY_PRICE = "PRICE"
+BY_NEWEST = "NEWEST"
 PRICE_DIGITS = 9  # MAX_PRICE_CENTS has 9 digits: zero-padded, text order is price order
 
 

@@ -75,3 +75,15 @@ MAX_ARCHIVE_AFTER_DAYS = 3650
 BATCH_WRITE_MAX_ITEMS = 25
 # Items one TransactWriteItems holds at most (DynamoDB's limit): an order's placement is planned to fit it.
 MAX_TRANSACTION_ITEMS = 100
+
+# The functions' settings: their defaults and bounds, read by shop.config (the environment overrides them) and
+# by infra.settings (what a deployment sets). The capacity behind DEFAULT_STATUS_SHARDS: infra/settings.py.
+DEFAULT_STATUS_SHARDS = 48
+DEFAULT_SESSION_TTL_SECONDS = 3600
+DEFAULT_CART_TTL_SECONDS = 30 * 24 * 3600  # a customer cart lives this long after its last change
+DEFAULT_IDEMPOTENCY_TTL_SECONDS = 86400
+DEFAULT_ARCHIVE_AFTER_DAYS = 365  # how long a finished order stays in the table before the archive
+# How long an instance keeps a flash-sale product's reads (0: never).
+DEFAULT_HOT_PRODUCT_CACHE_SECONDS = 1
+MAX_HOT_PRODUCT_CACHE_SECONDS = 60
+ARCHIVE_PREFIX = "orders/"  # where the archive's objects are (the repository writes them, infra grants them)

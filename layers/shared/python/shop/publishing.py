@@ -6,10 +6,8 @@ detail carries a deterministic `id` that consumers dedupe on.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
-import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -17,52 +15,27 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shop.aws_config import client_config
 from shop.config import settings
+from shop.lazy_client import ProcessClient
+from shop.models.events import Event
 
 logger = logging.getLogger(__name__)
 
 MAX_ENTRIES = 10  # PutEvents' limit per call
 MAX_REQUEST_BYTES = 256 * 1024  # PutEvents' limit on the summed entry sizes of one call
 
-_client_lock = threading.Lock()
 _client: Any = None
+_events = ProcessClient(__name__, "events")
 
 
 def events_client() -> Any:
     """The process-wide EventBridge client, created on first use (not at import)."""
-    global _client
-    if _client is None:
-        with _client_lock:
-            if _client is None:
-                import boto3
-
-                _client = boto3.session.Session().client("events", config=client_config())
-    return _client
+    return _events.get()
 
 
 def reset_client() -> None:
     """Forget the cached client (tests switch mocks between runs)."""
-    global _client
-    with _client_lock:
-        _client = None
-
-
-@dataclass(frozen=True)
-class Event:
-    """One domain event. `detail["id"]` is deterministic so consumers can dedupe redeliveries."""
-
-    source: str
-    detail_type: str
-    detail: dict[str, Any]
-
-    def entry(self, bus_name: str) -> dict[str, Any]:
-        return {
-            "EventBusName": bus_name,
-            "Source": self.source,
-            "DetailType": self.detail_type,
-            "Detail": json.dumps(self.detail, separators=(",", ":"), sort_keys=True),
-        }
+    _events.reset()
 
 
 def entry_size(entry: dict[str, Any]) -> int:

@@ -10,9 +10,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
     IdempotencyInconsistentStateError,
@@ -21,12 +21,13 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.idempotency.idempotency import idempotent_function
 
-from shop import errors, keys
+from shop import errors
 from shop.config import settings
 from shop.http_api.errors import IdempotencyInProgress, IdempotencyKeyReused, InternalError
 from shop.http_api.observability import logger
-from shop.repository import Table
-from shop.repository.store import translated_errors
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
 # In-progress locks of an attempt whose Lambda died expire after its remaining time; without a
 # Lambda context (local runs) assume the API functions' timeout.
@@ -44,17 +45,14 @@ class _Remaining:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
-class _RecordPerKey(DynamoDBPersistenceLayer):
-    """Powertools' DynamoDB layer, each record keyed by its own hash instead of a shared static PK.
+class Records(Protocol):
+    """Where the records live (shop.repository.idempotency_records.IdempotencyRecords, built by shop.wiring)."""
 
-    ``_get_key`` is the one key builder behind every read, put, update and delete the layer makes
-    (Powertools 3.x), so overriding it moves the records and leaves Powertools' conditions and
-    record handling untouched; ``tests/functions/test_api.py`` proves the records land there.
-    """
+    def identity(self) -> tuple[Any, str]: ...
 
-    def _get_key(self, idempotency_key: str) -> dict[str, Any]:
-        key = keys.idempotency_key(idempotency_key)
-        return {self.key_attr: {"S": key[keys.PK]}, str(self.sort_key_attr): {"S": key[keys.SK]}}
+    def persistence_layer(self) -> BasePersistenceLayer: ...
+
+    def unavailable(self, cause: BaseException | None) -> errors.ServiceUnavailable | None: ...
 
 
 @dataclass(frozen=True)
@@ -65,17 +63,11 @@ class _Built:
     config: IdempotencyConfig
 
 
-def _translated(error: IdempotencyPersistenceLayerError) -> errors.DomainError:
+def _translated(records: Records, error: IdempotencyPersistenceLayerError) -> errors.DomainError:
     """A failure of the idempotency store is 503 when the store is unavailable, else a bug (500)."""
-    cause = error.__cause__
-    try:
-        with translated_errors():
-            if isinstance(cause, BaseException):
-                raise cause
-    except errors.ServiceUnavailable as unavailable:
+    unavailable = records.unavailable(error.__cause__)
+    if unavailable is not None:
         return unavailable
-    except Exception:  # noqa: S110 - anything else is reported as the internal error below
-        pass
     logger.exception("idempotency store failed", exc_info=error)
     return InternalError("internal error")
 
@@ -92,8 +84,8 @@ class IdempotentOperation:
         self._built: _Built | None = None
         self._lock = threading.Lock()
 
-    def _build(self, table: Table) -> _Built:
-        client, table_name = table.client, table.name
+    def _build(self, records: Records) -> _Built:
+        client, table_name = records.identity()
         built = self._built
         if built is not None and built.client is client and built.table_name == table_name:
             return built
@@ -101,17 +93,7 @@ class IdempotentOperation:
             built = self._built
             if built is not None and built.client is client and built.table_name == table_name:
                 return built
-            persistence = _RecordPerKey(
-                table_name=table_name,
-                key_attr=keys.PK,
-                sort_key_attr=keys.SK,
-                expiry_attr=keys.TTL_ATTRIBUTE,
-                in_progress_expiry_attr="in_progress_expires_at_ms",
-                status_attr="idempotency_status",
-                data_attr="response",
-                validation_key_attr="payload_hash",
-                boto3_client=client,
-            )
+            persistence = records.persistence_layer()
             config = IdempotencyConfig(
                 event_key_jmespath="key",
                 payload_validation_jmespath="payload",
@@ -129,9 +111,9 @@ class IdempotentOperation:
             return built
 
     def __call__(
-        self, table: Table, *, key: str, payload: dict[str, Any], context: Any = None, **kwargs: Any
+        self, records: Records, *, key: str, payload: dict[str, Any], context: Any = None, **kwargs: Any
     ) -> dict[str, Any]:
-        built = self._build(table)
+        built = self._build(records)
         lambda_context = context if hasattr(context, "get_remaining_time_in_millis") else None
         built.config.register_lambda_context(lambda_context or _Remaining(DEFAULT_REMAINING_MS))  # type: ignore[arg-type]
         remaining = (lambda_context or _Remaining(DEFAULT_REMAINING_MS)).get_remaining_time_in_millis() / 1000
@@ -155,4 +137,4 @@ class IdempotentOperation:
             except IdempotencyInconsistentStateError:
                 raise errors.ServiceUnavailable("the idempotency record changed meanwhile, retry") from None
             except IdempotencyPersistenceLayerError as error:
-                raise _translated(error) from error
+                raise _translated(records, error) from error

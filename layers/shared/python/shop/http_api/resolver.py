@@ -20,7 +20,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
 from pydantic import BaseModel
 
-from shop import errors
+from shop import errors, powertools_private
 from shop.http_api import errors as http_errors
 from shop.http_api import observability
 from shop.http_api.routes import ROUTES, Route
@@ -222,9 +222,7 @@ class ShopResolver(APIGatewayHttpResolver):
         with self._build_lock:
             if getattr(self, "_prepared", False):
                 return
-            for route in [*self._static_routes, *self._dynamic_routes]:
-                if not route._middleware_stack_built:
-                    route._build_middleware_stack(router_middlewares=self._router_middlewares, app=self)
+            powertools_private.build_middleware_stacks(self)
             self._prepared = True
 
     def get_openapi_schema(self, **kwargs: Any) -> Any:
@@ -235,11 +233,12 @@ class ShopResolver(APIGatewayHttpResolver):
         kwargs.setdefault("version", API_VERSION)
         return super().get_openapi_schema(**kwargs)
 
-    @staticmethod
+    @staticmethod  # private in Powertools: shop.powertools_private
     def _compile_regex(rule: str, base_regex: str = "^{}$") -> re.Pattern[str]:
         """A route's regex whose variables match one decoded path segment, whatever its characters."""
         return re.compile(base_regex.format(_PATH_VARIABLE.sub(r"(?P<\1>[^/]+)", rule)))
 
+    # private in Powertools: shop.powertools_private
     def _convert_matches_into_route_keys(self, match: re.Match[str]) -> dict[str, str]:
         """The decoded values API Gateway put in ``pathParameters``, else the values in the path."""
         given = self.current_event.get("pathParameters") or {}
@@ -256,7 +255,7 @@ class ShopResolver(APIGatewayHttpResolver):
             except (binascii.Error, ValueError):
                 return _raw_error(http_errors.BadRequest("the body is not valid base64 UTF-8"))
             event["isBase64Encoded"] = False
-        self.current_event = self._to_proxy_event(event)
+        self.current_event = powertools_private.proxy_event(self, event)
         self.lambda_context = context
         return super().resolve(event, context)
 

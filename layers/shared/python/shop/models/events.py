@@ -6,8 +6,10 @@ not pydantic models (docs/decisions.md, "Stream processor").
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class Source(StrEnum):
@@ -116,3 +118,20 @@ class CustomerCartAbandoned(TypedDict):
     customer_id: str
     lines: list[AbandonedLine]
     subtotal_cents: int
+
+
+@dataclass(frozen=True)
+class Event:
+    """One domain event. `detail["id"]` is deterministic so consumers can dedupe redeliveries."""
+
+    source: str
+    detail_type: str
+    detail: dict[str, Any]
+
+    def entry(self, bus_name: str) -> dict[str, Any]:
+        return {
+            "EventBusName": bus_name,
+            "Source": self.source,
+            "DetailType": self.detail_type,
+            "Detail": json.dumps(self.detail, separators=(",", ":"), sort_keys=True),
+        }

@@ -9,7 +9,6 @@ The order's own partition keeps a marker item (`keys.order_archived_key`) naming
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,14 +17,13 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shop import errors, keys
-from shop.aws_config import client_config
 from shop.config import settings
-from shop.limits import BATCH_WRITE_MAX_ITEMS
+from shop.lazy_client import ProcessClient
+from shop.limits import ARCHIVE_PREFIX, BATCH_WRITE_MAX_ITEMS
 from shop.models import Order
 from shop.repository.orders import order_from_items
 from shop.repository.store import ConditionFailed, Table, conditional_write, from_item, to_item, translated_errors
 
-ARCHIVE_PREFIX = "orders/"
 CONTENT_TYPE = "application/json"
 # Deletes BatchWriteItem left unprocessed are sent again this often, then the record fails (and is retried).
 UNPROCESSED_ATTEMPTS = 5
@@ -43,27 +41,18 @@ def archive_document(order: Order, archived_at: str) -> bytes:
     return (json.dumps(body, separators=(",", ":"), sort_keys=True) + "\n").encode()
 
 
-_client_lock = threading.Lock()
 _client: Any = None
+_s3 = ProcessClient(__name__, "s3")
 
 
 def s3_client() -> Any:
     """The process-wide S3 client, created on the first archive call (an order read seldom needs one)."""
-    global _client
-    if _client is None:
-        with _client_lock:
-            if _client is None:
-                import boto3
-
-                _client = boto3.session.Session().client("s3", config=client_config())
-    return _client
+    return _s3.get()
 
 
 def reset_client() -> None:
     """Forget the cached client (tests switch mocks between runs)."""
-    global _client
-    with _client_lock:
-        _client = None
+    _s3.reset()
 
 
 class ArchiveBucket:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -13,8 +12,9 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, HTTPClientError
 
 from shop import errors, keys
-from shop.aws_config import CONFLICT_ERROR, CONFLICT_REASON, client_config, with_conflict_retries
+from shop.aws_config import CONFLICT_ERROR, CONFLICT_REASON, with_conflict_retries
 from shop.config import settings
+from shop.lazy_client import ProcessClient
 
 UNAVAILABLE_CODES = frozenset(
     {
@@ -39,27 +39,18 @@ INVALID_CODES = frozenset({"ValidationException"})
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
-_client_lock = threading.Lock()
 _client: Any = None
+_dynamodb = ProcessClient(__name__, "dynamodb")
 
 
 def dynamodb_client() -> Any:
     """The process-wide low-level client, created on first use (not at import)."""
-    global _client
-    if _client is None:
-        with _client_lock:
-            if _client is None:
-                import boto3
-
-                _client = boto3.session.Session().client("dynamodb", config=client_config())
-    return _client
+    return _dynamodb.get()
 
 
 def reset_client() -> None:
     """Forget the cached client (tests switch stores between runs)."""
-    global _client
-    with _client_lock:
-        _client = None
+    _dynamodb.reset()
 
 
 def _plain(value: Any) -> Any:

@@ -1,7 +1,8 @@
 """The table's stream records, read for the stream processor: the only code that knows their wire format.
 
 A `StreamRecord` decodes the keys at once and reads status and images only when a rule asks, so a record that is
-not ours is skipped from its keys alone; an unreadable record raises `MalformedRecord`.
+not ours is skipped from its keys alone; an unreadable record raises `MalformedRecord`. The images are domain
+models (`shop.models.stream_images`): this module parses them, the rules read them through the `StreamChange` port.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from shop import clock, keys
-from shop.limits import DEFAULT_LOW_STOCK_THRESHOLD
-from shop.models import OrderLine, OrderSummary, Shipment
+from shop.models.stream_images import CustomerCartImage, MoveImage, OrderImage, ProductImage, SessionImage
 from shop.repository.store import from_item
 
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
@@ -25,93 +25,6 @@ M = TypeVar("M", bound=BaseModel)
 
 class MalformedRecord(ValueError):
     """A record the processor should handle but cannot read: it fails alone and is retried."""
-
-
-class OrderImage(OrderSummary):
-    """The order item as a stream image holds it: one order version (keys and the rest are ignored)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
-
-    lines: list[OrderLine] = []
-    shipment: Shipment | None = None
-    status_reason: str | None = None  # the reason given for this version's status change
-    confirmed_at: str | None = None  # when it was confirmed (absent on orders confirmed before it was kept)
-    stock_taken: dict[str, dict[str, int]] | None = None  # flash-sale shards taken: product -> label -> qty
-
-
-class CartItem(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
-
-    name: str
-    unit_price_cents: int
-    quantity: int
-    added_at: str = ""
-
-
-class SessionImage(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
-
-    session_id: str
-    cart: dict[str, CartItem] = {}
-    cart_added: dict[str, str] = {}  # product id -> when the line was added (the cart's order)
-    cart_version: int = 0
-
-    def added_at(self, product_id: str) -> str:
-        return self.cart_added.get(product_id) or self.cart[product_id].added_at
-
-
-class ProductImage(BaseModel):
-    """The product item as a stream image holds it, with the defaults of items written before issue 12
-    (no status: ACTIVE; no threshold: DEFAULT_LOW_STOCK_THRESHOLD; one `category`, no `categories`)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
-
-    product_id: str
-    name: str
-    price_cents: int
-    stock: int = 0
-    category: str | None = None
-    categories: list[str] | None = None
-    description: str | None = None
-    status: str = "ACTIVE"
-    low_stock_threshold: int = DEFAULT_LOW_STOCK_THRESHOLD
-    created_at: str = ""
-    updated_at: str = ""
-
-    @property
-    def category_slugs(self) -> list[str]:
-        if self.categories:
-            return list(self.categories)
-        return [self.category] if self.category else []
-
-
-class CustomerCartImage(BaseModel):
-    """A customer cart item as a stream image holds it (keys and the rest are ignored)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
-
-    customer_id: str
-    cart: dict[str, CartItem] = {}
-    cart_added: dict[str, str] = {}
-    cart_version: int = 0
-    expires_at: int
-
-    def added_at(self, product_id: str) -> str:
-        return self.cart_added.get(product_id) or self.cart[product_id].added_at
-
-
-class MoveImage(BaseModel):
-    """The category move item as a stream image holds it: which step of the move to run next."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
-
-    move_id: str
-    slug: str
-    old_path: str
-    new_path: str
-    phase: str
-    step: int
-    cursor: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from shop.models import Page
 from shop.models.alerts import Alert
-from shop.repository import AlertRepository, Table
 from shop.services.actor import Actor
 from shop.services.ports import AlertStore
 
 
 class AlertService:
-    def __init__(self, table: Table | None = None, *, alerts: AlertStore | None = None) -> None:
-        self.alerts: AlertStore = alerts if alerts is not None else AlertRepository(table or Table())
+    def __init__(self, *, alerts: AlertStore) -> None:
+        self.alerts = alerts
 
     def newest(self, actor: Actor, *, limit: int, next_token: str | None) -> Page[Alert]:
         actor.require_admin()

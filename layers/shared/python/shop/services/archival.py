@@ -21,11 +21,9 @@ from typing import TYPE_CHECKING, Any
 from shop import clock
 from shop.limits import RETURN_WINDOW_DAYS
 from shop.models import OrderStatus
-from shop.repository import Table
-from shop.repository.order_archive import ArchiveBucket, OrderArchivalRepository
 
-if TYPE_CHECKING:  # the API functions import archive_at and never load the stream's records
-    from shop.repository.stream_records import StreamRecord
+if TYPE_CHECKING:
+    from shop.services.ports import ArchivalStore, ArchiveWriter, StreamChange
 
 DAY_SECONDS = 86_400
 # Finished for good the moment they are reached; DELIVERED only after its return window.
@@ -50,14 +48,12 @@ class Archived:
 
 
 class ArchivalService:
-    def __init__(
-        self, table: Table, bucket: ArchiveBucket | None = None, now: Callable[[], str] = clock.iso_now
-    ) -> None:
-        self.remains = OrderArchivalRepository(table)
-        self.bucket = bucket if bucket is not None else ArchiveBucket()
+    def __init__(self, remains: ArchivalStore, bucket: ArchiveWriter, now: Callable[[], str] = clock.iso_now) -> None:
+        self.remains = remains
+        self.bucket = bucket
         self.now = now
 
-    def order_removed(self, record: StreamRecord) -> Archived | None:
+    def order_removed(self, record: StreamChange) -> Archived | None:
         """Archive the order a TTL REMOVE took away; None for any other delete (nothing to do)."""
         if not record.removed_by_ttl:
             return None

@@ -20,7 +20,6 @@ from shop.models.carts import Cart, MergedCart, NotMerged, NotMergedReason, Stor
 from shop.models.orders import SessionClaim
 from shop.models.products import CataloguePrice
 from shop.models.sessions import StoredLine
-from shop.repository import CustomerCartRepository, ProductRepository, Table
 from shop.services.actor import Actor
 from shop.services.ports import CustomerCartStore, ProductPrices
 from shop.services.sessions import cart_subtotal, priced_lines
@@ -65,17 +64,15 @@ def merge_lines(cart: list[StoredLine], session: list[StoredLine]) -> tuple[list
 class CartService:
     def __init__(
         self,
-        table: Table | None = None,
-        ttl_seconds: int | None = None,
         *,
-        carts: CustomerCartStore | None = None,
-        products: ProductPrices | None = None,
+        carts: CustomerCartStore,
+        products: ProductPrices,
+        ttl_seconds: int | None = None,
     ) -> None:
-        """The rules over the stores given; the others are the DynamoDB repositories on `table` (the
-        function's table). Carts last `ttl_seconds` past their last change (default: the setting)."""
-        table = table or Table()
-        self.carts: CustomerCartStore = carts if carts is not None else CustomerCartRepository(table)
-        self.products: ProductPrices = products if products is not None else ProductRepository(table)
+        """The rules over the stores given. Carts last `ttl_seconds` past their last change (default: the
+        setting)."""
+        self.carts = carts
+        self.products = products
         self._ttl = ttl_seconds
 
     @property

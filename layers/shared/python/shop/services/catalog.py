@@ -10,8 +10,6 @@ from shop.models import Page, Product, Review
 from shop.models.categories import ListingOrder, listing_scopes
 from shop.models.products import ProductListing, ProductStatus
 from shop.models.stock import StockLayout
-from shop.repository import ProductRepository, Table
-from shop.repository.categories import CategoryRepository
 from shop.services.actor import Actor
 from shop.services.hot_products import HotProductCache, Kind
 from shop.services.ports import CategoryStore, ProductStore
@@ -32,17 +30,15 @@ FILING_ATTEMPTS = 3
 class CatalogService:
     def __init__(
         self,
-        table: Table | None = None,
         *,
-        products: ProductStore | None = None,
-        categories: CategoryStore | None = None,
+        products: ProductStore,
+        categories: CategoryStore,
         hot: HotProductCache | None = None,
     ) -> None:
-        """The rules over `products` and `categories`; by default the DynamoDB repositories on `table`
-        (the function's table). `hot` keeps flash-sale products' reads a moment (this instance's own cache)."""
-        table = table or Table()
-        self.products: ProductStore = products if products is not None else ProductRepository(table)
-        self.categories: CategoryStore = categories if categories is not None else CategoryRepository(table)
+        """The rules over `products` and `categories`. `hot` keeps flash-sale products' reads a moment (this
+        instance's own cache)."""
+        self.products = products
+        self.categories = categories
         self.hot = hot if hot is not None else HotProductCache()
 
     def _scopes(self, categories: list[str]) -> tuple[list[str], dict[str, str]]:

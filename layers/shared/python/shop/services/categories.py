@@ -9,8 +9,6 @@ from shop import clock, errors, ids
 from shop.limits import MAX_CATEGORY_DEPTH, MAX_CHILDREN
 from shop.models import Page
 from shop.models.categories import Breadcrumb, Category, CategoryDetail, category_path, path_slugs
-from shop.repository import Table
-from shop.repository.categories import CategoryRepository
 from shop.services.actor import Actor
 from shop.services.ports import CategoryStore
 
@@ -26,8 +24,8 @@ def too_deep(depth: int) -> errors.CategoryTooDeep:
 
 
 class CategoryService:
-    def __init__(self, table: Table | None = None, *, categories: CategoryStore | None = None) -> None:
-        self.categories: CategoryStore = categories if categories is not None else CategoryRepository(table or Table())
+    def __init__(self, *, categories: CategoryStore) -> None:
+        self.categories = categories
 
     def create(self, actor: Actor, *, slug: str, name: str, parent: str | None) -> Category:
         actor.require_admin()

@@ -27,21 +27,24 @@ edited since then keeps its place in the listing, and the walk reaches it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from shop.config import move_step_products
 from shop.limits import MOVE_STEP_CATEGORIES
 from shop.models.categories import listing_scopes
-from shop.repository import ProductRepository, Table
-from shop.repository.categories import CategoryRepository
-from shop.repository.stream_records import MoveImage
 from shop.services.categories import PHASE_CATEGORIES, PHASE_PRODUCTS
+
+if TYPE_CHECKING:
+    from shop.models.stream_images import MoveImage
+    from shop.services.ports import CategoryMoveStore, ProductRelisting
 
 RELIST_ATTEMPTS = 5
 
 
 class CategoryMoves:
-    def __init__(self, table: Table) -> None:
-        self.categories = CategoryRepository(table)
-        self.products = ProductRepository(table)
+    def __init__(self, categories: CategoryMoveStore, products: ProductRelisting) -> None:
+        self.categories = categories
+        self.products = products
         self.step_products = move_step_products()
 
     def step(self, move: MoveImage) -> bool:

@@ -7,7 +7,6 @@ import time
 
 from shop import clock, errors
 from shop.models import Customer, Notification, Page
-from shop.repository import CustomerRepository, Table
 from shop.services.actor import Actor
 from shop.services.ports import CustomerStore
 
@@ -16,9 +15,8 @@ UPDATE_ATTEMPTS = 5
 
 
 class CustomerService:
-    def __init__(self, table: Table | None = None, *, customers: CustomerStore | None = None) -> None:
-        """The rules over `customers`; by default the DynamoDB repository on `table` (the function's table)."""
-        self.customers: CustomerStore = customers if customers is not None else CustomerRepository(table or Table())
+    def __init__(self, *, customers: CustomerStore) -> None:
+        self.customers = customers
 
     def create(self, actor: Actor, *, email: str, name: str) -> Customer:
         now = clock.iso_now()

@@ -18,6 +18,7 @@ from shop.models.events import (
     CartAbandoned,
     CustomerCartAbandoned,
     DetailType,
+    Event,
     OrderChange,
     OrderRefundDue,
     ShipmentDetail,
@@ -25,17 +26,15 @@ from shop.models.events import (
 )
 from shop.models.orders import StatusEntry
 from shop.models.pricing import subtotal
-from shop.publishing import Event
-from shop.repository import AlertRepository, OrderEffectsRepository, Table
-from shop.repository.sales import SalesRepository
-from shop.repository.stream_records import CustomerCartImage, OrderImage, SessionImage, StreamRecord
-from shop.services.sales import SalesService
 from shop.services.stream_outcome import SKIPPED, Action, Outcome
 
 if TYPE_CHECKING:
+    from shop.models.stream_images import CustomerCartImage, OrderImage, SessionImage
     from shop.services.archival import ArchivalService
     from shop.services.category_moves import CategoryMoves
+    from shop.services.ports import OrderEffects, StreamChange
     from shop.services.product_events import ProductEventsService
+    from shop.services.sales import SalesService
 
 __all__ = ["Action", "OrderEventsService", "Outcome"]
 
@@ -148,32 +147,36 @@ def customer_cart_abandoned_event(cart: CustomerCartImage) -> Event:
 
 
 class OrderEventsService:
-    def __init__(self, table: Table, shards: int | None = None, now: Callable[[], str] = clock.iso_now) -> None:
-        self.table = table
-        self.effects = OrderEffectsRepository(table, shards)
-        self.sales = SalesService(SalesRepository(table))
+    def __init__(
+        self,
+        effects: OrderEffects,
+        sales: SalesService,
+        *,
+        products: Callable[[], ProductEventsService],
+        moves: Callable[[], CategoryMoves],
+        archival: Callable[[], ArchivalService],
+        now: Callable[[], str] = clock.iso_now,
+    ) -> None:
+        """`products`, `moves` and `archival` build the rules of rarer records (shop.wiring's factories)."""
+        self.effects = effects
+        self.sales = sales
         self.now = now
+        self._build_products, self._build_moves, self._build_archival = products, moves, archival
 
     # The rules of rarer records load on their first record: a cold start confirming an order does not import them.
     @functools.cached_property
     def products(self) -> ProductEventsService:
-        from shop.services.product_events import ProductEventsService
-
-        return ProductEventsService(AlertRepository(self.table))
+        return self._build_products()
 
     @functools.cached_property
     def moves(self) -> CategoryMoves:
-        from shop.services.category_moves import CategoryMoves
-
-        return CategoryMoves(self.table)
+        return self._build_moves()
 
     @functools.cached_property
     def archival(self) -> ArchivalService:
-        from shop.services.archival import ArchivalService
+        return self._build_archival()
 
-        return ArchivalService(self.table, now=self.now)
-
-    def handle(self, record: StreamRecord) -> Outcome:
+    def handle(self, record: StreamChange) -> Outcome:
         entity = record.entity
         if entity == "ORDER":
             if record.event_name == "INSERT":
@@ -193,7 +196,7 @@ class OrderEventsService:
             return Outcome(Action.CATEGORY_MOVE_STEP, history_written=False) if advanced else SKIPPED
         return SKIPPED
 
-    def order_placed(self, record: StreamRecord) -> Outcome:
+    def order_placed(self, record: StreamChange) -> Outcome:
         if record.new_status != OrderStatus.PENDING.value:
             return SKIPPED
         order = record.new_order()
@@ -209,7 +212,7 @@ class OrderEventsService:
         written = self._record_change(confirmed)
         return Outcome(Action.CONFIRMED, order.order_id, confirmed.status.value, history_written=written)
 
-    def order_changed(self, record: StreamRecord) -> Outcome:
+    def order_changed(self, record: StreamChange) -> Outcome:
         before = record.old_status
         if before == record.new_status:
             return SKIPPED
@@ -230,13 +233,13 @@ class OrderEventsService:
             events=tuple(events),
         )
 
-    def order_removed(self, record: StreamRecord) -> Outcome:
+    def order_removed(self, record: StreamChange) -> Outcome:
         archived = self.archival.order_removed(record)
         if archived is None:
             return SKIPPED
         return Outcome(Action.ARCHIVED, archived.order_id, history_written=False)
 
-    def session_removed(self, record: StreamRecord) -> Outcome:
+    def session_removed(self, record: StreamChange) -> Outcome:
         if not record.removed_by_ttl:
             return SKIPPED
         session = record.old_session()
@@ -244,7 +247,7 @@ class OrderEventsService:
             return SKIPPED
         return Outcome(Action.CART_ABANDONED, events=(cart_abandoned_event(session),))
 
-    def customer_cart_removed(self, record: StreamRecord) -> Outcome:
+    def customer_cart_removed(self, record: StreamChange) -> Outcome:
         if not record.removed_by_ttl:
             return SKIPPED
         cart = record.old_customer_cart()

@@ -27,8 +27,6 @@ from shop.models.carts import CartClaim
 from shop.models.orders import Placement, SessionClaim
 from shop.models.pricing import subtotal
 from shop.models.sessions import StoredLine
-from shop.repository import CustomerCartRepository, OrderRepository, ProductRepository, SessionRepository, Table
-from shop.repository.order_archive import ArchiveBucket
 from shop.services.actor import Actor
 from shop.services.archival import archive_at
 from shop.services.hot_products import HotProductCache, Kind
@@ -86,25 +84,21 @@ def _from_cart(lines: list[StoredLine]) -> tuple[list[OrderLine], dict[str, int]
 class OrderService:
     def __init__(
         self,
-        table: Table | None = None,
-        shards: int | None = None,
         *,
-        orders: OrderStore | None = None,
-        products: ProductPrices | None = None,
-        sessions: SessionStore | None = None,
-        carts: CustomerCartStore | None = None,
-        archive: OrderArchive | None = None,
+        orders: OrderStore,
+        products: ProductPrices,
+        sessions: SessionStore,
+        carts: CustomerCartStore,
+        archive: OrderArchive,
         hot: HotProductCache | None = None,
     ) -> None:
-        """The rules over the stores given; the others are the DynamoDB repositories on `table` (the
-        function's table), the status index in `shards` shards, and the S3 archive of ARCHIVE_BUCKET.
-        `hot` keeps the catalogue entries of flash-sale products a moment (this instance's own cache)."""
-        table = table or Table()
-        self.archive: OrderArchive = archive if archive is not None else ArchiveBucket()
-        self.orders: OrderStore = orders if orders is not None else OrderRepository(table, shards)
-        self.products: ProductPrices = products if products is not None else ProductRepository(table)
-        self.sessions: SessionStore = sessions if sessions is not None else SessionRepository(table)
-        self.carts: CustomerCartStore = carts if carts is not None else CustomerCartRepository(table)
+        """The rules over the stores given (shop.wiring builds them). `hot` keeps the catalogue entries of
+        flash-sale products a moment (this instance's own cache)."""
+        self.archive = archive
+        self.orders = orders
+        self.products = products
+        self.sessions = sessions
+        self.carts = carts
         self.hot = hot if hot is not None else HotProductCache()
         # (store scope, product id) -> (until, shard count): what a cart checkout learnt of a flash-sale product
         self._shard_hints: dict[tuple[str, str], tuple[float, int]] = {}

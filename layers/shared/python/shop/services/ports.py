@@ -2,11 +2,12 @@
 
 shop.repository implements them on the DynamoDB table; tests/support/memory_store.py implements them
 in memory for the rule tests (tests/unit). The errors a method raises are part of its contract.
+shop.wiring (the composition root) hands each service its adapters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not every port's
@@ -14,11 +15,12 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
     from shop.models.alerts import Alert
     from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
     from shop.models.categories import Category
-    from shop.models.orders import Placement, SessionClaim, StatusDetails
+    from shop.models.orders import Placement, SessionClaim, Shipment, StatusDetails, StatusEntry
     from shop.models.products import CataloguePrice, ProductListing
     from shop.models.sales import DaySales, SalesChange, TopSeller
     from shop.models.sessions import StoredLine, StoredSession
     from shop.models.stock import StockLayout, StockMove, StockTake
+    from shop.models.stream_images import CustomerCartImage, MoveImage, OrderImage, ProductImage, SessionImage
 
 
 class ProductStore(Protocol):
@@ -205,6 +207,13 @@ class OrderArchive(Protocol):
         """The archived order at `key` (`archived` true); ServiceUnavailable when the archive does not answer."""
 
 
+class ArchiveWriter(Protocol):
+    """The archive of finished orders, as the stream processor writes it."""
+
+    def put(self, order: Order, *, archived_at: str) -> str:
+        """Write the whole order (its history included) and return its object key (deterministic)."""
+
+
 class SessionStore(Protocol):
     def create(self, session_id: str, *, created_at: str, expires_at: int) -> StoredSession:
         """An empty cart; Conflict when another session has the id (a re-sent create is not another)."""
@@ -302,3 +311,137 @@ class SalesStore(Protocol):
 
     def top(self, day: str, limit: int) -> list[TopSeller]:
         """The day's `limit` products with the most units, most first (equal units: by product id)."""
+
+
+# -- the stream side -------------------------------------------------------------------------------
+
+
+class StreamChange(Protocol):
+    """One change of a table item as the stream rules read it: keys decoded, images parsed on demand.
+
+    shop.repository.stream_records.StreamRecord reads it from a DynamoDB stream record; tests build their own.
+    An unreadable image raises the adapter's MalformedRecord (a ValueError).
+    """
+
+    @property
+    def event_name(self) -> str:
+        """INSERT, MODIFY or REMOVE."""
+
+    @property
+    def sequence_number(self) -> str: ...
+
+    @property
+    def entity(self) -> str:
+        """What the item is: ORDER, SESSION, PRODUCT, CUSTOMER_CART, CATEGORY_MOVE, ..."""
+
+    @property
+    def entity_id(self) -> str:
+        """The id the item is kept under: the order's, the session's, the customer's for CUSTOMER_CART."""
+
+    @property
+    def removed_by_ttl(self) -> bool: ...
+
+    @property
+    def new_status(self) -> str | None: ...
+
+    @property
+    def old_status(self) -> str | None: ...
+
+    @property
+    def created_at(self) -> str:
+        """When the write happened (the same on every delivery), ISO-8601."""
+
+    def new_number(self, name: str) -> int | None: ...
+
+    def old_number(self, name: str) -> int | None: ...
+
+    def changed_attributes(self, names: Iterable[str]) -> list[str]:
+        """Those of `names` whose value differs between the old and new item."""
+
+    def new_product(self) -> ProductImage: ...
+
+    def new_order(self) -> OrderImage: ...
+
+    def new_move(self) -> MoveImage: ...
+
+    def old_item(self) -> dict[str, Any]:
+        """The item as it was before the change, as the table holds it."""
+
+    def old_session(self) -> SessionImage: ...
+
+    def old_customer_cart(self) -> CustomerCartImage: ...
+
+
+class OrderEffects(Protocol):
+    """What the stream processor writes of an order version; every write conditional (a replay writes nothing)."""
+
+    def confirm(self, order_id: str, *, version: int, confirmed_at: str, created_at: str) -> bool:
+        """PENDING at `version` -> CONFIRMED; False when the order moved on first (a replay, a cancel)."""
+
+    def history_recorded(self, change: OrderSummary) -> bool: ...
+
+    def append_history(self, change: OrderSummary, entry: StatusEntry | None = None) -> bool:
+        """True when the entry is new."""
+
+    def notify(
+        self, change: OrderSummary, *, kind: str, message: str, shipment: Shipment | None = None
+    ) -> Notification: ...
+
+    def update_customer_index(self, change: OrderSummary) -> bool:
+        """Newer versions only: an older or repeated change never moves the index backwards."""
+
+
+class OrderRemains(Protocol):
+    """What the order's partition holds once TTL removed the order item."""
+
+    @property
+    def archive_key(self) -> str | None:
+        """Set when the order is archived already (its marker exists)."""
+
+    @property
+    def history(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def leftovers(self) -> list[dict[str, Any]]:
+        """Everything of the order still there but its marker."""
+
+
+class ArchivalStore(Protocol):
+    """The table side of archiving an order whose TTL passed."""
+
+    def remains(self, order_id: str) -> OrderRemains: ...
+
+    def order(self, removed: Mapping[str, Any], history: list[dict[str, Any]]) -> Order:
+        """The whole order from its removed item and its history items."""
+
+    def mark_archived(self, order: Order, *, archive_key: str, archived_at: str) -> bool: ...
+
+    def delete_history(self, order_id: str, history: list[dict[str, Any]]) -> int: ...
+
+
+class CategoryMoveStore(Protocol):
+    """The category side of a category move's steps."""
+
+    def subtree_paths(self, path: str, *, limit: int | None = None) -> list[str]: ...
+
+    def repath(self, paths: list[str], old_prefix: str, new_prefix: str) -> None: ...
+
+    def advance_move(self, move_id: str, step: int, changes: dict[str, Any]) -> bool:
+        """The move's next step; False when this step was taken already."""
+
+    def finish_move(self, move_id: str, step: int, slug: str) -> bool: ...
+
+    def listing_keys_page(
+        self, slug: str, *, limit: int, cursor: dict[str, Any] | None
+    ) -> tuple[list[str], dict[str, Any] | None]: ...
+
+    def get_many(self, slugs: list[str]) -> dict[str, Category]: ...
+
+
+class ProductRelisting(Protocol):
+    """The product side of a category move: re-file products under their listing scopes."""
+
+    def get_many(self, product_ids: list[str], *, consistent: bool = False) -> dict[str, Product]: ...
+
+    def relist(self, products: list[tuple[Product, list[str]]]) -> list[str]:
+        """The ids whose product changed meanwhile (to re-read and re-file)."""

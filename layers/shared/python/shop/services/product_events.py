@@ -23,14 +23,17 @@ a redelivered record carries the same sequence number, so replays write and publ
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from shop.limits import DEFAULT_LOW_STOCK_THRESHOLD
 from shop.models.alerts import Alert
-from shop.models.events import DetailType, ProductChange, Source, StockLow
-from shop.publishing import Event
-from shop.repository.stream_records import ProductImage, StreamRecord
+from shop.models.events import DetailType, Event, ProductChange, Source, StockLow
 from shop.services.ports import AlertStore
 from shop.services.stream_outcome import SKIPPED, Action, Outcome
+
+if TYPE_CHECKING:
+    from shop.models.stream_images import ProductImage
+    from shop.services.ports import StreamChange
 
 ACTIVE = "ACTIVE"
 ARCHIVED = "ARCHIVED"
@@ -51,7 +54,7 @@ def is_low(stock: int, threshold: int) -> bool:
     return stock < threshold
 
 
-def crossing_of(record: StreamRecord) -> Crossing | None:
+def crossing_of(record: StreamChange) -> Crossing | None:
     """The crossing this MODIFY made, if any: read from the raw images (no deserialisation)."""
     before, after = record.old_number("stock"), record.new_number("stock")
     if before is None or after is None:
@@ -67,7 +70,7 @@ def _threshold(value: int | None) -> int:
     return DEFAULT_LOW_STOCK_THRESHOLD if value is None else value
 
 
-def event_id(product_id: str, record: StreamRecord, kind: str) -> str:
+def event_id(product_id: str, record: StreamChange, kind: str) -> str:
     return f"{product_id}:{record.sequence_number}:{kind}"
 
 
@@ -117,21 +120,21 @@ class ProductEventsService:
     def __init__(self, alerts: AlertStore) -> None:
         self.alerts = alerts
 
-    def handle(self, record: StreamRecord) -> Outcome:
+    def handle(self, record: StreamChange) -> Outcome:
         if record.event_name == "INSERT":
             return self.created(record)
         if record.event_name == "MODIFY":
             return self.changed(record)
         return SKIPPED
 
-    def created(self, record: StreamRecord) -> Outcome:
+    def created(self, record: StreamChange) -> Outcome:
         product = record.new_product()
         event = product_event(
             product, DetailType.PRODUCT_CREATED, id=event_id(product.product_id, record, "created"), changed=[]
         )
         return Outcome(Action.PRODUCT_CHANGED, product_id=product.product_id, events=(event,))
 
-    def changed(self, record: StreamRecord) -> Outcome:
+    def changed(self, record: StreamChange) -> Outcome:
         archived = (record.old_status or ACTIVE) != ARCHIVED and record.new_status == ARCHIVED
         changed = record.changed_attributes(CATALOGUE_FIELDS)
         crossing = crossing_of(record)

@@ -14,7 +14,6 @@ from shop.models import CartLine, Session
 from shop.models.pricing import subtotal
 from shop.models.products import CataloguePrice
 from shop.models.sessions import StoredLine, StoredSession
-from shop.repository import ProductRepository, SessionRepository, Table
 from shop.services.ports import ProductPrices, SessionStore
 
 
@@ -54,17 +53,15 @@ def priced_session(stored: StoredSession, catalogue: dict[str, CataloguePrice]) 
 class SessionService:
     def __init__(
         self,
-        table: Table | None = None,
-        ttl_seconds: int | None = None,
         *,
-        sessions: SessionStore | None = None,
-        products: ProductPrices | None = None,
+        sessions: SessionStore,
+        products: ProductPrices,
+        ttl_seconds: int | None = None,
     ) -> None:
-        """The rules over the stores given; the others are the DynamoDB repositories on `table` (the
-        function's table). Sessions last `ttl_seconds` past their last change (default: the setting)."""
-        table = table or Table()
-        self.sessions: SessionStore = sessions if sessions is not None else SessionRepository(table)
-        self.products: ProductPrices = products if products is not None else ProductRepository(table)
+        """The rules over the stores given. Sessions last `ttl_seconds` past their last change (default: the
+        setting)."""
+        self.sessions = sessions
+        self.products = products
         self._ttl = ttl_seconds
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from shop.publishing import Event
+from shop.models.events import Event
 
 
 class Action(StrEnum):

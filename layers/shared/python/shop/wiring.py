@@ -1,0 +1,181 @@
+"""The composition root: every service built with its adapters. The only module that imports both.
+
+Services take ports (shop.services.ports) and never load an SDK; the adapters are the DynamoDB repositories
+on `table` (default: the function's table, TABLE_NAME), the S3 archive and the stream records. Each factory
+imports only the modules of the service it builds, so a function loads what it uses and no more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from shop import clock
+
+if TYPE_CHECKING:
+    from shop.repository.idempotency_records import IdempotencyRecords
+    from shop.repository.order_archive import ArchiveBucket
+    from shop.repository.store import Table
+    from shop.services.alerts import AlertService
+    from shop.services.archival import ArchivalService
+    from shop.services.carts import CartService
+    from shop.services.catalog import CatalogService
+    from shop.services.categories import CategoryService
+    from shop.services.category_moves import CategoryMoves
+    from shop.services.customers import CustomerService
+    from shop.services.hot_products import HotProductCache
+    from shop.services.order_events import OrderEventsService
+    from shop.services.orders import OrderService
+    from shop.services.product_events import ProductEventsService
+    from shop.services.sales import SalesService
+    from shop.services.sessions import SessionService
+
+
+def function_table() -> Table:
+    """The function's table (TABLE_NAME) on the process-wide client."""
+    from shop.repository.store import Table
+
+    return Table()
+
+
+def _table(table: Table | None) -> Table:
+    return table if table is not None else function_table()
+
+
+# -- the API functions' services ------------------------------------------------------------------
+
+
+def catalog_service(table: Table | None = None, *, hot: HotProductCache | None = None) -> CatalogService:
+    from shop.repository.categories import CategoryRepository
+    from shop.repository.products import ProductRepository
+    from shop.services.catalog import CatalogService
+
+    table = _table(table)
+    return CatalogService(products=ProductRepository(table), categories=CategoryRepository(table), hot=hot)
+
+
+def category_service(table: Table | None = None) -> CategoryService:
+    from shop.repository.categories import CategoryRepository
+    from shop.services.categories import CategoryService
+
+    return CategoryService(categories=CategoryRepository(_table(table)))
+
+
+def alert_service(table: Table | None = None) -> AlertService:
+    from shop.repository.alerts import AlertRepository
+    from shop.services.alerts import AlertService
+
+    return AlertService(alerts=AlertRepository(_table(table)))
+
+
+def customer_service(table: Table | None = None) -> CustomerService:
+    from shop.repository.customers import CustomerRepository
+    from shop.services.customers import CustomerService
+
+    return CustomerService(customers=CustomerRepository(_table(table)))
+
+
+def order_service(
+    table: Table | None = None,
+    shards: int | None = None,
+    *,
+    hot: HotProductCache | None = None,
+    archive: ArchiveBucket | None = None,
+) -> OrderService:
+    """The status index in `shards` shards (default: the setting); the S3 archive of ARCHIVE_BUCKET."""
+    from shop.repository.carts import CustomerCartRepository
+    from shop.repository.order_archive import ArchiveBucket
+    from shop.repository.orders import OrderRepository
+    from shop.repository.products import ProductRepository
+    from shop.repository.sessions import SessionRepository
+    from shop.services.orders import OrderService
+
+    table = _table(table)
+    return OrderService(
+        orders=OrderRepository(table, shards),
+        products=ProductRepository(table),
+        sessions=SessionRepository(table),
+        carts=CustomerCartRepository(table),
+        archive=archive if archive is not None else ArchiveBucket(),
+        hot=hot,
+    )
+
+
+def idempotency_records(table: Table | None = None) -> IdempotencyRecords:
+    """Where the HTTP API's idempotent operations (shop.http_api.idempotency) keep their records."""
+    from shop.repository.idempotency_records import IdempotencyRecords
+
+    return IdempotencyRecords(_table(table))
+
+
+def sales_service(table: Table | None = None) -> SalesService:
+    from shop.repository.sales import SalesRepository
+    from shop.services.sales import SalesService
+
+    return SalesService(SalesRepository(_table(table)))
+
+
+def session_service(table: Table | None = None, ttl_seconds: int | None = None) -> SessionService:
+    from shop.repository.products import ProductRepository
+    from shop.repository.sessions import SessionRepository
+    from shop.services.sessions import SessionService
+
+    table = _table(table)
+    return SessionService(sessions=SessionRepository(table), products=ProductRepository(table), ttl_seconds=ttl_seconds)
+
+
+def cart_service(table: Table | None = None, ttl_seconds: int | None = None) -> CartService:
+    from shop.repository.carts import CustomerCartRepository
+    from shop.repository.products import ProductRepository
+    from shop.services.carts import CartService
+
+    table = _table(table)
+    return CartService(carts=CustomerCartRepository(table), products=ProductRepository(table), ttl_seconds=ttl_seconds)
+
+
+# -- the stream processor's services --------------------------------------------------------------
+
+
+def order_events_service(
+    table: Table | None = None, shards: int | None = None, now: Callable[[], str] = clock.iso_now
+) -> OrderEventsService:
+    """The rules of rarer records (products, category moves, archival) are built on their first record."""
+    from shop.repository.order_effects import OrderEffectsRepository
+    from shop.services.order_events import OrderEventsService
+
+    table = _table(table)
+    return OrderEventsService(
+        OrderEffectsRepository(table, shards),
+        sales_service(table),
+        products=lambda: product_events_service(table),
+        moves=lambda: category_moves(table),
+        archival=lambda: archival_service(table, now=now),
+        now=now,
+    )
+
+
+def product_events_service(table: Table | None = None) -> ProductEventsService:
+    from shop.repository.alerts import AlertRepository
+    from shop.services.product_events import ProductEventsService
+
+    return ProductEventsService(AlertRepository(_table(table)))
+
+
+def category_moves(table: Table | None = None) -> CategoryMoves:
+    from shop.repository.categories import CategoryRepository
+    from shop.repository.products import ProductRepository
+    from shop.services.category_moves import CategoryMoves
+
+    table = _table(table)
+    return CategoryMoves(CategoryRepository(table), ProductRepository(table))
+
+
+def archival_service(
+    table: Table | None = None, bucket: ArchiveBucket | None = None, now: Callable[[], str] = clock.iso_now
+) -> ArchivalService:
+    from shop.repository.order_archive import ArchiveBucket, OrderArchivalRepository
+    from shop.services.archival import ArchivalService
+
+    return ArchivalService(
+        OrderArchivalRepository(_table(table)), bucket if bucket is not None else ArchiveBucket(), now=now
+    )

@@ -1,0 +1,76 @@
+"""What the shop uses of Powertools' private shape (shop.powertools_private) still has the shape it relies on.
+
+Each override and each private call is pinned by its signature in Powertools and by Powertools still calling
+it; a release that renames, reshapes or stops calling one fails here, naming which.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver, ApiGatewayResolver, Route
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+
+from shop import powertools_private
+from shop.http_api.resolver import create_app
+
+CLASSES = {cls.__name__: cls for cls in (ApiGatewayResolver, APIGatewayHttpResolver, Route, DynamoDBPersistenceLayer)}
+PINNED = {**powertools_private.OVERRIDDEN, **powertools_private.CALLED}
+# where Powertools calls each override: the class whose source must still call it
+CALLERS = {
+    "_compile_regex": [ApiGatewayResolver],
+    "_convert_matches_into_route_keys": [ApiGatewayResolver],
+    "_get_key": [BasePersistenceLayer, DynamoDBPersistenceLayer],
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_each_private_method_has_the_pinned_signature(name):
+    owner, signature = PINNED[name]
+    method = getattr(CLASSES[owner], name, None)
+    assert method is not None, f"Powertools' {owner} has no {name} any more"
+    assert str(inspect.signature(method)) == signature, f"{owner}.{name} changed shape"
+
+
+@pytest.mark.parametrize("name", sorted(powertools_private.OVERRIDDEN))
+def test_powertools_still_calls_each_overridden_method(name):
+    sources = "".join(inspect.getsource(cls) for cls in CALLERS[name])
+    assert f"self.{name}(" in sources, f"Powertools no longer calls {name}: the override would be dead code"
+
+
+def test_the_shop_overrides_keep_powertools_parameters():
+    from shop.http_api.resolver import ShopResolver
+    from shop.repository.idempotency_records import _RecordPerKey
+
+    ours = {
+        "_compile_regex": ShopResolver._compile_regex,
+        "_convert_matches_into_route_keys": ShopResolver._convert_matches_into_route_keys,
+        "_get_key": _RecordPerKey._get_key,
+    }
+    for name, method in ours.items():
+        theirs = getattr(CLASSES[powertools_private.OVERRIDDEN[name][0]], name)
+        assert list(inspect.signature(method).parameters) == list(inspect.signature(theirs).parameters), name
+
+
+def test_the_private_attributes_read_are_there_and_the_stacks_get_built():
+    app = create_app("customers")
+
+    @app.get("/customers/<customer_id>")
+    def probe(customer_id: str) -> dict:  # pragma: no cover - never called, only routed
+        return {}
+
+    for attribute in powertools_private.RESOLVER_ATTRIBUTES:
+        assert hasattr(app, attribute), attribute
+    routes = [*app._static_routes, *app._dynamic_routes]
+    assert routes
+    assert all(hasattr(route, attribute) for route in routes for attribute in powertools_private.ROUTE_ATTRIBUTES)
+    powertools_private.build_middleware_stacks(app)
+    assert all(route._middleware_stack_built for route in routes)
+    event = {
+        "rawPath": "/customers/alice",
+        "requestContext": {"http": {"method": "GET"}, "stage": "$default"},
+        "headers": {},
+    }
+    assert powertools_private.proxy_event(app, event).path == "/customers/alice"
