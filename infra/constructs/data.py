@@ -13,7 +13,6 @@ from infra.constructs.archive_names import archive_bucket_name
 from infra.constructs.functions import tool_function
 from infra.constructs.protection import removal_policy
 from infra.settings import (
-    ARCHIVE_BUCKET_SUFFIX,
     ARCHIVE_NONCURRENT_DAYS,
     ARCHIVE_PREFIX,
     PAGINATION_KEY_ROTATION_DAYS,

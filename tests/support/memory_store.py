@@ -758,7 +758,7 @@ class MemoryCategories:
     def get(self, slug: str) -> Category:
         return self.version_of(slug)[0]
 
-    def get_many(self, slugs: list[str]) -> dict[str, Category]:
+    def get_many(self, slugs: list[str], *, consistent: bool = False) -> dict[str, Category]:
         return {slug: self.get(slug) for slug in dict.fromkeys(slugs) if slug in self.state.categories}
 
     def children(self, parent: str | None, *, limit: int, next_token: str | None) -> Page[Category]:
