@@ -282,7 +282,8 @@ class SalesStore(Protocol):
 
     def apply(self, change: SalesChange) -> bool:
         """Add the change's lines to their (product, day) totals and mark the order version counted, all or
-        nothing; False (nothing written) when that version was counted before."""
+        nothing; False (nothing written) when that version was counted before; OrderEffectsClosed (nothing
+        written) when the order is archived."""
 
     def days(self, product_id: str, first: str, last: str) -> list[DaySales]:
         """The product's days from `first` to `last` (YYYY-MM-DD, both included) that have sales, in order."""
