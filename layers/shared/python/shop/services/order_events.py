@@ -191,6 +191,8 @@ class OrderEventsService:
             return self.session_removed(record)
         elif entity == "PRODUCT":
             return self.products.handle(record)
+        elif entity == "STOCK":  # a flash-sale product's stock shard
+            return self.products.shard_changed(record)
         elif entity == "CUSTOMER_CART" and record.event_name == "REMOVE":
             return self.customer_cart_removed(record)
         elif entity == "CATEGORY_MOVE" and record.event_name in ("INSERT", "MODIFY"):

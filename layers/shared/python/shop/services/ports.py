@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not every port's
     from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
-    from shop.models.alerts import Alert
+    from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
     from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
     from shop.models.categories import Category
     from shop.models.orders import Placement, SessionClaim, StatusDetails
@@ -228,6 +228,26 @@ class AlertStore(Protocol):
 
     def newest(self, *, limit: int, next_token: str | None) -> Page[Alert]:
         """Newest first."""
+
+
+class StockAlertStore(AlertStore, Protocol):
+    """The alerts and, per product, the low-stock state they follow (shop.repository.alerts)."""
+
+    def stock_total(self, product_id: str, *, shards_hint: int = 1) -> StockTotal | None:
+        """The product's total stock (item + shards), threshold and state: one consistent read; None: no product."""
+
+    def threshold(self, product_id: str) -> int:
+        """The product's low_stock_threshold (one eventually consistent read; a product gone: 0, never low)."""
+
+    def claim_low(self, alert: Alert, seen: StockLowState) -> Claim:
+        """Mark the product low with `alert` and write the alert, if the state is still as `seen`."""
+
+    def clear_low(self, product_id: str, seen: StockLowState) -> bool:
+        """Mark the product not low, if the state is still as `seen`; False when it moved."""
+
+    def follow_item(self, product_id: str, *, low: bool, sequence_number: str, alert: Alert | None = None) -> bool:
+        """A product-item record crossed the threshold (down: with its alert): the state follows, unless a
+        later record of the item moved it already."""
 
 
 class CustomerCartStore(Protocol):
