@@ -2,8 +2,9 @@
 
 Archival deletes the once-per-version markers (history entries, sales markers) that made each effect exactly
 once, so a record re-driven from the failure store after archival must be stopped by the ARCHIVED marker:
-every effect of an order record (sales, history, notification, the customer's list, published events) is
-checked here on its own, then all of them at once, then the race of a replay with archival itself.
+every effect of an order record (sales, history, notification, the customer's list, published events, a
+return's refund) is checked here on its own, then all of them at once, then the race of a replay with
+archival itself.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from shop.services.orders import OrderService, RequestedLine
 from shop.services.sales import SalesService
 from tests.stream.conftest import dump
 from tests.stream.test_archival import expire, order_removals
+from tests.stream.test_lifecycle_events import deliver
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.streams import StreamReader, only
 
@@ -215,3 +217,24 @@ def test_a_replay_racing_archival_leaves_nothing_beside_the_marker(store, invoke
     assert order_partition(store, order_id) == ["ARCHIVED"]
     [counted] = SalesService(SalesRepository(store.table)).product_sales(ADMIN, pid, day, day).days
     assert (counted.units, counted.revenue_cents) == (0, 0)
+
+
+@pytest.mark.usefixtures("s3")
+def test_a_replayed_return_takes_back_no_sales_and_publishes_no_refund(store, invoke, deletions, recorded_bus):
+    reader = StreamReader(store, ttl_deletions=deletions)
+    order_id, orders = deliver(store, invoke, reader)
+    orders.request_return(ALICE, order_id, "Too small.")
+    orders.change_status(ADMIN, order_id, OrderStatus.RETURNED, expected_version=5)
+    modified = only(reader.read(), entity="ORDER", event_name="MODIFY")
+    [returned] = [r for r in modified if r["dynamodb"]["NewImage"]["status"]["S"] == "RETURNED"]
+    assert invoke(lambda_event([returned])) == {"batchItemFailures": []}
+    assert expire(store, deletions) == 1  # RETURNED is final: archived at once (ARCHIVE_AFTER_DAYS=0)
+    assert invoke(lambda_event(order_removals(reader))) == {"batchItemFailures": []}
+    assert OrderService(store.table).get(ADMIN, order_id).archived is True
+    table = dump(store)
+    recorded_bus.calls.clear()
+
+    assert invoke(lambda_event([returned])) == {"batchItemFailures": []}
+
+    assert recorded_bus.events == []  # no second OrderRefundDue
+    assert dump(store) == table  # its sales not taken back again, nothing beside the marker
