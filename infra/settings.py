@@ -246,6 +246,9 @@ STREAM_FILTERS: tuple[dict[str, Any], ...] = (
         "eventName": ["INSERT", "MODIFY"],
         "dynamodb": {"NewImage": {"entity": {"S": ["ORDER", "PRODUCT", "CATEGORY_MOVE"]}}},
     },
+    # a stock shard's stock moved (a sale, a restock): StockLow follows the product's total stock (spreading
+    # inserts and deletes shards without moving the total: not let in)
+    {"eventName": ["MODIFY"], "dynamodb": {"NewImage": {"entity": {"S": ["STOCK_SHARD"]}}}},
     # removed by TTL (not by a holder's delete): a session or a customer cart (abandoned cart), an order
     # whose time is up (archive it)
     {

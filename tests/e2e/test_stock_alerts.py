@@ -2,7 +2,8 @@
 mapping's filter, through the local poller) writes one alert, and an admin reads it at GET /admin/alerts.
 
 6 -> 4 crosses the default threshold 5; 4 -> 3 stays low (no second alert); a restock to 10 and an
-order down to 2 crosses again.
+order down to 2 crosses again. Over stock shards, the total decides: 40 spread over 8 shards alerts
+nothing, 36 sold across them alerts once, at 4.
 """
 
 from __future__ import annotations
@@ -62,3 +63,21 @@ def test_stock_low_is_one_alert_per_crossing(stack: Stack, api: Api, uid: str) -
     time.sleep(2)  # the stream has drained what it will: no third alert for the order that stayed low
     assert [(a["previous_stock"], a["stock"]) for a in alerts_of(api, admin, pid)] == [(10, 2), (6, 4)]
     assert latest[0]["alert_id"] != latest[1]["alert_id"]
+
+
+def test_stock_low_follows_the_total_over_stock_shards(stack: Stack, api: Api, uid: str) -> None:
+    """Issue 23's scenario: stock 40, threshold 5, spread over 8 shards: no alert from spreading; 36 sold
+    across the shards: exactly one alert, at 4."""
+    admin = stack.admin_token()
+    customer = stack.token(f"e2e-shards-{uid}")
+    product = create_product(api, admin, category=f"e2e-shards-{uid}", name="Earbuds", price_cents=900, stock=40)
+    pid = product["product_id"]
+    spread = expect(api.post(f"/products/{pid}/stock-shards", token=admin, json={"shards": 8}), 200)
+    assert (spread["stock"], spread["stock_shards"], spread["shards"]) == (40, 8, [5] * 8)
+
+    for n in range(9):  # 9 x 4 = 36, across the shards
+        order(api, customer, pid, 4, f"shards-{n}-{uid}")
+    [alert] = eventually(lambda: alerts_of(api, admin, pid), timeout=WAIT_S, what="the StockLow alert at 4")
+    assert (alert["stock"], alert["low_stock_threshold"]) == (4, 5)
+    time.sleep(2)  # the stream has drained what it will: no second alert, none from the spread (stock 0)
+    assert [(a["alert_id"], a["stock"]) for a in alerts_of(api, admin, pid)] == [(alert["alert_id"], 4)]

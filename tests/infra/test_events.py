@@ -16,6 +16,7 @@ EXPECTED_FILTERS = [
         "eventName": ["INSERT", "MODIFY"],
         "dynamodb": {"NewImage": {"entity": {"S": ["ORDER", "PRODUCT", "CATEGORY_MOVE"]}}},
     },
+    {"eventName": ["MODIFY"], "dynamodb": {"NewImage": {"entity": {"S": ["STOCK_SHARD"]}}}},
     {
         "eventName": ["REMOVE"],
         "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},

@@ -5,14 +5,19 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
+import boto3
 import pytest
 
 from local_runtime.functions import lambda_context
 from local_runtime.in_process import declared_functions
+from local_runtime.local_aws import LocalAws
+from local_runtime.ttl import TtlDeletions
 from local_runtime.worker import LambdaContext
 from shop import publishing
+from shop.repository import order_archive
 from shop.repository.store import from_item
 
 
@@ -113,3 +118,43 @@ def logs(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[dict[str, Any]]]:
     buffer = io.StringIO()
     monkeypatch.setattr(handler.logger.registered_handler, "stream", buffer)
     return lambda: [json.loads(line) for line in buffer.getvalue().splitlines() if line.startswith("{")]
+
+
+@pytest.fixture(scope="module")
+def local_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
+    """moto's S3 server (local_runtime.local_aws, what `make dev` runs), beside DynamoDB Local."""
+    with LocalAws(tmp_path_factory.mktemp("s3")) as aws:
+        yield aws
+
+
+@dataclass
+class Bucket:
+    client: Any
+    name: str
+
+    def objects(self) -> dict[str, str]:
+        listed = self.client.list_objects_v2(Bucket=self.name).get("Contents", [])
+        return {
+            o["Key"]: self.client.get_object(Bucket=self.name, Key=o["Key"])["Body"].read().decode() for o in listed
+        }
+
+
+@pytest.fixture
+def s3(store: Any, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bucket]:
+    """A fresh archive bucket (ARCHIVE_BUCKET) and the S3 client every archive call of the test uses."""
+    if store.backend == "moto":
+        client = boto3.client("s3", region_name="us-east-1")  # inside moto_store's mock
+    else:
+        client = request.getfixturevalue("local_s3").client("s3")
+    bucket = f"archive-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=bucket)
+    monkeypatch.setenv("ARCHIVE_BUCKET", bucket)
+    monkeypatch.setattr(order_archive, "_client", client)
+    yield Bucket(client, bucket)
+    order_archive.reset_client()
+
+
+@pytest.fixture
+def deletions() -> TtlDeletions:
+    """The local TTL emulator's deletes, so that their REMOVEs carry the TTL service's identity."""
+    return TtlDeletions("expires_at")

@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-import boto3
 import pytest
 
 from local_runtime.events import stream_event as lambda_event
-from local_runtime.local_aws import LocalAws
 from local_runtime.ttl import TtlDeletions, TtlEmulator
 from shop import errors, wiring
 from shop.models import OrderStatus
@@ -29,44 +24,6 @@ from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
 from tests.support.streams import StreamReader, only
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
-
-
-@pytest.fixture(scope="module")
-def local_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
-    with LocalAws(tmp_path_factory.mktemp("s3")) as aws:
-        yield aws
-
-
-@dataclass
-class Bucket:
-    client: Any
-    name: str
-
-    def objects(self) -> dict[str, str]:
-        listed = self.client.list_objects_v2(Bucket=self.name).get("Contents", [])
-        return {
-            o["Key"]: self.client.get_object(Bucket=self.name, Key=o["Key"])["Body"].read().decode() for o in listed
-        }
-
-
-@pytest.fixture
-def s3(store: Any, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bucket]:
-    """A fresh archive bucket (ARCHIVE_BUCKET) and the S3 client every archive call of the test uses."""
-    if store.backend == "moto":
-        client = boto3.client("s3", region_name="us-east-1")  # inside moto_store's mock
-    else:
-        client = request.getfixturevalue("local_s3").client("s3")
-    bucket = f"archive-{uuid.uuid4().hex[:12]}"
-    client.create_bucket(Bucket=bucket)
-    monkeypatch.setenv("ARCHIVE_BUCKET", bucket)
-    monkeypatch.setattr(order_archive, "_client", client)
-    yield Bucket(client, bucket)
-    order_archive.reset_client()
-
-
-@pytest.fixture
-def deletions() -> TtlDeletions:
-    return TtlDeletions("expires_at")
 
 
 def order_removals(reader: StreamReader) -> list[dict[str, Any]]:

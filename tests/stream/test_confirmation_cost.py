@@ -35,13 +35,13 @@ def test_a_confirmation_by_hand_is_recorded_by_its_modify(store, invoke):
     with counting(dynamodb_client()) as calls:
         invoke(lambda_event(only(stream.read(), entity="ORDER", event_name="MODIFY")))
     assert calls.operations == [
-        "TransactWriteItems",
+        "TransactWriteItems",  # its sales
         "BatchGetItem",
         "PutItem",
-        "GetItem",
-        "UpdateItem",
-        "PutItem",
-        "PutItem",
+        "GetItem",  # no history entry yet
+        "TransactWriteItems",  # customer index, notification, history: each checks that the order is not archived
+        "TransactWriteItems",
+        "TransactWriteItems",
     ]
     recorded = orders.get(ALICE, order.order_id)
     assert [h.status for h in recorded.history] == [OrderStatus.PENDING, OrderStatus.CONFIRMED]

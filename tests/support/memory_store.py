@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from shop import clock, errors, keys
 from shop.limits import MAX_CART_LINES, MAX_CHILDREN, MAX_STOCK, MAX_TRANSACTION_ITEMS
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
-from shop.models.alerts import Alert
+from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
 from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category, path_slugs
 from shop.models.orders import NO_DETAILS, Placement, SessionClaim, StatusDetails
@@ -111,6 +111,8 @@ class MemoryState:
     placements: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # -> (order id, expiry)
     sessions: dict[str, _Cart] = field(default_factory=dict)
     alerts: dict[tuple[str, str], Alert] = field(default_factory=dict)  # (created_at, alert id), as keyed
+    # product id -> (low-stock state, the sequence number of the last product-item record that moved it)
+    stock_low: dict[str, tuple[StockLowState, str]] = field(default_factory=dict)
     carts: dict[str, _CustomerCart] = field(default_factory=dict)
     merges: dict[tuple[str, str], list[NotMerged]] = field(default_factory=dict)  # (customer, session)
     categories: dict[str, tuple[Category, int]] = field(default_factory=dict)  # slug -> (category, version)
@@ -642,6 +644,52 @@ class MemoryAlerts:
     def newest(self, *, limit: int, next_token: str | None) -> Page[Alert]:
         ordered = [self.state.alerts[key] for key in sorted(self.state.alerts, reverse=True)]
         return page_of(ordered, limit=limit, next_token=next_token)
+
+    def _state(self, product_id: str) -> tuple[StockLowState, str]:
+        return self.state.stock_low.get(product_id, (StockLowState(), ""))
+
+    def stock_total(self, product_id: str, *, shards_hint: int = 1) -> StockTotal | None:
+        stored = self.state.products.get(product_id)
+        if stored is None:
+            return None
+        product = stored.product
+        return StockTotal(
+            product_id=product_id,
+            name=product.name,
+            total=product.stock + sum(stored.shards),
+            threshold=product.low_stock_threshold,
+            shard_count=max(1, len(stored.shards)),
+            state=self._state(product_id)[0],
+        )
+
+    def threshold(self, product_id: str) -> int:
+        stored = self.state.products.get(product_id)
+        return stored.product.low_stock_threshold if stored is not None else 0
+
+    def claim_low(self, alert: Alert, seen: StockLowState) -> Claim:
+        state, sequence = self._state(alert.product_id)
+        if (alert.created_at, alert.alert_id) in self.state.alerts:
+            return Claim.EXISTS
+        if state != seen:
+            return Claim.MOVED
+        self.state.alerts[(alert.created_at, alert.alert_id)] = alert
+        self.state.stock_low[alert.product_id] = (StockLowState(True, state.revision + 1, alert), sequence)
+        return Claim.CLAIMED
+
+    def clear_low(self, product_id: str, seen: StockLowState) -> bool:
+        state, sequence = self._state(product_id)
+        if state != seen or not state.low:
+            return False
+        self.state.stock_low[product_id] = (StockLowState(False, state.revision + 1, None), sequence)
+        return True
+
+    def follow_item(self, product_id: str, *, low: bool, sequence_number: str, alert: Alert | None = None) -> bool:
+        state, sequence = self._state(product_id)
+        padded = sequence_number.rjust(40, "0")
+        if sequence and sequence >= padded:
+            return False
+        self.state.stock_low[product_id] = (StockLowState(low, state.revision + 1, alert), padded)
+        return True
 
 
 class MemoryCarts:

@@ -276,6 +276,11 @@ def alert_key(created_at: str, alert_id: str) -> Key:
     return {PK: ALERTS_PK, SK: f"{ALERT_PREFIX}{created_at}#{alert_id}"}
 
 
+def stock_low_state_key(product_id: str) -> Key:
+    """Whether a product's total stock (item + shards) is low, as the alerts last saw it: its own partition."""
+    return {PK: f"STOCK_LOW#{product_id}", SK: "STATE"}
+
+
 # Flash-sale stock shards (issue 11): each shard is its own partition key, so the orders of one hot
 # product spread over `shards` keys instead of writing the product item's one key.
 STOCK_SHARD_PREFIX = "STOCK#"

@@ -8,6 +8,10 @@
   order with its history to S3, writes the marker (the object's key, the owner), then deletes the
   history items. Every step is idempotent: the object key follows from the order, the marker is written
   once and, once there, means the object is complete (a retry only deletes what is left).
+- Once the marker is there, no record of the order writes anything (each effect's transaction checks that
+  the marker is absent). A replayed record whose effects committed between the first read and the marker
+  is caught by a second read after the marker: its history entry is added to the object, and what it wrote
+  is deleted with the rest, so nothing is left beside the marker.
   An S3 or table failure raises: the record fails, is retried, then kept by the on-failure destination.
 - The customer's order list entry (under the customer, no TTL) is never touched: the list keeps it.
 """
@@ -65,7 +69,14 @@ class ArchivalService:
         archived_at = self.now()
         key = self.bucket.put(order, archived_at=archived_at)
         self.remains.mark_archived(order, archive_key=key, archived_at=archived_at)
-        return Archived(order.order_id, key, True, self._delete(order.order_id, left.leftovers))
+        settled = self.remains.remains(record.entity_id)  # nothing can be written from here on
+        if _history_keys(settled.history) != _history_keys(left.history):
+            self.bucket.put(self.remains.order(removed, settled.history), archived_at=archived_at)
+        return Archived(order.order_id, key, True, self._delete(order.order_id, settled.leftovers))
 
     def _delete(self, order_id: str, history: list[dict[str, Any]]) -> int:
         return self.remains.delete_history(order_id, history) if history else 0
+
+
+def _history_keys(history: list[dict[str, Any]]) -> set[str]:
+    return {str(item["SK"]) for item in history}

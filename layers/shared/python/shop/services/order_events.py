@@ -2,7 +2,9 @@
 product events, archive orders whose TTL passed.
 
 Delivery is at least once: every table write is conditional and keyed by order id and version, so a replayed
-record changes nothing. Each rule, by record type: docs/decisions.md, "Stream processor".
+record changes nothing. Once an order is archived (archival deleted those keys), each effect's transaction
+checks the order's ARCHIVED marker instead: a record of an archived order writes and publishes nothing.
+Each rule, by record type: docs/decisions.md, "Stream processor" and "Records of archived orders".
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from shop import clock
+from shop import clock, errors
 from shop.models import OrderStatus
 from shop.models.events import (
     AbandonedLine,
@@ -179,16 +181,21 @@ class OrderEventsService:
     def handle(self, record: StreamChange) -> Outcome:
         entity = record.entity
         if entity == "ORDER":
-            if record.event_name == "INSERT":
-                return self.order_placed(record)
-            if record.event_name == "MODIFY":
-                return self.order_changed(record)
+            try:
+                if record.event_name == "INSERT":
+                    return self.order_placed(record)
+                if record.event_name == "MODIFY":
+                    return self.order_changed(record)
+            except errors.OrderEffectsClosed as closed:
+                return Outcome(Action.ORDER_ARCHIVED, closed.order_id)
             if record.event_name == "REMOVE":
                 return self.order_removed(record)
         elif entity == "SESSION" and record.event_name == "REMOVE":
             return self.session_removed(record)
         elif entity == "PRODUCT":
             return self.products.handle(record)
+        elif entity == "STOCK":  # a flash-sale product's stock shard
+            return self.products.shard_changed(record)
         elif entity == "CUSTOMER_CART" and record.event_name == "REMOVE":
             return self.customer_cart_removed(record)
         elif entity == "CATEGORY_MOVE" and record.event_name in ("INSERT", "MODIFY"):

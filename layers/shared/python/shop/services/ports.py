@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not every port's
     from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
-    from shop.models.alerts import Alert
+    from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
     from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
     from shop.models.categories import Category
     from shop.models.orders import Placement, SessionClaim, Shipment, StatusDetails, StatusEntry
@@ -252,6 +252,26 @@ class AlertStore(Protocol):
         """Newest first."""
 
 
+class StockAlertStore(AlertStore, Protocol):
+    """The alerts and, per product, the low-stock state they follow (shop.repository.alerts)."""
+
+    def stock_total(self, product_id: str, *, shards_hint: int = 1) -> StockTotal | None:
+        """The product's total stock (item + shards), threshold and state: one consistent read; None: no product."""
+
+    def threshold(self, product_id: str) -> int:
+        """The product's low_stock_threshold (one eventually consistent read; a product gone: 0, never low)."""
+
+    def claim_low(self, alert: Alert, seen: StockLowState) -> Claim:
+        """Mark the product low with `alert` and write the alert, if the state is still as `seen`."""
+
+    def clear_low(self, product_id: str, seen: StockLowState) -> bool:
+        """Mark the product not low, if the state is still as `seen`; False when it moved."""
+
+    def follow_item(self, product_id: str, *, low: bool, sequence_number: str, alert: Alert | None = None) -> bool:
+        """A product-item record crossed the threshold (down: with its alert): the state follows, unless a
+        later record of the item moved it already."""
+
+
 class CustomerCartStore(Protocol):
     """Customer carts (one per customer) and the markers of the sessions merged into them."""
 
@@ -304,7 +324,8 @@ class SalesStore(Protocol):
 
     def apply(self, change: SalesChange) -> bool:
         """Add the change's lines to their (product, day) totals and mark the order version counted, all or
-        nothing; False (nothing written) when that version was counted before."""
+        nothing; False (nothing written) when that version was counted before; OrderEffectsClosed (nothing
+        written) when the order is archived."""
 
     def days(self, product_id: str, first: str, last: str) -> list[DaySales]:
         """The product's days from `first` to `last` (YYYY-MM-DD, both included) that have sales, in order."""

@@ -16,6 +16,7 @@ class Action(StrEnum):
     CART_ABANDONED = "cart_abandoned"
     PRODUCT_CHANGED = "product_changed"  # created, catalogue edited, archived and/or stock crossed low
     ARCHIVED = "archived"  # a TTL REMOVE of an order: the order is in the archive, its history items gone
+    ORDER_ARCHIVED = "order_archived"  # a record (a replay) of an order already archived: nothing written or sent
     CATEGORY_MOVE_STEP = "category_move_step"  # one step of a category move (shop.services.category_moves)
 
 
