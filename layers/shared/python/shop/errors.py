@@ -253,7 +253,7 @@ class ProductUnavailable(Conflict):
 class OrderEffectsClosed(Conflict):
     """A stream record's effect on an order that is archived (its ARCHIVED marker exists): nothing is written."""
 
-    code = "ORDER_ARCHIVED"
+    code = "ORDER_EFFECTS_CLOSED"
 
     def __init__(self, order_id: str) -> None:
         super().__init__(f"order {order_id} is archived: its records change nothing", {"order_id": order_id})
