@@ -120,3 +120,17 @@ lock:
 
 clean:
 	rm -rf cdk.out $(LOCAL_OUT) build .cache .pytest_cache .mypy_cache .ruff_cache
+
+# Table migrations (docs/operations.md, "Migrations"): against `make dev`'s DynamoDB Local, with a progress bar;
+# resumes at its checkpoints when run again. NAME=0001-list-version-1-products [DRY_RUN=1] [RATE=200] [SEGMENTS=4]
+.PHONY: migrate migrate-10k archive-query
+NAME ?=
+RATE ?= 200
+SEGMENTS ?= 4
+migrate: setup
+	$(PY) -m local_runtime.migrate --name "$(NAME)" --dynamodb-port $(DYNAMODB_PORT) --rate $(RATE) \
+	  --segments $(SEGMENTS) $(if $(DRY_RUN),--dry-run,)
+
+# Migration 0001's DynamoDB Local tests at 10,000 version 1 products (make test runs them at 600).
+migrate-10k: setup
+	MIGRATION_V1_PRODUCTS=10000 $(PY) -m pytest tests/repository/test_migrations.py -n 0 $(PYTEST_ARGS)

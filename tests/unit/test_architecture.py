@@ -46,7 +46,8 @@ def test_models_are_data_only(path):
 
 
 def test_keys_are_built_only_where_the_table_is_known():
-    allowed = {SHOP / "repository", SHOP / "http_api" / "idempotency.py"}
+    # migrations map stored items to writes (docs/architecture.md, "migrations"): they know the keys too
+    allowed = {SHOP / "repository", SHOP / "http_api" / "idempotency.py", SHOP / "migrations"}
     for path in sorted(SHOP.rglob("*.py")):
         if path == SHOP / "keys.py" or path.parent in allowed or path in allowed:
             continue
