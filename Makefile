@@ -134,3 +134,9 @@ migrate: setup
 # Migration 0001's DynamoDB Local tests at 10,000 version 1 products (make test runs them at 600).
 migrate-10k: setup
 	MIGRATION_V1_PRODUCTS=10000 $(PY) -m pytest tests/repository/test_migrations.py -n 0 $(PYTEST_ARGS)
+
+# A named query of the order archive (infra/archive_queries.py) run by DuckDB over `make dev`'s saved archive
+# (.local/s3/<bucket>/, written when make dev stops) or ARCHIVE_DIR: NAME=revenue-by-day|top-products-by-units|return-rate-by-product
+ARCHIVE_DIR ?=
+archive-query: setup
+	$(PY) -m local_runtime.archive_query --name "$(NAME)" $(if $(ARCHIVE_DIR),--archive-dir "$(ARCHIVE_DIR)",)
