@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Aws, CfnOutput, Duration, Stack, Validations
+from aws_cdk import Acknowledgment, Aws, CfnOutput, Duration, Stack, Token, Validations
 from aws_cdk import aws_athena as athena
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
@@ -187,10 +187,14 @@ class MigrationsStack(Stack):
         map_policy = self.state_machine.node.try_find_child("DistributedMapPolicy")
         assert map_policy is not None
         machine = self.get_logical_id(self.state_machine.node.default_child)  # type: ignore[arg-type]
-        executions = (
-            "arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
-            f'{{"Fn::Select":[6,{{"Fn::Split":[":",{{"Ref":"{machine}"}}]}}]}}'
+        # a pinned stage's ARN carries its account and region (cdk-nag reports them resolved)
+        where = (
+            "<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>"
+            if Token.is_unresolved(self.region)
+            else f"aws:states:{self.region}:{self.account}"
         )
+        executions = f'arn:{where}:execution:{{"Fn::Select":[6,{{"Fn::Split":[":",{{"Ref":"{machine}"}}]}}]}}'
+
         for suffix in (":*", "/*:*"):
             _ack(
                 map_policy,
