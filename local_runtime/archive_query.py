@@ -1,9 +1,10 @@
 """`make archive-query NAME=<query>`: a named query of the archive (infra/archive_queries.py), run by DuckDB
 over archive objects on disk, as Athena runs it over the bucket.
 
-The SQL is Athena's own; the one dialect difference is here: the table. Athena reads the Glue table
-(JSON SerDe, partition projection); DuckDB reads a view over the same objects with the same columns
-(the Glue types translated), the partition folders as the same string columns.
+The SQL is Athena's own with its two dialect differences filled in by `infra.archive_queries.query`
+(the table and the unnesting of lines). Athena reads the Glue table (JSON SerDe, partition projection);
+DuckDB reads a view over the same objects with the same columns (the Glue types translated here), the
+partition folders as the same string columns.
 
 The objects: `make dev` keeps the archive in its local S3 and saves it to `.local/s3/<bucket>/` when it
 stops; `--archive-dir` names another copy (a `aws s3 sync` of a deployed bucket works the same).
@@ -75,7 +76,7 @@ def run(name: str, archive_dir: pathlib.Path) -> list[dict[str, Any]]:
         if not list(archive_dir.glob("orders/year=*/month=*/day=*/*.json")):
             return []  # read_json fails on a pattern matching nothing: an empty archive has no rows
         connection.execute(view_sql(archive_dir))
-        cursor = connection.execute(archive_queries.query(name, archive_queries.TABLE_NAME))
+        cursor = connection.execute(archive_queries.query(name, archive_queries.duckdb_sources()))
         names = [column[0] for column in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     finally:
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no query {args.name!r}; known: {', '.join(sorted(archive_queries.QUERIES))}", file=sys.stderr)
         return 2
     if args.sql:
-        print(archive_queries.query(args.name, f'"<database>"."{archive_queries.TABLE_NAME}"'))
+        print(archive_queries.query(args.name, archive_queries.athena_sources("<database>")))
         return 0
     archive_dir = args.archive_dir or default_archive_dir()
     if archive_dir is None:

@@ -291,7 +291,6 @@ class ArchiveQueriesStack(Stack):
             ),
         )
         self.queries: dict[str, athena.CfnNamedQuery] = {}
-        qualified = f'"{database_name}"."{archive_queries.TABLE_NAME}"'
         for name, (description, _sql) in archive_queries.QUERIES.items():
             query = athena.CfnNamedQuery(
                 self,
@@ -300,7 +299,7 @@ class ArchiveQueriesStack(Stack):
                 description=description,
                 database=database_name,
                 work_group=self.workgroup.ref,
-                query_string=archive_queries.query(name, qualified),
+                query_string=archive_queries.query(name, archive_queries.athena_sources(database_name)),
             )
             self.queries[name] = query
         CfnOutput(self, "ArchiveWorkGroup", value=self.workgroup.ref)

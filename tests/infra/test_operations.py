@@ -182,6 +182,15 @@ def test_the_workgroup_encrypts_results_and_limits_bytes_scanned(arm64) -> None:
     )
 
 
+def test_athena_unnests_a_line_into_one_column_per_field_in_the_tables_order() -> None:
+    """Trino expands an unnested row into its fields, in the declared order: the aliases must match it."""
+    lines = dict(archive_queries.COLUMNS)["lines"]
+    sql = archive_queries.query("top-products-by-units", archive_queries.athena_sources("db"))
+    assert 'FROM "db"."orders" CROSS JOIN UNNEST(lines) AS t(line_product_id, line_name, ' in sql
+    assert lines.startswith("array<struct<product_id:string,name:string,")
+    assert archive_queries.LINE_FIELDS == ("product_id", "name", "unit_price_cents", "quantity", "line_total_cents")
+
+
 def test_the_named_queries_are_the_ones_tested_locally(arm64) -> None:
     template = arm64.templates["ShopArchiveQueries"]
     queries = {
@@ -193,5 +202,5 @@ def test_the_named_queries_are_the_ones_tested_locally(arm64) -> None:
     for name in archive_queries.QUERIES:
         query = queries[f"shop-dev-{name}"]
         assert query["Database"] == "shop_dev_archive"
-        assert query["QueryString"] == archive_queries.query(name, '"shop_dev_archive"."orders"')
+        assert query["QueryString"] == archive_queries.query(name, archive_queries.athena_sources("shop_dev_archive"))
         assert query["WorkGroup"] == {"Ref": "WorkGroup"}
