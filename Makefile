@@ -131,9 +131,10 @@ migrate: setup
 	$(PY) -m local_runtime.migrate --name "$(NAME)" --dynamodb-port $(DYNAMODB_PORT) --rate $(RATE) \
 	  --segments $(SEGMENTS) $(if $(DRY_RUN),--dry-run,)
 
-# Migration 0001's DynamoDB Local tests at 10,000 version 1 products (make test runs them at 600).
+# Migration 0001's listed-exactly-once test at 10,000 version 1 products (make test runs it at 600). Alone:
+# after 50,000 writes DynamoDB Local's stream bookkeeping slows every later write of the same instance.
 migrate-10k: setup
-	MIGRATION_V1_PRODUCTS=10000 $(PY) -m pytest tests/repository/test_migrations.py -n 0 $(PYTEST_ARGS)
+	MIGRATION_V1_PRODUCTS=10000 $(PY) -m pytest tests/repository/test_migrations.py -n 0 -k listed_exactly_once $(PYTEST_ARGS)
 
 # A named query of the order archive (infra/archive_queries.py) run by DuckDB over `make dev`'s saved archive
 # (.local/s3/<bucket>/, written when make dev stops) or ARCHIVE_DIR: NAME=revenue-by-day|top-products-by-units|return-rate-by-product

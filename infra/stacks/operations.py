@@ -155,6 +155,7 @@ class MigrationsStack(Stack):
             state_machine_type=sfn.StateMachineType.STANDARD,
             logs=sfn.LogOptions(destination=machine_logs, level=sfn.LogLevel.ALL),
             tracing_enabled=True,
+            removal_policy=removal,  # a protected stage keeps its execution history with the stack gone
         )
         # the role is a GetAtt dependency already (cfn-lint W3005); its policy is the one that matters (the
         # distributed map's policy names the machine's ARN: it follows the machine)
