@@ -185,3 +185,63 @@ def test_a_run_killed_with_sigkill_resumes_at_its_checkpoints(local_store):
     # the page the kill interrupted is read again: its items applied before the kill fail their condition
     total = [c.progress for c in _checkpoints(store, 2)]
     assert sum(p.changed for p in total) <= count <= sum(p.changed + p.skipped for p in total)
+
+
+@pytest.mark.integration
+def test_edits_racing_the_migration_leave_each_product_listed_once_where_its_last_write_filed_it(local_store):
+    """Real threads: the migration and an admin re-filing products under tea at the same time. Whichever
+    lands first, the other's condition fails (the edit removes the GSI1 keys; the migration bumps
+    `listing_version`), so no product keeps entries of both filings."""
+    import threading
+
+    from shop import errors
+
+    table = local_store.table
+    _tree(table)
+    CategoryService(table).create(ADMIN, slug="tea", name="Tea", parent=None)
+    count = 200
+    load(local_store.client, local_store.table_name, count)
+    edited = [f"V1PRODUCT{n:07d}" for n in range(0, count, 5)]
+    runner = Runner(MigrationRepository(table), migration(NAME), segments=2, limiter=TokenBucket(10_000), page_size=10)
+    migrating = threading.Thread(target=runner.run)
+    migrating.start()
+    catalog = CatalogService(table)
+    for product_id in edited:
+        for _attempt in range(5):
+            try:
+                catalog.update(ADMIN, product_id, {"categories": ["tea"]})
+                break
+            except errors.Conflict:  # it read the product before the migration filed it: read again
+                continue
+        else:
+            pytest.fail(f"{product_id} kept conflicting")
+    migrating.join()
+    everything = _listing(table, None)
+    assert sorted(everything) == sorted(f"V1PRODUCT{n:07d}" for n in range(count))
+    assert sorted(_listing(table, "tea")) == sorted(edited)
+    filed = sorted(f"V1PRODUCT{n:07d}" for n in range(0, count, 2) if f"V1PRODUCT{n:07d}" not in edited)
+    assert sorted(_listing(table, "beans", "price_asc")) == filed
+    assert sorted(_listing(table, "coffee")) == filed
+    assert runner.applied() is not None
+
+
+@pytest.mark.integration
+def test_an_edit_that_read_the_product_before_the_migration_conflicts_instead_of_refiling_stale(local_store):
+    """The race's narrow window, made deterministic: the edit read version 1's product (no scopes), the
+    migration filed it, then the edit writes. Its condition on `listing_version` fails: 409, no stale entries."""
+    from shop import errors
+    from shop.repository.products import ProductRepository
+
+    table = local_store.table
+    _tree(table)
+    load(local_store.client, local_store.table_name, 1)
+    products = ProductRepository(table)
+    stale = products.get("V1PRODUCT0000000")
+    Runner(MigrationRepository(table), migration(NAME), segments=1, limiter=TokenBucket(1000)).run()
+    with pytest.raises(errors.Conflict):
+        products.update(stale, {"name": "Renamed"}, "2026-01-01T00:00:00Z", stale._listed_in)
+    assert _listing(table, "beans", "price_asc") == ["V1PRODUCT0000000"]
+    fresh = products.get("V1PRODUCT0000000")
+    assert fresh._listed_in == ["coffee", "beans"]
+    products.update(fresh, {"name": "Renamed"}, "2026-01-01T00:00:00Z", fresh._listed_in)
+    assert _listing(table, "coffee") == ["V1PRODUCT0000000"]
