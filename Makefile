@@ -120,3 +120,24 @@ lock:
 
 clean:
 	rm -rf cdk.out $(LOCAL_OUT) build .cache .pytest_cache .mypy_cache .ruff_cache
+
+# Table migrations (docs/operations.md, "Migrations"): against `make dev`'s DynamoDB Local, with a progress bar;
+# resumes at its checkpoints when run again. NAME=0001-list-version-1-products [DRY_RUN=1] [RATE=200] [SEGMENTS=4]
+.PHONY: migrate migrate-10k archive-query
+NAME ?=
+RATE ?= 200
+SEGMENTS ?= 4
+migrate: setup
+	$(PY) -m local_runtime.migrate --name "$(NAME)" --dynamodb-port $(DYNAMODB_PORT) --rate $(RATE) \
+	  --segments $(SEGMENTS) $(if $(DRY_RUN),--dry-run,)
+
+# Migration 0001's listed-exactly-once test at 10,000 version 1 products (make test runs it at 600). Alone:
+# after 50,000 writes DynamoDB Local's stream bookkeeping slows every later write of the same instance.
+migrate-10k: setup
+	MIGRATION_V1_PRODUCTS=10000 $(PY) -m pytest tests/repository/test_migrations.py -n 0 -k listed_exactly_once $(PYTEST_ARGS)
+
+# A named query of the order archive (infra/archive_queries.py) run by DuckDB over `make dev`'s saved archive
+# (.local/s3/<bucket>/, written when make dev stops) or ARCHIVE_DIR: NAME=revenue-by-day|top-products-by-units|return-rate-by-product
+ARCHIVE_DIR ?=
+archive-query: setup
+	$(PY) -m local_runtime.archive_query --name "$(NAME)" $(if $(ARCHIVE_DIR),--archive-dir "$(ARCHIVE_DIR)",)

@@ -11,10 +11,12 @@ from cdk_nag import AwsSolutionsChecks
 
 from infra.nag import suppress_findings
 from infra.settings import ROOT, DeployConfig
+from infra.stacks.operations import ArchiveQueriesStack, MigrationsStack
 from infra.stacks.shop import ApiStack, DataStack, EdgeStack, EventsStack, MonitoringStack, tag_all
 
 # Construct ids: stable, they name the templates (cdk.out/<id>.template.json).
 STACK_IDS = {"data": "ShopData", "api": "ShopApi", "events": "ShopEvents", "monitoring": "ShopMonitoring"}
+OPERATIONS_STACK_IDS = {"migrations": "ShopMigrations", "archive_queries": "ShopArchiveQueries"}
 EDGE_STACK_ID = "ShopEdge"  # only with -c edge=true
 # CloudFront reads web ACLs (scope CLOUDFRONT) and certificates from this region only.
 CLOUDFRONT_REGION = "us-east-1"
@@ -29,10 +31,13 @@ class ShopApp:
     events: EventsStack
     monitoring: MonitoringStack
     edge: EdgeStack | None = None
+    migrations: MigrationsStack | None = None
+    archive_queries: ArchiveQueriesStack | None = None
 
     @property
     def stacks(self) -> list[Any]:
-        return [self.data, self.api, self.events, self.monitoring, *([self.edge] if self.edge else [])]
+        operations = [stack for stack in (self.migrations, self.archive_queries) if stack is not None]
+        return [self.data, self.api, self.events, self.monitoring, *([self.edge] if self.edge else []), *operations]
 
 
 def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, outdir: str | None = None) -> ShopApp:
@@ -97,8 +102,26 @@ def build_app(app: App | None = None, *, context: dict[str, Any] | None = None, 
             stack_name=name("edge"),
             description="Serverless shop: CloudFront and AWS WAF in front of the HTTP API",
         )
+    migrations = MigrationsStack(
+        app,
+        OPERATIONS_STACK_IDS["migrations"],
+        config=config,
+        table_arn=data.table.table.table_arn,
+        table_name=data.table.table.table_name,
+        env=env,
+        stack_name=name("migrations"),
+        description="Serverless shop: online table migrations (Step Functions)",
+    )
+    archive_queries = ArchiveQueriesStack(
+        app,
+        OPERATIONS_STACK_IDS["archive_queries"],
+        config=config,
+        env=env,
+        stack_name=name("archive-queries"),
+        description="Serverless shop: the order archive as a Glue table, Athena workgroup and named queries",
+    )
     tag_all(app, config)
-    shop = ShopApp(app, config, data, api, events, monitoring, edge)
+    shop = ShopApp(app, config, data, api, events, monitoring, edge, migrations, archive_queries)
     suppress_findings(shop)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True, write_suppressions_to_cloud_formation=True))
     return shop

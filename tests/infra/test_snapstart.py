@@ -51,13 +51,13 @@ def test_each_alias_invokes_a_published_version_of_its_snapstart_function(snapst
 
 
 def test_functions_invoked_unqualified_do_without(snapstart) -> None:
-    """The key rotation and the Cognito trigger run $LATEST, where SnapStart never applies."""
+    """The key rotation, the Cognito trigger and the migration worker run $LATEST, where SnapStart never applies."""
     unqualified = [
         function
         for function in (r for _, r in snapstart.resources("AWS::Lambda::Function").values())
         if "shop:function" not in function.get("Metadata", {})
     ]
-    assert len(unqualified) == 2
+    assert len(unqualified) == 3
     for function in unqualified:
         assert "SnapStart" not in function["Properties"]
 

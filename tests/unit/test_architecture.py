@@ -56,8 +56,9 @@ def test_models_are_data_only(path):
 
 
 def test_keys_are_built_only_where_the_table_is_known():
+    # migrations map stored items to writes (docs/architecture.md, "migrations"): they know the keys too
     for path in sorted(SHOP.rglob("*.py")):
-        if path == SHOP / "keys.py" or path.parent == SHOP / "repository":
+        if path == SHOP / "keys.py" or path.parent in (SHOP / "repository", SHOP / "migrations"):
             continue
         assert not _uses(_imports(path), "shop.keys"), path.relative_to(SHOP)
 

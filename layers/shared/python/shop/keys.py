@@ -352,3 +352,26 @@ def sales_top_gsi(day: str, product_id: str, units: int, shards: int) -> Key:
 def order_sales_marker_key(order_id: str, version: int) -> Key:
     """Marks one order version's sales as counted; sorts after `ORDER`, outside the order's own read."""
     return {PK: order_pk(order_id), SK: f"{ORDER_SALES_PREFIX}{version:06d}"}
+
+
+# -- online migrations (issue 28) -------------------------------------------------------------------
+# One partition per migration: its done record and one checkpoint per Scan segment of a run.
+MIGRATION_PK_PREFIX = "MIGRATION#"
+MIGRATION_SK = "MIGRATION"
+MIGRATION_SEGMENT_PREFIX = "SEGMENT#"
+
+
+def migration_key(name: str) -> Key:
+    """Written once, when every segment of the migration is done: the migration is applied."""
+    return {PK: f"{MIGRATION_PK_PREFIX}{name}", SK: MIGRATION_SK}
+
+
+def migration_segment_key(name: str, segments: int, segment: int) -> Key:
+    """A segment's checkpoint: a run over another segment count has checkpoints of its own."""
+    return {PK: f"{MIGRATION_PK_PREFIX}{name}", SK: f"{MIGRATION_SEGMENT_PREFIX}{segments:04d}#{segment:04d}"}
+
+
+def product_category_gsi_v1(category: str, name: str, product_id: str) -> Key:
+    """The GSI1 keys version 1 put on the product item itself (its one category, by name): what
+    migration 0001 recognises and removes."""
+    return {GSI1PK: category_pk(category), GSI1SK: f"{name_sort_key(name)}#{product_id}"}
