@@ -68,3 +68,46 @@ def test_an_unknown_provider_is_a_configuration_error(monkeypatch, fresh_payment
     monkeypatch.setenv("PAYMENTS", "paypal")
     with pytest.raises(config.ConfigurationError, match="PAYMENTS must be one of none, stripe"):
         config.payment_settings()
+
+
+def test_with_payments_off_the_composition_root_builds_no_provider_and_loads_no_stripe():
+    loaded = fresh_python(
+        "import json, sys\n"
+        "from shop import wiring\n"
+        "built = [wiring.payments(), wiring.payment_webhooks()]\n"
+        "print(json.dumps({'built': [b is not None for b in built], 'stripe': 'stripe' in sys.modules}))"
+    )
+    assert loaded == {"built": [False, False], "stripe": False}
+
+
+def test_with_stripe_on_the_composition_root_builds_the_adapter_on_the_configured_server(
+    monkeypatch, fresh_payment_settings, localstripe
+):
+    from shop import wiring
+    from shop.models.payments import PaymentStep, idempotency_key
+
+    monkeypatch.setenv("PAYMENTS", "stripe")
+    monkeypatch.setenv("STRIPE_API_BASE", localstripe.endpoint)
+    monkeypatch.setenv("STRIPE_SECRET_KEY", "sk_test_wiring")
+    monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", "whsec_wiring")
+
+    payments = wiring.payments()
+    assert payments is not None
+    intent = payments.create_intent(
+        "ord-w", 300, "eur", idempotency_key=idempotency_key("ord-w", PaymentStep.AUTHORISE)
+    )
+    assert payments.get_intent(intent.intent_id) == intent
+    assert wiring.payment_webhooks() is not None
+
+
+@pytest.mark.parametrize("missing", ["STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET"])
+def test_stripe_without_its_secrets_is_a_configuration_error(monkeypatch, fresh_payment_settings, missing):
+    from shop import wiring
+
+    monkeypatch.setenv("PAYMENTS", "stripe")
+    for name in ("STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET"):
+        monkeypatch.setenv(name, "set")
+    monkeypatch.delenv(missing)
+    build = wiring.payments if missing == "STRIPE_SECRET_KEY" else wiring.payment_webhooks
+    with pytest.raises(config.ConfigurationError, match=missing):
+        build()

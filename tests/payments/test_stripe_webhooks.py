@@ -222,3 +222,9 @@ def test_a_declined_card_arrives_as_payment_failed(delivering_localstripe):
     failed = [e for e in events if e.kind is PaymentEventKind.FAILED]
     assert [(e.event_type, e.order_id) for e in failed] == [("payment_intent.payment_failed", "ord-hook-2")]
     assert not any(e.kind is PaymentEventKind.AUTHORISED for e in events)
+
+
+def test_an_event_id_too_long_for_a_key_is_refused():
+    data = {**_event(), "id": "evt_" + "x" * 300}
+    body = json.dumps(data).encode()
+    assert _refused(body, _signed(body)).code == "WEBHOOK_PAYLOAD_INVALID"

@@ -347,3 +347,13 @@ def sales_top_gsi(day: str, product_id: str, units: int, shards: int) -> Key:
 def order_sales_marker_key(order_id: str, version: int) -> Key:
     """Marks one order version's sales as counted; sorts after `ORDER`, outside the order's own read."""
     return {PK: order_pk(order_id), SK: f"{ORDER_SALES_PREFIX}{version:06d}"}
+
+
+# -- payments (issue 25) --------------------------------------------------------------------------
+
+WEBHOOK_EVENT_SK = "WEBHOOK_EVENT"
+
+
+def webhook_event_key(provider: str, event_id: str) -> Key:
+    """Marks one provider event applied: at most once per event id, whatever the deliveries."""
+    return {PK: f"WEBHOOK_EVENT#{provider}#{event_id}", SK: WEBHOOK_EVENT_SK}

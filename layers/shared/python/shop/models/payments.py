@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
+from shop.limits import MAX_PAYMENT_EVENT_ID_LENGTH
 from shop.models.common import Model
 
 
@@ -72,7 +73,7 @@ EVENT_KINDS: dict[str, PaymentEventKind] = {
 class PaymentEvent(Model):
     """A verified webhook event, reduced to what the order rules need."""
 
-    event_id: str
+    event_id: str = Field(min_length=1, max_length=MAX_PAYMENT_EVENT_ID_LENGTH)
     event_type: str
     kind: PaymentEventKind
     created: int  # epoch seconds, the provider's clock

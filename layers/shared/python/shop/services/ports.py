@@ -470,3 +470,12 @@ class PaymentWebhooks(Protocol):
     def verify(self, payload: bytes, signature: str | None) -> PaymentEvent:
         """The event of a delivery whose raw body is signed with the endpoint's secret within the provider's
         tolerance; InvalidWebhookSignature (unsigned, forged, stale), InvalidWebhookPayload (not an event)."""
+
+
+class PaymentEventLog(Protocol):
+    """Which provider events were applied: shop.repository.payment_events on the table."""
+
+    def mark_applied(self, event: PaymentEvent, *, expires_at: int) -> bool:
+        """Record the event once (kept until `expires_at`, epoch seconds): False when it was recorded before.
+        The order change an event makes is to be written in the same transaction as its mark (see the
+        repository's `mark_put`), so a crash between the two never loses nor doubles the event."""
