@@ -228,3 +228,36 @@ def test_an_event_id_too_long_for_a_key_is_refused():
     data = {**_event(), "id": "evt_" + "x" * 300}
     body = json.dumps(data).encode()
     assert _refused(body, _signed(body)).code == "WEBHOOK_PAYLOAD_INVALID"
+
+
+def test_a_delivery_from_localstripe_through_the_gateway_is_applied(delivering_localstripe):
+    from local_runtime.events import HttpRequest, http_api_event
+    from shop.http_api.payment_webhooks import answer_webhook
+
+    stripe_server, receiver = delivering_localstripe
+    payments = StripePayments(TEST_SECRET_KEY, api_base=stripe_server.endpoint)
+    client = stripe.StripeClient(TEST_SECRET_KEY, base_addresses={"api": stripe_server.endpoint})
+    other = client.v1.payment_intents.create(
+        params={"amount": 900, "currency": "eur", "capture_method": "manual", "metadata": {"order_id": "ord-hook-4"}}
+    )
+    client.v1.payment_intents.update(other.id, params={"payment_method": "pm_card_visa"})
+    client.v1.payment_intents.confirm(other.id)
+    payments.capture(other.id, idempotency_key=idempotency_key("ord-hook-4", PaymentStep.CAPTURE))
+    _events_of(receiver, other.id, "payment_intent.succeeded")
+
+    applied = []
+    for body, signature in list(receiver.deliveries):
+        request = HttpRequest(
+            "POST",
+            "/webhooks/stripe",
+            headers=[("Content-Type", "application/json; charset=utf-8"), ("Stripe-Signature", signature or "")],
+            body=body,
+        )
+        answer = answer_webhook(
+            http_api_event(request, route_key="POST /webhooks/stripe"),
+            webhooks=StripeWebhooks(SECRET),
+            apply=applied.append,
+        )
+        assert answer["statusCode"] == 200, answer
+
+    assert ("ord-hook-4", PaymentEventKind.AUTHORISED) in [(e.order_id, e.kind) for e in applied]
