@@ -12,12 +12,14 @@ from shop.limits import (
     DEFAULT_CART_TTL_SECONDS,
     DEFAULT_HOT_PRODUCT_CACHE_SECONDS,
     DEFAULT_IDEMPOTENCY_TTL_SECONDS,
+    DEFAULT_PAYMENTS,
     DEFAULT_SESSION_TTL_SECONDS,
     DEFAULT_STATUS_SHARDS,
     MAX_ARCHIVE_AFTER_DAYS,
     MAX_HOT_PRODUCT_CACHE_SECONDS,
     MAX_STATUS_SHARDS,
     MOVE_STEP_PRODUCTS,
+    PAYMENT_PROVIDERS,
 )
 
 
@@ -100,3 +102,25 @@ def move_step_products() -> int:
     if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MOVE_STEP_PRODUCTS:
         raise ConfigurationError(f"CATEGORY_MOVE_STEP_PRODUCTS must be 1..{MOVE_STEP_PRODUCTS}, got {text!r}")
     return int(text)
+# -- payments (issue 25): read apart from settings(), so a function that takes no payment never needs them --
+
+
+@dataclass(frozen=True)
+class PaymentSettings:
+    provider: str  # PAYMENTS: "none" (version 2's flow, the default) or "stripe"
+    stripe_api_base: str | None  # STRIPE_API_BASE: localstripe's address locally; unset on AWS (api.stripe.com)
+    stripe_secret_key: str | None  # STRIPE_SECRET_KEY: a literal test key, local runs and tests only
+    stripe_webhook_secret: str | None  # STRIPE_WEBHOOK_SECRET: the endpoint's signing secret, local only
+
+
+@cache
+def payment_settings() -> PaymentSettings:
+    provider = os.environ.get("PAYMENTS") or DEFAULT_PAYMENTS
+    if provider not in PAYMENT_PROVIDERS:
+        raise ConfigurationError(f"PAYMENTS must be one of {', '.join(PAYMENT_PROVIDERS)}, got {provider!r}")
+    return PaymentSettings(
+        provider=provider,
+        stripe_api_base=os.environ.get("STRIPE_API_BASE") or None,
+        stripe_secret_key=os.environ.get("STRIPE_SECRET_KEY") or None,
+        stripe_webhook_secret=os.environ.get("STRIPE_WEBHOOK_SECRET") or None,
+    )

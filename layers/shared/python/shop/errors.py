@@ -258,3 +258,41 @@ class OrderEffectsClosed(Conflict):
     def __init__(self, order_id: str) -> None:
         super().__init__(f"order {order_id} is archived: its records change nothing", {"order_id": order_id})
         self.order_id = order_id
+# -- payments (issue 25) --------------------------------------------------------------------------
+
+
+class PaymentProviderUnavailable(ServiceUnavailable):
+    """The payment provider could not be reached, throttled, or failed on its side (5xx): retry later."""
+
+    code = "PAYMENT_PROVIDER_UNAVAILABLE"
+
+
+class PaymentDeclined(Conflict):
+    """The provider declined the card (details carry the provider's decline code)."""
+
+    code = "PAYMENT_DECLINED"
+
+
+class PaymentRejected(Conflict):
+    """The provider refused the request as it stands: an unknown intent, a capture of a cancelled one, a
+    refund larger than what is left, an idempotency key reused with other parameters."""
+
+    code = "PAYMENT_REJECTED"
+
+
+class PaymentMisconfigured(DomainError):
+    """The provider refused the shop's credentials or permissions: a deployment fault, answered as 500."""
+
+    code = "PAYMENT_MISCONFIGURED"
+
+
+class InvalidWebhookSignature(DomainError):
+    """A webhook whose body is not signed with the endpoint's secret, or signed too long ago (400)."""
+
+    code = "WEBHOOK_SIGNATURE_INVALID"
+
+
+class InvalidWebhookPayload(DomainError):
+    """A correctly signed webhook whose body is not a provider event (400)."""
+
+    code = "WEBHOOK_PAYLOAD_INVALID"

@@ -87,3 +87,14 @@ DEFAULT_ARCHIVE_AFTER_DAYS = 365  # how long a finished order stays in the table
 DEFAULT_HOT_PRODUCT_CACHE_SECONDS = 1
 MAX_HOT_PRODUCT_CACHE_SECONDS = 60
 ARCHIVE_PREFIX = "orders/"  # where the archive's objects are (the repository writes them, infra grants them)
+
+# Payments (issue 25): which provider takes the money. "none" keeps version 2's flow (the stream confirms every
+# order); "stripe" uses the Stripe adapter (shop.payments.stripe_adapter). Read by shop.config.
+PAYMENT_PROVIDERS = ("none", "stripe")
+DEFAULT_PAYMENTS = "none"
+# Network retries the Stripe library makes on a transient failure, each with the call's idempotency key.
+STRIPE_NETWORK_RETRIES = 2
+# A webhook event's applied-marker outlives the provider's redeliveries (Stripe retries for up to 3 days).
+WEBHOOK_EVENT_TTL_SECONDS = 7 * 24 * 3600
+# The longest provider event id the shop accepts (Stripe's are about 30 characters).
+MAX_PAYMENT_EVENT_ID_LENGTH = 255

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from shop.services.hot_products import HotProductCache
     from shop.services.order_events import OrderEventsService
     from shop.services.orders import OrderService
+    from shop.services.ports import PaymentEventLog, Payments, PaymentWebhooks
     from shop.services.product_events import ProductEventsService
     from shop.services.sales import SalesService
     from shop.services.sessions import SessionService
@@ -179,3 +180,40 @@ def archival_service(
     return ArchivalService(
         OrderArchivalRepository(_table(table)), bucket if bucket is not None else ArchiveBucket(), now=now
     )
+
+
+# -- payments (issue 25): built only where PAYMENTS=stripe; nothing here loads stripe otherwise -----------
+
+
+def payments() -> Payments | None:
+    """The provider PAYMENTS names; None for "none" (version 2's flow: no payment is taken)."""
+    from shop.config import ConfigurationError, payment_settings
+
+    settings = payment_settings()
+    if settings.provider == "none":
+        return None
+    if not settings.stripe_secret_key:
+        raise ConfigurationError("PAYMENTS=stripe needs STRIPE_SECRET_KEY")
+    from shop.payments.stripe_adapter import StripePayments
+
+    return StripePayments(settings.stripe_secret_key, api_base=settings.stripe_api_base)
+
+
+def payment_webhooks() -> PaymentWebhooks | None:
+    """The provider's webhook verification; None for PAYMENTS=none."""
+    from shop.config import ConfigurationError, payment_settings
+
+    settings = payment_settings()
+    if settings.provider == "none":
+        return None
+    if not settings.stripe_webhook_secret:
+        raise ConfigurationError("PAYMENTS=stripe needs STRIPE_WEBHOOK_SECRET")
+    from shop.payments.stripe_adapter import StripeWebhooks
+
+    return StripeWebhooks(settings.stripe_webhook_secret)
+
+
+def payment_event_log(table: Table | None = None) -> PaymentEventLog:
+    from shop.repository.payment_events import PaymentEventRepository
+
+    return PaymentEventRepository(_table(table))

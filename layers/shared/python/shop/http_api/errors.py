@@ -48,6 +48,8 @@ class InternalError(errors.DomainError):
 STATUS_BY_ERROR: dict[type[errors.DomainError], int] = {
     BadRequest: 400,
     errors.InvalidNextToken: 400,
+    errors.InvalidWebhookSignature: 400,
+    errors.InvalidWebhookPayload: 400,
     Unauthorized: 401,
     errors.Forbidden: 403,
     errors.NotFound: 404,

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
     from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
     from shop.models.categories import Category
     from shop.models.orders import Placement, SessionClaim, Shipment, StatusDetails, StatusEntry
+    from shop.models.payments import PaymentEvent, PaymentIntent, Refund
     from shop.models.products import CataloguePrice, ProductListing
     from shop.models.sales import DaySales, SalesChange, TopSeller
     from shop.models.sessions import StoredLine, StoredSession
@@ -466,3 +467,49 @@ class ProductRelisting(Protocol):
 
     def relist(self, products: list[tuple[Product, list[str]]]) -> list[str]:
         """The ids whose product changed meanwhile (to re-read and re-file)."""
+
+
+# -- payments (issue 25) -----------------------------------------------------------------------------
+
+
+class Payments(Protocol):
+    """The payment provider: shop.payments.stripe_adapter on Stripe, tests/support/fake_payments.py in memory.
+
+    Every call that changes an intent takes the idempotency key of its order and step
+    (shop.models.payments.idempotency_key): a retry with the same key and parameters is the same call, never a
+    second charge, capture or refund (where the provider honours keys: Stripe does, localstripe does not).
+    Errors: PaymentProviderUnavailable (unreachable, throttled, 5xx: retry), PaymentDeclined (the card),
+    PaymentRejected (not possible in the intent's state, unknown intent, key reused with other parameters),
+    PaymentMisconfigured (the shop's credentials).
+    """
+
+    def create_intent(self, order_id: str, amount_cents: int, currency: str, *, idempotency_key: str) -> PaymentIntent:
+        """An intent for `amount_cents`, captured manually later, with the order id in its metadata."""
+
+    def get_intent(self, intent_id: str) -> PaymentIntent: ...
+
+    def capture(self, intent_id: str, *, idempotency_key: str) -> PaymentIntent:
+        """The whole authorised amount; PaymentRejected unless the intent requires capture."""
+
+    def cancel(self, intent_id: str, *, idempotency_key: str) -> PaymentIntent:
+        """Nothing can be charged on it any more; PaymentRejected once it succeeded (refund instead)."""
+
+    def refund(self, intent_id: str, amount_cents: int, *, idempotency_key: str) -> Refund:
+        """Part or all of the captured amount back; PaymentRejected beyond what is left."""
+
+
+class PaymentWebhooks(Protocol):
+    """The provider's webhook deliveries, verified."""
+
+    def verify(self, payload: bytes, signature: str | None) -> PaymentEvent:
+        """The event of a delivery whose raw body is signed with the endpoint's secret within the provider's
+        tolerance; InvalidWebhookSignature (unsigned, forged, stale), InvalidWebhookPayload (not an event)."""
+
+
+class PaymentEventLog(Protocol):
+    """Which provider events were applied: shop.repository.payment_events on the table."""
+
+    def mark_applied(self, event: PaymentEvent, *, expires_at: int) -> bool:
+        """Record the event once (kept until `expires_at`, epoch seconds): False when it was recorded before.
+        The order change an event makes is to be written in the same transaction as its mark (see the
+        repository's `mark_put`), so a crash between the two never loses nor doubles the event."""

@@ -1,0 +1,164 @@
+"""The `Payments` and `PaymentWebhooks` ports on Stripe (the `stripe` library; localstripe under make dev).
+
+Stripe's errors become the shop's typed errors here and nowhere else (`translate`): transient causes (no
+connection, throttling, a 5xx) are PaymentProviderUnavailable (503), a declined card PaymentDeclined, a request
+the intent's state refuses PaymentRejected, bad credentials PaymentMisconfigured. The library retries a
+transient failure itself (STRIPE_NETWORK_RETRIES), every time with the call's idempotency key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import stripe
+
+from shop import errors
+from shop.limits import STRIPE_NETWORK_RETRIES
+from shop.models.payments import IntentStatus, PaymentEvent, PaymentIntent, Refund, event_kind
+
+if TYPE_CHECKING:
+    from stripe import StripeClient
+
+
+def translate(error: stripe.StripeError) -> errors.DomainError:
+    """The shop's error for a Stripe error (the caller raises it `from` the original)."""
+    status = error.http_status
+    if isinstance(error, stripe.CardError):
+        return errors.PaymentDeclined("the card was declined", {"decline_code": error.code or "card_declined"})
+    if isinstance(error, stripe.APIConnectionError | stripe.RateLimitError) or status is None or status >= 500:
+        return errors.PaymentProviderUnavailable(f"payment provider unavailable: {type(error).__name__}")
+    if isinstance(error, stripe.AuthenticationError | stripe.PermissionError):
+        return errors.PaymentMisconfigured(f"payment provider refused the shop's credentials ({status})")
+    return errors.PaymentRejected("the payment provider refused the request", {"provider_code": error.code})
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except stripe.StripeError as error:
+        raise translate(error) from error
+
+
+def _intent(obj: Any) -> PaymentIntent:
+    data = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+    metadata = data.get("metadata") or {}
+    return PaymentIntent(
+        intent_id=data["id"],
+        client_secret=data.get("client_secret") or "",
+        status=IntentStatus(data["status"]),
+        amount_cents=int(data["amount"]),
+        currency=str(data["currency"]),
+        order_id=metadata.get("order_id"),
+    )
+
+
+class StripePayments:
+    """The Payments port on one Stripe account (`api_base`: localstripe's address; None: Stripe itself)."""
+
+    def __init__(
+        self,
+        secret_key: str,
+        *,
+        api_base: str | None = None,
+        max_network_retries: int = STRIPE_NETWORK_RETRIES,
+        client: StripeClient | None = None,
+    ) -> None:
+        if client is None:
+            client = stripe.StripeClient(
+                secret_key,
+                base_addresses={"api": api_base} if api_base else None,
+                max_network_retries=max_network_retries,
+            )
+        self._client = client
+
+    def create_intent(self, order_id: str, amount_cents: int, currency: str, *, idempotency_key: str) -> PaymentIntent:
+        params = {
+            "amount": amount_cents,
+            "currency": currency,
+            "capture_method": "manual",
+            "metadata": {"order_id": order_id},
+        }
+        with _translated():
+            created = self._client.v1.payment_intents.create(
+                params=params,  # type: ignore[arg-type]
+                options={"idempotency_key": idempotency_key},
+            )
+        return _intent(created)
+
+    def get_intent(self, intent_id: str) -> PaymentIntent:
+        with _translated():
+            return _intent(self._client.v1.payment_intents.retrieve(intent_id))
+
+    def capture(self, intent_id: str, *, idempotency_key: str) -> PaymentIntent:
+        with _translated():
+            captured = self._client.v1.payment_intents.capture(intent_id, options={"idempotency_key": idempotency_key})
+        return _intent(captured)
+
+    def cancel(self, intent_id: str, *, idempotency_key: str) -> PaymentIntent:
+        with _translated():
+            cancelled = self._client.v1.payment_intents.cancel(intent_id, options={"idempotency_key": idempotency_key})
+        return _intent(cancelled)
+
+    def refund(self, intent_id: str, amount_cents: int, *, idempotency_key: str) -> Refund:
+        with _translated():
+            refund = self._client.v1.refunds.create(
+                params={"payment_intent": intent_id, "amount": amount_cents},
+                options={"idempotency_key": idempotency_key},
+            )
+        data = refund.to_dict()
+        return Refund(
+            refund_id=data["id"],
+            intent_id=data.get("payment_intent") or intent_id,
+            amount_cents=int(data["amount"]),
+            status=str(data.get("status") or "pending"),
+        )
+
+
+class StripeWebhooks:
+    """The PaymentWebhooks port: deliveries signed with the endpoint's secret, within Stripe's tolerance."""
+
+    def __init__(self, endpoint_secret: str, *, tolerance: int = stripe.Webhook.DEFAULT_TOLERANCE) -> None:
+        if not endpoint_secret:
+            raise errors.PaymentMisconfigured("no webhook endpoint secret")
+        self._secret = endpoint_secret
+        self._tolerance = tolerance
+
+    def verify(self, payload: bytes, signature: str | None) -> PaymentEvent:
+        if not signature:
+            raise errors.InvalidWebhookSignature("the Stripe-Signature header is missing")
+        # The check stripe.Webhook.construct_event makes, without its building of an Event object, which fails
+        # with an AttributeError on a signed body that is JSON but not an object.
+        try:
+            stripe.WebhookSignature.verify_header(payload.decode("utf-8"), signature, self._secret, self._tolerance)
+        except (stripe.SignatureVerificationError, UnicodeDecodeError) as error:
+            raise errors.InvalidWebhookSignature("the Stripe-Signature does not match the body") from error
+        try:
+            data = json.loads(payload)
+        except ValueError as error:  # json.JSONDecodeError is a ValueError
+            raise errors.InvalidWebhookPayload("the body is not JSON") from error
+        return parse_event(data)
+
+
+def parse_event(data: Any) -> PaymentEvent:
+    """The shop's view of a Stripe event (already verified); InvalidWebhookPayload when it is not one."""
+    if not isinstance(data, Mapping):
+        raise errors.InvalidWebhookPayload(f"not a Stripe event: a JSON {type(data).__name__}")
+    try:
+        event_type = str(data["type"])
+        obj = data["data"]["object"]
+        is_intent = isinstance(obj, Mapping) and obj.get("object") == "payment_intent"
+        metadata = (obj.get("metadata") or {}) if is_intent else {}
+        return PaymentEvent(
+            event_id=str(data["id"]),
+            event_type=event_type,
+            kind=event_kind(event_type),
+            created=int(data["created"]),
+            intent_id=str(obj["id"]) if is_intent else None,
+            order_id=metadata.get("order_id") if isinstance(metadata, Mapping) else None,
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise errors.InvalidWebhookPayload(f"not a Stripe event: fields {sorted(map(str, data))}") from error

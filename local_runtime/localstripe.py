@@ -1,0 +1,214 @@
+"""Start and stop localstripe (PyPI: a stateful fake Stripe server) for tests and the local runtime.
+
+`LocalStripe().start()` runs it in a child process on 127.0.0.1: the child binds the port itself (0: any free
+one) and reports it, so two engineers or two test sessions never race for one. localstripe 1.15.10 pickles its
+whole store to /tmp/localstripe.pickle after every write and reloads it at start; the child runs with that off
+(each instance starts empty and keeps its data in memory), so parallel instances never share or clobber state.
+
+Webhooks: `register_webhook(id, url, secret)` is localstripe's `POST /_config/webhooks/<id>` (form fields
+`url`, `secret`, optional `events`); it then signs every event it sends to `url` with `secret` as Stripe does
+(`Stripe-Signature: t=<created>,v1=<hmac>`), one second after the change. The Stripe adapter reaches it with
+`api_base=<endpoint>` and any `sk_test_...` key (docs/payments.md).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import weakref
+from typing import Any
+
+TEST_SECRET_KEY = "sk_test_localstripe"  # noqa: S105 - not a secret: localstripe accepts any key that starts with sk_test_
+_READY_PREFIX = "localstripe listening on port "
+
+_RUNNING: weakref.WeakSet[LocalStripe] = weakref.WeakSet()
+
+
+def _set_pdeathsig() -> None:  # runs in the child between fork and exec: it dies with its parent
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_RUNNING):
+        with contextlib.suppress(Exception):
+            server.stop()
+
+
+class LocalStripe:
+    """One localstripe process; `port=None` lets the child pick a free one."""
+
+    def __init__(self, *, port: int | None = None, host: str = "127.0.0.1") -> None:
+        self._requested_port = port or 0
+        self.port = 0
+        self.host = host
+        self._proc: subprocess.Popen[str] | None = None
+        self._log: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def endpoint(self) -> str:
+        if not self.port:
+            raise RuntimeError("LocalStripe has no port yet: call start() first")
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self, timeout: float = 30.0) -> LocalStripe:
+        """Spawn the server and block until it answers (RuntimeError with its log tail otherwise)."""
+        with self._lock:
+            if self.is_running():
+                return self
+            self._log = tempfile.TemporaryFile(prefix="localstripe-", mode="w+")  # noqa: SIM115 - closed in stop()
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "local_runtime.localstripe", "--serve", self.host, str(self._requested_port)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                text=True,
+                start_new_session=True,
+                preexec_fn=_set_pdeathsig,  # noqa: PLW1509 - one prctl call
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            )
+            try:
+                self.port = self._read_port(timeout)
+                self._wait_ready(timeout)
+            except RuntimeError:
+                self._terminate()
+                raise
+            _RUNNING.add(self)
+            return self
+
+    def _read_port(self, timeout: float) -> int:
+        assert self._proc is not None
+        stdout = self._proc.stdout
+        assert stdout is not None
+        found: list[str] = []
+        reader = threading.Thread(target=lambda: found.append(stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        line = found[0] if found else ""
+        if not line.startswith(_READY_PREFIX):
+            raise RuntimeError(f"localstripe did not start: {line.strip()!r} {self._log_tail()}")
+        return int(line[len(_READY_PREFIX) :].strip())
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.request("GET", "/v1/customers?limit=1")
+                return
+            except (OSError, urllib.error.URLError):
+                pass
+            if self._proc is None or self._proc.poll() is not None:
+                raise RuntimeError(f"localstripe exited on port {self.port}: {self._log_tail()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"localstripe did not answer on {self.endpoint} within {timeout:.0f}s")
+            time.sleep(0.05)
+
+    def request(self, method: str, path: str, form: dict[str, str] | None = None) -> bytes:
+        """One call to the server with the test key; HTTPError on a 4xx/5xx answer."""
+        data = urllib.parse.urlencode(form).encode() if form is not None else None
+        request = urllib.request.Request(self.endpoint + path, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {TEST_SECRET_KEY}")
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            body: bytes = answer.read()
+            return body
+
+    def register_webhook(self, webhook_id: str, url: str, secret: str, events: list[str] | None = None) -> None:
+        """Deliver every event (or only `events`) to `url`, signed with `secret`."""
+        form = {"url": url, "secret": secret}
+        if events is not None:
+            raise ValueError("localstripe reads `events` only from a JSON body; register every event instead")
+        self.request("POST", f"/_config/webhooks/{urllib.parse.quote(webhook_id, safe='')}", form)
+
+    def flush(self) -> None:
+        """Forget every object (customers, intents, ...): a clean server for the next test."""
+        self.request("DELETE", "/_config/data")
+
+    def _log_tail(self, limit: int = 2000) -> str:
+        if self._log is None:
+            return ""
+        try:
+            self._log.flush()
+            self._log.seek(0)
+            text: str = self._log.read()
+        except (OSError, ValueError):
+            return ""
+        return text[-limit:].strip().replace("\n", " | ")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Terminate the server's process group; idempotent."""
+        with self._lock:
+            self._terminate(timeout)
+            _RUNNING.discard(self)
+
+    def _terminate(self, timeout: float = 10.0) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=timeout)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        if self._log is not None:
+            with contextlib.suppress(OSError):
+                self._log.close()
+            self._log = None
+
+    def __enter__(self) -> LocalStripe:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _serve(host: str, port: int) -> None:  # pragma: no cover - runs in the child process
+    from aiohttp import web
+    from localstripe import resources, server
+
+    resources.Store.dump_to_disk = lambda self: None  # in memory only
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    print(f"{_READY_PREFIX}{sock.getsockname()[1]}", flush=True)
+    web.run_app(server.app, sock=sock, print=None, access_log=None, handle_signals=True)
+
+
+def main(argv: list[str]) -> None:  # pragma: no cover - manual helper and the child's entry point
+    if argv[:1] == ["--serve"]:
+        _serve(argv[1], int(argv[2]))
+        return
+    with LocalStripe(port=int(argv[0]) if argv else None) as stripe_server:
+        print(stripe_server.endpoint, flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            signal.pause()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(sys.argv[1:])

@@ -1,0 +1,55 @@
+"""The localstripe launcher: a server per instance on a port of its own, sharing nothing, stopped for good."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+
+import pytest
+
+from local_runtime.localstripe import LocalStripe
+
+
+def _customers(server: LocalStripe) -> list[str]:
+    return [c["email"] for c in json.loads(server.request("GET", "/v1/customers"))["data"]]
+
+
+def test_two_servers_and_a_restart_share_no_data():
+    with LocalStripe() as first, LocalStripe() as second:
+        assert first.port != second.port
+        first.request("POST", "/v1/customers", {"email": "a@example.com"})
+        assert (_customers(first), _customers(second)) == (["a@example.com"], [])
+    # localstripe itself pickles its store to one /tmp file and reloads it at start; the launcher's servers do not
+    with LocalStripe() as restarted:
+        assert _customers(restarted) == []
+
+
+def test_flush_forgets_every_object():
+    with LocalStripe() as server:
+        server.request("POST", "/v1/customers", {"email": "b@example.com"})
+        server.flush()
+        assert _customers(server) == []
+
+
+def test_stop_ends_the_server_and_frees_its_port():
+    server = LocalStripe().start()
+    pid = server.pid
+    assert pid is not None
+
+    server.stop()
+    server.stop()  # idempotent
+
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert not server.is_running()
+    with pytest.raises(urllib.error.URLError):
+        server.request("GET", "/v1/customers")  # nothing listens on its port any more
+
+
+def test_a_webhook_needs_an_http_url_and_a_secret():
+    with LocalStripe() as server:
+        server.register_webhook("shop", "http://127.0.0.1:3900/webhooks/stripe", "whsec_x")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            server.register_webhook("shop", "not-a-url", "whsec_x")
+        assert refused.value.code == 400
