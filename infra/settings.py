@@ -6,6 +6,7 @@ a DynamoDB action or a route. The local runtime and the tests read them too.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -479,14 +480,23 @@ class DeployConfig:
         )
         if config.protected:
             config.require_protected_settings()
-        if config.edge is not None and config.region is not None:
-            certificate_region = config.edge.origin_certificate_arn.split(":")[3]
-            if certificate_region != config.region:
-                raise ValueError(
-                    f"context edge_origin_certificate_arn is in {certificate_region}, the API in {config.region}: "
-                    "a regional custom domain's certificate must be in the API's region"
-                )
+        if config.edge is not None:
+            config.require_certificate_in_api_region(config.edge.origin_certificate_arn)
         return config
+
+    def require_certificate_in_api_region(self, certificate_arn: str) -> None:
+        """The regional custom domain's certificate is in the API's region: the pinned one, else the region the
+        CDK CLI deploys an unpinned stage to (CDK_DEFAULT_REGION, which it sets whenever it resolves one)."""
+        api_region = self.region or os.environ.get("CDK_DEFAULT_REGION")
+        if api_region is None:  # no region known before deploy (synth outside the CLI without one)
+            return
+        certificate_region = certificate_arn.split(":")[3]
+        if certificate_region != api_region:
+            source = "" if self.region else " (the CLI's region, CDK_DEFAULT_REGION; pin one with -c region)"
+            raise ValueError(
+                f"context edge_origin_certificate_arn is in {certificate_region}, the API in {api_region}{source}: "
+                "a regional custom domain's certificate must be in the API's region"
+            )
 
     def require_protected_settings(self) -> None:
         """A protected stage deploys to one known account and region and pages someone."""

@@ -90,7 +90,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     failures = len(response.get("batchItemFailures", []))
     if failures:
         metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=failures)
-        count_for_version("RecordsFailed", failures)  # the canary's alarm on the version being deployed
+    lasting = processor.lasting_failures()
+    if lasting:  # the canary's alarm on the version being deployed: not the store's throttling or stalls
+        count_for_version("RecordsFailed", lasting)
     return dict(response)
 
 

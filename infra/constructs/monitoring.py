@@ -201,12 +201,26 @@ class Monitoring(Construct):
         api_5xx = api.metric_server_error(period=PERIOD, statistic="Sum")
         api_4xx = api.metric_client_error(period=PERIOD, statistic="Sum")
         alarm("Api5xxRate", rate("5xx", api_5xx), API_5XX_PERCENT, "API 5xx rate", "the API answers 5xx")
+        # The gateway's 5xx metric cannot leave out the store's transient 503 (StoreUnavailableAnswers has
+        # those); the access log can, and still sees what the functions cannot count (a timeout, a crash).
+        lasting_5xx_filter = logs.MetricFilter(
+            self,
+            "Api5xxNot503Filter",
+            log_group=access_logs,
+            filter_pattern=logs.FilterPattern.all(
+                logs.FilterPattern.string_value(API_STATUS_FIELD, "=", "5*"),
+                logs.FilterPattern.string_value(API_STATUS_FIELD, "!=", "503"),
+            ),
+            metric_namespace=namespace,
+            metric_name="Api5xxNot503",
+            metric_value="1",
+        )
         alarm(
             "Api5xxCount",
-            api_5xx,
+            lasting_5xx_filter.metric(period=PERIOD, statistic="Sum"),
             API_5XX_PER_MINUTE,
             "API 5xx rate",
-            f"the API answered {API_5XX_PER_MINUTE}+ requests a minute with 5xx, at any traffic",
+            f"the API answered {API_5XX_PER_MINUTE}+ requests a minute with a 5xx other than 503, at any traffic",
         )
         alarm(
             "Api429Rate",

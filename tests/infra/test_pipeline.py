@@ -80,9 +80,19 @@ def test_a_stage_deploys_in_its_environment_with_an_oidc_role() -> None:
     assert "-c account=$ACCOUNT" in deploy["run"]
 
 
+def test_runs_of_one_ref_deploy_one_after_the_other() -> None:
+    """Two pushes to main: the older run's jobs must not run beside the newer run's.
+
+    With only a per-stage group, the two runs test in parallel and whichever finishes first deploys
+    first, so the older commit can land over the newer one (prod too, if approvals come out of order).
+    """
+    deploy = _workflow("deploy.yml")
+    assert deploy["concurrency"] == {"group": "deploy-${{ github.ref }}", "cancel-in-progress": False}
+    for name, job in deploy["jobs"].items():
+        assert "concurrency" not in job, f"{name}: the run, not one job, holds the ref's group"
+
+
 def test_one_deployment_per_stage_at_a_time_whatever_the_ref() -> None:
     """Two refs (a push to main, a dispatch of another branch) must not deploy one stage at once."""
-    deploy = _workflow("deploy.yml")
-    assert "github.ref" not in str(deploy.get("concurrency", ""))
     (job,) = _workflow("deploy-stage.yml")["jobs"].values()
     assert job["concurrency"] == {"group": "deploy-${{ inputs.stage }}", "cancel-in-progress": False}

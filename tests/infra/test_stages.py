@@ -249,6 +249,16 @@ def test_the_api_custom_domain_certificate_must_be_in_the_api_region() -> None:
     assert _config(stage="prod", **PROTECTED, **EDGE).edge is not None  # eu-west-1, as the API
 
 
+def test_an_unpinned_stage_checks_the_certificate_against_the_region_the_cli_deploys_to(monkeypatch) -> None:
+    """A dev stage (no -c region) deploys to the CLI's region, which the CLI hands the app as CDK_DEFAULT_REGION."""
+    monkeypatch.setenv("CDK_DEFAULT_REGION", "us-east-1")
+    with pytest.raises(ValueError, match=r"the API in us-east-1 \(the CLI's region.*certificate must be in the API's"):
+        _config(stage="dev", **EDGE)  # the certificate is in eu-west-1
+    assert _config(stage="dev", region="eu-west-1", **EDGE).edge is not None  # a pinned region comes first
+    monkeypatch.setenv("CDK_DEFAULT_REGION", "eu-west-1")
+    assert _config(stage="dev", **EDGE).edge is not None
+
+
 @pytest.mark.parametrize(("value", "expected"), [(None, 0), ("0", 0), ("5", 5)])
 def test_order_events_reserves_no_concurrency_unless_asked(value, expected) -> None:
     context = {} if value is None else {"order_events_concurrency": value}

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from local_runtime.events import stream_event as lambda_event
 from shop import wiring
 from shop.models import OrderStatus
 from shop.repository import OrderEffectsRepository, stream_records
+from shop.repository import store as store_module
 from shop.repository.stream_records import StreamRecord
 from shop.services.order_events import Action, OrderEventsService
 from shop.services.orders import RequestedLine
-from tests.stream.conftest import dump, emitted_metrics
+from tests.stream.conftest import dump, emitted_metrics, order_events_context
 from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, parcel, product
 from tests.support.streams import StreamReader, only, ttl_removal
 
@@ -155,6 +158,65 @@ def test_poison_record_in_the_middle_fails_alone(store, invoke, capsys, logs):
     assert failure["sequence_number"] == poison["dynamodb"]["SequenceNumber"]
     confirmed = [line for line in logs() if line["message"] == "confirmed"]
     assert sorted(line["order_id"] for line in confirmed) == sorted([first, second])
+
+
+class ThrottledStore:
+    """The store refusing every call as DynamoDB does when it throttles (after the client's own retries)."""
+
+    def __init__(self, client: Any) -> None:
+        self.meta = client.meta  # where shop.aws_config registers its retry and deadline hooks
+
+    def __getattr__(self, name: str) -> Any:
+        def refused(**kwargs: Any) -> Any:
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, name)
+
+        return refused
+
+
+def throttled(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    refusing = ThrottledStore(store.client)
+    monkeypatch.setattr(store_module, "dynamodb_client", lambda: refusing)
+
+
+def nearly_timed_out() -> Any:
+    """order_events' context with less time left than a store attempt needs: shop.aws_config's guard refuses
+    the attempt (DeadlineExceeded), as when earlier records of the batch ate the time."""
+    context = order_events_context()
+    context._deadline = time.monotonic() + 0.1
+    return context
+
+
+@pytest.mark.parametrize("failure", ["throttled", "out_of_time"])
+def test_poison_and_a_store_failure_only_the_poison_counts_for_the_version(store, invoke, capsys, monkeypatch, failure):
+    """The canary judges a release by the records it fails: not the ones the store throttled or stalled."""
+    place(store)
+    [insert] = only(StreamReader(store).read(), entity="ORDER", event_name="INSERT")
+    poison = poison_of(insert)
+    if failure == "throttled":
+        throttled(store, monkeypatch)
+        response = invoke(lambda_event([insert, poison]))
+    else:
+        from functions.order_events.handler import handler
+
+        response = handler(lambda_event([insert, poison]), nearly_timed_out())
+
+    assert len(response["batchItemFailures"]) == 2
+    output = capsys.readouterr().out
+    assert emitted_metrics(output)["RecordsFailed"] == 2  # every failure, for the stream's alarm
+    assert emitted_metrics(output, ("service", "function_version")) == {"RecordsFailed": 1}
+
+
+def test_store_failures_alone_count_nothing_for_the_version(store, invoke, capsys, monkeypatch):
+    place(store)
+    [insert] = only(StreamReader(store).read(), entity="ORDER", event_name="INSERT")
+    throttled(store, monkeypatch)
+
+    response = invoke(lambda_event([insert]))
+
+    assert len(response["batchItemFailures"]) == 1
+    output = capsys.readouterr().out
+    assert emitted_metrics(output)["RecordsFailed"] == 1
+    assert emitted_metrics(output, ("service", "function_version")) == {}
 
 
 class Crash(BaseException):

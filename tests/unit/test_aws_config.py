@@ -101,15 +101,18 @@ class FakeClock:
 class StalledSession:
     """A DynamoDB that accepts the connection and never answers, on the fake clock: each attempt waits out the
     read timeout the real HTTP session would give urllib3 (the request's own, else the client's), then fails
-    as urllib3 does. `test_the_http_session_gives_urllib3_the_capped_read_timeout` proves the real one uses it."""
+    as urllib3 does. `test_the_http_session_gives_urllib3_the_capped_read_timeout` proves the real one uses it.
+    With `connect_s`, each connection is first accepted only that late (at most the client's connect timeout,
+    which botocore cannot set per request)."""
 
-    def __init__(self, clock: FakeClock, client_read_timeout: float) -> None:
+    def __init__(self, clock: FakeClock, client_read_timeout: float, connect_s: float = 0.0) -> None:
         self.clock = clock
         self.client_read_timeout = client_read_timeout
+        self.connect_s = connect_s
         self.waits: list[float] = []
 
     def send(self, request: Any) -> Any:
-        wait = request.context.get("read_timeout") or self.client_read_timeout
+        wait = self.connect_s + (request.context.get("read_timeout") or self.client_read_timeout)
         self.waits.append(wait)
         self.clock.t += wait
         raise ReadTimeoutError(endpoint_url=request.url)
@@ -140,9 +143,9 @@ def _client(endpoint: str = "http://127.0.0.1:9") -> Any:
     )
 
 
-def _stalled_client(clock: FakeClock) -> tuple[Any, StalledSession]:
+def _stalled_client(clock: FakeClock, connect_s: float = 0.0) -> tuple[Any, StalledSession]:
     client = _client()
-    session = StalledSession(clock, float(client.meta.config.read_timeout))
+    session = StalledSession(clock, float(client.meta.config.read_timeout), connect_s)
     client._endpoint.http_session = session
     return client, session
 
@@ -197,6 +200,32 @@ def test_widened_local_timeouts_cannot_outlast_the_function(monkeypatch, clock):
     assert clock() <= deadline == started + 10 - Budget.for_timeout(10).margin_s
 
 
+def test_a_connect_that_takes_its_whole_timeout_still_ends_before_the_deadline(monkeypatch, clock):
+    """botocore cuts only the read timeout per request: a connect that takes `make dev`'s whole 5 s, then a read cut
+    to the time left, would end 5 s past the deadline. The read is cut to the time left after such a connect."""
+    monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "10")
+    monkeypatch.setenv("DYNAMODB_CONNECT_TIMEOUT", "5")
+    monkeypatch.setenv("DYNAMODB_READ_TIMEOUT", "15")
+    client, session = _stalled_client(clock, connect_s=5)
+    context = SimpleNamespace(get_remaining_time_in_millis=lambda: 10_000)
+    with invocation_deadline(context) as deadline, pytest.raises(errors.ServiceUnavailable), translated_errors():
+        _get(client)
+    assert session.waits  # an attempt ran, and neither it nor a retry ended after the deadline
+    assert clock() <= deadline
+
+
+def test_no_attempt_starts_with_less_time_left_than_a_widened_connect_may_take(monkeypatch, clock):
+    monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "10")
+    monkeypatch.setenv("DYNAMODB_CONNECT_TIMEOUT", "5")
+    monkeypatch.setenv("DYNAMODB_READ_TIMEOUT", "15")
+    client, session = _stalled_client(clock, connect_s=5)
+    # 4 s left before the deadline: room for a deployed attempt (2 s), not for a 5 s connect
+    context = SimpleNamespace(get_remaining_time_in_millis=lambda: 5_000)
+    with invocation_deadline(context), pytest.raises(DeadlineExceeded):
+        _get(client)
+    assert session.waits == []
+
+
 def test_no_deadline_outside_an_invocation(deployed, clock):
     client, session = _stalled_client(clock)
     with pytest.raises(BotoCoreError) as caught:
@@ -236,16 +265,19 @@ def silent_store() -> Iterator[str]:
 
 def test_the_http_session_gives_urllib3_the_capped_read_timeout(monkeypatch, silent_store):
     """On a real socket: the read timeout the guard sets on the request is the one urllib3 waits, not the
-    client's widened 15 s (a 1 s function: one attempt, at most 0.6 s of real waiting)."""
+    client's widened 15 s (a 1 s function: one attempt, at most 0.4 s of real waiting). The connect timeout is
+    the client's: botocore has no per-request one, so the read leaves room for it."""
     monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "1")
-    monkeypatch.setenv("DYNAMODB_CONNECT_TIMEOUT", "5")
+    monkeypatch.setenv("DYNAMODB_CONNECT_TIMEOUT", "0.2")
     monkeypatch.setenv("DYNAMODB_READ_TIMEOUT", "15")
     reads: list[float | None] = []
+    connects: list[float | None] = []
     urlopen = urllib3.HTTPConnectionPool.urlopen
 
     def recording(pool: Any, *args: Any, **kwargs: Any) -> Any:
         timeout = kwargs.get("timeout")
         reads.append(timeout.read_timeout if isinstance(timeout, urllib3.Timeout) else None)
+        connects.append(timeout.connect_timeout if isinstance(timeout, urllib3.Timeout) else None)
         return urlopen(pool, *args, **kwargs)
 
     monkeypatch.setattr(urllib3.HTTPConnectionPool, "urlopen", recording)
@@ -255,4 +287,5 @@ def test_the_http_session_gives_urllib3_the_capped_read_timeout(monkeypatch, sil
         _get(client)
     assert len(reads) == 1
     assert reads[0] is not None
-    assert reads[0] <= 1.1 - Budget.for_timeout(1).margin_s
+    assert connects == [0.2]
+    assert reads[0] <= 1.1 - Budget.for_timeout(1).margin_s - 0.2

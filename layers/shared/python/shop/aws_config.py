@@ -159,8 +159,10 @@ class _DeadlineGuard:
     """before-send and needs-retry handlers: neither a sleep nor an attempt may end after the deadline.
 
     An attempt starts only with a deployed attempt's time (connect + read timeout) left, and its read
-    timeout is cut to the time left: widened local timeouts (DYNAMODB_*_TIMEOUT, `make dev`) would
-    otherwise let one attempt outlast the function, which then dies with a 500 instead of answering 503.
+    timeout is cut to the time left after a connect that takes the client's whole connect timeout: widened
+    local timeouts (DYNAMODB_*_TIMEOUT, `make dev`) would otherwise let one attempt outlast the function,
+    which then dies with a 500 instead of answering 503. botocore takes a read timeout per request but no
+    connect timeout (the pool's), so the connect is bounded by leaving room for it, not by cutting it.
     A retry sleeps at most the longer of standard mode's and the conflict backoff. Without a deadline
     (scripts, tests) the guard does nothing.
     """
@@ -169,14 +171,19 @@ class _DeadlineGuard:
         config = client.meta.config
         # Widened local timeouts (DYNAMODB_*_TIMEOUT) would refuse every retry: they count as deployed.
         self.attempt_s = min(float(config.connect_timeout) + float(config.read_timeout), budget().attempt_s)
+        self.connect_timeout_s = float(config.connect_timeout)
         self.read_timeout_s = float(config.read_timeout)
         self.max_attempts = int((config.retries or {}).get("total_max_attempts", TOTAL_ATTEMPTS))
 
     def before_send(self, request: Any = None, **_: Any) -> None:
         left = self._require(self.attempt_s)
-        if left is not None and request is not None:
-            # botocore's per-request read timeout (the request context's read_timeout, given to urllib3)
-            request.context["read_timeout"] = min(self.read_timeout_s, left)
+        if left is None or request is None:
+            return
+        read_s = min(self.read_timeout_s, left - self.connect_timeout_s)
+        if read_s <= 0:  # only widened timeouts get here: a deployed attempt's connect + read fit in attempt_s
+            raise DeadlineExceeded(left=left, needed=self.connect_timeout_s + self.read_timeout_s)
+        # botocore's per-request read timeout (the request context's read_timeout, given to urllib3)
+        request.context["read_timeout"] = read_s
 
     def needs_retry(
         self,

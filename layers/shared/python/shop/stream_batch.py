@@ -15,7 +15,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.batch.base import SuccessResponse
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
+from shop.aws_config import DeadlineExceeded
+from shop.errors import ServiceUnavailable
 from shop.publishing import Event, EventPublisher, Outbox
+
+# The store throttled, stalled or failed: the record is retried and a release is not judged by it.
+TRANSIENT_FAILURES = (ServiceUnavailable, DeadlineExceeded)
 
 
 class PublishFailed(RuntimeError):
@@ -30,6 +35,14 @@ class PublishingBatchProcessor(BatchProcessor):
         self.outbox = Outbox(publisher)
         self.log = logger
         self.held: list[tuple[str, dict[str, Any], Sequence[Event]]] = []  # sequence number, record, events
+
+    def lasting_failures(self) -> int:
+        """The batch's failed records but those the store failed transiently: what a broken release fails.
+
+        An event EventBridge did not accept (PublishFailed) counts: its cause may be the release (an event it
+        builds wrong) as well as a throttled bus.
+        """
+        return sum(1 for _, error, _ in self.exceptions if not isinstance(error, TRANSIENT_FAILURES))
 
     def _prepare(self) -> None:
         super()._prepare()

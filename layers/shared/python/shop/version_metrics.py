@@ -2,7 +2,8 @@
 
 Lambda's own `Errors` never sees these failures: an API function answers an unexpected exception with a handled
 500, and the stream processor reports a failed record without failing its invocation. So the API functions count
-`ServerErrors` and order_events `RecordsFailed` here, with the version Lambda runs (AWS_LAMBDA_FUNCTION_VERSION) as a
+`ServerErrors` (but the store's transient 503) and order_events `RecordsFailed` (but records the store throttled or
+stalled: shop.stream_batch) here, with the version Lambda runs (AWS_LAMBDA_FUNCTION_VERSION) as a
 dimension; infra.constructs.functions.live_alias alarms on the version being deployed (docs/decisions.md).
 """
 
