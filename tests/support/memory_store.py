@@ -194,7 +194,7 @@ class MemoryProducts:
         )
         return self.stock_layout(seen.product_id)
 
-    def gather_stock(self, moves: Sequence[StockMove]) -> None:
+    def gather_stock(self, moves: Sequence[StockMove], token: str) -> None:
         taken: dict[tuple[str, int], int] = {}
         for move in moves:
             taken[(move.product_id, move.source)] = taken.get((move.product_id, move.source), 0) + move.quantity

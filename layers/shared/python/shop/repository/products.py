@@ -121,9 +121,9 @@ class ProductRepository:
         """All of the stock evenly over `shards` shards (1: back onto the product item); Conflict."""
         return self.stock_shards.spread(seen, shards)
 
-    def gather_stock(self, moves: Sequence[StockMove]) -> None:
+    def gather_stock(self, moves: Sequence[StockMove], token: str) -> None:
         """Stock moved between shards of its product, in one transaction (StockSourceShort)."""
-        self.stock_shards.gather(moves)
+        self.stock_shards.gather(moves, token)
 
     def get_many(self, product_ids: list[str], *, consistent: bool = False) -> dict[str, Product]:
         """One BatchGetItem (more only to fetch back keys DynamoDB left unprocessed).

@@ -239,9 +239,11 @@ class StockShardRepository:
             raise cancelled.unexplained() from cancelled
         return target
 
-    def gather(self, moves: Sequence[StockMove]) -> None:
+    def gather(self, moves: Sequence[StockMove], token: str) -> None:
         """Move stock between shards of each product in one transaction (at most MAX_TRANSACTION_ITEMS: one
         item per source shard and per target shard), each source conditional on holding what leaves it.
+        `token` is its ClientRequestToken, unique to this gathering: a re-send after a lost answer is
+        recognised by DynamoDB instead of moving the stock again or failing on the sources it emptied.
 
         Nothing is sold, so each product's total is unchanged whatever else runs; a source that held too
         little (or a shard gone: the product was re-spread) is StockSourceShort with what it held."""
@@ -266,7 +268,7 @@ class StockShardRepository:
             for (pid, shard), change in places
         ]
         try:
-            transact_write(self.table, items)
+            transact_write(self.table, items, ClientRequestToken=token)
         except TransactionCancelled as cancelled:
             seen: dict[str, dict[int | None, int]] = {}
             for index, ((pid, shard), _) in enumerate(places):
