@@ -194,6 +194,9 @@ class MemoryProducts:
         )
         return self.stock_layout(seen.product_id)
 
+    def stock_snapshot(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
+        return self.stock_layout(product_id, shards_hint=shards_hint)
+
     def gather_stock(self, moves: Sequence[StockMove], token: str) -> None:
         taken: dict[tuple[str, int], int] = {}
         for move in moves:

@@ -115,6 +115,9 @@ class ProductPrices(Protocol):
     def stock_layout(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
         """The stock of the product item and of each flash-sale shard, read consistently; ProductNotFound."""
 
+    def stock_snapshot(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
+        """stock_layout as of one instant, serializable with gatherings: what an OUT_OF_STOCK answer rests on."""
+
     def gather_stock(self, moves: Sequence[StockMove], token: str) -> None:
         """Stock moved between shards of its product, in one transaction (`token` its ClientRequestToken);
         StockSourceShort when a source held less than leaves it (with what it held)."""

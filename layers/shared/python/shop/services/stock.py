@@ -15,8 +15,10 @@ takes from that one shard (and the product item, when the shards hold too little
 
 A gathering moves stock between shards, so what a failed attempt tells about some places, laid over an older
 read of the others, can add up to less than the product holds (another order has just gathered into a shard
-believed nearly empty). A failed gathering therefore re-reads its products, and OUT_OF_STOCK is only answered
-from a layout read consistently (plus this placement's own gatherings), never from a corrected one.
+believed nearly empty); and a read item by item (BatchGetItem) can see a gathering's target before it and
+its source after it. A failed gathering therefore re-reads its products, and OUT_OF_STOCK is only answered
+from a snapshot (the store's transactional read of the product item and every shard), never from a
+corrected layout.
 """
 
 from __future__ import annotations
@@ -117,14 +119,19 @@ class StockReservation:
         shards: Mapping[str, int],
         read_layout: ReadLayout,
         gather: Gather | None = None,
+        *,
+        read_snapshot: ReadLayout | None = None,
     ) -> None:
         """`quantities` by product, `shards` the shard count of the products known to have shards,
         `read_layout(product_id, shards_hint=n)` the store's consistent stock read, `gather(moves)` the
-        store's transaction moving stock between a product's shards (StockSourceShort)."""
+        store's transaction moving stock between a product's shards (StockSourceShort), `read_snapshot` (same
+        arguments) the store's read of the product item and every shard as of one instant, which OUT_OF_STOCK
+        rests on (stock_layout's read, item by item, can miss units a gathering is moving)."""
         self.quantities = dict(quantities)
         self.shards = {pid: count for pid, count in shards.items() if count > 1 and pid in self.quantities}
         self.read_layout = read_layout
         self.gather = gather
+        self.read_snapshot = read_snapshot
         self.known: dict[str, StockLayout] = {}
         # Products whose known layout is a consistent read (plus this placement's own gatherings), not a
         # read corrected by what failed attempts found.
@@ -186,16 +193,17 @@ class StockReservation:
                 plan[pid] = [StockTake(random.randrange(count), quantity)]
                 continue
             takes = takes_for(quantity, self.known[pid])
-            if takes is None and pid not in self.read:
+            if takes is None and (pid not in self.read or self.read_snapshot is not None):
                 # The corrected layout may hold less than the product does (stock gathered meanwhile).
-                takes = takes_for(quantity, self._read(pid, count))
+                takes = takes_for(quantity, self._read(pid, count, snapshot=True))
             if takes is None:
                 raise errors.OutOfStock([pid])
             plan[pid] = takes
         return plan
 
-    def _read(self, pid: str, shards_hint: int) -> StockLayout:
-        layout = self.read_layout(pid, shards_hint=shards_hint)
+    def _read(self, pid: str, shards_hint: int, *, snapshot: bool = False) -> StockLayout:
+        read = self.read_snapshot if snapshot and self.read_snapshot is not None else self.read_layout
+        layout = read(pid, shards_hint=shards_hint)
         self.known[pid] = layout
         self.read.add(pid)
         self.shards[pid] = layout.shard_count
