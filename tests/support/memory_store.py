@@ -203,7 +203,10 @@ class MemoryProducts:
         )
         return self.stock_layout(seen.product_id)
 
-    def gather_stock(self, moves: Sequence[StockMove]) -> None:
+    def stock_snapshot(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
+        return self.stock_layout(product_id, shards_hint=shards_hint)
+
+    def gather_stock(self, moves: Sequence[StockMove], token: str) -> None:
         taken: dict[tuple[str, int], int] = {}
         for move in moves:
             taken[(move.product_id, move.source)] = taken.get((move.product_id, move.source), 0) + move.quantity

@@ -157,7 +157,8 @@ def test_a_reservation_plans_within_the_room_and_gathers_in_transactions_that_fi
     quantities = {pid: min(quantity, layouts[pid].total) for pid, (_, _, quantity) in zip(layouts, lines, strict=False)}
     batches = []
 
-    def gather(moves):
+    def gather(moves, token):
+        assert 1 <= len(token) <= 36
         batches.append(list(moves))
 
     reservation = StockReservation(
@@ -178,3 +179,79 @@ def test_the_issue_s_four_lines_over_32_shards_are_placed_on_the_memory_store(me
     order = memory.order_service().place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 96) for pid in pids])
     assert {pid: sum(order.stock_taken[pid].values()) for pid in pids} == dict.fromkeys(pids, 96)
     assert [memory.products.stock_layout(pid).total for pid in pids] == [0, 0, 0, 0]
+
+
+# -- gatherings that race: a corrected layout may hold less than the product -----------------------
+
+
+def gathered_elsewhere(memory, pid: str, quantity: int) -> None:
+    """Another order gathers `quantity` of `pid` into one shard, then its placement fails (another line
+    out of stock, a price change): the gathered units stay where it put them."""
+    other = StockReservation({pid: quantity}, {pid: 32}, memory.products.stock_layout, memory.products.gather_stock)
+    other.learn(errors.StockSourceShort({pid: {5: 0}}, {pid: 32}))
+    other.takes(room=5)
+
+
+def test_a_gathering_that_fails_on_shards_another_order_gathered_re_reads_and_plans(memory):
+    """Two orders gather the same product at once: the second's gathering fails, and the stock, all still
+    there but in another shard, is found by a fresh read instead of answering OUT_OF_STOCK."""
+    pid = hot(memory, stock=64, shards=32)  # 2 a shard
+    reservation = StockReservation({pid: 40}, {pid: 32}, memory.products.stock_layout, memory.products.gather_stock)
+    reservation.learn(errors.StockSourceShort({pid: {5: 0}}, {pid: 32}))  # its first attempt failed: read
+    gathered_elsewhere(memory, pid, 40)
+    layout = memory.products.stock_layout(pid)
+    assert layout.total == 64
+    assert max(layout.shards) == 40
+
+    plan = reservation.takes(room=5)
+
+    assert sum(take.quantity for take in plan[pid]) == 40
+    now = memory.products.stock_layout(pid)
+    assert all(take.quantity <= now.stock_of(take.source) for take in plan[pid])
+    assert now.total == 64
+    assert reservation.failures == 2  # the first attempt and the failed gathering
+
+
+def test_out_of_stock_is_never_answered_from_a_corrected_layout_without_a_fresh_read(memory):
+    """The placement failed on shards another order had just gathered from: what it learnt, laid over its
+    older read, adds up to less than the product holds."""
+    pid = hot(memory, stock=64, shards=32)
+    reservation = StockReservation({pid: 40}, {pid: 32}, memory.products.stock_layout, memory.products.gather_stock)
+    reservation.learn(errors.StockSourceShort({pid: {5: 0}}, {pid: 32}))
+    gathered_elsewhere(memory, pid, 40)
+    emptied = {shard: 0 for shard, stock in enumerate(memory.products.stock_layout(pid).shards) if not stock}
+    reservation.learn(errors.StockSourceShort({pid: emptied}, {pid: 32}))
+    assert reservation.known[pid].total < 40  # the corrected belief
+
+    plan = reservation.takes(room=5)
+
+    assert sum(take.quantity for take in plan[pid]) == 40
+    assert memory.products.stock_layout(pid).total == 64
+
+
+def test_out_of_stock_after_a_fresh_read_that_holds_too_little(memory):
+    pid = hot(memory, stock=64, shards=32)
+    reservation = StockReservation({pid: 65}, {pid: 32}, memory.products.stock_layout, memory.products.gather_stock)
+    reservation.learn(errors.StockSourceShort({pid: {5: 0}}, {pid: 32}))
+    with pytest.raises(errors.OutOfStock) as refused:
+        reservation.takes(room=5)
+    assert type(refused.value) is errors.OutOfStock
+
+
+def test_gathering_tokens_are_distinct_and_fit_dynamodb():
+    tokens = []
+
+    def gather(moves, token):
+        tokens.append(token)
+
+    layouts = {pid: StockLayout(pid, 0, (3,) * 32, 100) for pid in ("a", "b")}
+    reservations = [
+        StockReservation(dict.fromkeys(layouts, 90), dict.fromkeys(layouts, 32), lambda pid, **_: layouts[pid], gather)
+        for _ in range(2)
+    ]
+    for reservation in reservations:
+        reservation.learn(errors.StockSourceShort({pid: {0: 0} for pid in layouts}, {}))
+        reservation.takes(room=3)
+    assert len(tokens) == 2
+    assert len(set(tokens)) == len(tokens)
+    assert all(1 <= len(token) <= 36 for token in tokens)

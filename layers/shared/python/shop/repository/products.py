@@ -143,9 +143,13 @@ class ProductRepository:
         """All of the stock evenly over `shards` shards (1: back onto the product item); Conflict."""
         return self.stock_shards.spread(seen, shards)
 
-    def gather_stock(self, moves: Sequence[StockMove]) -> None:
+    def stock_snapshot(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
+        """The stock of the product item and of each shard as of one instant (transactional read)."""
+        return self.stock_shards.snapshot(product_id, shards_hint=shards_hint)
+
+    def gather_stock(self, moves: Sequence[StockMove], token: str) -> None:
         """Stock moved between shards of its product, in one transaction (StockSourceShort)."""
-        self.stock_shards.gather(moves)
+        self.stock_shards.gather(moves, token)
 
     def get_many(self, product_ids: list[str], *, consistent: bool = False) -> dict[str, Product]:
         """One BatchGetItem (more only to fetch back keys DynamoDB left unprocessed).

@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from shop import errors, keys
 from shop.models.products import ProductStatus
 from shop.models.stock import StockLayout, StockMove, StockTake
 from shop.repository.store import (
     Table,
     TransactionCancelled,
+    error_code,
     from_item,
     to_item,
     transact_write,
@@ -29,6 +32,9 @@ SHARD_ENTITY = "STOCK_SHARD"
 ARCHIVED = ProductStatus.ARCHIVED.value
 # A product item written before shards existed has no stock_shards attribute.
 NOT_SHARDED = "(attribute_not_exists(stock_shards) OR stock_shards = :seen_count)"
+# TransactGetItems a snapshot makes before ServiceUnavailable: each is cancelled by a write transaction in
+# progress on one of its items, or made again when the product was re-spread meanwhile.
+SNAPSHOT_ATTEMPTS = 3
 
 
 def even_split(total: int, shards: int) -> tuple[int, ...]:
@@ -118,6 +124,40 @@ class StockShardRepository:
             price_cents=int(main["price_cents"]),
             archived=main.get("status") == ARCHIVED,
         )
+
+    def snapshot(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
+        """The product item's stock and every shard's as of one instant: one TransactGetItems, serializable
+        with the transactions that move stock between shards (a BatchGetItem, item by item, can read a shard
+        before a gathering and its source after it, and miss the units in flight). For deciding that the
+        stock is short; ProductNotFound, ServiceUnavailable when writes keep cancelling it."""
+        count = shards_hint if shards_hint > 1 else 1
+        for _ in range(SNAPSHOT_ATTEMPTS):
+            wanted = [keys.product_key(product_id)]
+            wanted += [keys.stock_shard_key(product_id, shard) for shard in range(count if count > 1 else 0)]
+            request = [{"Get": {"TableName": self.table.name, "Key": to_item(key)}} for key in wanted]
+            try:
+                with translated_errors():
+                    response = self.table.client.transact_get_items(TransactItems=request)
+            except ClientError as error:
+                if error_code(error) == "TransactionCanceledException":
+                    continue
+                raise
+            found = [from_item(answer["Item"]) if answer.get("Item") else None for answer in response["Responses"]]
+            main = found[0]
+            if main is None:
+                raise errors.ProductNotFound([product_id])
+            stored_count = int(main.get("stock_shards", 1))
+            if max(stored_count, 1) != count:
+                count = max(stored_count, 1)
+                continue
+            return StockLayout(
+                product_id=product_id,
+                main=int(main.get("stock", 0)),
+                shards=tuple(int(shard["stock"]) if shard else 0 for shard in found[1:]),
+                price_cents=int(main["price_cents"]),
+                archived=main.get("status") == ARCHIVED,
+            )
+        raise errors.ServiceUnavailable("the stock of this product is moving fast, retry")
 
     def shard_stock(self, product_id: str, shards: int) -> tuple[int, ...]:
         """Each shard's stock: one BatchGetItem (eventually consistent, as product reads are)."""
@@ -239,9 +279,11 @@ class StockShardRepository:
             raise cancelled.unexplained() from cancelled
         return target
 
-    def gather(self, moves: Sequence[StockMove]) -> None:
+    def gather(self, moves: Sequence[StockMove], token: str) -> None:
         """Move stock between shards of each product in one transaction (at most MAX_TRANSACTION_ITEMS: one
         item per source shard and per target shard), each source conditional on holding what leaves it.
+        `token` is its ClientRequestToken, unique to this gathering: a re-send after a lost answer is
+        recognised by DynamoDB instead of moving the stock again or failing on the sources it emptied.
 
         Nothing is sold, so each product's total is unchanged whatever else runs; a source that held too
         little (or a shard gone: the product was re-spread) is StockSourceShort with what it held."""
@@ -266,7 +308,7 @@ class StockShardRepository:
             for (pid, shard), change in places
         ]
         try:
-            transact_write(self.table, items)
+            transact_write(self.table, items, ClientRequestToken=token)
         except TransactionCancelled as cancelled:
             seen: dict[str, dict[int | None, int]] = {}
             for index, ((pid, shard), _) in enumerate(places):

@@ -219,7 +219,13 @@ class OrderService:
     ) -> Order:
         """One transaction per attempt: a moved price re-reads the catalogue (REPRICE_ATTEMPTS in all), a
         flash-sale shard that held too little sends the line to another (shop.services.stock)."""
-        stock = StockReservation(quantities, shards, self.products.stock_layout, self.products.gather_stock)
+        stock = StockReservation(
+            quantities,
+            shards,
+            self.products.stock_layout,
+            self.products.gather_stock,
+            read_snapshot=self.products.stock_snapshot,
+        )
         # The transaction's items besides the stock takes: the order, its customer entry, the cart or session
         # it empties, the Idempotency-Key it claims (shop.repository.orders.OrderRepository.place).
         room = MAX_TRANSACTION_ITEMS - 2 - sum(part is not None for part in (claim, cart_claim, placement))

@@ -127,9 +127,12 @@ class ProductPrices(Protocol):
     def stock_layout(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
         """The stock of the product item and of each flash-sale shard, read consistently; ProductNotFound."""
 
-    def gather_stock(self, moves: Sequence[StockMove]) -> None:
-        """Stock moved between shards of its product, in one transaction; StockSourceShort when a source held
-        less than leaves it (with what it held)."""
+    def stock_snapshot(self, product_id: str, *, shards_hint: int = 1) -> StockLayout:
+        """stock_layout as of one instant, serializable with gatherings: what an OUT_OF_STOCK answer rests on."""
+
+    def gather_stock(self, moves: Sequence[StockMove], token: str) -> None:
+        """Stock moved between shards of its product, in one transaction (`token` its ClientRequestToken);
+        StockSourceShort when a source held less than leaves it (with what it held)."""
 
     def current_prices(self, product_ids: list[str]) -> dict[str, CataloguePrice]:
         """Name and price of the products that exist, by id."""

@@ -12,6 +12,13 @@ item per shard. When the lines' places do not fit beside the order's other items
 most places are gathered first (docs/decisions.md, "Orders over scattered shards"): a transaction of their
 own moves each such line's quantity from the other shards into the product's fullest one, and the line then
 takes from that one shard (and the product item, when the shards hold too little).
+
+A gathering moves stock between shards, so what a failed attempt tells about some places, laid over an older
+read of the others, can add up to less than the product holds (another order has just gathered into a shard
+believed nearly empty); and a read item by item (BatchGetItem) can see a gathering's target before it and
+its source after it. A failed gathering therefore re-reads its products, and OUT_OF_STOCK is only answered
+from a snapshot (the store's transactional read of the product item and every shard), never from a
+corrected layout.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from shop import errors
+from shop import errors, ids
 from shop.limits import MAX_TRANSACTION_ITEMS
 from shop.models.stock import StockLayout, StockMove, StockSource, StockTake
 
@@ -30,7 +37,14 @@ from shop.models.stock import StockLayout, StockMove, StockSource, StockTake
 MAX_STOCK_ATTEMPTS = 6
 
 ReadLayout = Callable[..., StockLayout]
-Gather = Callable[[Sequence[StockMove]], None]
+# gather(moves, token): `token` the transaction's ClientRequestToken (gathering_token).
+Gather = Callable[[Sequence[StockMove], str], None]
+
+
+def gathering_token(placement_id: str, gathering: int) -> str:
+    """The ClientRequestToken of a placement's `gathering`-th gathering transaction: every re-send of it
+    carries it and no other transaction does (a ULID, 26 characters, plus the number; DynamoDB allows 36)."""
+    return f"{placement_id}-g{gathering}"
 
 
 def takes_for(quantity: int, layout: StockLayout) -> list[StockTake] | None:
@@ -105,24 +119,50 @@ class StockReservation:
         shards: Mapping[str, int],
         read_layout: ReadLayout,
         gather: Gather | None = None,
+        *,
+        read_snapshot: ReadLayout | None = None,
     ) -> None:
         """`quantities` by product, `shards` the shard count of the products known to have shards,
         `read_layout(product_id, shards_hint=n)` the store's consistent stock read, `gather(moves)` the
-        store's transaction moving stock between a product's shards (StockSourceShort)."""
+        store's transaction moving stock between a product's shards (StockSourceShort), `read_snapshot` (same
+        arguments) the store's read of the product item and every shard as of one instant, which OUT_OF_STOCK
+        rests on (stock_layout's read, item by item, can miss units a gathering is moving)."""
         self.quantities = dict(quantities)
         self.shards = {pid: count for pid, count in shards.items() if count > 1 and pid in self.quantities}
         self.read_layout = read_layout
         self.gather = gather
+        self.read_snapshot = read_snapshot
         self.known: dict[str, StockLayout] = {}
+        # Products whose known layout is a consistent read (plus this placement's own gatherings), not a
+        # read corrected by what failed attempts found.
+        self.read: set[str] = set()
         self.failures = 0
+        self.placement_id = ids.new_id()
+        self.gatherings = 0
 
     def takes(self, room: int = MAX_TRANSACTION_ITEMS) -> dict[str, list[StockTake]]:
         """The places for the next attempt, at most `room` in all (a line not named takes from its product
-        item: one place); lines over too many places are gathered first (StockSourceShort if that fails)."""
-        plan = self._plan()
+        item: one place); lines over too many places are gathered first. A failed gathering counts as a
+        failed attempt and re-reads its products (ServiceUnavailable after MAX_STOCK_ATTEMPTS failures)."""
+        while True:
+            plan = self._plan()
+            batches = self._gathering_batches(plan, room)
+            if not batches:
+                return plan
+            try:
+                for batch in batches:
+                    self._gather(batch)
+            except errors.StockSourceShort as short:
+                self._failed(short)
+                for pid in {move.product_id for move in batch}:
+                    self._read(pid, self.shards.get(pid, 1))
+                continue
+            return self._plan()
+
+    def _gathering_batches(self, plan: dict[str, list[StockTake]], room: int) -> list[list[StockMove]]:
         places = sum(len(plan.get(pid, ())) or 1 for pid in self.quantities)
         if places <= room or self.gather is None:
-            return plan
+            return []
         batches: list[list[StockMove]] = [[]]
         batch_items = 0
         for pid in sorted(plan, key=lambda pid: len(plan[pid]), reverse=True):
@@ -136,35 +176,50 @@ class StockReservation:
             batches[-1].extend(product_moves)
             batch_items += len(product_moves) + 1
             places -= len(plan[pid]) - len(takes)
-        for batch in batches:
-            if batch:
-                self.gather(batch)
-                for pid in {move.product_id for move in batch}:
-                    self.known[pid] = moved(self.known[pid], [move for move in batch if move.product_id == pid])
-        return self._plan()
+        return [batch for batch in batches if batch]
+
+    def _gather(self, batch: list[StockMove]) -> None:
+        assert self.gather is not None
+        self.gatherings += 1
+        self.gather(batch, gathering_token(self.placement_id, self.gatherings))
+        for pid in {move.product_id for move in batch}:
+            self.known[pid] = moved(self.known[pid], [move for move in batch if move.product_id == pid])
 
     def _plan(self) -> dict[str, list[StockTake]]:
         plan: dict[str, list[StockTake]] = {}
-        for pid, count in self.shards.items():
+        for pid, count in list(self.shards.items()):
             quantity = self.quantities[pid]
             if pid not in self.known:
                 plan[pid] = [StockTake(random.randrange(count), quantity)]
                 continue
             takes = takes_for(quantity, self.known[pid])
+            if takes is None and (pid not in self.read or self.read_snapshot is not None):
+                # The corrected layout may hold less than the product does (stock gathered meanwhile).
+                takes = takes_for(quantity, self._read(pid, count, snapshot=True))
             if takes is None:
                 raise errors.OutOfStock([pid])
             plan[pid] = takes
         return plan
 
-    def learn(self, short: errors.StockSourceShort) -> None:
-        """Take in what the failed attempt found; ServiceUnavailable after MAX_STOCK_ATTEMPTS failures."""
+    def _read(self, pid: str, shards_hint: int, *, snapshot: bool = False) -> StockLayout:
+        read = self.read_snapshot if snapshot and self.read_snapshot is not None else self.read_layout
+        layout = read(pid, shards_hint=shards_hint)
+        self.known[pid] = layout
+        self.read.add(pid)
+        self.shards[pid] = layout.shard_count
+        return layout
+
+    def _failed(self, short: errors.StockSourceShort) -> None:
         self.failures += 1
         if self.failures >= MAX_STOCK_ATTEMPTS:
             raise errors.ServiceUnavailable("the stock of this product is moving fast, retry") from short
+
+    def learn(self, short: errors.StockSourceShort) -> None:
+        """Take in what the failed attempt found; ServiceUnavailable after MAX_STOCK_ATTEMPTS failures."""
+        self._failed(short)
         for pid, seen in short.seen.items():
             if pid in self.known:
                 self.known[pid] = corrected(self.known[pid], seen)
+                self.read.discard(pid)
                 continue
-            layout = self.read_layout(pid, shards_hint=short.shards.get(pid) or self.shards.get(pid, 1))
-            self.known[pid] = layout
-            self.shards[pid] = layout.shard_count
+            self._read(pid, short.shards.get(pid) or self.shards.get(pid, 1))
