@@ -13,11 +13,10 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from shop import wiring
 from shop.migrations import migration
 from shop.migrations.rate import TokenBucket
 from shop.migrations.runner import Progress, Runner
-from shop.repository import Table
-from shop.repository.migrations import MigrationRepository
 
 logger = Logger()
 # A segment worker stops after the page that leaves less than this of its invocation (ms): a page is
@@ -32,7 +31,7 @@ def _runner(event: dict[str, Any], *, share: bool) -> Runner:
         raise ValueError(f"segments must be 1..{MAX_SEGMENTS}")
     rate = float(event["rate"]) / (segments if share else 1)
     return Runner(
-        MigrationRepository(Table()),
+        wiring.migration_store(),
         migration(str(event["migration"])),
         segments=segments,
         limiter=TokenBucket(rate),

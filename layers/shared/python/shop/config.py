@@ -102,6 +102,8 @@ def move_step_products() -> int:
     if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MOVE_STEP_PRODUCTS:
         raise ConfigurationError(f"CATEGORY_MOVE_STEP_PRODUCTS must be 1..{MOVE_STEP_PRODUCTS}, got {text!r}")
     return int(text)
+
+
 # -- payments (issue 25): read apart from settings(), so a function that takes no payment never needs them --
 
 

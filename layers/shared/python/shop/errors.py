@@ -258,6 +258,8 @@ class OrderEffectsClosed(Conflict):
     def __init__(self, order_id: str) -> None:
         super().__init__(f"order {order_id} is archived: its records change nothing", {"order_id": order_id})
         self.order_id = order_id
+
+
 # -- payments (issue 25) --------------------------------------------------------------------------
 
 

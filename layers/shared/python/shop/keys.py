@@ -375,6 +375,8 @@ def product_category_gsi_v1(category: str, name: str, product_id: str) -> Key:
     """The GSI1 keys version 1 put on the product item itself (its one category, by name): what
     migration 0001 recognises and removes."""
     return {GSI1PK: category_pk(category), GSI1SK: f"{name_sort_key(name)}#{product_id}"}
+
+
 # -- payments (issue 25) --------------------------------------------------------------------------
 
 WEBHOOK_EVENT_SK = "WEBHOOK_EVENT"

@@ -14,6 +14,7 @@ from shop import clock
 
 if TYPE_CHECKING:
     from shop.repository.idempotency_records import IdempotencyRecords
+    from shop.repository.migrations import MigrationRepository
     from shop.repository.order_archive import ArchiveBucket
     from shop.repository.store import Table
     from shop.services.alerts import AlertService
@@ -217,3 +218,13 @@ def payment_event_log(table: Table | None = None) -> PaymentEventLog:
     from shop.repository.payment_events import PaymentEventRepository
 
     return PaymentEventRepository(_table(table))
+
+
+# -- the migration worker ---------------------------------------------------------------------------
+
+
+def migration_store(table: Table | None = None) -> MigrationRepository:
+    """The migrations' Scan segments, writes and checkpoints on the function's table."""
+    from shop.repository.migrations import MigrationRepository
+
+    return MigrationRepository(_table(table))
