@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from shop.models.common import Model
+from shop.models.common import Model, Timestamp
 
 STOCK_LOW = "STOCK_LOW"
 
@@ -17,4 +17,4 @@ class Alert(Model):
     stock: int
     previous_stock: int
     low_stock_threshold: int
-    created_at: str
+    created_at: Timestamp
