@@ -154,3 +154,16 @@ def test_a_flow_through_the_generated_client(stack: Stack, generated: pathlib.Pa
 def _ok(response: Any, status: int) -> Any:
     assert response.status_code == status, response.content
     return response.parsed
+
+
+def test_the_functions_log_to_files_and_the_banner_stays_last(stack: Stack, generated: pathlib.Path) -> None:
+    """issue 27: after the requests above, the terminal still ends with the banner; the logs are in files."""
+    logs = stack.data_dir / "logs"
+    orders = [json.loads(line) for line in (logs / "orders.log").read_text().splitlines() if line.startswith("{")]
+    assert any("OrdersPlaced" in record and "_aws" in record for record in orders)  # EMF, as CloudWatch gets it
+    processed = (logs / "order_events.log").read_text().splitlines()
+    assert any(line.startswith("{") and json.loads(line).get("level") == "INFO" for line in processed)
+    every = "".join(path.read_text() for path in logs.glob("*.log"))
+    assert "No application metrics to publish" not in every
+    printed = stack.output().rstrip().splitlines()
+    assert "local stack ready" in printed[-1], printed[-5:]
