@@ -41,8 +41,13 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-layers: setup
+# The dependencies layer; build_layers keeps its own fingerprint of the lock, and make skips even asking
+# it while the lock is older than the stamp.
+layers: setup build/layers/deps-$(ARCH).stamp
+
+build/layers/deps-$(ARCH).stamp: requirements/runtime.txt infra/build_layers.py
 	$(PY) -m infra.build_layers --arch $(ARCH)
+	touch $@
 
 # `make synth SNAPSTART=true`: the templates with Lambda SnapStart (docs/deploy.md, "SnapStart (opt-in)").
 # Synthesized again only when an input is newer than cdk.out's stamp of these settings (a warm `make dev`
@@ -59,8 +64,6 @@ $(SYNTH_STAMP): $(SYNTH_INPUTS) build/layers/deps-$(ARCH).stamp
 	npx cdk synth --no-notices -q -c arch=$(ARCH) $(if $(SNAPSTART),-c snapstart=$(SNAPSTART),) \
 	  > /dev/null 2> .cache/synth.log || { cat .cache/synth.log >&2; exit 1; }
 	touch $@
-
-build/layers/deps-$(ARCH).stamp: | layers
 
 # Templates for `sam local invoke` only (never deploy them): every function on `make dev`'s DynamoDB Local.
 synth-local: setup layers

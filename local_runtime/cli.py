@@ -18,7 +18,7 @@ from typing import Any
 
 from infra.settings import LOCAL_TABLE_NAME
 from local_runtime import auth, failures
-from local_runtime.dynamodb_local import DynamoDBLocal, create_table
+from local_runtime.dynamodb_local import QUICK_START, DynamoDBLocal, create_table
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_STATE_DIR = REPO_ROOT / ".local"
@@ -72,7 +72,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
 
-    ddb = DynamoDBLocal(port=args.dynamodb_port, data_dir=ddb_dir)
+    # The drills (--deployed-budget) time the store under load: the full JIT there.
+    quick = () if args.deployed_budget else QUICK_START
+    ddb = DynamoDBLocal(port=args.dynamodb_port, data_dir=ddb_dir, jvm_options=quick)
     aws = LocalAws(state_dir, port=args.aws_port)
     functions = None
     server = None
