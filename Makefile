@@ -26,7 +26,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
-.PHONY: setup dev test unit integration infra e2e lint typecheck synth synth-local layers openapi \
+.PHONY: setup dev logs test unit integration infra e2e lint typecheck synth synth-local layers openapi \
         invoke token replay bench drill deploy destroy lock clean
 
 setup: $(VENV)/.installed node_modules/.installed
@@ -41,12 +41,29 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-layers: setup
-	$(PY) -m infra.build_layers --arch $(ARCH)
+# The dependencies layer; build_layers keeps its own fingerprint of the lock, and make skips even asking
+# it while the lock is older than the stamp.
+layers: setup build/layers/deps-$(ARCH).stamp
 
-# `make synth SNAPSTART=true`: the templates with Lambda SnapStart (docs/deploy.md, "SnapStart (opt-in)")
-synth: setup layers
-	npx cdk synth --no-notices -q -c arch=$(ARCH) $(if $(SNAPSTART),-c snapstart=$(SNAPSTART),) > /dev/null
+build/layers/deps-$(ARCH).stamp: requirements/runtime.txt infra/build_layers.py
+	$(PY) -m infra.build_layers --arch $(ARCH)
+	touch $@
+
+# `make synth SNAPSTART=true`: the templates with Lambda SnapStart (docs/deploy.md, "SnapStart (opt-in)").
+# Synthesized again only when an input is newer than cdk.out's stamp of these settings (a warm `make dev`
+# skips it); the CLI's chatter is shown only when it fails.
+SYNTH_INPUTS := app.py cdk.json requirements/runtime.txt \
+  $(shell find infra functions layers/shared -type f -not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
+SYNTH_STAMP := cdk.out/.synth-$(ARCH)$(if $(SNAPSTART),-snapstart-$(SNAPSTART),)
+
+synth: setup layers $(SYNTH_STAMP)
+
+$(SYNTH_STAMP): $(SYNTH_INPUTS) build/layers/deps-$(ARCH).stamp
+	rm -f cdk.out/.synth-*
+	@mkdir -p .cache
+	npx cdk synth --no-notices -q -c arch=$(ARCH) $(if $(SNAPSTART),-c snapstart=$(SNAPSTART),) \
+	  > /dev/null 2> .cache/synth.log || { cat .cache/synth.log >&2; exit 1; }
+	touch $@
 
 # Templates for `sam local invoke` only (never deploy them): every function on `make dev`'s DynamoDB Local.
 synth-local: setup layers
@@ -75,9 +92,14 @@ integration: setup
 openapi: setup
 	$(PY) -m local_runtime.openapi > openapi.json
 
+# `make dev V=1`: the functions' logs on the terminal too (else only in .local/logs/; `make logs` follows them).
 dev: setup synth
 	$(PY) -m local_runtime dev --port $(PORT) --dynamodb-port $(DYNAMODB_PORT) --ttl-interval $(TTL_INTERVAL) \
-	  $(if $(FRESH),--fresh,)
+	  $(if $(FRESH),--fresh,) $(if $(V),-v,)
+
+# Follow a running `make dev`'s function logs, one readable line each (RAW=1: the JSON lines as deployed).
+logs: setup
+	@$(PY) -m local_runtime logs $(if $(RAW),--raw,)
 
 token: setup
 	@$(PY) -m local_runtime token --sub "$(SUB)" $(if $(GROUPS),--groups "$(GROUPS)",)

@@ -54,7 +54,7 @@ class Rig:
         self.log = data_dir.parent / f"{data_dir.name}.log"
 
     def start(self, *, fresh: bool) -> None:
-        options = ["--no-seed", "--deployed-budget", *(["--fresh"] if fresh else [])]
+        options = ["--no-seed", "--deployed-budget", "--echo-logs", *(["--fresh"] if fresh else [])]
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
         env.pop("TABLE_NAME", None)
         self.proc, offset = local_stack.launch(self.data_dir, self.log, cdk_out=self.cdk_out, options=options, env=env)

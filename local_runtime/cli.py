@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import functools
 import json
@@ -17,7 +18,7 @@ from typing import Any
 
 from infra.settings import LOCAL_TABLE_NAME
 from local_runtime import auth, failures
-from local_runtime.dynamodb_local import DynamoDBLocal, create_table
+from local_runtime.dynamodb_local import QUICK_START, DynamoDBLocal, create_table
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_STATE_DIR = REPO_ROOT / ".local"
@@ -42,6 +43,7 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
+    from local_runtime.function_logs import Follower, start_run
     from local_runtime.functions import Functions
     from local_runtime.gateway import Gateway, swagger_assets_dir
     from local_runtime.local_aws import S3_DIR, BusCapture, LocalAws
@@ -70,19 +72,26 @@ def cmd_dev(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
 
-    ddb = DynamoDBLocal(port=args.dynamodb_port, data_dir=ddb_dir)
+    # The drills (--deployed-budget) time the store under load: the full JIT there.
+    quick = () if args.deployed_budget else QUICK_START
+    ddb = DynamoDBLocal(port=args.dynamodb_port, data_dir=ddb_dir, jvm_options=quick)
     aws = LocalAws(state_dir, port=args.aws_port)
     functions = None
     server = None
+    follower: Follower | None = None
     pollers: list[StreamPoller] = []
     ttl: TtlEmulator | None = None
     capture: BusCapture | None = None
     ttl_deletions = TtlDeletions(app.table.spec.ttl_attribute or "expires_at", _key_names(app.table.spec))
     try:
-        ddb.start()
+        # Java's start and moto's import are the slow steps of a warm start: side by side. Java from this
+        # thread: DynamoDB Local dies with the thread that started it (PR_SET_PDEATHSIG).
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="aws-start") as starting:
+            aws_started = starting.submit(aws.start)
+            ddb.start()
+            aws_started.result()
         client = ddb.client()
         create_table(client, table_name, spec=app.table.spec, exist_ok=True)
-        aws.start()
         names = Resolver(app, table_name=table_name, secret=lambda _: "", buses=True)
         aws.create_buckets(names.named("AWS::S3::Bucket", "BucketName"))
         for bus in names.named("AWS::Events::EventBus", "Name"):
@@ -101,6 +110,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             store_faults=state_dir / STORE_FAULTS_FILE if args.deployed_budget else None,
             aws_endpoint=aws.endpoint,
             overrides=_overrides(args.env),
+            log_dir=(logs := start_run(state_dir, sorted(app.functions))),
         )
         functions.warm()
         keys = auth.load_or_create_keys(state_dir)
@@ -147,12 +157,15 @@ def cmd_dev(args: argparse.Namespace) -> int:
             f"S3, events    {aws.endpoint}  buckets {', '.join(aws.buckets) or '-'}; "
             f"bus events -> {state_dir / 'events.jsonl'}\n"
             f"TTL           {f'every {args.ttl_interval:g}s' if ttl else 'off'}\n"
-            f"functions     {', '.join(sorted(app.functions))}; stream pollers: {len(pollers)}\n\n"
+            f"functions     {', '.join(sorted(app.functions))}; stream pollers: {len(pollers)}\n"
+            f"logs          {logs}/<function>.log   (follow them: make logs; or make dev V=1)\n\n"
             f"export CUSTOMER_TOKEN={customer}\n\n"
             f"export ADMIN_TOKEN={admin}\n\n"
             f"{READY_LINE} at {url} (Ctrl-C stops everything)",
             flush=True,
         )
+        if args.verbose or args.echo_logs:
+            follower = Follower(logs).start()
         restarts = 0
         while not stop.wait(1.0):
             if not ddb.is_running():
@@ -166,6 +179,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
         print("stopping...", flush=True)
         return 0
     finally:
+        if follower is not None:
+            follower.stop()
         if server is not None:
             server.shutdown()
             server.server_close()
@@ -193,6 +208,19 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
 
 def _key_names(spec: Any) -> tuple[str, ...]:
     return tuple(entry["AttributeName"] for entry in spec.key_schema)
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    from local_runtime.function_logs import Follower, log_dir
+
+    directory = log_dir(pathlib.Path(args.data_dir).resolve())
+    if not directory.is_dir():
+        print(f"error: no function logs in {directory}: start `make dev` first", file=sys.stderr)
+        return 2
+    follower = Follower(directory, raw=True if args.raw else None, from_start=args.all)
+    with contextlib.suppress(KeyboardInterrupt):
+        follower.run()
+    return 0
 
 
 def cmd_invoke(args: argparse.Namespace) -> int:
@@ -323,7 +351,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="override a variable of every function (e.g. SESSION_TTL_SECONDS=5, ARCHIVE_AFTER_DAYS=0)",
     )
-    dev.add_argument("-v", "--verbose", action="store_true", help="log every request")
+    dev.add_argument("-v", "--verbose", action="store_true", help="log every request, and the functions' logs")
+    dev.add_argument(
+        "--echo-logs",
+        action="store_true",
+        help="the functions' logs on stdout too (readable on a terminal, JSON lines otherwise)",
+    )
     dev.set_defaults(func=cmd_dev)
 
     token = sub.add_parser("token", help="print a bearer token the local gateway accepts")
@@ -332,6 +365,12 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--groups", default="", help="comma-separated, e.g. admin")
     token.add_argument("--ttl", type=int, default=auth.DEFAULT_TTL_S, help="lifetime in seconds")
     token.set_defaults(func=cmd_token)
+
+    logs = sub.add_parser("logs", help="follow a running `dev`'s function logs (Ctrl-C stops)")
+    common(logs)
+    logs.add_argument("--raw", action="store_true", help="the JSON lines as deployed, even on a terminal")
+    logs.add_argument("--all", action="store_true", help="from the start of this run, not from now")
+    logs.set_defaults(func=cmd_logs)
 
     invoke = sub.add_parser("invoke", help="invoke one function in-process with an event file")
     common(invoke)

@@ -134,12 +134,12 @@ class InvokeResult:
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="worker-spawner")
 
 
-def _spawn(fn: FunctionDef, env: dict[str, str]) -> _Worker:
-    return _SPAWNER.submit(_Worker, fn, env).result()
+def _spawn(fn: FunctionDef, env: dict[str, str], log_path: pathlib.Path | None = None) -> _Worker:
+    return _SPAWNER.submit(_Worker, fn, env, log_path).result()
 
 
 class _Worker:
-    def __init__(self, fn: FunctionDef, env: dict[str, str]) -> None:
+    def __init__(self, fn: FunctionDef, env: dict[str, str], log_path: pathlib.Path | None = None) -> None:
         init = {
             "code_dir": str(fn.code_dir),
             "handler": fn.handler,
@@ -149,15 +149,22 @@ class _Worker:
             "arn": fn.arn,
             "timeout_s": fn.timeout_s,
         }
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", str(WORKER), json.dumps(init)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            cwd=str(fn.code_dir),
-            start_new_session=True,  # Ctrl-C goes to the runtime, which stops workers itself
-            preexec_fn=_die_with_parent,  # noqa: PLW1509
-        )
+        # The function's output (stderr, as Lambda's goes to CloudWatch) appends to its log file when given.
+        log = log_path.open("ab") if log_path is not None else None
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", str(WORKER), json.dumps(init)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=env,
+                cwd=str(fn.code_dir),
+                start_new_session=True,  # Ctrl-C goes to the runtime, which stops workers itself
+                preexec_fn=_die_with_parent,  # noqa: PLW1509
+            )
+        finally:
+            if log is not None:
+                log.close()
         self.ready: dict[str, Any] | None = None
 
     def _read(self, timeout: float) -> dict[str, Any] | None:
@@ -201,10 +208,13 @@ def _die_with_parent() -> None:
 class FunctionPool:
     """Up to `concurrency` warm workers for one function, like Lambda execution environments."""
 
-    def __init__(self, fn: FunctionDef, env: dict[str, str], concurrency: int = 4) -> None:
+    def __init__(
+        self, fn: FunctionDef, env: dict[str, str], concurrency: int = 4, log_path: pathlib.Path | None = None
+    ) -> None:
         self.fn = fn
         self.env = env
         self.concurrency = concurrency
+        self.log_path = log_path
         self._idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
         self._slots = threading.Semaphore(concurrency)
         self._all: set[_Worker] = set()
@@ -216,7 +226,7 @@ class FunctionPool:
         with self._lock:
             if self._all or self._closed:
                 return
-            w = _spawn(self.fn, self.env)
+            w = _spawn(self.fn, self.env, self.log_path)
             self._all.add(w)
         self._idle.put(w)
 
@@ -262,7 +272,7 @@ class FunctionPool:
                 with self._lock:
                     if self._closed:
                         raise RuntimeError("function pool is closed") from None
-                    w = _spawn(self.fn, self.env)
+                    w = _spawn(self.fn, self.env, self.log_path)
                     self._all.add(w)
                 return w
             if w.alive():
@@ -308,7 +318,9 @@ class Functions:
         store_faults: pathlib.Path | None = None,
         aws_endpoint: str | None = None,
         overrides: dict[str, str] | None = None,
+        log_dir: pathlib.Path | None = None,
     ) -> None:
+        """`log_dir`: each function's output goes to `<log_dir>/<name>.log` (else to this process's stderr)."""
         self.app = app
         self.pools = {
             name: FunctionPool(
@@ -325,6 +337,7 @@ class Functions:
                     overrides=overrides,
                 ),
                 concurrency,
+                log_dir / f"{name}.log" if log_dir is not None else None,
             )
             for name, fn in app.functions.items()
         }

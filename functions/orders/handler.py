@@ -53,12 +53,12 @@ ETAG = {"ETag": 'the order\'s version, quoted: "3"'}
 # What a client (and the fuzz test's stateful phase) can do next with a placed order.
 _PLACED_ORDER = {"order_id": "$response.body#/order_id"}
 NEXT_STEPS = {
-    "GetOrder": {"operationId": "get_order_orders__order_id__get", "parameters": _PLACED_ORDER},
+    "GetOrder": {"operationId": "getOrder", "parameters": _PLACED_ORDER},
     "ChangeOrderStatus": {
-        "operationId": "change_order_status_orders__order_id__patch",
+        "operationId": "changeOrderStatus",
         "parameters": {**_PLACED_ORDER, "header.if-match": "$response.header.ETag"},
     },
-    "CancelOrder": {"operationId": "cancel_order_orders__order_id__cancel_post", "parameters": _PLACED_ORDER},
+    "CancelOrder": {"operationId": "cancelOrder", "parameters": _PLACED_ORDER},
 }
 
 

@@ -23,7 +23,10 @@ ADDRESS = {
 }
 SESSION = "sess-demo-cart-0123456789abcdef"
 EMPTY_SESSION = "sess-empty-cart-0123456789abcdef"
-KEY = {"Idempotency-Key": "8a4f3c2e-sample-key"}
+# Each event gets its own Idempotency-Key (`sample` puts the event's name in place of this marker): events run
+# one after another on one table (`sam local invoke`, a deployed stage) must not replay each other's placement.
+KEY_MARKER = "<one key per event>"
+KEY = {"Idempotency-Key": KEY_MARKER}
 FIXED_EPOCH_MS = 1767225600000  # 2026-01-01T00:00:00Z
 
 
@@ -74,17 +77,17 @@ SAMPLES: dict[str, dict[str, tuple[str, str, str, dict[str, Any]]]] = {
         "get_customer_as_admin_200": ("GET", "/customers/alice", "/customers/{customer_id}", {"claims": ADMIN}),
         "get_customer_other_customer_403": ("GET", "/customers/alice", "/customers/{customer_id}", {"claims": BOB}),
         "get_customer_missing_404": ("GET", "/customers/nobody", "/customers/{customer_id}", {"claims": ADMIN}),
-        "patch_customer_200": (
-            "PATCH",
-            "/customers/alice",
-            "/customers/{customer_id}",
-            {"claims": ALICE, "body": {"name": "Alice B. Example"}},
-        ),
         "patch_customer_if_match_200": (
             "PATCH",
             "/customers/alice",
             "/customers/{customer_id}",
             {"claims": ALICE, "headers": {"If-Match": '"1"'}, "body": {"email": "alice.b@example.com"}},
+        ),
+        "patch_customer_200": (
+            "PATCH",
+            "/customers/alice",
+            "/customers/{customer_id}",
+            {"claims": ALICE, "body": {"name": "Alice B. Example"}},
         ),
         "patch_customer_version_mismatch_412": (
             "PATCH",
@@ -369,7 +372,7 @@ SAMPLES: dict[str, dict[str, tuple[str, str, str, dict[str, Any]]]] = {
             "/sessions/{session_id}/cart/{product_id}",
             {"body": {"quantity": 100}},
         ),
-        "delete_session_204": ("DELETE", f"/sessions/{SESSION}", "/sessions/{session_id}", {}),
+        "delete_session_204": ("DELETE", f"/sessions/{EMPTY_SESSION}", "/sessions/{session_id}", {}),
         # Customer carts (served by sessions): alice's holds one prod-mouse (events/seed.json).
         "get_customer_cart_200": ("GET", "/customers/alice/cart", "/customers/{customer_id}/cart", {"claims": ALICE}),
         "get_customer_cart_as_admin_200": (
@@ -587,21 +590,21 @@ SAMPLES: dict[str, dict[str, tuple[str, str, str, dict[str, Any]]]] = {
             "/orders/{order_id}",
             {"claims": ADMIN, "headers": {"If-Match": '"5"'}, "body": {"status": "RETURNED"}},
         ),
+        "patch_order_return_rejected_without_reason_422": (
+            "PATCH",
+            "/orders/00-bob-return-2",
+            "/orders/{order_id}",
+            {"claims": ADMIN, "headers": {"If-Match": '"5"'}, "body": {"status": "DELIVERED"}},
+        ),
         "patch_order_return_rejected_200": (
             "PATCH",
-            "/orders/00-bob-return",
+            "/orders/00-bob-return-2",
             "/orders/{order_id}",
             {
                 "claims": ADMIN,
                 "headers": {"If-Match": '"5"'},
                 "body": {"status": "DELIVERED", "reason": "The cable shows wear."},
             },
-        ),
-        "patch_order_return_rejected_without_reason_422": (
-            "PATCH",
-            "/orders/00-bob-return",
-            "/orders/{order_id}",
-            {"claims": ADMIN, "headers": {"If-Match": '"5"'}, "body": {"status": "DELIVERED"}},
         ),
         "post_return_200": (
             "POST",
@@ -669,6 +672,8 @@ SAMPLES: dict[str, dict[str, tuple[str, str, str, dict[str, Any]]]] = {
 
 
 def sample(name: str, method: str, path: str, route: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    if kwargs.get("headers", {}).get("Idempotency-Key") == KEY_MARKER:
+        kwargs = {**kwargs, "headers": {**kwargs["headers"], "Idempotency-Key": f"sample-{name.replace('_', '-')}"}}
     evt = event(method, path, route_key=f"{method} {route}", **kwargs)
     request_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"shop-sample/{name}"))
     evt["requestContext"].update(requestId=request_id, time="01/Jan/2026:00:00:00 +0000", timeEpoch=FIXED_EPOCH_MS)

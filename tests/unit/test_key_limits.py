@@ -31,11 +31,15 @@ SECRET = b"s" * 32
 
 
 def max_length(model: type[BaseModel], field: str) -> int:
-    """The field's maxLength as the model's JSON schema (and so the OpenAPI document) states it."""
-    schema = model.model_json_schema()["properties"][field]
-    lengths = [part["maxLength"] for part in [schema, *schema.get("anyOf", [])] if "maxLength" in part]
+    """The field's maxLength as the model's JSON schema (and so the OpenAPI document) states it; a one-of
+    body's (``OneOfBody``) as each of its alternatives with the field states it, all alike."""
+    documented = [m for m in getattr(model, "ALTERNATIVES", ()) if field in m.model_fields] or [model]
+    lengths = set()
+    for part_of in documented:
+        schema = part_of.model_json_schema()["properties"][field]
+        lengths |= {part["maxLength"] for part in [schema, *schema.get("anyOf", [])] if "maxLength" in part}
     assert len(lengths) == 1, f"{model.__name__}.{field} has no single maxLength"
-    return int(lengths[0])
+    return int(lengths.pop())
 
 
 def longest(character: str, length: int) -> str:

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
 from shop.http_api.countries import CountryCode
-from shop.http_api.schemas import INTEGRAL, MISSING, Body
+from shop.http_api.schemas import INTEGRAL, MISSING, Body, OneOfBody
 from shop.limits import (
     MAX_CARRIER_LENGTH,
     MAX_ID_LENGTH,
@@ -33,17 +33,41 @@ class OrderLineIn(Body):
 
 
 SOURCES = ("session_id", "lines", "cart")
+SessionRef = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, description="check out this session's cart")]
+Lines = Annotated[list[OrderLineIn], Field(min_length=1, max_length=MAX_ORDER_LINES)]
+CustomerCart = Annotated[Literal["customer"], Field(description="check out the caller's customer cart")]
 
 
-class OrderIn(Body):
+class OrderFromLines(Body):
+    """An order of the lines given here."""
+
+    lines: Lines
+    shipping_address: AddressIn
+
+
+class OrderFromSession(Body):
+    """An order of a session's cart."""
+
+    session_id: SessionRef
+    shipping_address: AddressIn
+
+
+class OrderFromCustomerCart(Body):
+    """An order of the caller's own customer cart."""
+
+    cart: CustomerCart
+    shipping_address: AddressIn
+
+
+class OrderIn(OneOfBody):
     """Exactly one of ``session_id`` (check out a session's cart), ``lines`` or ``"cart": "customer"`` (check
     out the caller's own cart), plus the address."""
 
-    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": [source]} for source in SOURCES]})
+    ALTERNATIVES = (OrderFromLines, OrderFromSession, OrderFromCustomerCart)
 
-    session_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)] | MISSING = MISSING
-    lines: Annotated[list[OrderLineIn], Field(min_length=1, max_length=MAX_ORDER_LINES)] | MISSING = MISSING
-    cart: Annotated[Literal["customer"], Field(description="check out the caller's customer cart")] | MISSING = MISSING
+    session_id: SessionRef | MISSING = MISSING
+    lines: Lines | MISSING = MISSING
+    cart: CustomerCart | MISSING = MISSING
     shipping_address: AddressIn
 
     @model_validator(mode="after")
@@ -105,6 +129,9 @@ class OrderSummaryPage(Model):
 __all__ = [
     "AddressIn",
     "Order",
+    "OrderFromCustomerCart",
+    "OrderFromLines",
+    "OrderFromSession",
     "OrderIn",
     "OrderLineIn",
     "OrderStatusPatch",

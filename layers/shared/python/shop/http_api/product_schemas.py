@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
 from shop.http_api.category_schemas import Slug
-from shop.http_api.schemas import INTEGRAL, MISSING, Body, given
+from shop.http_api.schemas import INTEGRAL, MISSING, Body, OneOfBody, given
 from shop.limits import MAX_PRICE_CENTS, MAX_PRODUCT_CATEGORIES, MAX_PRODUCT_NAME_LENGTH, MAX_STOCK, MAX_STOCK_SHARDS
 from shop.models import Product, Review
 from shop.models.common import Model
@@ -32,18 +32,36 @@ Description = Annotated[str, Field(max_length=4000)]
 PriceCents = Annotated[StrictInt, Field(ge=0, le=MAX_PRICE_CENTS), INTEGRAL]
 
 
-class ProductIn(Body):
-    """Exactly one of ``categories`` (1 to 5 existing slugs) or ``category`` (one slug, as version 1 had it)."""
+Stock = Annotated[StrictInt, Field(ge=0, le=MAX_STOCK), INTEGRAL]
 
-    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["category"]}, {"required": ["categories"]}]})
 
+class _NewProduct(Body):
     name: Name
-    category: Category | MISSING = MISSING
-    categories: Categories | MISSING = MISSING
     price_cents: PriceCents
     description: Description | None = None
-    stock: Annotated[StrictInt, Field(ge=0, le=MAX_STOCK), INTEGRAL] = 0
+    stock: Stock = 0
     low_stock_threshold: Threshold | MISSING = MISSING
+
+
+class ProductInCategories(_NewProduct):
+    """A new product filed under 1 to 5 existing categories."""
+
+    categories: Categories
+
+
+class ProductInCategory(_NewProduct):
+    """A new product filed under one existing category (as version 1 had it)."""
+
+    category: Category
+
+
+class ProductIn(_NewProduct, OneOfBody):
+    """Exactly one of ``categories`` (1 to 5 existing slugs) or ``category`` (one slug, as version 1 had it)."""
+
+    ALTERNATIVES = (ProductInCategories, ProductInCategory)
+
+    category: Category | MISSING = MISSING
+    categories: Categories | MISSING = MISSING
 
     @model_validator(mode="after")
     def _one_way_to_file(self) -> ProductIn:
@@ -126,6 +144,8 @@ class ReviewPage(Model):
 __all__ = [
     "Product",
     "ProductIn",
+    "ProductInCategories",
+    "ProductInCategory",
     "ProductListing",
     "ProductPage",
     "ProductPatch",

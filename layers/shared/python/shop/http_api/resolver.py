@@ -168,10 +168,13 @@ class ShopResolver(APIGatewayHttpResolver):
         methods = [given["method"]] if isinstance(given["method"], str) else list(given["method"])
         if given.get("security") is not None:
             raise TypeError(f"{path}: security comes from the route's public flag in shop.http_api.routes")
-        declared = {self._declared(method.upper(), path).public for method in methods}
-        if len(declared) != 1:
-            raise ValueError(f"{path}: one registration for public and private methods ({', '.join(methods)})")
-        given["security"] = None if declared.pop() else BEARER
+        if given.get("operation_id") is not None:
+            raise TypeError(f"{path}: the operation id comes from shop.http_api.routes")
+        if len(methods) != 1:
+            raise ValueError(f"{path}: one registration per method, each with its operation id ({', '.join(methods)})")
+        route = self._declared(methods[0].upper(), path)
+        given["security"] = None if route.public else BEARER
+        given["operation_id"] = route.operation
         return super().route(*call.args[1:], **call.kwargs)
 
     def _declared(self, method: str, path: str) -> Route:
@@ -231,7 +234,12 @@ class ShopResolver(APIGatewayHttpResolver):
             kwargs["security_schemes"] = security_schemes()
         kwargs.setdefault("title", API_TITLE)
         kwargs.setdefault("version", API_VERSION)
-        return super().get_openapi_schema(**kwargs)
+        schema = super().get_openapi_schema(**kwargs)
+        for item in (schema.paths or {}).values():
+            for operation in (item.get, item.put, item.post, item.delete, item.patch):
+                if operation is not None:
+                    _require_if_match_where_428(operation)
+        return schema
 
     @staticmethod  # private in Powertools: shop.powertools_private
     def _compile_regex(rule: str, base_regex: str = "^{}$") -> re.Pattern[str]:
@@ -258,6 +266,21 @@ class ShopResolver(APIGatewayHttpResolver):
         self.current_event = powertools_private.proxy_event(self, event)
         self.lambda_context = context
         return super().resolve(event, context)
+
+
+def _require_if_match_where_428(operation: Any) -> None:
+    """A route that answers 428 without If-Match requires it: the handler takes it as optional only to answer
+    428 PRECONDITION_REQUIRED (not 422) when it is missing, and the document says it is required."""
+    if not any(str(status) == "428" for status in operation.responses or {}):
+        return
+    for parameter in operation.parameters or []:
+        if getattr(parameter, "name", "").lower() == "if-match":
+            parameter.required = True
+            schema = parameter.schema_
+            not_null = [s for s in (schema.anyOf or []) if getattr(s, "type", None) != "null"]
+            if len(not_null) == 1:  # `str | None` in the signature: a required header is never null
+                not_null[0].title, not_null[0].description = schema.title, schema.description
+                parameter.schema_ = not_null[0]
 
 
 def _is_json(headers: Mapping[str, str]) -> bool:

@@ -6,9 +6,11 @@ The document says exactly what validation accepts: docs/decisions.md, "Hardening
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import MISSING, BeforeValidator, ConfigDict, Field, RootModel
+from pydantic import MISSING, BaseModel, BeforeValidator, ConfigDict, Field, GetJsonSchemaHandler, TypeAdapter
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from shop.models.common import Model
 
@@ -43,6 +45,22 @@ class Body(Model):
     model_config = ConfigDict(extra="forbid")
 
 
+class OneOfBody(Body):
+    """A body that takes one of several shapes: validated as this one model (one error list, one rule for
+    exactly one source), documented as ``oneOf`` the closed, named ``ALTERNATIVES``, so that client generators
+    make a type of each (docs/decisions.md, "An SDK-grade contract"). Each alternative admits exactly what this
+    model accepts of that shape; tests/functions/test_document_exactness.py holds them to it."""
+
+    ALTERNATIVES: ClassVar[tuple[type[BaseModel], ...]] = ()
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # The generator itself (not the handler, which inlines a model) names each alternative a component.
+        generate = handler.generate_json_schema  # type: ignore[attr-defined]
+        alternatives = [generate.generate_inner(TypeAdapter(model).core_schema) for model in cls.ALTERNATIVES]
+        return {"oneOf": alternatives, "title": cls.__name__, "description": " ".join((cls.__doc__ or "").split())}
+
+
 # ----- errors -----
 
 
@@ -63,16 +81,15 @@ class ErrorResponse(Model):
     error: ErrorDetail
 
 
-class GatewayUnauthorized(Model):
-    """What API Gateway's JWT authorizer answers itself (HTTP APIs cannot change this body)."""
+class UnauthorizedResponse(Model):
+    """401: API Gateway's JWT authorizer answers ``{"message": "Unauthorized"}`` itself (HTTP APIs cannot change
+    that body); a function reached without claims answers ``error`` as every other error. One object with both
+    (not a union of two): generators give it one type."""
 
-    message: str = Field(description='"Unauthorized"')
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
 
-
-class UnauthorizedResponse(RootModel[GatewayUnauthorized | ErrorResponse]):
-    """401: the gateway's own body, or ours when a function is reached without claims."""
-
-    model_config = ConfigDict(defer_build=True)
+    message: str | MISSING = Field(default=MISSING, description='"Unauthorized": the gateway\'s own body')
+    error: ErrorDetail | MISSING = Field(default=MISSING, description="ours, as in every other error")
 
 
 class ValidationErrorDetail(Model):
@@ -93,6 +110,7 @@ __all__ = [
     "Body",
     "ErrorResponse",
     "FieldError",
+    "OneOfBody",
     "UnauthorizedResponse",
     "ValidationErrorResponse",
     "given",

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
-from shop.models.common import Model
+from shop.models.common import Model, Timestamp
 
 STOCK_LOW = "STOCK_LOW"
 
@@ -19,7 +19,7 @@ class Alert(Model):
     stock: int
     previous_stock: int
     low_stock_threshold: int
-    created_at: str
+    created_at: Timestamp
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from shop.models.common import Model
+from shop.models.common import Model, Timestamp
 from shop.models.sessions import CartLine, StoredLine, StoredSession
 
 
@@ -26,7 +26,9 @@ class Cart(Model):
     customer_id: str
     cart: list[CartLine]
     subtotal_cents: int = Field(description="current unit price x quantity over the lines that are not unavailable")
-    expires_at: str | None = Field(description="30 days after the cart's last change; null when no cart is stored")
+    expires_at: Timestamp | None = Field(
+        description="30 days after the cart's last change; null when no cart is stored"
+    )
 
 
 class MergedCart(Cart):
@@ -45,7 +47,7 @@ class StoredCart:
 
     customer_id: str
     lines: list[StoredLine]
-    expires_at: str | None
+    expires_at: Timestamp | None
     cart_version: int
 
 

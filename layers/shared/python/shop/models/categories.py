@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from shop.models.common import Model
+from shop.models.common import Model, Timestamp
 
 
 class ListingOrder(StrEnum):
@@ -32,7 +32,7 @@ class Category(Model):
     parent: str | None = None
     path: str = Field(description="the slugs from the root, e.g. /coffee/beans/espresso")
     depth: int = Field(description="1 for a top-level category")
-    created_at: str
+    created_at: Timestamp
     moving: bool = Field(default=False, description="true while a move rewrites the listings of its subtree")
 
     @property

@@ -1,10 +1,16 @@
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Annotated, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 T = TypeVar("T")
+
+# An RFC 3339 instant as shop.clock writes it ("2026-01-26T10:00:00.000000Z"); the document says so, and
+# generated clients parse it into their date-time type.
+Timestamp = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
+# A UTC calendar day, YYYY-MM-DD.
+Day = Annotated[str, WithJsonSchema({"type": "string", "format": "date"})]
 
 
 class Model(BaseModel):

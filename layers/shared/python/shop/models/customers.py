@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from shop.models.common import Model
+from shop.models.common import Model, Timestamp
 
 
 class Customer(Model):
@@ -10,5 +10,5 @@ class Customer(Model):
     email: str
     name: str
     version: int = Field(description="starts at 1, +1 on every change; the ETag is this number, quoted")
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from shop.models.common import Model
+from shop.models.common import Model, Timestamp
 from shop.models.orders import Shipment
 
 
@@ -9,5 +9,5 @@ class Notification(Model):
     type: str
     order_id: str
     message: str
-    created_at: str
+    created_at: Timestamp
     shipment: Shipment | None = None  # ORDER_STATUS_CHANGED to SHIPPED: carrier, tracking number, when

@@ -5,7 +5,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from shop.models.common import Model
+from shop.models.common import Model, Timestamp
 from shop.models.pricing import line_total
 
 
@@ -65,12 +65,12 @@ class OrderLine(Model):
 class Shipment(Model):
     carrier: str
     tracking_number: str
-    shipped_at: str
+    shipped_at: Timestamp
 
 
 class StatusEntry(Model):
     status: OrderStatus
-    at: str
+    at: Timestamp
     carrier: str | None = None  # SHIPPED entries: the shipment's carrier and tracking number
     tracking_number: str | None = None
     reason: str | None = None  # a return request's reason, or why a return was rejected
@@ -82,8 +82,8 @@ class OrderSummary(Model):
     status: OrderStatus
     version: int
     total_cents: int
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class Order(OrderSummary):
@@ -94,7 +94,7 @@ class Order(OrderSummary):
     # order so a cancel returns it where it came from; not part of any answer (exclude).
     stock_taken: dict[str, dict[str, int]] = Field(default_factory=dict, exclude=True)
     shipment: Shipment | None = None
-    delivered_at: str | None = None  # when it first became DELIVERED: the return window starts there
+    delivered_at: Timestamp | None = None  # when it first became DELIVERED: the return window starts there
     archived: bool = Field(
         default=False, description="true when the order is read from the archive (S3): it can no longer change"
     )
@@ -110,8 +110,8 @@ class StatusDetails:
 
     shipment: Shipment | None = None
     reason: str | None = None
-    delivered_at: str | None = None
-    confirmed_at: str | None = None
+    delivered_at: Timestamp | None = None
+    confirmed_at: Timestamp | None = None
 
     def entry(self, status: OrderStatus, at: str) -> StatusEntry:
         """The history entry of this change."""

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field, PrivateAttr, model_validator
 
 from shop.limits import DEFAULT_LOW_STOCK_THRESHOLD
-from shop.models.common import Model
+from shop.models.common import Model, Timestamp
 
 
 class ProductStatus(StrEnum):
@@ -38,8 +38,8 @@ class PublicProduct(Model):
     status: ProductStatus = ProductStatus.ACTIVE
     rating_count: int = 0
     rating_average: float | None = None
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
     _from_category = model_validator(mode="before")(_categories_from_category)
 
@@ -76,8 +76,8 @@ class ProductListing(Model):
     categories: list[str] = Field(default_factory=list)
     price_cents: int
     status: ProductStatus = ProductStatus.ACTIVE
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
     _from_category = model_validator(mode="before")(_categories_from_category)
 

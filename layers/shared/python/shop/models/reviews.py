@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from shop.models.common import Model
+from shop.models.common import Model, Timestamp
 
 
 class Review(Model):
@@ -9,4 +9,4 @@ class Review(Model):
     rating: int
     title: str
     body: str
-    created_at: str
+    created_at: Timestamp

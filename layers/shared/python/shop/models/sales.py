@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shop.models.common import Model
+from shop.models.common import Day, Model
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class SalesChange:
 
 
 class DaySales(Model):
-    date: str
+    date: Day
     units: int
     revenue_cents: int
 

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from shop.models.common import Model
+from shop.models.common import Model, Timestamp
 
 
 class CartLine(Model):
@@ -26,7 +26,7 @@ class Session(Model):
     session_id: str
     cart: list[CartLine]
     subtotal_cents: int = Field(description="current unit price x quantity over the lines that are not unavailable")
-    expires_at: str
+    expires_at: Timestamp
 
 
 @dataclass(frozen=True)
@@ -46,5 +46,5 @@ class StoredSession:
 
     session_id: str
     lines: list[StoredLine]
-    expires_at: str
+    expires_at: Timestamp
     cart_version: int
