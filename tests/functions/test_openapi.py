@@ -15,6 +15,13 @@ def test_committed_document_matches_the_code():
     assert committed == build(), "openapi.json is stale: run `make openapi` and commit it"
 
 
+def test_the_document_is_valid_openapi():
+    """What generators and schemathesis read is a valid OpenAPI document (openapi-spec-validator)."""
+    from openapi_spec_validator import validate
+
+    validate(build())
+
+
 def test_every_operation_declares_its_errors_with_our_schema():
     document = build()
     operations = [(path, method, op) for path, ops in document["paths"].items() for method, op in ops.items()]
