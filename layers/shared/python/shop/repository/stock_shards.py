@@ -29,6 +29,9 @@ SHARD_ENTITY = "STOCK_SHARD"
 ARCHIVED = ProductStatus.ARCHIVED.value
 # A product item written before shards existed has no stock_shards attribute.
 NOT_SHARDED = "(attribute_not_exists(stock_shards) OR stock_shards = :seen_count)"
+# A shard counts the writes that moved its stock without selling or returning any (a gathering, a spread):
+# a stream record whose count changed moved no unit of the product's total, and alerts skip it.
+SIDEWAYS_MOVES = "sideways_moves"
 
 
 def even_split(total: int, shards: int) -> tuple[int, ...]:
@@ -193,10 +196,10 @@ class StockShardRepository:
                         "Update": {
                             "TableName": name,
                             "Key": key,
-                            "UpdateExpression": "SET stock = :stock, price_cents = :price",
+                            "UpdateExpression": f"SET stock = :stock, price_cents = :price ADD {SIDEWAYS_MOVES} :one",
                             "ConditionExpression": "stock = :seen",
                             "ExpressionAttributeValues": values(
-                                stock=target.shards[shard], price=seen.price_cents, seen=seen.shards[shard]
+                                stock=target.shards[shard], price=seen.price_cents, seen=seen.shards[shard], one=1
                             ),
                         }
                     }
@@ -257,9 +260,11 @@ class StockShardRepository:
                 "Update": {
                     "TableName": self.table.name,
                     "Key": to_item(keys.stock_shard_key(pid, shard)),
-                    "UpdateExpression": "ADD stock :change",
+                    "UpdateExpression": f"ADD stock :change, {SIDEWAYS_MOVES} :one",
                     "ConditionExpression": "attribute_exists(PK)" + (" AND stock >= :least" if change < 0 else ""),
-                    "ExpressionAttributeValues": values(change=change, **({"least": -change} if change < 0 else {})),
+                    "ExpressionAttributeValues": values(
+                        change=change, one=1, **({"least": -change} if change < 0 else {})
+                    ),
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             }
