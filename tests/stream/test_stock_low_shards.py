@@ -218,12 +218,10 @@ def gather(store: Any, pid: str, source: int, quantity: int) -> None:
     ProductRepository(store.table).gather_stock([StockMove(pid, source=source, target=0, quantity=quantity)])
 
 
-@pytest.mark.integration
-def test_an_orders_gathering_alerts_nothing_and_reads_nothing(local_store, invoke, recorded_bus, monkeypatch):
+def test_an_orders_gathering_alerts_nothing_and_reads_nothing(store, invoke, recorded_bus, monkeypatch):
     """An order's gathering (issue 23, item 5) moves units between shards: the total (6, just above the
     threshold 5) is unchanged, so its shard records decide nothing and read nothing. Were they to read the
     total, a BatchGetItem torn by a second gathering would see shard 0 before it and shard 2 after it: 4."""
-    store = local_store
     pid, reader = spread_product(store, invoke, shards=3, stock=6)  # 2 + 2 + 2
     gather(store, pid, source=1, quantity=2)  # 4 + 0 + 2
     records = stock_records(reader.read())
@@ -237,12 +235,10 @@ def test_an_orders_gathering_alerts_nothing_and_reads_nothing(local_store, invok
     assert torn.reads == 0  # a gathering draining 32 shards costs the stream no read of the total
 
 
-@pytest.mark.integration
-def test_a_sale_reads_the_total_whole_while_a_gathering_commits(local_store, invoke, recorded_bus, monkeypatch):
+def test_a_sale_reads_the_total_whole_while_a_gathering_commits(store, invoke, recorded_bus, monkeypatch):
     """A sale takes the total from 6 to 5 (the threshold: not low) while a gathering moves a shard's units
     into shard 0: read item by item, the total would lack them (a false StockLow); read as one
     serializable view, it is 5 and nothing is alerted."""
-    store = local_store
     pid, reader = spread_product(store, invoke, shards=3, stock=6)
     sell(store, pid, 1)
     records = stock_records(reader.read())
