@@ -15,8 +15,12 @@ import pytest
 from infra.settings import STREAM_FILTERS
 from local_runtime.events import stream_event as lambda_event
 from local_runtime.filters import matches_any
-from shop.services.catalog import CatalogService
-from shop.services.orders import OrderService, RequestedLine
+from shop import keys, wiring
+from shop.models.stock import StockMove
+from shop.repository import ProductRepository
+from shop.repository import store as store_module
+from shop.repository.store import to_item
+from shop.services.orders import RequestedLine
 from tests.stream.test_product_events import alerts, no_failures, product_events
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.streams import StreamReader, only
@@ -25,7 +29,11 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 
 
 def sell(store: Any, product_id: str, quantity: int) -> str:
-    return OrderService(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(product_id, quantity)]).order_id
+    return (
+        wiring.order_service(store.table)
+        .place(ALICE, address=ADDRESS, lines=[RequestedLine(product_id, quantity)])
+        .order_id
+    )
 
 
 def stock_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -40,7 +48,7 @@ def stock_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def spread_product(store: Any, invoke: Any, shards: int = 8, stock: int = 40) -> tuple[str, StreamReader]:
     pid = product(store.table, name="Headphones", stock=stock)  # the default threshold: 5
     reader = StreamReader(store)
-    CatalogService(store.table).set_stock_shards(ADMIN, pid, shards)
+    wiring.catalog_service(store.table).set_stock_shards(ADMIN, pid, shards)
     no_failures(invoke(lambda_event(stock_records(reader.read()))))
     return pid, reader
 
@@ -49,9 +57,9 @@ def test_spreading_the_stock_over_shards_alerts_nothing(store, invoke, recorded_
     pid, reader = spread_product(store, invoke)
     assert alerts(store) == []  # not "stock 0, previous 40"
 
-    CatalogService(store.table).set_stock_shards(ADMIN, pid, 16)  # re-spread
-    CatalogService(store.table).set_stock_shards(ADMIN, pid, 1)  # un-spread
-    CatalogService(store.table).set_stock_shards(ADMIN, pid, 4)
+    wiring.catalog_service(store.table).set_stock_shards(ADMIN, pid, 16)  # re-spread
+    wiring.catalog_service(store.table).set_stock_shards(ADMIN, pid, 1)  # un-spread
+    wiring.catalog_service(store.table).set_stock_shards(ADMIN, pid, 4)
     records = stock_records(reader.read())
     assert only(records, entity="STOCK")  # the re-spread's shard MODIFYs get through the filter
     no_failures(invoke(lambda_event(records)))
@@ -135,7 +143,7 @@ def test_a_restock_above_the_threshold_then_a_new_crossing_is_a_second_alert(sto
     assert len(alerts(store)) == 1
 
     for order_id in orders:
-        OrderService(store.table).cancel(ALICE, order_id)  # back to 8, on the shards they came from
+        wiring.order_service(store.table).cancel(ALICE, order_id)  # back to 8, on the shards they came from
     no_failures(invoke(lambda_event(stock_records(reader.read()))))
     assert len(alerts(store)) == 1
 
@@ -151,9 +159,96 @@ def test_a_product_low_before_it_is_spread_is_not_alerted_again(store, invoke, r
     pid = product(store.table, name="Headphones", stock=10)
     reader = StreamReader(store)
     sell(store, pid, 6)  # 10 -> 4 on the product item: the crossing, from its images
-    CatalogService(store.table).set_stock_shards(ADMIN, pid, 2)  # 2 + 2
+    wiring.catalog_service(store.table).set_stock_shards(ADMIN, pid, 2)  # 2 + 2
     sell(store, pid, 1)  # a shard sale: still low
     for record in stock_records(reader.read()):  # in the order they were written
         no_failures(invoke(lambda_event([record])))
     [alert] = alerts(store)
     assert (alert["stock"], alert["previous_stock"]) == (4, 10)
+
+
+class TornReads:
+    """The store's client as DynamoDB may serve it: a BatchGetItem reads each item committed, not a snapshot,
+    so `between` (another transaction) is run once in the middle of the first one that reads `first`: the
+    keys up to it see the table before, the rest after. A TransactGetItems is serializable: `between` runs
+    before it, whole. Every read of either kind is counted."""
+
+    def __init__(self, client: Any, first: dict[str, Any], between: Any) -> None:
+        self._client, self._first, self._between = client, first, between
+        self.reads = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def _fire(self) -> None:
+        between, self._between = self._between, None
+        if between is not None:
+            between()
+
+    def batch_get_item(self, RequestItems: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        self.reads += 1
+        [(table, request)] = RequestItems.items()
+        wanted = request["Keys"]
+        if self._between is None or self._first not in wanted:
+            return self._client.batch_get_item(RequestItems=RequestItems, **extra)
+        cut = wanted.index(self._first) + 1
+        responses: list[dict[str, Any]] = []
+        for part in (wanted[:cut], wanted[cut:]):
+            if part:
+                answer = self._client.batch_get_item(RequestItems={table: {**request, "Keys": part}}, **extra)
+                assert not answer.get("UnprocessedKeys")
+                responses += answer["Responses"].get(table, [])
+            self._fire()
+        return {"Responses": {table: responses}, "UnprocessedKeys": {}}
+
+    def transact_get_items(self, **params: Any) -> dict[str, Any]:
+        self.reads += 1
+        self._fire()
+        return self._client.transact_get_items(**params)
+
+
+def tear_reads(monkeypatch: Any, store: Any, pid: str, between: Any) -> TornReads:
+    """The stream processor's client, tearing its reads at shard 0 of `pid` with `between`."""
+    torn = TornReads(store.client, to_item(keys.stock_shard_key(pid, 0)), between)
+    monkeypatch.setattr(store_module, "dynamodb_client", lambda: torn)
+    return torn
+
+
+def gather(store: Any, pid: str, source: int, quantity: int) -> None:
+    ProductRepository(store.table).gather_stock([StockMove(pid, source=source, target=0, quantity=quantity)])
+
+
+def test_an_orders_gathering_alerts_nothing_and_reads_nothing(store, invoke, recorded_bus, monkeypatch):
+    """An order's gathering (issue 23, item 5) moves units between shards: the total (6, just above the
+    threshold 5) is unchanged, so its shard records decide nothing and read nothing. Were they to read the
+    total, a BatchGetItem torn by a second gathering would see shard 0 before it and shard 2 after it: 4."""
+    pid, reader = spread_product(store, invoke, shards=3, stock=6)  # 2 + 2 + 2
+    gather(store, pid, source=1, quantity=2)  # 4 + 0 + 2
+    records = stock_records(reader.read())
+    assert len(only(records, entity="STOCK", event_name="MODIFY")) == 2  # through the stream filter
+    torn = tear_reads(monkeypatch, store, pid, lambda: gather(store, pid, source=2, quantity=2))
+
+    no_failures(invoke(lambda_event(records)))
+
+    assert alerts(store) == []
+    assert [e for e in product_events(recorded_bus).values() if e["type"] == "StockLow"] == []
+    assert torn.reads == 0  # a gathering draining 32 shards costs the stream no read of the total
+
+
+def test_a_sale_reads_the_total_whole_while_a_gathering_commits(store, invoke, recorded_bus, monkeypatch):
+    """A sale takes the total from 6 to 5 (the threshold: not low) while a gathering moves a shard's units
+    into shard 0: read item by item, the total would lack them (a false StockLow); read as one
+    serializable view, it is 5 and nothing is alerted."""
+    pid, reader = spread_product(store, invoke, shards=3, stock=6)
+    sell(store, pid, 1)
+    records = stock_records(reader.read())
+    assert len(only(records, entity="STOCK")) == 1
+    layout = ProductRepository(store.table).stock_layout(pid, shards_hint=3)
+    assert layout.shards[2] > 0
+    torn = tear_reads(monkeypatch, store, pid, lambda: gather(store, pid, source=2, quantity=layout.shards[2]))
+
+    no_failures(invoke(lambda_event(records)))
+
+    assert torn.reads >= 1  # the sale left its shard below 5: the total was read (again when the hint missed shards)
+    assert alerts(store) == []
+    assert ProductRepository(store.table).stock_layout(pid, shards_hint=3).total == 5

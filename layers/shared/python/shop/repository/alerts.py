@@ -19,10 +19,10 @@ from shop.repository.store import (
     ConditionFailed,
     Table,
     TransactionCancelled,
-    batch_get,
     conditional_write,
     from_item,
     to_item,
+    transact_get,
     transact_write,
     translated_errors,
     values,
@@ -68,26 +68,27 @@ class AlertRepository:
     # -- the low-stock state ----------------------------------------------------------------------
 
     def stock_total(self, product_id: str, *, shards_hint: int = 1) -> StockTotal | None:
-        """One consistent BatchGetItem of the state, the product item and its `shards_hint` shards (a second
-        one for the shards the hint left out); None when the product is gone."""
-        hinted = list(range(shards_hint)) if shards_hint > 1 else []
-        wanted = [keys.stock_low_state_key(product_id), keys.product_key(product_id)]
-        found = batch_get(self.table, wanted + [keys.stock_shard_key(product_id, n) for n in hinted])
-        product = found.get(_pair(keys.product_key(product_id)))
-        if product is None:
-            return None
-        count = int(product.get("stock_shards", 1))
-        missing = [n for n in range(count) if n not in hinted] if count > 1 else []
-        if missing:
-            found.update(batch_get(self.table, [keys.stock_shard_key(product_id, n) for n in missing]))
-        shards = [found.get(_pair(keys.stock_shard_key(product_id, n))) for n in range(count)] if count > 1 else []
-        total = int(product.get("stock", 0)) + sum(int(shard["stock"]) for shard in shards if shard)
+        """One TransactGetItems of the state, the product item and its `shards_hint` shards (again with every
+        shard when the item says it has more): a serializable view, so a transaction moving stock between
+        places (a gathering, a spread) is seen whole or not at all; None when the product is gone."""
+        hint = shards_hint
+        while True:
+            shards = [keys.stock_shard_key(product_id, n) for n in range(hint)] if hint > 1 else []
+            state, product, *shard_items = transact_get(
+                self.table, [keys.stock_low_state_key(product_id), keys.product_key(product_id), *shards]
+            )
+            if product is None:
+                return None
+            count = int(product.get("stock_shards", 1))
+            if count <= hint or count == 1:
+                break
+            hint = count
+        in_shards = sum(int(shard["stock"]) for shard in shard_items[:count] if shard) if count > 1 else 0
         threshold = product.get("low_stock_threshold")
-        state = found.get(_pair(keys.stock_low_state_key(product_id)))
         return StockTotal(
             product_id=product_id,
             name=str(product["name"]),
-            total=total,
+            total=int(product.get("stock", 0)) + in_shards,
             threshold=DEFAULT_LOW_STOCK_THRESHOLD if threshold is None else int(threshold),
             shard_count=count,
             state=_state(state),
@@ -201,7 +202,3 @@ def _state(item: dict[str, Any] | None) -> StockLowState:
         revision=int(item.get("revision", 0)),
         alert=Alert.model_validate(alert) if alert else None,
     )
-
-
-def _pair(key: keys.Key) -> tuple[str, str]:
-    return key[keys.PK], key[keys.SK]

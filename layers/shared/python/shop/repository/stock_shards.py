@@ -35,6 +35,9 @@ NOT_SHARDED = "(attribute_not_exists(stock_shards) OR stock_shards = :seen_count
 # TransactGetItems a snapshot makes before ServiceUnavailable: each is cancelled by a write transaction in
 # progress on one of its items, or made again when the product was re-spread meanwhile.
 SNAPSHOT_ATTEMPTS = 3
+# A shard counts the writes that moved its stock without selling or returning any (a gathering, a spread):
+# a stream record whose count changed moved no unit of the product's total, and alerts skip it.
+SIDEWAYS_MOVES = "sideways_moves"
 
 
 def even_split(total: int, shards: int) -> tuple[int, ...]:
@@ -233,10 +236,10 @@ class StockShardRepository:
                         "Update": {
                             "TableName": name,
                             "Key": key,
-                            "UpdateExpression": "SET stock = :stock, price_cents = :price",
+                            "UpdateExpression": f"SET stock = :stock, price_cents = :price ADD {SIDEWAYS_MOVES} :one",
                             "ConditionExpression": "stock = :seen",
                             "ExpressionAttributeValues": values(
-                                stock=target.shards[shard], price=seen.price_cents, seen=seen.shards[shard]
+                                stock=target.shards[shard], price=seen.price_cents, seen=seen.shards[shard], one=1
                             ),
                         }
                     }
@@ -299,9 +302,11 @@ class StockShardRepository:
                 "Update": {
                     "TableName": self.table.name,
                     "Key": to_item(keys.stock_shard_key(pid, shard)),
-                    "UpdateExpression": "ADD stock :change",
+                    "UpdateExpression": f"ADD stock :change, {SIDEWAYS_MOVES} :one",
                     "ConditionExpression": "attribute_exists(PK)" + (" AND stock >= :least" if change < 0 else ""),
-                    "ExpressionAttributeValues": values(change=change, **({"least": -change} if change < 0 else {})),
+                    "ExpressionAttributeValues": values(
+                        change=change, one=1, **({"least": -change} if change < 0 else {})
+                    ),
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             }

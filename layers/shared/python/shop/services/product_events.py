@@ -15,14 +15,16 @@ the images. One record publishes at most one of Created/Updated/Archived, plus S
   threshold that puts the current stock below it is a crossing too (the product is low from then on).
   - A product without shards: its item's stock is the total, and its records come in order, so the
     record's own images decide (as before shards existed): the record moved it from "not low" to "low".
-  - Spreading, un-spreading and re-spreading (the item's stock_shards changes) move stock between
-    places without changing the total: they decide nothing.
+  - Spreading, un-spreading and re-spreading (the item's stock_shards changes) and an order's gathering
+    (stock moved between a product's shards) move stock between places without changing the total: they
+    decide nothing (their shard writes count `sideways_moves`, and a record that counted one is skipped).
   - A product with shards: a shard's sales are records of other items, on other stream shards, in no
     order with each other; so a record that moved a shard's stock, or the item's stock or threshold,
-    reads the total (one consistent BatchGetItem of the state, the item and its shards) and brings the
-    product's low-stock state (shop.repository.alerts) to it: low and not marked low -> the alert, in one
-    transaction with the state (conditional on the state's revision read: of two concurrent records one
-    writes it); not low and marked low -> the mark is cleared. A replay reads the same truth: no change.
+    reads the total (one TransactGetItems of the state, the item and its shards: a serializable view,
+    never half of a transaction that moves stock between places) and brings the product's low-stock
+    state (shop.repository.alerts) to it: low and not marked low -> the alert, in one transaction with
+    the state (conditional on the state's revision read: of two concurrent records one writes it); not
+    low and marked low -> the mark is cleared. A replay reads the same truth: no change.
   The alert is written once (its key is deterministic, the write conditional) and the event goes out
   on every delivery of the record (its first publication may have failed), with the same `id`.
 
@@ -56,6 +58,8 @@ TOTAL_ATTEMPTS = 3
 # How long an instance trusts a product's threshold it read, to skip the total's read for a shard sale that
 # leaves the shard at or above it (the total cannot be low then).
 THRESHOLD_MEMO_SECONDS = 60.0
+# The shard attribute that a gathering's and a spread's writes (and only theirs) increment.
+SIDEWAYS_MOVES = "sideways_moves"
 _shard_counts: dict[str, int] = {}  # per instance: the shard count last read per product (a read's hint only)
 _thresholds: dict[str, tuple[int, float]] = {}  # per instance: product -> (threshold, when it was read)
 
@@ -211,10 +215,13 @@ class ProductEventsService:
         )
 
     def shard_changed(self, record: StreamChange) -> Outcome:
-        """A stock shard's MODIFY (a sale, a restock, a re-spread): the total decides, if its stock moved and
-        the total may be low (a sale that leaves the shard at or above the threshold cannot make it low)."""
+        """A stock shard's MODIFY (a sale, a restock): the total decides, if its stock moved and the total may
+        be low (a sale that leaves the shard at or above the threshold cannot make it low). A move between
+        places (a gathering, a re-spread) never changes the total: it decides nothing and reads nothing."""
         before, after = record.old_number("stock"), record.new_number("stock")
         if record.event_name != "MODIFY" or before is None or after is None or before == after:
+            return SKIPPED
+        if record.new_number(SIDEWAYS_MOVES) != record.old_number(SIDEWAYS_MOVES):  # a gathering or a spread
             return SKIPPED
         product_id, _, shard = record.entity_id.rpartition("#")
         if after < before and after >= self.threshold(product_id):
