@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from shop import keys, wiring
+from shop import ids, keys, wiring
 from shop.models.stock import StockMove
 from shop.repository import ProductRepository
 from shop.repository.alerts import AlertRepository
@@ -35,7 +35,7 @@ def test_the_total_read_during_gatherings_is_always_the_whole_total(local_store)
     def gather_back_and_forth() -> None:
         while not stop.is_set():
             for source, target in ((3, 0), (0, 3)):
-                products.gather_stock([StockMove(pid, source=source, target=target, quantity=3)])
+                products.gather_stock([StockMove(pid, source=source, target=target, quantity=3)], token=ids.new_id())
             gathered.append(1)
 
     mover = threading.Thread(target=gather_back_and_forth)
@@ -55,7 +55,7 @@ def test_gatherings_and_spreads_count_their_sideways_moves_on_the_shards(local_s
     """The mark that lets the stream skip a shard record that moved no unit of the total."""
     table = local_store.table
     pid = sharded(table, stock=8, shards=2)
-    ProductRepository(table).gather_stock([StockMove(pid, source=1, target=0, quantity=2)])
+    ProductRepository(table).gather_stock([StockMove(pid, source=1, target=0, quantity=2)], token=ids.new_id())
     wiring.catalog_service(table).set_stock_shards(ADMIN, pid, 4)  # re-spread: shards 0 and 1 updated, 2 and 3 new
 
     def shard(n: int) -> dict:

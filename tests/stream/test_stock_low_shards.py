@@ -15,7 +15,7 @@ import pytest
 from infra.settings import STREAM_FILTERS
 from local_runtime.events import stream_event as lambda_event
 from local_runtime.filters import matches_any
-from shop import keys, wiring
+from shop import ids, keys, wiring
 from shop.models.stock import StockMove
 from shop.repository import ProductRepository
 from shop.repository import store as store_module
@@ -215,7 +215,9 @@ def tear_reads(monkeypatch: Any, store: Any, pid: str, between: Any) -> TornRead
 
 
 def gather(store: Any, pid: str, source: int, quantity: int) -> None:
-    ProductRepository(store.table).gather_stock([StockMove(pid, source=source, target=0, quantity=quantity)])
+    ProductRepository(store.table).gather_stock(
+        [StockMove(pid, source=source, target=0, quantity=quantity)], token=ids.new_id()
+    )
 
 
 def test_an_orders_gathering_alerts_nothing_and_reads_nothing(store, invoke, recorded_bus, monkeypatch):
