@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import pathlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -114,6 +115,26 @@ def local_store(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterato
 def store(request: pytest.FixtureRequest) -> Store:
     """The same test on moto and on DynamoDB Local."""
     return request.getfixturevalue(f"{request.param}_store")  # type: ignore[no-any-return]
+
+
+TIER_DIRECTORIES = {"e2e": "e2e", "infra": "infra"}  # tests/<directory> -> its tier's marker
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test carries its tier's marker (docs/testing.md), whatever its author remembered.
+
+    `integration`: the test needs DynamoDB Local (it asks for it, directly or through a fixture);
+    `e2e` and `infra`: the directory says so. `make integration`, `make infra` and `make e2e` select
+    by these markers; `make unit` runs tests/unit, which refuses both moto and DynamoDB Local.
+    """
+    root = pathlib.Path(__file__).parent
+    for item in items:
+        if "dynamodb_local" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
+        if item.path.is_relative_to(root):
+            directory = item.path.relative_to(root).parts[0]
+            if directory in TIER_DIRECTORIES:
+                item.add_marker(TIER_DIRECTORIES[directory])
 
 
 @pytest.fixture(autouse=True)
