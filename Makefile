@@ -75,7 +75,7 @@ unit: setup
 
 # Handlers, repositories, stream rules and the local runtime on moto and on DynamoDB Local (`integration`
 # marker: the DynamoDB semantics), concurrency with real threads.
-integration: setup
+integration: setup synth
 	$(PY) -m pytest $(PARALLEL) -m "not infra and not e2e" --ignore=tests/unit $(PYTEST_ARGS)
 
 # The CDK app's templates (synthesized in-process, once per session).
