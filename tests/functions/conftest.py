@@ -72,12 +72,12 @@ def _fresh_store(backend: str, client: Any, env: dict[str, str], monkeypatch: py
     settings.cache_clear()
     fresh = Store(backend, client, None, name, env.get("AWS_ENDPOINT_URL_DYNAMODB"))
     if backend in _seeded:
-        _copy_items(client, name, _seeded[backend])
+        copy_items(client, name, _seeded[backend])
     else:
         load_seed(fresh.table)
         for slug in TEST_CATEGORIES:
             category(fresh.table, slug)
-        _seeded[backend] = _all_items(client, name)
+        _seeded[backend] = all_items(client, name)
     try:
         yield fresh
     finally:
@@ -85,7 +85,8 @@ def _fresh_store(backend: str, client: Any, env: dict[str, str], monkeypatch: py
             client.delete_table(TableName=name)
 
 
-def _all_items(client: Any, name: str) -> list[dict[str, Any]]:
+def all_items(client: Any, name: str) -> list[dict[str, Any]]:
+    """Every item of table `name`, as DynamoDB returns them (a Scan: tests only)."""
     items: list[dict[str, Any]] = []
     kwargs: dict[str, Any] = {"TableName": name, "ConsistentRead": True}
     while True:
@@ -96,7 +97,8 @@ def _all_items(client: Any, name: str) -> list[dict[str, Any]]:
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def _copy_items(client: Any, name: str, items: list[dict[str, Any]]) -> None:
+def copy_items(client: Any, name: str, items: list[dict[str, Any]]) -> None:
+    """Write `items` into table `name` (BatchWriteItem, retrying what comes back unprocessed)."""
     for start in range(0, len(items), 25):
         requests = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
         while requests:
