@@ -77,17 +77,31 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy layers/shared/python/shop functions infra local_runtime bench app.py
 
+# The tiers (docs/testing.md). Two workers; tests of one xdist_group (a stack, a synth) share a worker.
 # pytest exits 5 when it selected no test: that must fail the build, and it does.
-test: setup lint typecheck synth
-	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+PARALLEL := -n 2 --dist loadgroup
 
-# The fast lane (~25 s): every service rule on the in-memory store; tests/unit/conftest.py keeps moto and
-# DynamoDB Local out. The adapters are proved by tests/repository (moto and DynamoDB Local).
+# Everything: lint, types, synth, then every tier below in one run.
+test: setup lint typecheck synth
+	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
+
+# The fast lane (under 60 s): the rules on the in-memory store; tests/unit/conftest.py keeps moto and
+# DynamoDB Local out.
 unit: setup
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
-integration: setup
-	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
+# Handlers, repositories, stream rules and the local runtime on moto and on DynamoDB Local (`integration`
+# marker: the DynamoDB semantics), concurrency with real threads.
+integration: setup synth
+	$(PY) -m pytest $(PARALLEL) -m "not infra and not e2e" --ignore=tests/unit $(PYTEST_ARGS)
+
+# The CDK app's templates (synthesized in-process, once per session).
+infra: setup layers
+	$(PY) -m pytest $(PARALLEL) -m infra $(PYTEST_ARGS)
+
+# The local stack over HTTP, as `make dev` runs it (needs the synthesized templates).
+e2e: setup synth
+	$(PY) -m pytest $(PARALLEL) -m e2e $(PYTEST_ARGS)
 
 openapi: setup
 	$(PY) -m local_runtime.openapi > openapi.json

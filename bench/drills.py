@@ -365,10 +365,13 @@ class Fault:
     run: Callable[[Rig, Shop, Tally, float], None]
     seconds: float
     crashes: bool = False  # invocations die with the worker: API Gateway answers those 500
+    # a bound on the seconds from the fault's end to the first normal answer: `make drill` holds it,
+    # the e2e smoke only that the service recovers (no wall-clock assertion in `make test`)
+    recovery_bound_s: float | None = None
 
 
 FAULTS: dict[str, Fault] = {
-    "store_stall": Fault(stall, 5.0),
+    "store_stall": Fault(stall, 5.0, recovery_bound_s=2.0),
     "store_gone": Fault(store_gone, 0.0),
     "worker_killed": Fault(kill_worker, 0.0, crashes=True),
     "poller_killed": Fault(kill_poller, 1.0),
@@ -402,6 +405,7 @@ def drill(name: str, workdir: pathlib.Path, cdk_out: pathlib.Path, *, scale: flo
         result["store_unavailable_metric"] = emf.count(EMF_STORE_UNAVAILABLE) // 2  # definition + value
         result["fault_seconds"] = fault.seconds * scale
         result["crashed_invocations_answer_500"] = fault.crashes
+        result["recovery_bound_s"] = fault.recovery_bound_s
     finally:
         rig.stop()
     result["drill_seconds"] = round(time.monotonic() - started, 1)
@@ -422,6 +426,13 @@ def _recovery(shop: Shop) -> float | None:
 
 
 def passed(result: dict[str, Any]) -> bool:
+    """The drill's guarantees held and the service recovered within the fault's bound (`make drill`)."""
+    bound = result.get("recovery_bound_s")
+    return guarantees_held(result) and (bound is None or result["recovered_within_s"] <= bound)
+
+
+def guarantees_held(result: dict[str, Any]) -> bool:
+    """Every guarantee but the recovery bound: what the e2e smoke asserts, whatever the machine's load."""
     return (
         (result["status_500"] == 0 or result["crashed_invocations_answer_500"])
         and result["status_503_without_retry_after"] == 0

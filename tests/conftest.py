@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import pathlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -73,9 +74,23 @@ def _fresh_name() -> str:
     return f"shop-{os.getpid()}-{next(_table_numbers)}"
 
 
-@pytest.fixture
-def moto_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+@pytest.fixture(scope="session")
+def _moto_clients_session() -> Any:
+    """One boto3 session for every moto test's clients.
+
+    mock_aws() drops boto3's default session, so `boto3.client` under it reloads the service model and
+    endpoint rules (about 0.15 s of CPU a client); a session kept here caches them. moto's request hook
+    joins botocore's built-in handlers when moto.core.models is imported, and a session picks up only
+    the built-in handlers it sees when it is created: import moto first.
+    """
     import boto3
+    import moto.core.models  # noqa: F401
+
+    return boto3.session.Session()
+
+
+@pytest.fixture
+def moto_store(_moto_clients_session: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     from moto import mock_aws
 
     from local_runtime.dynamodb_local import create_table
@@ -83,12 +98,12 @@ def moto_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     from shop.repository import store as store_module
 
     with mock_aws():
-        client = boto3.client("dynamodb", config=client_config())
+        client = _moto_clients_session.client("dynamodb", config=client_config())
         name = _fresh_name()
         create_table(client, name, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
         monkeypatch.setenv("TABLE_NAME", name)
         store_module.reset_client()
-        yield Store("moto", client, boto3.client("dynamodbstreams"), name, None)
+        yield Store("moto", client, _moto_clients_session.client("dynamodbstreams"), name, None)
         store_module.reset_client()
 
 
@@ -114,6 +129,26 @@ def local_store(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterato
 def store(request: pytest.FixtureRequest) -> Store:
     """The same test on moto and on DynamoDB Local."""
     return request.getfixturevalue(f"{request.param}_store")  # type: ignore[no-any-return]
+
+
+TIER_DIRECTORIES = {"e2e": "e2e", "infra": "infra"}  # tests/<directory> -> its tier's marker
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test carries its tier's marker (docs/testing.md), whatever its author remembered.
+
+    `integration`: the test needs DynamoDB Local (it asks for it, directly or through a fixture);
+    `e2e` and `infra`: the directory says so. `make integration`, `make infra` and `make e2e` select
+    by these markers; `make unit` runs tests/unit, which refuses both moto and DynamoDB Local.
+    """
+    root = pathlib.Path(__file__).parent
+    for item in items:
+        if "dynamodb_local" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
+        if item.path.is_relative_to(root):
+            directory = item.path.relative_to(root).parts[0]
+            if directory in TIER_DIRECTORIES:
+                item.add_marker(TIER_DIRECTORIES[directory])
 
 
 @pytest.fixture(autouse=True)

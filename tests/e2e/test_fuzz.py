@@ -27,7 +27,8 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from tests.e2e.conftest import REPO_ROOT, Stack
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+# its own group: the longest e2e test runs beside the others (on a worker of its own it boots its own stack)
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-fuzz")]
 
 CONFIG = REPO_ROOT / "schemathesis.toml"
 MAX_EXAMPLES = os.environ.get("E2E_FUZZ_MAX_EXAMPLES")  # overrides the config's max-examples

@@ -15,7 +15,8 @@ import pytest
 from local_runtime.stack import processes_mentioning, still_alive
 from tests.e2e.conftest import Stack, confirmed, create_product, eventually, expect, order_lines, place_order
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+# its own group: these tests start their own stacks, never the session one, so they run beside it
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-lifecycle")]
 
 
 def test_restart_keeps_the_data(new_stack: Any, tmp_path: pathlib.Path) -> None:

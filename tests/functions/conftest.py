@@ -5,6 +5,10 @@ object, same env: TABLE_NAME and the shop's global client point at a fresh table
 boto3 client (and one moto mock) per module instead of one per test: creating a client costs ~100 ms,
 which over a few hundred handler tests is most of the run. Every test still gets its own table,
 loaded with events/seed.json.
+
+The seed is written through the repositories (transactions) once per backend per test process; every
+later table receives a copy of those items (BatchWriteItem), which costs a fraction of the seeding.
+Writing the seed is proved by the first table of each backend and by tests/local_runtime.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from tests.functions.apigw import API, FUNCTIONS
 from tests.support.factories import category
 
 _names = itertools.count()
+# The seeded items, as DynamoDB returns them, per backend: written once through the repositories.
+_seeded: dict[str, list[dict[str, Any]]] = {}
 # Top-level categories the HTTP tests file products under, beside the seed's (products need existing ones).
 TEST_CATEGORIES = ("c", "bulk", "paged", "tools", "x", "limits", "lights")
 
@@ -65,14 +71,39 @@ def _fresh_store(backend: str, client: Any, env: dict[str, str], monkeypatch: py
     monkeypatch.setattr(store_module, "_client", client)
     settings.cache_clear()
     fresh = Store(backend, client, None, name, env.get("AWS_ENDPOINT_URL_DYNAMODB"))
-    load_seed(fresh.table)
-    for slug in TEST_CATEGORIES:
-        category(fresh.table, slug)
+    if backend in _seeded:
+        copy_items(client, name, _seeded[backend])
+    else:
+        load_seed(fresh.table)
+        for slug in TEST_CATEGORIES:
+            category(fresh.table, slug)
+        _seeded[backend] = all_items(client, name)
     try:
         yield fresh
     finally:
         if backend == "local":
             client.delete_table(TableName=name)
+
+
+def all_items(client: Any, name: str) -> list[dict[str, Any]]:
+    """Every item of table `name`, as DynamoDB returns them (a Scan: tests only)."""
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"TableName": name, "ConsistentRead": True}
+    while True:
+        page = client.scan(**kwargs)
+        items += page.get("Items", [])
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def copy_items(client: Any, name: str, items: list[dict[str, Any]]) -> None:
+    """Write `items` into table `name` (BatchWriteItem, retrying what comes back unprocessed)."""
+    for start in range(0, len(items), 25):
+        requests = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
+        while requests:
+            unprocessed = client.batch_write_item(RequestItems={name: requests}).get("UnprocessedItems", {})
+            requests = unprocessed.get(name, [])
 
 
 @pytest.fixture

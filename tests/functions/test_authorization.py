@@ -1,6 +1,8 @@
 """The authorization matrix: every route as anonymous, customer A (alice), customer B (bob) and admin.
 
-Each cell runs on a fresh seeded table (events/seed.json), on moto and on DynamoDB Local. The
+Each cell runs on a fresh seeded table (events/seed.json), on moto only: who may call a route is decided
+before the store is touched, and the store semantics the routes rely on are proved on DynamoDB Local by
+the handler, repository and stream tests (docs/testing.md). The
 status is what the contract names for that caller with that data: e.g. POST /customers is allowed
 for anyone signed in, and alice and bob already have profiles, so they get 409 (not 401/403).
 """
@@ -107,7 +109,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("method", "path", "kwargs", "caller", "expected"), CASES)
-def test_authorization_matrix(api, method, path, kwargs, caller, expected):  # noqa: PLR0917
+def test_authorization_matrix(moto_api, method, path, kwargs, caller, expected):  # noqa: PLR0917
     reply = call(method, path, claims=CALLERS[caller], **kwargs)
     assert reply.status == expected, reply.body
     codes = {401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "ORDER_NOT_FOUND"}

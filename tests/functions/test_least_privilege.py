@@ -80,18 +80,27 @@ def outside(keys: set[str], patterns: tuple[str, ...]) -> set[str]:
     return {key for key in keys if patterns and not any(fnmatchcase(key, p) for p in patterns)}
 
 
+# events/seed.json's items as the repositories write them: seeded once, copied into each later table
+_seed_items: list[dict[str, Any]] = []
+
+
 def fresh_seeded_table(client: Any, monkeypatch: pytest.MonkeyPatch, number: int) -> None:
     """Each sample event assumes the seed as it is, so each one gets its own table."""
     from local_runtime.dynamodb_local import create_table
     from local_runtime.sample_data import load_seed
     from shop.config import settings
     from shop.repository import Table
+    from tests.functions.conftest import all_items, copy_items
 
     name = f"privilege-{number}"
     create_table(client, name, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
     monkeypatch.setenv("TABLE_NAME", name)
     settings.cache_clear()
-    load_seed(Table(client, name))
+    if _seed_items:
+        copy_items(client, name, _seed_items)
+    else:
+        load_seed(Table(client, name))
+        _seed_items.extend(all_items(client, name))
 
 
 @pytest.mark.parametrize("function", ["customers", "products", "orders", "sessions"])

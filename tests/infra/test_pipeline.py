@@ -51,8 +51,18 @@ def test_the_linter_rejects_a_broken_workflow(tmp_path) -> None:
 
 def test_tests_run_before_the_first_stage_deploys() -> None:
     jobs = _workflow("deploy.yml")["jobs"]
-    assert any(step.get("run", "").startswith("make test") for step in jobs["test"]["steps"])
+    assert jobs["test"]["uses"] == "./.github/workflows/test.yml"
+    (suite,) = _workflow("test.yml")["jobs"].values()
+    assert any(step.get("run", "").startswith("make test") for step in suite["steps"])
     assert jobs["deploy-dev"]["needs"] == "test"
+
+
+def test_pull_requests_run_the_fast_lane() -> None:
+    workflow = _workflow("fast-lane.yml")
+    assert set(workflow[True]) == {"pull_request"}  # YAML 1.1 reads the key `on` as True
+    (lane,) = workflow["jobs"].values()
+    runs = " ".join(step.get("run", "") for step in lane["steps"])
+    assert "make lint typecheck unit" in runs
 
 
 def test_stages_deploy_one_after_another_ending_with_prod() -> None:
