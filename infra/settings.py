@@ -121,7 +121,9 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps (issue 12); BatchGetItem +
     # TransactWriteItems also: the daily sales counters and their once-per-order-version marker (issue 13);
-    # Query and BatchWriteItem: archiving an order reads and deletes what is left of it (shop.services.archival)
+    # Query and BatchWriteItem: archiving an order reads and deletes what is left of it (shop.services.archival);
+    # ConditionCheckItem: every effect of an order record checks the order is not archived (issue 23);
+    # TransactGetItems (a GetItem grant): a sharded product's whole stock for StockLow (issue 23)
     "order_events": (
         "GetItem",
         "BatchGetItem",
@@ -129,6 +131,7 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
         "PutItem",
         "UpdateItem",
         "DeleteItem",
+        "ConditionCheckItem",
         "TransactWriteItems",
         "BatchWriteItem",
     ),

@@ -183,7 +183,7 @@ def _largest_requests() -> dict[str, int]:
     spec = json.loads((ROOT / "openapi.json").read_text())
     (description,) = [
         s["maxLength"]
-        for s in spec["components"]["schemas"]["ProductIn"]["properties"]["description"]["anyOf"]
+        for s in spec["components"]["schemas"]["ProductInCategories"]["properties"]["description"]["anyOf"]
         if s.get("maxLength")
     ]
     body = {

@@ -62,7 +62,8 @@ def sam_environment(template: dict[str, Any], resource: dict[str, Any]) -> dict[
 
 
 def client_services() -> set[str]:
-    """Every service the shop's code creates a boto3 client or resource for: `*.client("<service>", ...)`."""
+    """Every service the shop's code creates a boto3 client or resource for: `*.client("<service>", ...)` or
+    `ProcessClient(__name__, "<service>")`."""
     services = set()
     for directory in CODE_DIRS:
         for path in directory.rglob("*.py"):
@@ -76,6 +77,15 @@ def client_services() -> set[str]:
                     and isinstance(node.args[0].value, str)
                 ):
                     services.add(node.args[0].value)
+                if (  # shop.lazy_client.ProcessClient(__name__, "<service>"): the process-wide clients
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == "ProcessClient"
+                    and len(node.args) == 2
+                    and isinstance(node.args[1], ast.Constant)
+                    and isinstance(node.args[1].value, str)
+                ):
+                    services.add(node.args[1].value)
     return services
 
 

@@ -17,14 +17,12 @@ from typing import Any
 import pytest
 
 from local_runtime.v1_products import load
-from shop import keys
+from shop import keys, wiring
 from shop.migrations import migration
 from shop.migrations.rate import TokenBucket
 from shop.migrations.runner import Runner
 from shop.repository.migrations import MigrationRepository
 from shop.repository.store import from_item
-from shop.services.catalog import CatalogService
-from shop.services.categories import CategoryService
 from tests.support.factories import ADMIN
 
 NAME = "0001-list-version-1-products"
@@ -46,14 +44,14 @@ class FakeClock:
 
 
 def _tree(table: Any) -> None:
-    service = CategoryService(table)
+    service = wiring.category_service(table)
     service.create(ADMIN, slug="coffee", name="Coffee", parent=None)
     service.create(ADMIN, slug="beans", name="Beans", parent="coffee")
 
 
 def _listing(table: Any, scope: str | None, sort: str = "name") -> list[str]:
     """Every product id of one listing, page by page through the service (as GET /products does)."""
-    catalog = CatalogService(table)
+    catalog = wiring.catalog_service(table)
     ids: list[str] = []
     token = None
     while True:
@@ -198,14 +196,14 @@ def test_edits_racing_the_migration_leave_each_product_listed_once_where_its_las
 
     table = local_store.table
     _tree(table)
-    CategoryService(table).create(ADMIN, slug="tea", name="Tea", parent=None)
+    wiring.category_service(table).create(ADMIN, slug="tea", name="Tea", parent=None)
     count = 200
     load(local_store.client, local_store.table_name, count)
     edited = [f"V1PRODUCT{n:07d}" for n in range(0, count, 5)]
     runner = Runner(MigrationRepository(table), migration(NAME), segments=2, limiter=TokenBucket(10_000), page_size=10)
     migrating = threading.Thread(target=runner.run)
     migrating.start()
-    catalog = CatalogService(table)
+    catalog = wiring.catalog_service(table)
     for product_id in edited:
         for _attempt in range(5):
             try:

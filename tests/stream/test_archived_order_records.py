@@ -15,12 +15,10 @@ from typing import Any
 import pytest
 
 from local_runtime.events import stream_event as lambda_event
-from shop import keys
+from shop import keys, wiring
 from shop.models import OrderStatus
 from shop.repository import order_archive
-from shop.repository.sales import SalesRepository
-from shop.services.orders import OrderService, RequestedLine
-from shop.services.sales import SalesService
+from shop.services.orders import RequestedLine
 from tests.stream.conftest import dump
 from tests.stream.test_archival import expire, order_removals
 from tests.stream.test_lifecycle_events import deliver
@@ -54,7 +52,7 @@ def archived_order(store: Any, invoke: Any, deletions: Any) -> Archived:
     """The issue's order: 2 x 1500, confirmed, cancelled, then archived; every record it made, kept."""
     reader = StreamReader(store, ttl_deletions=deletions)
     pid = product(store.table, name="Lamp", price_cents=1500, stock=10)
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     order_id = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)]).order_id
     [placed] = only(reader.read(), entity="ORDER", event_name="INSERT")
     assert invoke(lambda_event([placed])) == {"batchItemFailures": []}
@@ -66,13 +64,13 @@ def archived_order(store: Any, invoke: Any, deletions: Any) -> Archived:
     assert expire(store, deletions) == 1
     [removal] = order_removals(reader)
     assert invoke(lambda_event([removal])) == {"batchItemFailures": []}
-    assert OrderService(store.table).get(ADMIN, order_id).archived is True
+    assert wiring.order_service(store.table).get(ADMIN, order_id).archived is True
     day = confirmed["dynamodb"]["NewImage"]["updated_at"]["S"][:10]
     return Archived(order_id, pid, day, placed, confirmed, cancelled, removal)
 
 
 def sales(store: Any, order: Archived) -> tuple[int, int]:
-    [day] = SalesService(SalesRepository(store.table)).product_sales(ADMIN, order.product_id, order.day, order.day).days
+    [day] = wiring.sales_service(store.table).product_sales(ADMIN, order.product_id, order.day, order.day).days
     return day.units, day.revenue_cents
 
 
@@ -109,7 +107,7 @@ def test_a_replayed_record_writes_no_history(store, invoke, deletions, monkeypat
         assert invoke(lambda_event([record])) == {"batchItemFailures": []}
 
     assert not [sk for sk in order_partition(store, order.order_id) if sk.startswith(keys.HISTORY_PREFIX)]
-    assert OrderService(store.table).get(ADMIN, order.order_id).archived is True
+    assert wiring.order_service(store.table).get(ADMIN, order.order_id).archived is True
 
 
 @pytest.mark.usefixtures("s3")
@@ -176,7 +174,7 @@ def test_a_replay_racing_archival_leaves_nothing_beside_the_marker(store, invoke
     entry and delete them: no orphan beside the marker, and the sales counted once."""
     reader = StreamReader(store, ttl_deletions=deletions)
     pid = product(store.table, name="Lamp", price_cents=1500, stock=10)
-    service = OrderService(store.table)
+    service = wiring.order_service(store.table)
     order_id = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)]).order_id
     assert invoke(lambda_event(reader.read())) == {"batchItemFailures": []}
     [confirmed] = only(reader.read(), entity="ORDER", event_name="MODIFY")
@@ -203,19 +201,19 @@ def test_a_replay_racing_archival_leaves_nothing_beside_the_marker(store, invoke
     assert reads["n"] == 2  # archival read again after its marker
 
     assert order_partition(store, order_id) == ["ARCHIVED"]
-    archived = OrderService(store.table).get(ADMIN, order_id)
+    archived = wiring.order_service(store.table).get(ADMIN, order_id)
     assert archived.archived is True
     assert [entry.status for entry in archived.history] == [
         OrderStatus.PENDING,
         OrderStatus.CONFIRMED,
         OrderStatus.CANCELLED,
     ]
-    [counted] = SalesService(SalesRepository(store.table)).product_sales(ADMIN, pid, day, day).days
+    [counted] = wiring.sales_service(store.table).product_sales(ADMIN, pid, day, day).days
     assert (counted.units, counted.revenue_cents) == (0, 0)
 
     assert invoke(lambda_event([cancelled])) == {"batchItemFailures": []}  # and once more, after archival
     assert order_partition(store, order_id) == ["ARCHIVED"]
-    [counted] = SalesService(SalesRepository(store.table)).product_sales(ADMIN, pid, day, day).days
+    [counted] = wiring.sales_service(store.table).product_sales(ADMIN, pid, day, day).days
     assert (counted.units, counted.revenue_cents) == (0, 0)
 
 
@@ -230,7 +228,7 @@ def test_a_replayed_return_takes_back_no_sales_and_publishes_no_refund(store, in
     assert invoke(lambda_event([returned])) == {"batchItemFailures": []}
     assert expire(store, deletions) == 1  # RETURNED is final: archived at once (ARCHIVE_AFTER_DAYS=0)
     assert invoke(lambda_event(order_removals(reader))) == {"batchItemFailures": []}
-    assert OrderService(store.table).get(ADMIN, order_id).archived is True
+    assert wiring.order_service(store.table).get(ADMIN, order_id).archived is True
     table = dump(store)
     recorded_bus.calls.clear()
 
