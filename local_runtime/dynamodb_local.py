@@ -6,9 +6,7 @@ PR_SET_PDEATHSIG fires when the *thread* that started Java exits: start it from 
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import ctypes
 import os
 import pathlib
 import re
@@ -16,14 +14,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-import weakref
 from functools import lru_cache
 from typing import Any
 
+from local_runtime import child_process
 from local_runtime.table_definition import DEFAULT_TABLE_SPEC, TableSpec, spec_from_template
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -95,22 +92,6 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _set_pdeathsig() -> None:  # runs in the child between fork and exec
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-_RUNNING: weakref.WeakSet[DynamoDBLocal] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_all() -> None:
-    for ddb in list(_RUNNING):
-        with contextlib.suppress(Exception):
-            ddb.stop()
-
-
 # The JIT's first tier only: Java answers in about a third of the time (15 s -> 6 s on a loaded 2-core
 # machine), at some peak speed a developer's requests never reach. `make dev` uses it; load runs do not.
 QUICK_START = ("-XX:TieredStopAtLevel=1",)
@@ -163,7 +144,7 @@ class DynamoDBLocal:
                 self.port = self._requested_port or free_port()
                 try:
                     self._spawn(java, jar, lib, timeout)
-                    _RUNNING.add(self)
+                    child_process.track(self)
                     return self
                 except RuntimeError as exc:
                     last_error = exc
@@ -187,7 +168,7 @@ class DynamoDBLocal:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_set_pdeathsig,  # noqa: PLW1509 - async-signal-safe enough: one prctl call
+            preexec_fn=child_process.set_pdeathsig,  # noqa: PLW1509 - async-signal-safe enough: one prctl call
         )
         self._wait_ready(timeout)
 
@@ -219,15 +200,7 @@ class DynamoDBLocal:
             time.sleep(0.1)
 
     def _log_tail(self, limit: int = 2000) -> str:
-        if self._log is None:
-            return ""
-        try:
-            self._log.flush()
-            self._log.seek(0)
-            text: str = self._log.read().decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
-        return text[-limit:].strip().replace("\n", " | ")
+        return child_process.log_tail(self._log, limit)
 
     def restart(self, timeout: float = 30.0) -> DynamoDBLocal:
         """Start again on the same port and data (after it exited or was stopped): clients keep working."""
@@ -241,27 +214,14 @@ class DynamoDBLocal:
         """Terminate the Java process group, kill it if it does not exit in `timeout`; idempotent."""
         with self._lock:
             self._terminate(timeout)
-            _RUNNING.discard(self)
+            child_process.untrack(self)
 
     def _terminate(self, timeout: float = 10.0) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=timeout)
-            # Anything Java left in its group (it spawns none today) goes too.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        if self._log is not None:
-            with contextlib.suppress(OSError):
-                self._log.close()
-            self._log = None
+            child_process.stop_group(proc, timeout)
+        child_process.close_log(self._log)
+        self._log = None
 
     def __enter__(self) -> DynamoDBLocal:
         return self.start()

@@ -13,9 +13,7 @@ Webhooks: `register_webhook(id, url, secret)` is localstripe's `POST /_config/we
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import ctypes
 import os
 import signal
 import socket
@@ -27,26 +25,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import weakref
 from typing import Any
+
+from local_runtime import child_process
 
 TEST_SECRET_KEY = "sk_test_localstripe"  # noqa: S105 - not a secret: localstripe accepts any key that starts with sk_test_
 _READY_PREFIX = "localstripe listening on port "
-
-_RUNNING: weakref.WeakSet[LocalStripe] = weakref.WeakSet()
-
-
-def _set_pdeathsig() -> None:  # runs in the child between fork and exec: it dies with its parent
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-@atexit.register
-def _stop_all() -> None:
-    for server in list(_RUNNING):
-        with contextlib.suppress(Exception):
-            server.stop()
 
 
 class LocalStripe:
@@ -86,7 +70,7 @@ class LocalStripe:
                 stderr=self._log,
                 text=True,
                 start_new_session=True,
-                preexec_fn=_set_pdeathsig,  # noqa: PLW1509 - one prctl call
+                preexec_fn=child_process.set_pdeathsig,  # noqa: PLW1509 - one prctl call
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
             )
             try:
@@ -95,7 +79,7 @@ class LocalStripe:
             except RuntimeError:
                 self._terminate()
                 raise
-            _RUNNING.add(self)
+            child_process.track(self)
             return self
 
     def _read_port(self, timeout: float) -> int:
@@ -146,40 +130,22 @@ class LocalStripe:
         self.request("DELETE", "/_config/data")
 
     def _log_tail(self, limit: int = 2000) -> str:
-        if self._log is None:
-            return ""
-        try:
-            self._log.flush()
-            self._log.seek(0)
-            text: str = self._log.read()
-        except (OSError, ValueError):
-            return ""
-        return text[-limit:].strip().replace("\n", " | ")
+        return child_process.log_tail(self._log, limit)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Terminate the server's process group; idempotent."""
         with self._lock:
             self._terminate(timeout)
-            _RUNNING.discard(self)
+            child_process.untrack(self)
 
     def _terminate(self, timeout: float = 10.0) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=timeout)
+            child_process.stop_group(proc, timeout)
             if proc.stdout is not None:
                 proc.stdout.close()
-        if self._log is not None:
-            with contextlib.suppress(OSError):
-                self._log.close()
-            self._log = None
+        child_process.close_log(self._log)
+        self._log = None
 
     def __enter__(self) -> LocalStripe:
         return self.start()
