@@ -12,17 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from shop import errors, keys
 from shop.models.products import ProductStatus
 from shop.models.stock import StockLayout, StockMove, StockTake
 from shop.repository.store import (
     Table,
     TransactionCancelled,
-    error_code,
     from_item,
     to_item,
+    transact_get,
     transact_write,
     translated_errors,
     values,
@@ -137,20 +135,12 @@ class StockShardRepository:
         for _ in range(SNAPSHOT_ATTEMPTS):
             wanted = [keys.product_key(product_id)]
             wanted += [keys.stock_shard_key(product_id, shard) for shard in range(count if count > 1 else 0)]
-            request = [{"Get": {"TableName": self.table.name, "Key": to_item(key)}} for key in wanted]
-            try:
-                with translated_errors():
-                    response = self.table.client.transact_get_items(TransactItems=request)
-            except ClientError as error:
-                if error_code(error) == "TransactionCanceledException":
-                    continue
-                raise
-            found = [from_item(answer["Item"]) if answer.get("Item") else None for answer in response["Responses"]]
+            found = transact_get(self.table, wanted, attempts=SNAPSHOT_ATTEMPTS)
             main = found[0]
             if main is None:
                 raise errors.ProductNotFound([product_id])
             stored_count = int(main.get("stock_shards", 1))
-            if max(stored_count, 1) != count:
+            if max(stored_count, 1) != count:  # spread meanwhile: read again with the stored count
                 count = max(stored_count, 1)
                 continue
             return StockLayout(

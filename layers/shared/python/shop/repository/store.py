@@ -213,20 +213,24 @@ def batch_get(
 TRANSACT_GET_LIMIT = 100  # items per TransactGetItems
 
 
-def transact_get(table: Table, wanted: list[keys.Key]) -> list[dict[str, Any] | None]:
+def transact_get(table: Table, wanted: list[keys.Key], *, attempts: int = 1) -> list[dict[str, Any] | None]:
     """The items of `wanted` (None where absent), in order, as one TransactGetItems: a serializable view,
     which a BatchGetItem is not (it reads each item committed, so a transaction committing during it can
-    show half its writes). Cancelled by a concurrent transaction beyond the client's conflict retries:
-    ServiceUnavailable."""
+    show half its writes). A read cancelled by a transaction in progress (beyond the client's conflict
+    retries) is made again, `attempts` in all; then ServiceUnavailable."""
     request = [{"Get": {"TableName": table.name, "Key": to_item(key)}} for key in wanted]
-    try:
-        with translated_errors():
-            response = table.client.transact_get_items(TransactItems=request)
-    except ClientError as error:
-        if error_code(error) == "TransactionCanceledException":
-            raise TransactionCancelled(list(error.response.get("CancellationReasons", []))).unexplained() from error
-        raise
-    return [from_item(entry["Item"]) if entry.get("Item") else None for entry in response.get("Responses", [])]
+    for attempt in range(1, attempts + 1):
+        try:
+            with translated_errors():
+                response = table.client.transact_get_items(TransactItems=request)
+        except ClientError as error:
+            if error_code(error) != "TransactionCanceledException":
+                raise
+            if attempt == attempts:
+                raise TransactionCancelled(list(error.response.get("CancellationReasons", []))).unexplained() from error
+            continue
+        return [from_item(entry["Item"]) if entry.get("Item") else None for entry in response.get("Responses", [])]
+    raise ValueError("attempts must be at least 1")
 
 
 def transact_write(table: Table, items: list[dict[str, Any]], **extra: Any) -> None:
