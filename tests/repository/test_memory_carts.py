@@ -11,8 +11,8 @@ import pytest
 from shop import clock, errors, ids
 from shop.limits import MAX_CART_LINES
 from shop.models import Customer, Order, OrderStatus, Product, StatusEntry
-from shop.models.carts import CartClaim, NotMerged, NotMergedReason
-from shop.models.orders import OrderLine, SessionClaim
+from shop.models.carts import CartClaim, CartOwner, NotMerged, NotMergedReason
+from shop.models.orders import OrderLine
 from shop.models.sessions import StoredLine
 from shop.repository import (
     CustomerCartRepository,
@@ -148,7 +148,7 @@ def test_merge_conditions(stores):
     assert view.session is not None
     assert view.cart.cart_version == 0
     lines = [StoredLine(pid, "n", 1000, 3, clock.iso_now())]
-    stale_session = SessionClaim(session_id, view.session.cart_version - 1, NOW)
+    stale_session = CartClaim(CartOwner.session(session_id), view.session.cart_version - 1, NOW)
     with pytest.raises(errors.SessionNotFound):
         stores.carts.merge(
             view.cart,
@@ -160,7 +160,7 @@ def test_merge_conditions(stores):
             marker_expires_at=NOW + 100,
         )
     put(stores, pid, 1)  # the cart moves past the version read
-    claim = SessionClaim(session_id, view.session.cart_version, NOW)
+    claim = CartClaim(CartOwner.session(session_id), view.session.cart_version, NOW)
     with pytest.raises(errors.CartChanged):
         stores.carts.merge(
             view.cart,
@@ -216,8 +216,8 @@ def test_checkout_claims_the_cart_version(stores):
         )
 
     with pytest.raises(errors.CartChanged):
-        stores.orders.place(order(), cart=CartClaim("alice", cart.cart_version - 1, now))
+        stores.orders.place(order(), cart=CartClaim(CartOwner.customer("alice"), cart.cart_version - 1, now))
     assert stores.products.get(item.product_id).stock == 5, "nothing taken"
-    stores.orders.place(order(), cart=CartClaim("alice", cart.cart_version, now))
+    stores.orders.place(order(), cart=CartClaim(CartOwner.customer("alice"), cart.cart_version, now))
     assert stores.carts.get("alice", now=now).lines == []
     assert stores.products.get(item.product_id).stock == 3

@@ -15,7 +15,8 @@ import pytest
 from shop import clock, errors, ids
 from shop.limits import MAX_CART_LINES, MAX_STOCK
 from shop.models import Customer, Order, OrderStatus, Product, Review, StatusEntry
-from shop.models.orders import OrderLine, Placement, SessionClaim
+from shop.models.carts import CartClaim, CartOwner
+from shop.models.orders import OrderLine, Placement
 from shop.models.stock import StockLayout, StockTake
 from shop.repository import CustomerRepository, OrderRepository, ProductRepository, SessionRepository
 from shop.services.ports import CategoryStore, CustomerStore, OrderStore, ProductPrices, ProductStore, SessionStore
@@ -194,10 +195,10 @@ def test_placement_claims_the_cart_and_the_idempotency_key(stores):
         now=NOW,
         expires_at=NOW + 600,
     )
-    stale = SessionClaim("s1", cart.cart_version - 1, NOW)
+    stale = CartClaim(CartOwner.session("s1"), cart.cart_version - 1, NOW)
     with pytest.raises(errors.SessionNotFound):
         stores.orders.place(new_order("alice", (hammer, 2)), stale)
-    claim = SessionClaim("s1", cart.cart_version, NOW)
+    claim = CartClaim(CartOwner.session("s1"), cart.cart_version, NOW)
     placement = Placement("key-1", NOW + 3600)
     first = stores.orders.place(new_order("alice", (hammer, 2)), claim, placement=placement)
     assert stores.sessions.get("s1", now=NOW).lines == []

@@ -22,12 +22,12 @@ from shop import clock, errors, keys
 from shop.limits import MAX_CART_LINES, MAX_CHILDREN, MAX_STOCK, MAX_TRANSACTION_ITEMS
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
 from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
-from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
+from shop.models.carts import CartClaim, CartOwnerKind, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category, path_slugs
-from shop.models.orders import NO_DETAILS, Placement, SessionClaim, StatusDetails
+from shop.models.orders import NO_DETAILS, Placement, StatusDetails
 from shop.models.products import CataloguePrice, ProductListing, ProductStatus
 from shop.models.sales import DaySales, SalesChange, TopSeller
-from shop.models.sessions import StoredLine, StoredSession
+from shop.models.sessions import StoredLine
 from shop.models.stock import StockLayout, StockMove, StockSource, StockTake
 from shop.services.alerts import AlertService
 from shop.services.carts import CartService
@@ -79,9 +79,9 @@ class _Cart:
     added: dict[str, str] = field(default_factory=dict)
     version: int = 0
 
-    def stored(self) -> StoredSession:
+    def stored(self) -> StoredCart:
         ordered = sorted(self.lines.values(), key=lambda line: (self.added[line.product_id], line.product_id))
-        return StoredSession(self.session_id, ordered, clock.iso_from_epoch(self.expires_at), self.version)
+        return StoredCart(self.session_id, ordered, clock.iso_from_epoch(self.expires_at), self.version)
 
 
 @dataclass
@@ -383,10 +383,9 @@ class MemoryOrders:
     def place(
         self,
         order: Order,
-        session: SessionClaim | None = None,
+        cart: CartClaim | None = None,
         *,
         placement: Placement | None = None,
-        cart: CartClaim | None = None,
         takes: Mapping[str, Sequence[StockTake]] | None = None,
     ) -> Order:
         takes = takes or {}
@@ -415,7 +414,7 @@ class MemoryOrders:
             for line in order.lines
             for take in takes.get(line.product_id) or [StockTake(None, line.quantity)]
         ]
-        items = 2 + len(places) + sum(part is not None for part in (session, cart, placement))
+        items = 2 + len(places) + sum(part is not None for part in (cart, placement))
         if items > MAX_TRANSACTION_ITEMS:  # as DynamoDB's limit makes the table's store refuse it
             raise errors.StockTooScattered(items, MAX_TRANSACTION_ITEMS)
         short: list[str] = []
@@ -440,27 +439,21 @@ class MemoryOrders:
         ]
         if repriced:
             raise errors.PriceChanged(repriced)
-        session_cart = self.state.sessions.get(session.session_id) if session is not None else None
-        if session is not None and (
-            session_cart is None
-            or session_cart.version != session.cart_version
-            or session_cart.expires_at <= session.now
-        ):
-            raise errors.SessionNotFound("the session expired or its cart changed during checkout")
-        customer_cart = self.state.carts.get(cart.customer_id) if cart is not None else None
-        if cart is not None and (
-            customer_cart is None or customer_cart.version != cart.cart_version or customer_cart.expires_at <= cart.now
-        ):
-            raise errors.CartChanged("your cart changed or expired during checkout, retry")
+        emptied: _Cart | _CustomerCart | None = None
+        if cart is not None:
+            session = cart.owner.kind is CartOwnerKind.SESSION
+            emptied = (self.state.sessions if session else self.state.carts).get(cart.owner.id)
+            if emptied is None or emptied.version != cart.cart_version or emptied.expires_at <= cart.now:
+                if session:
+                    raise errors.SessionNotFound("the session expired or its cart changed during checkout")
+                raise errors.CartChanged("your cart changed or expired during checkout, retry")
         for pid, take in places:
             products[pid].move(take.source, -take.quantity)
-        if session_cart is not None:
-            session_cart.lines.clear()
-            session_cart.added.clear()
-            session_cart.version += 1
-        if customer_cart is not None:
-            customer_cart.lines.clear()
-            customer_cart.version += 1
+        if emptied is not None:
+            emptied.lines.clear()
+            if isinstance(emptied, _Cart):
+                emptied.added.clear()
+            emptied.version += 1
         if placement is not None:
             self.state.placements[(order.customer_id, placement.key)] = (order.order_id, placement.expires_at)
         self.state.orders[order.order_id] = order
@@ -586,7 +579,7 @@ class MemorySessions:
     def __init__(self, state: MemoryState) -> None:
         self.state = state
 
-    def create(self, session_id: str, *, created_at: str, expires_at: int) -> StoredSession:
+    def create(self, session_id: str, *, created_at: str, expires_at: int) -> StoredCart:
         if session_id in self.state.sessions:
             raise errors.Conflict("a session with this id exists")
         cart = _Cart(session_id, expires_at)
@@ -599,7 +592,7 @@ class MemorySessions:
             raise errors.SessionNotFound("session not found or expired")
         return cart
 
-    def get(self, session_id: str, *, now: int) -> StoredSession:
+    def get(self, session_id: str, *, now: int) -> StoredCart:
         return self._live(session_id, now).stored()
 
     def set_line(
@@ -613,7 +606,7 @@ class MemorySessions:
         added_at: str,
         now: int,
         expires_at: int,
-    ) -> StoredSession:
+    ) -> StoredCart:
         cart = self._live(session_id, now)
         if quantity == 0:
             cart.lines.pop(product_id, None)
@@ -765,27 +758,27 @@ class MemoryCarts:
         seen: StoredCart,
         lines: list[StoredLine],
         *,
-        session: SessionClaim,
+        session: CartClaim,
         not_merged: list[NotMerged],
         updated_at: str,
         expires_at: int,
         marker_expires_at: int,
     ) -> StoredCart:
-        current = self.state.carts.get(seen.customer_id)
+        current = self.state.carts.get(seen.owner_id)
         if (current.version if current is not None else 0) != seen.cart_version or (
-            seen.customer_id,
-            session.session_id,
+            seen.owner_id,
+            session.owner.id,
         ) in self.state.merges:
             raise errors.CartChanged("the cart changed meanwhile")
-        held = self.state.sessions.get(session.session_id)
+        held = self.state.sessions.get(session.owner.id)
         if held is None or held.version != session.cart_version or held.expires_at <= session.now:
             raise errors.SessionNotFound("the session changed, expired or went meanwhile")
-        del self.state.sessions[session.session_id]
+        del self.state.sessions[session.owner.id]
         cart = _CustomerCart(
-            seen.customer_id, expires_at, {line.product_id: line for line in lines}, seen.cart_version + 1
+            seen.owner_id, expires_at, {line.product_id: line for line in lines}, seen.cart_version + 1
         )
-        self.state.carts[seen.customer_id] = cart
-        self.state.merges[(seen.customer_id, session.session_id)] = list(not_merged)
+        self.state.carts[seen.owner_id] = cart
+        self.state.merges[(seen.owner_id, session.owner.id)] = list(not_merged)
         return cart.stored(session.now)
 
     def empty(self, customer_id: str, *, updated_at: str) -> None:

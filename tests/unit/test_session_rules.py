@@ -8,8 +8,9 @@ import pytest
 
 from shop import clock, errors
 from shop.limits import MAX_CART_LINES
+from shop.models.carts import StoredCart
 from shop.models.products import CataloguePrice
-from shop.models.sessions import StoredLine, StoredSession
+from shop.models.sessions import StoredLine
 from shop.services.sessions import priced_session
 from tests.support.factories import ADMIN
 
@@ -114,7 +115,7 @@ def test_a_cart_shows_current_prices_and_marks_what_changed_or_is_gone(memory, s
 
 
 def test_pricing_a_stored_session_uses_the_catalogue_when_it_has_the_product():
-    stored = StoredSession("s", [StoredLine("a", "A", 100, 2), StoredLine("b", "B", 300, 1)], "2026-01-01", 3)
+    stored = StoredCart("s", [StoredLine("a", "A", 100, 2), StoredLine("b", "B", 300, 1)], "2026-01-01", 3)
     session = priced_session(stored, {"a": CataloguePrice("a", "A+", 120)})
     assert [(line.name, line.unit_price_cents, line.price_changed, line.unavailable) for line in session.cart] == [
         ("A+", 120, True, False),

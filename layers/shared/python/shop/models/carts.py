@@ -1,4 +1,5 @@
-"""Customer carts: a signed-in customer's cart, priced like a session's, and what a merge could not take."""
+"""Carts: one cart abstraction keyed by its owner (an anonymous session or a signed-in customer), the
+customer cart as the client sees it, and what a merge could not take."""
 
 from __future__ import annotations
 
@@ -8,7 +9,28 @@ from enum import StrEnum
 from pydantic import Field
 
 from shop.models.common import Model, Timestamp
-from shop.models.sessions import CartLine, StoredLine, StoredSession
+from shop.models.sessions import CartLine, StoredLine
+
+
+class CartOwnerKind(StrEnum):
+    SESSION = "SESSION"  # an anonymous shopping session's cart: the session id is the capability
+    CUSTOMER = "CUSTOMER"  # a signed-in customer's cart
+
+
+@dataclass(frozen=True)
+class CartOwner:
+    """Whose cart: every cart is keyed by its owner, a session or a customer."""
+
+    kind: CartOwnerKind
+    id: str
+
+    @classmethod
+    def session(cls, session_id: str) -> CartOwner:
+        return cls(CartOwnerKind.SESSION, session_id)
+
+    @classmethod
+    def customer(cls, customer_id: str) -> CartOwner:
+        return cls(CartOwnerKind.CUSTOMER, customer_id)
 
 
 class NotMergedReason(StrEnum):
@@ -40,12 +62,14 @@ class MergedCart(Cart):
 
 @dataclass(frozen=True)
 class StoredCart:
-    """A customer cart as stored; an absent or expired cart reads with no lines and `expires_at` None.
+    """A cart as stored (a session's or a customer's), its lines in the order they were first added.
 
-    `cart_version` is the stored item's (0: no item), which every write is conditional on.
+    `owner_id` is the session's or the customer's id (the store it comes from says which). A customer cart
+    that is absent or expired reads with no lines and `expires_at` None (a session's is not found instead).
+    `cart_version` is the stored item's (0: no item): it counts changes, and every write is conditional on it.
     """
 
-    customer_id: str
+    owner_id: str
     lines: list[StoredLine]
     expires_at: Timestamp | None
     cart_version: int
@@ -56,14 +80,15 @@ class MergeView:
     """What a merge reads in one call: the cart, the session (None: gone) and an earlier merge's answer."""
 
     cart: StoredCart
-    session: StoredSession | None
+    session: StoredCart | None
     merged: list[NotMerged] | None  # not None: this session was merged into this cart already
 
 
 @dataclass(frozen=True)
 class CartClaim:
-    """The customer cart being checked out, as it was read; `now` is the checkout's epoch second."""
+    """A cart as it was read, to be emptied at checkout (or, a session's, deleted by a merge) only if it is
+    still at `cart_version` and live at `now` (the epoch second of the read)."""
 
-    customer_id: str
+    owner: CartOwner
     cart_version: int
     now: int

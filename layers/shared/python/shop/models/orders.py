@@ -135,15 +135,6 @@ NO_DETAILS = StatusDetails()
 
 
 @dataclass(frozen=True)
-class SessionClaim:
-    """The session whose cart is being checked out, as it was read; `now` is the checkout's epoch second."""
-
-    session_id: str
-    cart_version: int
-    now: int
-
-
-@dataclass(frozen=True)
 class Placement:
     """The customer's Idempotency-Key an order is placed under, claimed until `expires_at` (epoch s)."""
 

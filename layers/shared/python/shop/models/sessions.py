@@ -38,13 +38,3 @@ class StoredLine:
     unit_price_cents: int
     quantity: int
     added_at: str = ""  # when the product was first put in the cart (the cart's order)
-
-
-@dataclass(frozen=True)
-class StoredSession:
-    """A session as stored: its lines in the order they were first added; `cart_version` counts changes."""
-
-    session_id: str
-    lines: list[StoredLine]
-    expires_at: Timestamp
-    cart_version: int

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     from shop.repository.carts import CustomerCartRepository
     from shop.repository.customers import CustomerRepository
     from shop.repository.order_effects import OrderEffectsRepository
-    from shop.repository.orders import OrderRepository, Placement, SessionClaim
+    from shop.repository.orders import OrderRepository, Placement
     from shop.repository.products import ProductRepository
-    from shop.repository.sessions import SessionRepository, StoredSession
+    from shop.repository.sessions import SessionRepository
     from shop.repository.store import Table
 
 _WHERE = {
@@ -27,10 +27,8 @@ _WHERE = {
     "OrderEffectsRepository": "shop.repository.order_effects",
     "OrderRepository": "shop.repository.orders",
     "Placement": "shop.repository.orders",
-    "SessionClaim": "shop.repository.orders",
     "ProductRepository": "shop.repository.products",
     "SessionRepository": "shop.repository.sessions",
-    "StoredSession": "shop.repository.sessions",
     "Table": "shop.repository.store",
 }
 
@@ -42,9 +40,7 @@ __all__ = [
     "OrderRepository",
     "Placement",
     "ProductRepository",
-    "SessionClaim",
     "SessionRepository",
-    "StoredSession",
     "Table",
 ]
 

@@ -15,10 +15,11 @@ from shop.config import settings
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_TRANSACTION_ITEMS
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails, StatusEntry
 from shop.models.carts import CartClaim
-from shop.models.orders import NO_DETAILS, Placement, SessionClaim
+from shop.models.orders import NO_DETAILS, Placement
 from shop.models.products import ProductStatus
 from shop.models.stock import StockTake
 from shop.repository import pagination
+from shop.repository.carts import checkout_failed, checkout_update
 from shop.repository.queries import collection_page
 from shop.repository.shard_walk import ShardWalk
 from shop.repository.stock_shards import restock_update, shard_label, take_update
@@ -175,10 +176,9 @@ class OrderRepository:
     def place(
         self,
         order: Order,
-        session: SessionClaim | None = None,
+        cart: CartClaim | None = None,
         *,
         placement: Placement | None = None,
-        cart: CartClaim | None = None,
         takes: Mapping[str, Sequence[StockTake]] | None = None,
     ) -> Order:
         """Order, stock decrements (checked against stock and price), customer index, cart: one transaction.
@@ -223,39 +223,9 @@ class OrderRepository:
                 }
             }
         )
-        session_index = len(items) if session is not None else None
-        if session is not None:
-            items.append(
-                {
-                    "Update": {
-                        "TableName": name,
-                        "Key": to_item(keys.session_key(session.session_id)),
-                        "UpdateExpression": "SET cart = :empty, cart_added = :empty ADD cart_version :one",
-                        "ConditionExpression": "attribute_exists(PK) AND cart_version = :seen AND #exp > :now",
-                        "ExpressionAttributeNames": {"#exp": keys.TTL_ATTRIBUTE},
-                        "ExpressionAttributeValues": values(
-                            empty={}, one=1, seen=session.cart_version, now=session.now
-                        ),
-                    }
-                }
-            )
         cart_index = len(items) if cart is not None else None
-        if cart is not None:
-            items.append(
-                {
-                    "Update": {
-                        "TableName": name,
-                        "Key": to_item(keys.customer_cart_key(cart.customer_id)),
-                        "UpdateExpression": "SET cart = :empty, cart_added = :empty, updated_at = :at "
-                        "ADD cart_version :one",
-                        "ConditionExpression": "cart_version = :seen AND #exp > :now",
-                        "ExpressionAttributeNames": {"#exp": keys.TTL_ATTRIBUTE},
-                        "ExpressionAttributeValues": values(
-                            empty={}, at=order.created_at, one=1, seen=cart.cart_version, now=cart.now
-                        ),
-                    }
-                }
-            )
+        if cart is not None:  # the session's or the customer's cart checked out, emptied if still as read
+            items.append(checkout_update(self.table, cart, at=order.created_at))
         if placement is not None:
             items.append(
                 {
@@ -280,9 +250,9 @@ class OrderRepository:
         except TransactionCancelled as cancelled:
             if placement is not None and cancelled.failed_condition(len(items) - 1):
                 return self.get(self._placed_order_id(order.customer_id, placement))
-            if cart_index is not None and cancelled.failed_condition(cart_index):
-                raise errors.CartChanged("your cart changed or expired during checkout, retry") from cancelled
-            self._raise_placement_failure(stock_items, cancelled, session_index)
+            if cart is not None and cart_index is not None and cancelled.failed_condition(cart_index):
+                raise checkout_failed(cart) from cancelled
+            self._raise_placement_failure(stock_items, cancelled)
         return order
 
     def _placed_order_id(self, customer_id: str, placement: Placement) -> str:
@@ -326,12 +296,8 @@ class OrderRepository:
         return order
 
     @staticmethod
-    def _raise_placement_failure(
-        stock_items: list[_StockItem], cancelled: TransactionCancelled, session_index: int | None
-    ) -> None:
+    def _raise_placement_failure(stock_items: list[_StockItem], cancelled: TransactionCancelled) -> None:
         _stock_check_failures(stock_items, cancelled)
-        if session_index is not None and cancelled.failed_condition(session_index):
-            raise errors.SessionNotFound("the session expired or its cart changed during checkout") from cancelled
         raise cancelled.unexplained() from cancelled
 
     def get(self, order_id: str) -> Order:

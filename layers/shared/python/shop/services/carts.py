@@ -1,7 +1,7 @@
 """Customer carts: a signed-in customer's cart that lasts 30 days past its last change, filled by hand or
 by merging an anonymous session into it at sign-in.
 
-Lines are priced like a session's (shop.services.sessions.priced_lines: one rule). A merge adds the
+The line rules are every cart's (shop.services.cart_lines: one rule for both owners). A merge adds the
 session's quantities to the cart's, capped per line and per cart; what does not fit is answered, not
 dropped. It is one transaction conditional on the cart's version and the session's, re-read and
 re-tried when either moved, so concurrent merges of different sessions all land; its marker makes a
@@ -16,13 +16,12 @@ import time
 from shop import clock, errors
 from shop.config import settings
 from shop.limits import MAX_CART_LINES, MAX_QUANTITY
-from shop.models.carts import Cart, MergedCart, NotMerged, NotMergedReason, StoredCart
-from shop.models.orders import SessionClaim
-from shop.models.products import CataloguePrice
+from shop.models import CartLine
+from shop.models.carts import Cart, CartClaim, CartOwner, MergedCart, NotMerged, NotMergedReason, StoredCart
 from shop.models.sessions import StoredLine
 from shop.services.actor import Actor
+from shop.services.cart_lines import CartLines, cart_subtotal
 from shop.services.ports import CustomerCartStore, ProductPrices
-from shop.services.sessions import cart_subtotal, priced_lines
 
 # Reads and conditional transactions one merge tries before answering 503 (the cart keeps changing),
 # waiting a random part of MERGE_BACKOFF_S x 2^attempt between them so that contenders spread out.
@@ -61,55 +60,29 @@ def merge_lines(cart: list[StoredLine], session: list[StoredLine]) -> tuple[list
     return list(merged.values()), not_merged
 
 
-class CartService:
-    def __init__(
-        self,
-        *,
-        carts: CustomerCartStore,
-        products: ProductPrices,
-        ttl_seconds: int | None = None,
-    ) -> None:
-        """The rules over the stores given. Carts last `ttl_seconds` past their last change (default: the
-        setting)."""
-        self.carts = carts
-        self.products = products
-        self._ttl = ttl_seconds
+class CartService(CartLines):
+    ttl_setting = "cart_ttl_seconds"
 
-    @property
-    def ttl(self) -> int:
-        return self._ttl if self._ttl is not None else settings().cart_ttl_seconds
+    def __init__(self, *, carts: CustomerCartStore, products: ProductPrices, ttl_seconds: int | None = None) -> None:
+        """The rules over the stores given; carts last `ttl_seconds` past their last change (None: the setting)."""
+        super().__init__(products=products, ttl_seconds=ttl_seconds)
+        self.carts = carts
 
     def get(self, actor: Actor, customer_id: str) -> Cart:
         """One BatchGetItem (profile and cart), one more of the cart's products' prices when it has lines."""
         actor.require_self_or_admin(customer_id)
-        return self._priced(self.carts.get(customer_id, now=clock.epoch(clock.now())), {})
+        stored = self.carts.get(customer_id, now=clock.epoch(clock.now()))
+        return _cart(stored, self._priced(stored, {}))
 
     def set_quantity(self, actor: Actor, customer_id: str, product_id: str, quantity: int) -> Cart:
         """BatchGetItem of profile and product, UpdateItem of the cart, BatchGetItem of the other lines' prices."""
         actor.require_self(customer_id)
-        moment = clock.now()
-        now = clock.epoch(moment)
-        known: dict[str, CataloguePrice] = {}
         if quantity == 0:
-            self.carts.get(customer_id, now=now)  # CustomerNotFound; a removal needs no product
-            name, price = "", 0
-        else:
-            product = self.carts.product_for(customer_id, product_id)
-            if not product.listed:
-                raise errors.ProductUnavailable([product_id])
-            name, price = product.name, product.price_cents
-            known[product_id] = CataloguePrice(product_id, name, price)
-        stored = self.carts.set_line(
-            customer_id,
-            product_id=product_id,
-            name=name,
-            unit_price_cents=price,
-            quantity=quantity,
-            added_at=clock.iso(moment),
-            now=now,
-            expires_at=now + self.ttl,
+            self.carts.get(customer_id, now=clock.epoch(clock.now()))  # CustomerNotFound; a removal needs no product
+        stored, cart = self._set_line(
+            self.carts, customer_id, product_id, quantity, lambda: self.carts.product_for(customer_id, product_id)
         )
-        return self._priced(stored, known)
+        return _cart(stored, cart)
 
     def merge(self, actor: Actor, customer_id: str, session_id: str) -> MergedCart:
         """One BatchGetItem (profile, cart, session, marker), one transaction, one BatchGetItem of prices;
@@ -134,7 +107,7 @@ class CartService:
                 stored = self.carts.merge(
                     view.cart,
                     lines,
-                    session=SessionClaim(session_id, view.session.cart_version, now),
+                    session=CartClaim(CartOwner.session(session_id), view.session.cart_version, now),
                     not_merged=not_merged,
                     updated_at=clock.iso(moment),
                     expires_at=now + self.ttl,
@@ -150,15 +123,11 @@ class CartService:
         self.carts.empty(customer_id, updated_at=clock.iso_now())
 
     def _merged(self, stored: StoredCart, not_merged: list[NotMerged]) -> MergedCart:
-        cart = self._priced(stored, {})
+        cart = _cart(stored, self._priced(stored, {}))
         return MergedCart(**dict(cart), not_merged=not_merged)
 
-    def _priced(self, stored: StoredCart, known: dict[str, CataloguePrice]) -> Cart:
-        unknown = [line.product_id for line in stored.lines if line.product_id not in known]
-        lines = priced_lines(stored.lines, {**known, **self.products.current_prices(unknown)})
-        return Cart(
-            customer_id=stored.customer_id,
-            cart=lines,
-            subtotal_cents=cart_subtotal(lines),
-            expires_at=stored.expires_at,
-        )
+
+def _cart(stored: StoredCart, lines: list[CartLine]) -> Cart:
+    return Cart(
+        customer_id=stored.owner_id, cart=lines, subtotal_cents=cart_subtotal(lines), expires_at=stored.expires_at
+    )

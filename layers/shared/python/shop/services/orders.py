@@ -23,8 +23,8 @@ from shop.models import (
     StatusDetails,
     StatusEntry,
 )
-from shop.models.carts import CartClaim
-from shop.models.orders import Placement, SessionClaim
+from shop.models.carts import CartClaim, CartOwner, CartOwnerKind
+from shop.models.orders import Placement
 from shop.models.pricing import subtotal
 from shop.models.sessions import StoredLine
 from shop.services.actor import Actor
@@ -79,6 +79,13 @@ def _from_cart(lines: list[StoredLine]) -> tuple[list[OrderLine], dict[str, int]
     re-prices on a change), and their quantities."""
     priced = [OrderLine.priced(line.product_id, line.name, line.unit_price_cents, line.quantity) for line in lines]
     return priced, {line.product_id: line.quantity for line in lines}
+
+
+def _empty(owner: CartOwner) -> errors.CartEmpty:
+    """Checking out an empty cart: the error names the cart as the request did."""
+    if owner.kind is CartOwnerKind.SESSION:
+        return errors.CartEmpty("the session's cart is empty", {"session_id": owner.id})
+    return errors.CartEmpty("your cart is empty", {"cart": "customer"})
 
 
 class OrderService:
@@ -159,22 +166,17 @@ class OrderService:
         """Two store calls on the common path: one read (products, session or customer cart), one transaction.
 
         With an idempotency_key, placing again under it returns the order placed first (at most one)."""
-        claim: SessionClaim | None = None
         cart_claim: CartClaim | None = None
         shards: dict[str, int] = {}  # a cart's checkout (session or customer): what this instance learnt lately
-        if session_id is not None:
-            stored = self.sessions.get(session_id, now=clock.epoch(clock.now()))
-            if not stored.lines:
-                raise errors.CartEmpty("the session's cart is empty", {"session_id": session_id})
-            claim = SessionClaim(session_id, stored.cart_version, clock.epoch(clock.now()))
-            priced, quantities = _from_cart(stored.lines)
-            shards = self._hinted_shards(quantities)
-        elif customer_cart:
+        if session_id is not None or customer_cart:
             now = clock.epoch(clock.now())
-            cart = self.carts.get(actor.sub, now=now, require_profile=False)
+            if session_id is not None:
+                owner, cart = CartOwner.session(session_id), self.sessions.get(session_id, now=now)
+            else:
+                owner, cart = CartOwner.customer(actor.sub), self.carts.get(actor.sub, now=now, require_profile=False)
             if not cart.lines:
-                raise errors.CartEmpty("your cart is empty", {"cart": "customer"})
-            cart_claim = CartClaim(actor.sub, cart.cart_version, now)
+                raise _empty(owner)
+            cart_claim = CartClaim(owner, cart.cart_version, now)
             priced, quantities = _from_cart(cart.lines)
             shards = self._hinted_shards(quantities)
         else:
@@ -200,7 +202,6 @@ class OrderService:
             priced,
             quantities=quantities,
             shards=shards,
-            claim=claim,
             cart_claim=cart_claim,
             placement=placement,
         )
@@ -213,7 +214,6 @@ class OrderService:
         *,
         quantities: dict[str, int],
         shards: dict[str, int],
-        claim: SessionClaim | None,
         cart_claim: CartClaim | None,
         placement: Placement | None,
     ) -> Order:
@@ -228,13 +228,13 @@ class OrderService:
         )
         # The transaction's items besides the stock takes: the order, its customer entry, the cart or session
         # it empties, the Idempotency-Key it claims (shop.repository.orders.OrderRepository.place).
-        room = MAX_TRANSACTION_ITEMS - 2 - sum(part is not None for part in (claim, cart_claim, placement))
+        room = MAX_TRANSACTION_ITEMS - 2 - sum(part is not None for part in (cart_claim, placement))
         reprices = 0
         for _ in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS):
             order = self._new_order(actor, priced, address)
             try:
                 takes = stock.takes(room)
-                return self.orders.place(order, claim, placement=placement, cart=cart_claim, takes=takes)
+                return self.orders.place(order, cart_claim, placement=placement, takes=takes)
             except errors.StockSourceShort as short:
                 stock.learn(short)
                 self._remember_shards(stock.shards)

@@ -15,11 +15,11 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
     from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
     from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
     from shop.models.categories import Category
-    from shop.models.orders import Placement, SessionClaim, Shipment, StatusDetails, StatusEntry
+    from shop.models.orders import Placement, Shipment, StatusDetails, StatusEntry
     from shop.models.payments import PaymentEvent, PaymentIntent, Refund
     from shop.models.products import CataloguePrice, ProductListing
     from shop.models.sales import DaySales, SalesChange, TopSeller
-    from shop.models.sessions import StoredLine, StoredSession
+    from shop.models.sessions import StoredLine
     from shop.models.stock import StockLayout, StockMove, StockTake
     from shop.models.stream_images import CustomerCartImage, MoveImage, OrderImage, ProductImage, SessionImage
 
@@ -159,20 +159,18 @@ class OrderStore(Protocol):
     def place(
         self,
         order: Order,
-        session: SessionClaim | None = None,
+        cart: CartClaim | None = None,
         *,
         placement: Placement | None = None,
-        cart: CartClaim | None = None,
         takes: Mapping[str, Sequence[StockTake]] | None = None,
     ) -> Order:
-        """The order, its stock taken and the session's or the customer's cart emptied, all or nothing.
+        """The order, its stock taken and the claimed cart (a session's or a customer's) emptied, all or nothing.
 
         A line takes its stock from its product item, or from the places `takes` names for its product
         (flash-sale shards); the order returned records the shards (`stock_taken`).
         ProductNotFound, OutOfStock, StockSourceShort (a place of a product with shards held too little),
-        PriceChanged (a line's unit price is no longer the catalogue's), SessionNotFound (expired, or its
-        cart changed since `session` was read), CartChanged (the customer cart is no longer at `cart`'s
-        version, or expired). Under a placement already claimed: the order placed under it.
+        PriceChanged (a line's unit price is no longer the catalogue's); the cart no longer at `cart`'s
+        version, or expired: SessionNotFound for a session's, CartChanged for a customer's. Under a placement already claimed: the order placed under it.
         """
 
     def get(self, order_id: str) -> Order:
@@ -218,16 +216,13 @@ class ArchiveWriter(Protocol):
         """Write the whole order (its history included) and return its object key (deterministic)."""
 
 
-class SessionStore(Protocol):
-    def create(self, session_id: str, *, created_at: str, expires_at: int) -> StoredSession:
-        """An empty cart; Conflict when another session has the id (a re-sent create is not another)."""
-
-    def get(self, session_id: str, *, now: int) -> StoredSession:
-        """SessionNotFound, also when it expired by `now` (epoch seconds)."""
+class CartStore(Protocol):
+    """One kind of owner's carts (the sessions', the customers'), each keyed by its owner's id: the line
+    operations both carts share."""
 
     def set_line(
         self,
-        session_id: str,
+        owner_id: str,
         *,
         product_id: str,
         name: str,
@@ -236,12 +231,23 @@ class SessionStore(Protocol):
         added_at: str,
         now: int,
         expires_at: int,
-    ) -> StoredSession:
+    ) -> StoredCart:
         """Put, change or (quantity 0) remove one line and move the expiry to `expires_at`.
 
-        A line keeps its place in the cart when changed. SessionNotFound (also expired), CartFull (a new
-        product in a cart of MAX_CART_LINES).
+        A line keeps its place in the cart when changed. CartFull (a new product in a cart of
+        MAX_CART_LINES). No live cart (absent, or expired by `now`): a session's is SessionNotFound; a
+        customer's starts anew with the line put (a removal writes nothing).
         """
+
+
+class SessionStore(CartStore, Protocol):
+    """Anonymous sessions: a cart that is created empty, found until it expires, and deleted whole."""
+
+    def create(self, session_id: str, *, created_at: str, expires_at: int) -> StoredCart:
+        """An empty cart; Conflict when another session has the id (a re-sent create is not another)."""
+
+    def get(self, session_id: str, *, now: int) -> StoredCart:
+        """SessionNotFound, also when it expired by `now` (epoch seconds)."""
 
     def delete(self, session_id: str) -> None: ...
 
@@ -276,7 +282,7 @@ class StockAlertStore(AlertStore, Protocol):
         later record of the item moved it already."""
 
 
-class CustomerCartStore(Protocol):
+class CustomerCartStore(CartStore, Protocol):
     """Customer carts (one per customer) and the markers of the sessions merged into them."""
 
     def get(self, customer_id: str, *, now: int, require_profile: bool = True) -> StoredCart:
@@ -286,21 +292,6 @@ class CustomerCartStore(Protocol):
     def product_for(self, customer_id: str, product_id: str) -> Product:
         """The product to put in the customer's cart, read with the profile: CustomerNotFound, ProductNotFound."""
 
-    def set_line(
-        self,
-        customer_id: str,
-        *,
-        product_id: str,
-        name: str,
-        unit_price_cents: int,
-        quantity: int,
-        added_at: str,
-        now: int,
-        expires_at: int,
-    ) -> StoredCart:
-        """Put, change or (quantity 0) remove one line and move the expiry to `expires_at`; a line put in
-        no live cart starts a new one, a removal from none writes nothing. CartFull."""
-
     def read_for_merge(self, customer_id: str, session_id: str, *, now: int) -> MergeView:
         """The cart, the live session (None: absent or expired) and an earlier merge of it; CustomerNotFound."""
 
@@ -309,7 +300,7 @@ class CustomerCartStore(Protocol):
         seen: StoredCart,
         lines: list[StoredLine],
         *,
-        session: SessionClaim,
+        session: CartClaim,
         not_merged: list[NotMerged],
         updated_at: str,
         expires_at: int,
