@@ -37,6 +37,8 @@ from shop.repository.store import (
 
 # Conditional writes one line change tries when the cart is replaced under it (expired customer carts only).
 WRITE_ATTEMPTS = 3
+# The owners whose cart item records when it last changed (`updated_at`); a session's records its `created_at`.
+RECORDS_UPDATES = frozenset({CartOwnerKind.CUSTOMER})
 
 
 def cart_key(owner: CartOwner) -> keys.Key:
@@ -87,7 +89,7 @@ def _written_when(seen_version: int) -> tuple[str, dict[str, Any]]:
 def checkout_update(table: Table, claim: CartClaim, *, at: str) -> dict[str, Any]:
     """The transaction item that empties the claimed cart in the order placement: the lines go, the item
     stays (its version keeps counting), only if the cart is still at the version read and live."""
-    stamp, stamped = (", updated_at = :at", {"at": at}) if claim.owner.kind is CartOwnerKind.CUSTOMER else ("", {})
+    stamp, stamped = (", updated_at = :at", {"at": at}) if claim.owner.kind in RECORDS_UPDATES else ("", {})
     return {
         "Update": {
             "TableName": table.name,
@@ -113,7 +115,6 @@ class CartItems(ABC):
     kind: ClassVar[CartOwnerKind]
     entity: ClassVar[str]  # the item's `entity`
     owner_attribute: ClassVar[str]  # the item's attribute naming the owner
-    records_updates: ClassVar[bool]  # whether a change writes `updated_at`
 
     def __init__(self, table: Table) -> None:
         self.table = table
@@ -164,7 +165,7 @@ class CartItems(ABC):
         """
         names = {"#exp": keys.TTL_ATTRIBUTE, "#pid": product_id}
         condition = "attribute_exists(PK) AND #exp > :now"
-        stamp = ", updated_at = :at" if self.records_updates else ""
+        stamp = ", updated_at = :at" if self.kind in RECORDS_UPDATES else ""
         if quantity == 0:
             expression = f"REMOVE cart.#pid, cart_added.#pid SET #exp = :exp{stamp} ADD cart_version :one"
             attr_values = values(now=now, exp=expires_at, one=1, **({"at": added_at} if stamp else {}))
@@ -215,7 +216,6 @@ class CustomerCartRepository(CartItems):
     kind = CartOwnerKind.CUSTOMER
     entity = "CUSTOMER_CART"
     owner_attribute = "customer_id"
-    records_updates = True
 
     def get(self, customer_id: str, *, now: int, require_profile: bool = True) -> StoredCart:
         """With the profile: one BatchGetItem of profile and cart (CustomerNotFound); without: one GetItem."""

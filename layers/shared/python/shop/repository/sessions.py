@@ -18,7 +18,6 @@ class SessionRepository(CartItems):
     kind = CartOwnerKind.SESSION
     entity = "SESSION"
     owner_attribute = "session_id"
-    records_updates = False
 
     def create(self, session_id: str, *, created_at: str, expires_at: int) -> StoredCart:
         item = self.cart_item(session_id, [], version=0, expires_at=expires_at, created_at=created_at)
