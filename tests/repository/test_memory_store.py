@@ -85,7 +85,7 @@ def test_both_stores_implement_the_ports():
         (memory.categories, CategoryStore),
     ]
     for implementation, port in ports:
-        wanted = {name for name in vars(port) if not name.startswith("_")}
+        wanted = {name for cls in port.__mro__ if cls is not object for name in vars(cls) if not name.startswith("_")}
         assert wanted <= set(dir(implementation)), (port, wanted - set(dir(implementation)))
 
 
