@@ -135,7 +135,7 @@ class Order(OrderSummary):
     delivered_at: Timestamp | None = None  # when it first became DELIVERED: the return window starts there
     # PAYMENTS=stripe: the order's payment; answers show it through their own schemas (exclude).
     payment: OrderPayment | None = Field(default=None, exclude=True)
-    # PAYMENT_PENDING orders: when the payment window closes (epoch s); the item's TTL attribute while unpaid.
+    # PENDING_PAYMENT orders: when the payment window closes (epoch s), as the PAYMENT_DUE item's TTL says.
     payment_expires_at: int | None = Field(default=None, exclude=True)
     archived: bool = Field(
         default=False, description="true when the order is read from the archive (S3): it can no longer change"
