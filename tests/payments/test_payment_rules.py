@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from shop import keys, wiring
+from shop import errors, keys, wiring
 from shop.models import OrderStatus
 from shop.models.orders import PaymentStatus
 from shop.models.payments import IntentStatus
+from shop.services.payments import StepAction
 from tests.support.factories import ALICE, product
 from tests.support.fake_payments import FakePayments
 from tests.support.unpaid_orders import AUTHORISED, CANCELED, FAILED, SUCCEEDED, event, item, place_unpaid, stock
@@ -153,3 +154,49 @@ def test_an_event_read_before_a_concurrent_change_is_applied_to_the_order_as_it_
     assert after["status"] == "CANCELLED"  # the cancel won; the authorisation found a dead order
     assert after["payment"]["status"] == PaymentStatus.CANCELED  # and released the held money
     assert [order.status for order in reads] == [OrderStatus.PENDING_PAYMENT, OrderStatus.CANCELLED]
+
+
+# -- the stream steps' refusals: each fails its record (retried, then the failure store) ----------------
+
+
+def confirmed_paid(store, fake):
+    pid, unpaid = unpaid_kettles(store, fake)
+    fake.authorise(unpaid.intent_id)
+    service = wiring.payment_service(store.table, provider=fake)
+    service.apply_event(event(AUTHORISED, unpaid))
+    return pid, unpaid, service
+
+
+def test_a_capture_while_the_provider_is_down_fails_and_records_nothing(store, fake):
+    _, unpaid, service = confirmed_paid(store, fake)
+    fake.fail_next()
+
+    with pytest.raises(errors.PaymentProviderUnavailable):
+        service.capture(unpaid.order_id)
+
+    assert order_item(store, unpaid.order_id)["payment"]["status"] == "AUTHORISED"
+    assert service.capture(unpaid.order_id).action is StepAction.CAPTURED  # the retry
+    assert service.capture(unpaid.order_id).action is StepAction.ALREADY_DONE  # a replay
+    assert [key for op, key in fake.calls if op == "capture"] == [f"shop-order-{unpaid.order_id}-capture"] * 2
+
+
+def test_a_refund_waits_for_its_capture_to_be_recorded(store, fake):
+    _, unpaid, service = confirmed_paid(store, fake)
+
+    with pytest.raises(errors.ServiceUnavailable):
+        service.refund(unpaid.order_id, version=6, returned_at="2026-01-01T00:00:00Z")
+
+    assert [op for op, _ in fake.calls if op == "refund"] == []
+
+
+def test_a_cancel_the_provider_refuses_on_a_captured_intent_is_surfaced_not_swallowed(store, fake):
+    _, unpaid = unpaid_kettles(store, fake)
+    fake.authorise(unpaid.intent_id)
+    fake.capture(unpaid.intent_id, idempotency_key="captured-by-hand")  # outside the shop (the dashboard)
+    wiring.order_service(store.table).cancel(ALICE, unpaid.order_id)
+    service = wiring.payment_service(store.table, provider=fake)
+
+    with pytest.raises(errors.PaymentRejected):  # the money was taken: a person must refund it
+        service.cancel(unpaid.order_id)
+
+    assert order_item(store, unpaid.order_id)["payment"]["status"] == "REQUIRES_PAYMENT"

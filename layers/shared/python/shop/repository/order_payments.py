@@ -179,7 +179,7 @@ class OrderPaymentRepository:
                     ConditionExpression=condition,
                     **(
                         {"ExpressionAttributeNames": {"#pstatus": "status"}}
-                        if "#pstatus" in condition + str(sets)
+                        if status is not None or expected is not None
                         else {}
                     ),
                     ExpressionAttributeValues=values(**attr_values),
