@@ -169,6 +169,46 @@ def test_five_concurrent_deliveries_of_one_event_apply_it_once(local_store, bus,
     assert {e["id"] for e in bus.events if e["type"] == kind} == {f"{unpaid.order_id}:2"}  # one change, one id
 
 
+def test_an_authorisation_racing_a_failure_leaves_one_outcome_and_no_money_held(local_store, bus, monkeypatch):
+    """Five deliveries of each, all at once: the order ends CONFIRMED with its stock taken, or PAYMENT_FAILED with
+    its stock back once and its intent cancelled (the authorisation that lost released the money)."""
+    fake = FakePayments()
+    provided(monkeypatch, fake)
+    pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
+    unpaid = place_unpaid(local_store.table, fake, [(pid, "Kettle", 2500, 2)])
+    fake.authorise(unpaid.intent_id)
+    authorised, failed = event(AUTHORISED, unpaid), event(FAILED, unpaid)
+    start, raised = threading.Barrier(10), []
+
+    def deliver(delivered: Any) -> None:
+        service = wiring.payment_service(local_store.table, provider=fake)
+        start.wait()
+        for _ in range(3):  # Stripe redelivers after a 503
+            try:
+                service.apply_event(delivered)
+                return
+            except errors.ServiceUnavailable as error:
+                raised.append(error)
+
+    threads = [threading.Thread(target=deliver, args=(e,)) for e in [authorised, failed] * 5]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    after = order_of(local_store, unpaid.order_id)
+    assert after["version"] == 2
+    if after["status"] == "CONFIRMED":
+        assert stock(local_store.table, pid) == 3
+        assert fake.get_intent(unpaid.intent_id).status is IntentStatus.REQUIRES_CAPTURE
+    else:
+        assert after["status"] == "PAYMENT_FAILED"
+        assert stock(local_store.table, pid) == 5
+        assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
+    for delivered in (authorised, failed):
+        assert item(local_store.table, keys.webhook_event_key("stripe", delivered.event_id)) is not None
+
+
 # -- a paid order's life on localstripe ------------------------------------------------------------
 
 
