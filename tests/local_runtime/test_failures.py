@@ -81,7 +81,11 @@ def test_each_kept_batch_is_replayed_through_the_consumer_that_gave_it_up(tmp_pa
     seen: list[str] = []
 
     def consumer(name: str) -> Any:
-        return lambda event: seen.append(name) or ok(event)
+        def invoke(event: dict[str, Any]) -> failures.Outcome:
+            seen.append(name)
+            return ok(event)
+
+        return invoke
 
     report = failures.replay(
         store, consumer("default"), routes={"OrderEvents": consumer("order_events"), "PaymentSteps": consumer("steps")}
