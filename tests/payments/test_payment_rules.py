@@ -200,3 +200,16 @@ def test_a_cancel_the_provider_refuses_on_a_captured_intent_is_surfaced_not_swal
         service.cancel(unpaid.order_id)
 
     assert order_item(store, unpaid.order_id)["payment"]["status"] == "REQUIRES_PAYMENT"
+
+
+def test_an_unpaid_order_cancelled_closes_its_window_and_its_intent(store, fake):
+    pid, unpaid = unpaid_kettles(store, fake)
+
+    wiring.order_service(store.table).cancel(ALICE, unpaid.order_id)  # the customer's cancel, as before payments
+    assert item(store.table, keys.payment_due_key(unpaid.order_id)) is None  # in the cancel's transaction
+    assert stock(store.table, pid) == 5
+    step = wiring.payment_service(store.table, provider=fake).cancel(unpaid.order_id)  # the CANCELLED record's step
+
+    assert step.action is StepAction.CANCELLED
+    assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
+    assert order_item(store, unpaid.order_id)["payment"]["status"] == "CANCELED"
