@@ -213,3 +213,23 @@ def test_an_unpaid_order_cancelled_closes_its_window_and_its_intent(store, fake)
     assert step.action is StepAction.CANCELLED
     assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
     assert order_item(store, unpaid.order_id)["payment"]["status"] == "CANCELED"
+
+
+def test_the_window_closing_expires_an_unpaid_order_whatever_its_payment_shows(store, fake):
+    """An order whose intent was never written (a checkout that died before the provider answered) still
+    expires: its stock must not stay held."""
+    pid, unpaid = unpaid_kettles(store, fake)
+    store.client.update_item(
+        TableName=store.table_name,
+        Key={"PK": {"S": f"ORDER#{unpaid.order_id}"}, "SK": {"S": "ORDER"}},
+        UpdateExpression="REMOVE payment.intent_id, payment.client_secret",
+    )
+    service = wiring.payment_service(store.table, provider=fake)
+
+    assert service.expire(unpaid.order_id).action is StepAction.EXPIRED
+    assert service.expire(unpaid.order_id).action is StepAction.SKIPPED  # a replay
+
+    after = order_item(store, unpaid.order_id)
+    assert (after["status"], after["version"], after["payment"]["status"]) == ("EXPIRED", 2, "REQUIRES_PAYMENT")
+    assert stock(store.table, pid) == 5
+    assert [op for op, _ in fake.calls if op in ("get_intent", "cancel")] == []

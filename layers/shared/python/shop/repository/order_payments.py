@@ -74,10 +74,15 @@ class OrderPaymentRepository:
             "version = :next",
             "updated_at = :at",
             "GSI1PK = :gpk",
-            "payment.#pstatus = :pstatus",
         ]
         extra: dict[str, Any] = {}
-        names = {"#status": "status", "#pstatus": "status"}
+        names = {"#status": "status"}
+        condition = "#status = :old AND version = :version"
+        if order.payment is not None:  # (an unpaid order always has one; expiry does not depend on it)
+            sets.append("payment.#pstatus = :pstatus")
+            names["#pstatus"] = "status"
+            extra["pstatus"] = payment_status.value
+            condition += " AND attribute_exists(payment)"
         if new_status is OrderStatus.CONFIRMED:
             sets.append("confirmed_at = :at")
         if archive_at is not None:
@@ -89,14 +94,13 @@ class OrderPaymentRepository:
                 "TableName": name,
                 "Key": to_item(keys.order_key(order.order_id)),
                 "UpdateExpression": "SET " + ", ".join(sets) + " REMOVE payment_expires_at, status_reason",
-                "ConditionExpression": "#status = :old AND version = :version AND attribute_exists(payment)",
+                "ConditionExpression": condition,
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values(
                     new=new_status.value,
                     next=order.version + 1,
                     at=updated_at,
                     gpk=gsi[keys.GSI1PK],
-                    pstatus=payment_status.value,
                     old=order.status.value,
                     version=order.version,
                     **extra,

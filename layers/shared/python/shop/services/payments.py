@@ -247,11 +247,11 @@ class PaymentService:
     def expire(self, order_id: str) -> StepOutcome:
         for _ in range(SETTLE_ATTEMPTS):
             order = self.store.current(order_id)
-            payment = order.payment if order is not None else None
-            if order is None or payment is None or order.status is not OrderStatus.PENDING_PAYMENT:
-                return SKIPPED_STEP  # settled before the window closed (or never a paid order)
+            if order is None or order.status is not OrderStatus.PENDING_PAYMENT:
+                return SKIPPED_STEP  # settled before the window closed (or archived since)
+            payment = order.payment
             authorised = False
-            if payment.intent_id is not None:
+            if payment is not None and payment.intent_id is not None:
                 intent = self.payments.get_intent(payment.intent_id)
                 if intent.status is IntentStatus.PROCESSING:
                     raise errors.ServiceUnavailable("the payment is being processed, retry later")
@@ -261,7 +261,9 @@ class PaymentService:
             settled = self.store.settle(
                 order,
                 new_status,
-                payment_status=PaymentStatus.AUTHORISED if authorised else payment.status,
+                payment_status=PaymentStatus.AUTHORISED
+                if authorised
+                else (payment.status if payment is not None else PaymentStatus.REQUIRES_PAYMENT),
                 updated_at=clock.iso(moment),
                 archive_at=archive_at(new_status, clock.epoch(moment), self.archive_after_days()),
                 release_stock=not authorised,
@@ -273,7 +275,8 @@ class PaymentService:
             # The order is over first, then its intent is cancelled: an authorisation arriving in between finds
             # the order EXPIRED and cancels the intent itself (apply_event). The EXPIRED record's CANCEL step
             # retries this one if it fails here.
-            self._cancel_intent(order_id, payment)
+            if payment is not None:
+                self._cancel_intent(order_id, payment)
             return StepOutcome(StepAction.EXPIRED, order_id)
         raise errors.ServiceUnavailable("the order keeps changing, retry later")
 
