@@ -261,7 +261,8 @@ def cmd_invoke(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Re-drive given-up stream batches through order_events: the deployed bucket, or `make dev`'s."""
+    """Re-drive given-up stream batches through the consumer that gave each up (order_events, payment_steps):
+    the deployed bucket (--function names the consumer), or `make dev`'s (routed by the mapping in the key)."""
     if args.bucket:
         import boto3
 
@@ -299,7 +300,8 @@ def _replay_locally(args: argparse.Namespace) -> failures.ReplayReport | None:
     functions = Functions(app, table_name=_table_name(app), endpoint=endpoint, state_dir=state_dir, concurrency=1)
     try:
         store = failures.DirectoryStore(state_dir / failures.LOCAL_DIR)
-        return failures.replay(store, functools.partial(functions.invoke, mapping.function))
+        routes = {m.logical_id: functools.partial(functions.invoke, m.function) for m in app.mappings if m.table}
+        return failures.replay(store, functools.partial(functions.invoke, mapping.function), routes=routes)
     finally:
         functions.close()
 

@@ -10,7 +10,7 @@ import datetime as dt
 import json
 import pathlib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -125,10 +125,23 @@ class ReplayReport:
     failed: list[str]
 
 
-def replay(store: FailureStore, invoke: Callable[[dict[str, Any]], Invoked]) -> ReplayReport:
+def mapping_of(key: str) -> str:
+    """The event source mapping an object's key names (`object_key`): whose batch it is."""
+    return key[len(PREFIX) :].split("/", 1)[0] if key.startswith(PREFIX) else ""
+
+
+def replay(
+    store: FailureStore,
+    invoke: Callable[[dict[str, Any]], Invoked],
+    *,
+    routes: Mapping[str, Callable[[dict[str, Any]], Invoked]] | None = None,
+) -> ReplayReport:
+    """Re-drive every kept batch; `routes` (mapping logical id -> its function) sends each batch to the consumer
+    that gave it up (order_events' or payment_steps'), `invoke` the batches of any other mapping."""
     report = ReplayReport([], [])
     for key in list(store.object_keys()):
-        outcome = invoke(event_of(store.read(key)))
+        target = (routes or {}).get(mapping_of(key), invoke)
+        outcome = target(event_of(store.read(key)))
         failures = outcome.payload.get("batchItemFailures") if isinstance(outcome.payload, dict) else None
         if outcome.ok and not failures:
             store.mark_replayed(key)

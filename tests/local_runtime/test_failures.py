@@ -68,3 +68,29 @@ def test_replay_needs_the_bucket_and_the_function_together(capsys):
         cli.main(["replay", "--bucket", "failures"])
     assert exited.value.code == 2
     assert "--bucket and --function go together" in capsys.readouterr().err
+
+
+def test_each_kept_batch_is_replayed_through_the_consumer_that_gave_it_up(tmp_path):
+    """Two consumers of one stream (order_events, payment_steps) share the local failure store: the mapping in
+    each object's key routes its batch; a mapping without a route goes to the default consumer."""
+    store = failures.DirectoryStore(tmp_path)
+    when = dt.datetime(2026, 1, 2, 3, 4, 5)
+    keys = {name: failures.object_key(name, "shard-1", when) for name in ("OrderEvents", "PaymentSteps", "Other")}
+    for key in keys.values():
+        store.write(key, {"payload": json.dumps(EVENT)})
+    seen: list[str] = []
+
+    def consumer(name: str) -> Any:
+        def invoke(event: dict[str, Any]) -> failures.Outcome:
+            seen.append(name)
+            return ok(event)
+
+        return invoke
+
+    report = failures.replay(
+        store, consumer("default"), routes={"OrderEvents": consumer("order_events"), "PaymentSteps": consumer("steps")}
+    )
+
+    assert sorted(report.replayed) == sorted(keys.values())
+    assert sorted(seen) == ["default", "order_events", "steps"]
+    assert failures.mapping_of(keys["PaymentSteps"]) == "PaymentSteps"

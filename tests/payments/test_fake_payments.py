@@ -33,7 +33,7 @@ def test_a_retried_step_is_answered_again_and_takes_effect_once():
     assert fake.refund(intent_id, 700, idempotency_key=refund_key) == fake.refund(
         intent_id, 700, idempotency_key=refund_key
     )
-    assert (fake.captured_cents(intent_id), fake.refunded_cents(intent_id), len(fake.refunds)) == (2500, 700, 1)
+    assert (fake.captured_cents(intent_id), fake.refunded_cents(intent_id), len(fake.refunds_made)) == (2500, 700, 1)
 
 
 def test_a_key_reused_with_other_parameters_is_rejected():

@@ -37,7 +37,7 @@ class _Intent:
 @dataclass
 class FakePayments:
     intents: dict[str, _Intent] = field(default_factory=dict)
-    refunds: dict[str, Refund] = field(default_factory=dict)
+    refunds_made: dict[str, Refund] = field(default_factory=dict)  # every refund, by id
     calls: list[tuple[str, str]] = field(default_factory=list)  # (operation, idempotency key) of each call
     _answers: dict[str, tuple[tuple[Any, ...], Any]] = field(default_factory=dict)
     _failures: list[errors.DomainError] = field(default_factory=list)
@@ -116,10 +116,15 @@ class FakePayments:
                 amount_cents=amount_cents,
                 status="succeeded",
             )
-            self.refunds[made.refund_id] = made
+            self.refunds_made[made.refund_id] = made
             return made
 
         return self._once("refund", idempotency_key, (intent_id, amount_cents), refund)
+
+    def refunds(self, intent_id: str) -> list[Refund]:
+        self._maybe_fail("refunds", "")
+        self._record(intent_id)
+        return [refund for refund in self.refunds_made.values() if refund.intent_id == intent_id]
 
     # -- internals --------------------------------------------------------------------------------
     def _once(self, operation: str, key: str, params: tuple[Any, ...], act: Any) -> Any:

@@ -32,14 +32,22 @@ def reachable(start: OrderStatus) -> set[OrderStatus]:
     return seen
 
 
+PAYMENT_STATUSES = {OrderStatus.PENDING_PAYMENT, OrderStatus.PAYMENT_FAILED, OrderStatus.EXPIRED}
+
+
 def test_machine_matches_the_contract():
-    assert reachable(OrderStatus.PENDING) == set(OrderStatus) - {OrderStatus.PENDING}
+    assert reachable(OrderStatus.PENDING) == set(OrderStatus) - {OrderStatus.PENDING} - PAYMENT_STATUSES
+    assert reachable(OrderStatus.PENDING_PAYMENT) == set(OrderStatus) - {
+        OrderStatus.PENDING,
+        OrderStatus.PENDING_PAYMENT,
+    }
+    assert ORDER_TRANSITIONS[OrderStatus.PAYMENT_FAILED] == ORDER_TRANSITIONS[OrderStatus.EXPIRED] == frozenset()
     assert ORDER_TRANSITIONS[OrderStatus.DELIVERED] == frozenset({OrderStatus.RETURN_REQUESTED})
     assert ORDER_TRANSITIONS[OrderStatus.RETURN_REQUESTED] == {OrderStatus.RETURNED, OrderStatus.DELIVERED}
     assert ORDER_TRANSITIONS[OrderStatus.CANCELLED] == frozenset()
     assert ORDER_TRANSITIONS[OrderStatus.RETURNED] == frozenset()
     cancellable = {s for s in OrderStatus if OrderStatus.CANCELLED in ORDER_TRANSITIONS[s]}
-    assert cancellable == {OrderStatus.PENDING, OrderStatus.CONFIRMED}
+    assert cancellable == {OrderStatus.PENDING, OrderStatus.PENDING_PAYMENT, OrderStatus.CONFIRMED}
 
 
 def test_no_status_returns_to_itself_but_a_delivered_order_whose_return_was_rejected():

@@ -380,6 +380,14 @@ def product_category_gsi_v1(category: str, name: str, product_id: str) -> Key:
 # -- payments (issue 25) --------------------------------------------------------------------------
 
 WEBHOOK_EVENT_SK = "WEBHOOK_EVENT"
+PAYMENT_DUE_SK = "PAYMENT_DUE"
+
+
+def payment_due_key(order_id: str) -> Key:
+    """An unpaid order's payment window, written with the PENDING_PAYMENT order in the placement transaction; its
+    TTL (`expires_at`) is the window's end, and its removal by TTL is what expires the order (the order item
+    itself never expires). Deleted when the order is paid, failed or cancelled first."""
+    return {PK: order_pk(order_id), SK: PAYMENT_DUE_SK}
 
 
 def webhook_event_key(provider: str, event_id: str) -> Key:

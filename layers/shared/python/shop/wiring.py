@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from shop import clock
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from shop.repository.idempotency_records import IdempotencyRecords
     from shop.repository.migrations import MigrationRepository
     from shop.repository.order_archive import ArchiveBucket
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from shop.services.hot_products import HotProductCache
     from shop.services.order_events import OrderEventsService
     from shop.services.orders import OrderService
+    from shop.services.payments import PaymentService
     from shop.services.ports import PaymentEventLog, Payments, PaymentWebhooks
     from shop.services.product_events import ProductEventsService
     from shop.services.sales import SalesService
@@ -218,6 +221,27 @@ def payment_event_log(table: Table | None = None) -> PaymentEventLog:
     from shop.repository.payment_events import PaymentEventRepository
 
     return PaymentEventRepository(_table(table))
+
+
+def payment_service(
+    table: Table | None = None,
+    shards: int | None = None,
+    *,
+    provider: Payments | None = None,
+    now: Callable[[], datetime] = clock.now,
+) -> PaymentService:
+    """The payment rules (the webhook's, the payment steps') on the table and the provider PAYMENTS names
+    (`provider` replaces it: the tests' fake). Built per call; the provider's client is made lazily by it."""
+    from shop.config import settings
+    from shop.repository.order_payments import OrderPaymentRepository
+    from shop.services.payments import PaymentService
+
+    return PaymentService(
+        OrderPaymentRepository(_table(table), shards),
+        provider if provider is not None else payments(),
+        archive_after_days=lambda: settings().archive_after_days,
+        now=now,
+    )
 
 
 # -- the migration worker ---------------------------------------------------------------------------

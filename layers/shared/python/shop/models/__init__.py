@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from shop.models.orders import (
         ORDER_TRANSITIONS,
         OWNER_ONLY_STATUSES,
+        PAYMENT_ONLY_STATUSES,
         Order,
         OrderLine,
         OrderStatus,
@@ -35,6 +36,7 @@ _WHERE = {
     "Notification": "shop.models.notifications",
     "ORDER_TRANSITIONS": "shop.models.orders",
     "OWNER_ONLY_STATUSES": "shop.models.orders",
+    "PAYMENT_ONLY_STATUSES": "shop.models.orders",
     "Order": "shop.models.orders",
     "OrderLine": "shop.models.orders",
     "OrderStatus": "shop.models.orders",
@@ -52,6 +54,7 @@ _WHERE = {
 __all__ = [
     "ORDER_TRANSITIONS",
     "OWNER_ONLY_STATUSES",
+    "PAYMENT_ONLY_STATUSES",
     "CartLine",
     "Customer",
     "Notification",

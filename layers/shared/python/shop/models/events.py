@@ -26,7 +26,9 @@ class DetailType(StrEnum):
     PRODUCT_UPDATED = "ProductUpdated"  # source shop.products, detail ProductChange
     PRODUCT_ARCHIVED = "ProductArchived"  # source shop.products, detail ProductChange
     STOCK_LOW = "StockLow"  # source shop.products, detail StockLow
-    ORDER_REFUND_DUE = "OrderRefundDue"  # source shop.orders, detail OrderRefundDue
+    ORDER_REFUND_DUE = "OrderRefundDue"  # source shop.orders, detail OrderRefundDue (orders without a payment)
+    ORDER_REFUNDED = "OrderRefunded"  # source shop.orders, detail OrderRefunded (PAYMENTS=stripe: refund made)
+    ORDER_EXPIRED = "OrderExpired"  # source shop.orders, detail OrderExpired (unpaid within the payment window)
 
 
 class OrderChange(TypedDict):
@@ -59,6 +61,27 @@ class OrderRefundDue(TypedDict):
     customer_id: str
     amount_cents: int
     returned_at: str
+
+
+class OrderRefunded(TypedDict):
+    """A return accepted (RETURNED) of a paid order: the provider refunded `amount_cents` (from the stored order)."""
+
+    id: str  # <order_id>:<version> of the RETURNED version
+    order_id: str
+    customer_id: str
+    amount_cents: int
+    currency: str
+    returned_at: str
+
+
+class OrderExpired(TypedDict):
+    """An unpaid order's payment window closed: its stock is back and its payment intent is cancelled."""
+
+    id: str  # <order_id>:<version> of the EXPIRED version
+    order_id: str
+    customer_id: str
+    total_cents: int
+    expired_at: str
 
 
 class AbandonedLine(TypedDict):

@@ -10,6 +10,9 @@ from shop.models.pricing import line_total
 
 
 class OrderStatus(StrEnum):
+    PENDING_PAYMENT = "PENDING_PAYMENT"  # PAYMENTS=stripe: placed, stock held, waiting for the authorisation
+    PAYMENT_FAILED = "PAYMENT_FAILED"  # the customer's payment failed for good: stock released
+    EXPIRED = "EXPIRED"  # unpaid after PAYMENT_WINDOW_MINUTES: stock released, intent cancelled
     PENDING = "PENDING"
     CONFIRMED = "CONFIRMED"
     SHIPPED = "SHIPPED"
@@ -20,6 +23,11 @@ class OrderStatus(StrEnum):
 
 
 ORDER_TRANSITIONS: dict[OrderStatus, frozenset[OrderStatus]] = {
+    OrderStatus.PENDING_PAYMENT: frozenset(
+        {OrderStatus.CONFIRMED, OrderStatus.PAYMENT_FAILED, OrderStatus.EXPIRED, OrderStatus.CANCELLED}
+    ),
+    OrderStatus.PAYMENT_FAILED: frozenset(),
+    OrderStatus.EXPIRED: frozenset(),
     OrderStatus.PENDING: frozenset({OrderStatus.CONFIRMED, OrderStatus.CANCELLED}),
     OrderStatus.CONFIRMED: frozenset({OrderStatus.SHIPPED, OrderStatus.CANCELLED}),
     OrderStatus.SHIPPED: frozenset({OrderStatus.DELIVERED}),
@@ -32,6 +40,36 @@ ORDER_TRANSITIONS: dict[OrderStatus, frozenset[OrderStatus]] = {
 }
 # Statuses only the order's owner moves to, by their own route (never by an admin's PATCH).
 OWNER_ONLY_STATUSES = frozenset({OrderStatus.RETURN_REQUESTED})
+# Statuses only the payment provider's events or the payment window move an order to (never an admin's PATCH);
+# and PENDING_PAYMENT -> CONFIRMED is the provider's alone too.
+PAYMENT_ONLY_STATUSES = frozenset({OrderStatus.PAYMENT_FAILED, OrderStatus.EXPIRED})
+
+
+class PaymentStatus(StrEnum):
+    """Where an order's payment stands, as the shop recorded it (not the provider's intent status)."""
+
+    REQUIRES_PAYMENT = "REQUIRES_PAYMENT"  # intent created (or being created), not authorised yet
+    AUTHORISED = "AUTHORISED"  # the amount is held on the card (manual capture)
+    CAPTURED = "CAPTURED"  # taken at SHIPPED; refunds may follow (refunded_cents)
+    CANCELED = "CANCELED"  # the intent was cancelled: the order was cancelled, failed or expired before capture
+    FAILED = "FAILED"  # the provider reported the payment failed
+
+
+class OrderPayment(Model):
+    """An order's payment as stored on the order item (PAYMENTS=stripe only; None under PAYMENTS=none).
+
+    Amounts come from the order (`amount_cents` = the order's total), never from a provider event.
+    `intent_id` and `client_secret` are None while a checkout is half done (order written, intent not yet).
+    """
+
+    provider: str = "stripe"
+    status: PaymentStatus = PaymentStatus.REQUIRES_PAYMENT
+    intent_id: str | None = None
+    client_secret: str | None = None
+    amount_cents: int = Field(ge=0)
+    currency: str
+    captured_cents: int = Field(default=0, ge=0)
+    refunded_cents: int = Field(default=0, ge=0)
 
 
 class ShippingAddress(Model):
@@ -95,6 +133,10 @@ class Order(OrderSummary):
     stock_taken: dict[str, dict[str, int]] = Field(default_factory=dict, exclude=True)
     shipment: Shipment | None = None
     delivered_at: Timestamp | None = None  # when it first became DELIVERED: the return window starts there
+    # PAYMENTS=stripe: the order's payment; answers show it through their own schemas (exclude).
+    payment: OrderPayment | None = Field(default=None, exclude=True)
+    # PENDING_PAYMENT orders: when the payment window closes (epoch s), as the PAYMENT_DUE item's TTL says.
+    payment_expires_at: int | None = Field(default=None, exclude=True)
     archived: bool = Field(
         default=False, description="true when the order is read from the archive (S3): it can no longer change"
     )

@@ -81,6 +81,14 @@ class PaymentEvent(Model):
     order_id: str | None = None  # from the intent's metadata; None when the intent is not the shop's
 
 
+class Settled(StrEnum):
+    """What became of a payment's status change of an order (shop.repository.order_payments.settle)."""
+
+    DONE = "done"  # the order moved, and the event (if any) is marked applied
+    DUPLICATE = "duplicate"  # the event was applied before: nothing written
+    STALE = "stale"  # the order is no longer as it was read: nothing written, read it again
+
+
 def event_kind(event_type: str) -> PaymentEventKind:
     return EVENT_KINDS.get(event_type, PaymentEventKind.IGNORED)
 

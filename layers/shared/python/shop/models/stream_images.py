@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from shop.limits import DEFAULT_LOW_STOCK_THRESHOLD
-from shop.models.orders import OrderLine, OrderSummary, Shipment
+from shop.models.orders import OrderLine, OrderPayment, OrderSummary, Shipment
 
 
 class OrderImage(OrderSummary):
@@ -24,6 +24,7 @@ class OrderImage(OrderSummary):
     status_reason: str | None = None  # the reason given for this version's status change
     confirmed_at: str | None = None  # when it was confirmed (absent on orders confirmed before it was kept)
     stock_taken: dict[str, dict[str, int]] | None = None  # flash-sale shards taken: product -> label -> qty
+    payment: OrderPayment | None = None  # PAYMENTS=stripe: the order's payment as this version holds it
 
 
 class CartItem(BaseModel):

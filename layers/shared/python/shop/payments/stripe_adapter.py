@@ -109,13 +109,22 @@ class StripePayments:
                 params={"payment_intent": intent_id, "amount": amount_cents},
                 options={"idempotency_key": idempotency_key},
             )
-        data = refund.to_dict()
-        return Refund(
-            refund_id=data["id"],
-            intent_id=data.get("payment_intent") or intent_id,
-            amount_cents=int(data["amount"]),
-            status=str(data.get("status") or "pending"),
-        )
+        return _refund(refund, intent_id)
+
+    def refunds(self, intent_id: str) -> list[Refund]:
+        with _translated():
+            listed = self._client.v1.refunds.list(params={"payment_intent": intent_id, "limit": 100})
+        return [_refund(refund, intent_id) for refund in listed.data]
+
+
+def _refund(obj: Any, intent_id: str) -> Refund:
+    data = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+    return Refund(
+        refund_id=data["id"],
+        intent_id=data.get("payment_intent") or intent_id,
+        amount_cents=int(data["amount"]),
+        status=str(data.get("status") or "pending"),
+    )
 
 
 class StripeWebhooks:

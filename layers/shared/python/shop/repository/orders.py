@@ -417,7 +417,7 @@ class OrderRepository:
             returns = _stock_returns(order, restock)
             token = status_change_token(order, new_status, updated_at, expires_at)
             try:
-                self._change_with_restock(update, returns, token)
+                self._change_with_restock(order, update, returns, token)
             except TransactionCancelled as cancelled:
                 if cancelled.failed_condition(0):
                     return _explain_failed_change(order, new_status, cancelled.old_item(0), details)
@@ -430,7 +430,7 @@ class OrderRepository:
                 # items differ from the first attempt's.
                 try:
                     self._change_with_restock(
-                        update, _on_product_items(returns), str(uuid.uuid5(STATUS_CHANGE_TOKENS, token))
+                        order, update, _on_product_items(returns), str(uuid.uuid5(STATUS_CHANGE_TOKENS, token))
                     )
                 except TransactionCancelled as again:
                     if again.failed_condition(0):
@@ -444,9 +444,15 @@ class OrderRepository:
                 return _explain_failed_change(order, new_status, failed.item, details)
         return _advanced(order, new_status, order.version + 1, updated_at, details)
 
-    def _change_with_restock(self, update: dict[str, Any], returns: list[_Return], token: str) -> None:
+    def _change_with_restock(self, order: Order, update: dict[str, Any], returns: list[_Return], token: str) -> None:
         restocks = [restock_update(self.table, pid, shard, quantity) for pid, shard, quantity in returns]
-        transact_write(self.table, [{"Update": update}, *restocks], ClientRequestToken=token)
+        # An unpaid order cancelled: its payment window closes with it (the PAYMENT_DUE item, after the restocks).
+        window = (
+            [{"Delete": {"TableName": self.table.name, "Key": to_item(keys.payment_due_key(order.order_id))}}]
+            if order.status is OrderStatus.PENDING_PAYMENT
+            else []
+        )
+        transact_write(self.table, [{"Update": update}, *restocks, *window], ClientRequestToken=token)
 
 
 def _detail_updates(details: StatusDetails) -> tuple[list[str], dict[str, Any]]:

@@ -1,7 +1,7 @@
 """Archival: when a finished order leaves the table (its TTL) and what the stream processor does then.
 
 - A status change sets the order's TTL in the same write (`expires_at`): CANCELLED and RETURNED are
-  final at once, DELIVERED once the return window is over, so they expire ARCHIVE_AFTER_DAYS after
+  final at once (and PAYMENT_FAILED and EXPIRED, an unpaid order's ends), DELIVERED once the return window is over, so they expire ARCHIVE_AFTER_DAYS after
   the change (DELIVERED: after the change + RETURN_WINDOW_DAYS). Any other status clears the TTL.
 - When DynamoDB's TTL removes the order item (a REMOVE whose userIdentity is the TTL service), the
   processor reads what is left of the order (one Query: history items, the marker), writes the whole
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 DAY_SECONDS = 86_400
 # Finished for good the moment they are reached; DELIVERED only after its return window.
-FINAL_STATUSES = frozenset({"CANCELLED", "RETURNED"})
+FINAL_STATUSES = frozenset({"CANCELLED", "RETURNED", "PAYMENT_FAILED", "EXPIRED"})
 
 
 def archive_at(status: OrderStatus, changed_at: int, archive_after_days: int) -> int | None:

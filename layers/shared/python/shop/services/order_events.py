@@ -22,6 +22,7 @@ from shop.models.events import (
     DetailType,
     Event,
     OrderChange,
+    OrderExpired,
     OrderRefundDue,
     ShipmentDetail,
     Source,
@@ -121,6 +122,18 @@ def refund_due_event(order: OrderImage) -> Event:
         returned_at=order.updated_at,
     )
     return Event(source=Source.ORDERS, detail_type=DetailType.ORDER_REFUND_DUE, detail=dict(detail))
+
+
+def expired_event(order: OrderImage) -> Event:
+    """An unpaid order's window closed (EXPIRED): stock back, intent cancelled. `id` dedupes."""
+    detail = OrderExpired(
+        id=f"{order.order_id}:{order.version}",
+        order_id=order.order_id,
+        customer_id=order.customer_id,
+        total_cents=order.total_cents,
+        expired_at=order.updated_at,
+    )
+    return Event(source=Source.ORDERS, detail_type=DetailType.ORDER_EXPIRED, detail=dict(detail))
 
 
 def cart_abandoned_event(session: SessionImage) -> Event:
@@ -229,8 +242,11 @@ class OrderEventsService:
         # died in between, or an admin confirmed by hand): one read saves three refused writes.
         written = self._record_change(order, unless_recorded=order.status is OrderStatus.CONFIRMED)
         events = [order_event(order, before)]
-        if order.status is OrderStatus.RETURNED:
+        # A paid order's refund is the payment steps' (OrderRefunded, once the provider made it).
+        if order.status is OrderStatus.RETURNED and order.payment is None:
             events.append(refund_due_event(order))
+        if order.status is OrderStatus.EXPIRED:
+            events.append(expired_event(order))
         return Outcome(
             Action.STATUS_CHANGED,
             order.order_id,

@@ -12,6 +12,7 @@ from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY, MAX_TRANSACTION_ITEMS, RE
 from shop.models import (
     ORDER_TRANSITIONS,
     OWNER_ONLY_STATUSES,
+    PAYMENT_ONLY_STATUSES,
     Order,
     OrderLine,
     OrderStatus,
@@ -319,6 +320,12 @@ class OrderService:
         if new_status in OWNER_ONLY_STATUSES:
             raise errors.InvalidTransition(
                 f"only the customer requests a return (POST /orders/{order_id}/return)",
+                {"from": order.status.value, "to": new_status.value},
+            )
+        settled_by_payment = order.status is OrderStatus.PENDING_PAYMENT and new_status is OrderStatus.CONFIRMED
+        if new_status in PAYMENT_ONLY_STATUSES or settled_by_payment:
+            raise errors.InvalidTransition(
+                "only the payment provider's events and the payment window settle an unpaid order",
                 {"from": order.status.value, "to": new_status.value},
             )
         rejecting = order.status is OrderStatus.RETURN_REQUESTED and new_status is OrderStatus.DELIVERED

@@ -15,8 +15,8 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
     from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
     from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
     from shop.models.categories import Category
-    from shop.models.orders import Placement, Shipment, StatusDetails, StatusEntry
-    from shop.models.payments import PaymentEvent, PaymentIntent, Refund
+    from shop.models.orders import PaymentStatus, Placement, Shipment, StatusDetails, StatusEntry
+    from shop.models.payments import PaymentEvent, PaymentIntent, Refund, Settled
     from shop.models.products import CataloguePrice, ProductListing
     from shop.models.sales import DaySales, SalesChange, TopSeller
     from shop.models.sessions import StoredLine
@@ -491,6 +491,10 @@ class Payments(Protocol):
     def refund(self, intent_id: str, amount_cents: int, *, idempotency_key: str) -> Refund:
         """Part or all of the captured amount back; PaymentRejected beyond what is left."""
 
+    def refunds(self, intent_id: str) -> list[Refund]:
+        """The refunds made on the intent (what a refund step retried after a crash checks before refunding:
+        localstripe ignores idempotency keys, so the shop cannot rely on the key alone)."""
+
 
 class PaymentWebhooks(Protocol):
     """The provider's webhook deliveries, verified."""
@@ -507,3 +511,45 @@ class PaymentEventLog(Protocol):
         """Record the event once (kept until `expires_at`, epoch seconds): False when it was recorded before.
         The order change an event makes is to be written in the same transaction as its mark (see the
         repository's `mark_put`), so a crash between the two never loses nor doubles the event."""
+
+
+class OrderPayments(Protocol):
+    """An order's payment on the table: shop.repository.order_payments. The order's status changes that a payment
+    makes (one transaction each, conditional on the order's status and version) and the steps' records on the
+    order's `payment` (conditional on the payment's state, so a replayed step records nothing twice)."""
+
+    def current(self, order_id: str) -> Order | None:
+        """The order item as it is now (a strongly consistent GetItem); None when there is none (never placed, or
+        archived)."""
+
+    def settle(
+        self,
+        order: Order,
+        new_status: OrderStatus,
+        *,
+        payment_status: PaymentStatus,
+        updated_at: str,
+        archive_at: int | None,
+        release_stock: bool,
+        event: PaymentEvent | None = None,
+        event_expires_at: int = 0,
+    ) -> Settled:
+        """PENDING_PAYMENT (as read, at its version) -> new_status in one transaction: the order's update, the
+        PAYMENT_DUE item deleted, the stock back (release_stock), and the event's mark (event). DUPLICATE: the
+        event was applied before (nothing written); STALE: the order changed since it was read."""
+
+    def mark_only(self, event: PaymentEvent, *, expires_at: int) -> bool:
+        """The event's mark alone (an event that changes no order); False when it was applied before."""
+
+    def record_payment(
+        self,
+        order_id: str,
+        *,
+        expected: PaymentStatus | None,
+        status: PaymentStatus | None = None,
+        captured_cents: int | None = None,
+        refunded_cents: int | None = None,
+        expected_refunded_cents: int | None = None,
+    ) -> bool:
+        """A step's outcome on the order's payment, if the payment is still as `expected` (its status and, when
+        given, its refunded_cents); False when it is not (recorded before, or the order is gone)."""

@@ -1,6 +1,6 @@
 """Sales by date: which order changes count, on which day, and the admins' reports.
 
-- An order's confirmation (PENDING -> CONFIRMED) adds each line's units and revenue to its product's
+- An order's confirmation (PENDING -> CONFIRMED, or PENDING_PAYMENT -> CONFIRMED when paid) adds each line's units and revenue to its product's
   day; a cancellation of a confirmed order and a return (RETURNED) take them back. Nothing else counts.
 - The day is the order's confirmation day (UTC), for the sale and for its cancellation or return alike,
   so a day's totals net out: they are the sales confirmed that day that were not taken back since.
@@ -22,7 +22,10 @@ from shop.models.sales import DaySales, ProductSales, SalesChange, SalesLine, To
 from shop.services.actor import Actor
 from shop.services.ports import SalesStore
 
-ADDS = {(OrderStatus.PENDING.value, OrderStatus.CONFIRMED)}
+ADDS = {
+    (OrderStatus.PENDING.value, OrderStatus.CONFIRMED),
+    (OrderStatus.PENDING_PAYMENT.value, OrderStatus.CONFIRMED),  # PAYMENTS=stripe: the amount is authorised
+}
 TAKES_BACK = {
     (OrderStatus.CONFIRMED.value, OrderStatus.CANCELLED),
     (OrderStatus.RETURN_REQUESTED.value, OrderStatus.RETURNED),

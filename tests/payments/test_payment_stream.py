@@ -1,0 +1,432 @@
+"""The payment steps on DynamoDB Local's real stream records, through the functions as Lambda calls them.
+
+payment_steps (functions/payment_steps) and order_events both read each batch, as the table's two consumers
+do (each handler skips the records that are not its own, which the deployed mapping's filter also drops).
+Where the provider matters the steps run on localstripe, whose objects are counted: localstripe ignores
+idempotency keys, so one capture and one refund there are the shop's own conditions at work.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from local_runtime import failures
+from local_runtime.events import stream_event
+from local_runtime.localstripe import TEST_SECRET_KEY
+from local_runtime.ttl import TtlDeletions, TtlEmulator
+from shop import errors, keys, wiring
+from shop.models import OrderStatus
+from shop.models.payments import IntentStatus
+from shop.repository.order_payments import OrderPaymentRepository
+from tests.payments.conftest import _stripe_authorise
+from tests.stream.conftest import RecordingEvents, order_events_context
+from tests.support.factories import ADMIN, ALICE, parcel, product
+from tests.support.fake_payments import FakePayments
+from tests.support.streams import StreamReader, ttl_removal
+from tests.support.unpaid_orders import AUTHORISED, FAILED, WINDOW_S, event, item, place_unpaid, stock
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
+
+
+class Counting:
+    """The Payments port under test, with every call that returned (operation, idempotency key) recorded."""
+
+    def __init__(self, port: Any) -> None:
+        self.port = port
+        self.made: list[tuple[str, str | None]] = []
+        self.authorise: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.port, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            answer = attr(*args, **kwargs)
+            self.made.append((name, kwargs.get("idempotency_key")))
+            return answer
+
+        return call
+
+    def count(self, operation: str) -> int:
+        return sum(1 for made, _ in self.made if made == operation)
+
+
+@pytest.fixture
+def bus(monkeypatch: pytest.MonkeyPatch) -> RecordingEvents:
+    from shop import publishing
+
+    fake = RecordingEvents()
+    monkeypatch.setenv("EVENT_BUS_NAME", "shop-test-bus")
+    monkeypatch.setattr(publishing, "events_client", lambda: fake)
+    publishing.reset_client()
+    return fake
+
+
+@pytest.fixture
+def deletions() -> TtlDeletions:
+    return TtlDeletions("expires_at")
+
+
+@pytest.fixture
+def stripe(localstripe: Any, monkeypatch: pytest.MonkeyPatch) -> Counting:
+    """The Stripe adapter on localstripe, counted, as the functions' provider; `authorise` is the browser's."""
+    from shop.payments.stripe_adapter import StripePayments
+
+    port = Counting(StripePayments(TEST_SECRET_KEY, api_base=localstripe.endpoint))
+    port.authorise = _stripe_authorise(localstripe)
+    provided(monkeypatch, port)
+    return port
+
+
+def provided(monkeypatch: pytest.MonkeyPatch, port: Any) -> None:
+    """The functions' `wiring.payments()` is `port` (what PAYMENTS=stripe builds from the environment)."""
+    monkeypatch.setattr(wiring, "payments", lambda: port)
+
+
+def run_order_events(records: list[dict[str, Any]]) -> dict[str, Any]:
+    from functions.order_events.handler import handler
+
+    return handler(stream_event(records), order_events_context())
+
+
+def run_payment_steps(records: list[dict[str, Any]]) -> dict[str, Any]:
+    from functions.payment_steps.handler import handler
+
+    return handler(stream_event(records), order_events_context())
+
+
+def consume(reader: StreamReader) -> list[dict[str, Any]]:
+    """The new records, through both consumers (each must take the whole batch)."""
+    records = reader.read()
+    assert run_order_events(records) == {"batchItemFailures": []}
+    assert run_payment_steps(records) == {"batchItemFailures": []}
+    return records
+
+
+def order_of(store: Any, order_id: str) -> dict[str, Any]:
+    found = item(store.table, keys.order_key(order_id))
+    assert found is not None
+    return found
+
+
+def units_sold(store: Any, product_id: str) -> int:
+    """The product's sales over every day (its sales items: PK SALES#..., read whole)."""
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    sales = wiring.sales_service(store.table).product_sales(ADMIN, product_id, day, day)
+    return sum(d.units for d in sales.days)
+
+
+# -- the webhook under concurrent deliveries -------------------------------------------------------
+
+
+@pytest.mark.parametrize("event_type", [AUTHORISED, FAILED])
+def test_five_concurrent_deliveries_of_one_event_apply_it_once(local_store, bus, event_type, monkeypatch):
+    fake = FakePayments()
+    provided(monkeypatch, fake)  # the PAYMENT_FAILED version's CANCEL step
+    pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
+    unpaid = place_unpaid(local_store.table, fake, [(pid, "Kettle", 2500, 2)])
+    reader = StreamReader(local_store)
+    consume(reader)  # the placement: nothing to do for either consumer
+    delivered = event(event_type, unpaid)
+    start, raised = threading.Barrier(5), []
+
+    def deliver() -> None:
+        service = wiring.payment_service(local_store.table, provider=fake)  # each delivery its own invocation
+        start.wait()
+        try:
+            service.apply_event(delivered)
+        except Exception as error:
+            raised.append(error)
+
+    threads = [threading.Thread(target=deliver) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert [e for e in raised if not isinstance(e, errors.ServiceUnavailable)] == []  # a 503 at most: redelivered
+    after = order_of(local_store, unpaid.order_id)
+    assert after["version"] == 2
+    if event_type == AUTHORISED:
+        assert after["status"] == "CONFIRMED"
+        assert stock(local_store.table, pid) == 3
+    else:
+        assert after["status"] == "PAYMENT_FAILED"
+        assert stock(local_store.table, pid) == 5  # released once, not five times
+    records = consume(reader)
+    assert run_order_events(records) == {"batchItemFailures": []}  # the batch again: a replay
+    assert units_sold(local_store, pid) == (2 if event_type == AUTHORISED else 0)  # counted once
+    if event_type == FAILED:  # the failed order's intent is cancelled, so no later authorisation holds money
+        assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
+    kind = "OrderConfirmed" if event_type == AUTHORISED else "OrderStatusChanged"
+    assert {e["id"] for e in bus.events if e["type"] == kind} == {f"{unpaid.order_id}:2"}  # one change, one id
+
+
+def test_an_authorisation_racing_a_failure_leaves_one_outcome_and_no_money_held(local_store, bus, monkeypatch):
+    """Five deliveries of each, all at once: the order ends CONFIRMED with its stock taken, or PAYMENT_FAILED with
+    its stock back once and its intent cancelled (the authorisation that lost released the money)."""
+    fake = FakePayments()
+    provided(monkeypatch, fake)
+    pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
+    unpaid = place_unpaid(local_store.table, fake, [(pid, "Kettle", 2500, 2)])
+    fake.authorise(unpaid.intent_id)
+    authorised, failed = event(AUTHORISED, unpaid), event(FAILED, unpaid)
+    start, raised = threading.Barrier(10), []
+
+    def deliver(delivered: Any) -> None:
+        service = wiring.payment_service(local_store.table, provider=fake)
+        start.wait()
+        for _ in range(3):  # Stripe redelivers after a 503
+            try:
+                service.apply_event(delivered)
+                return
+            except errors.ServiceUnavailable as error:
+                raised.append(error)
+
+    threads = [threading.Thread(target=deliver, args=(e,)) for e in [authorised, failed] * 5]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    after = order_of(local_store, unpaid.order_id)
+    assert after["version"] == 2
+    if after["status"] == "CONFIRMED":
+        assert stock(local_store.table, pid) == 3
+        assert fake.get_intent(unpaid.intent_id).status is IntentStatus.REQUIRES_CAPTURE
+    else:
+        assert after["status"] == "PAYMENT_FAILED"
+        assert stock(local_store.table, pid) == 5
+        assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
+    for delivered in (authorised, failed):
+        assert item(local_store.table, keys.webhook_event_key("stripe", delivered.event_id)) is not None
+
+
+# -- a paid order's life on localstripe ------------------------------------------------------------
+
+
+def test_a_paid_orders_life_captures_once_and_refunds_once_whatever_the_replays(local_store, stripe, bus):
+    pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
+    unpaid = place_unpaid(local_store.table, stripe, [(pid, "Kettle", 2500, 2)])
+    reader = StreamReader(local_store)
+    orders = wiring.order_service(local_store.table)
+
+    stripe.authorise(unpaid.intent_id, "pm_card_visa")  # the browser; localstripe announces nothing (docs/payments.md)
+    wiring.payment_service(local_store.table).apply_event(event(AUTHORISED, unpaid))
+    consume(reader)
+    assert units_sold(local_store, pid) == 2
+
+    orders.change_status(ADMIN, unpaid.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    shipped = consume(reader)
+    assert run_payment_steps(shipped) == {"batchItemFailures": []}  # replayed
+    assert run_payment_steps(shipped) == {"batchItemFailures": []}
+    payment = order_of(local_store, unpaid.order_id)["payment"]
+    assert (payment["status"], payment["captured_cents"]) == ("CAPTURED", 5000)
+    assert stripe.count("capture") == 1
+    assert stripe.port.get_intent(unpaid.intent_id).status is IntentStatus.SUCCEEDED
+
+    orders.change_status(ADMIN, unpaid.order_id, OrderStatus.DELIVERED, expected_version=3)
+    orders.request_return(ALICE, unpaid.order_id, "too loud")
+    orders.change_status(ADMIN, unpaid.order_id, OrderStatus.RETURNED, expected_version=5)
+    returned = consume(reader)
+    assert run_payment_steps(returned) == {"batchItemFailures": []}  # replayed
+
+    refunds = stripe.port.refunds(unpaid.intent_id)
+    assert [r.amount_cents for r in refunds] == [5000]
+    assert order_of(local_store, unpaid.order_id)["payment"]["refunded_cents"] == 5000
+    kinds = [e["type"] for e in bus.events]
+    assert "OrderRefundDue" not in kinds
+    refunded = [e for e in bus.events if e["type"] == "OrderRefunded"]
+    assert {(e["id"], e["amount_cents"], e["currency"]) for e in refunded} == {(f"{unpaid.order_id}:6", 5000, "eur")}
+    assert stock(local_store.table, pid) == 5  # the return put it back
+    assert units_sold(local_store, pid) == 0  # and took the sale back
+
+
+def crash_once_after_the_provider(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The next record of a step's outcome dies (the function crashed after the provider's call)."""
+    crashed: list[str] = []
+    real = OrderPaymentRepository.record_payment
+
+    def record_payment(self: OrderPaymentRepository, order_id: str, **kwargs: Any) -> bool:
+        if not crashed:
+            crashed.append(order_id)
+            raise errors.ServiceUnavailable("the function died here")
+        return real(self, order_id, **kwargs)
+
+    monkeypatch.setattr(OrderPaymentRepository, "record_payment", record_payment)
+    return crashed
+
+
+def test_a_crash_between_the_provider_and_the_record_captures_and_refunds_once(local_store, stripe, bus, monkeypatch):
+    pid = product(local_store.table, name="Kettle", price_cents=1999, stock=5)
+    unpaid = place_unpaid(local_store.table, stripe, [(pid, "Kettle", 1999, 1)])
+    reader = StreamReader(local_store)
+    orders = wiring.order_service(local_store.table)
+    stripe.authorise(unpaid.intent_id, "pm_card_visa")
+    wiring.payment_service(local_store.table).apply_event(event(AUTHORISED, unpaid))
+    consume(reader)
+
+    orders.change_status(ADMIN, unpaid.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    shipped = reader.read()
+    crashed = crash_once_after_the_provider(monkeypatch)
+    failed = run_payment_steps(shipped)
+    assert crashed == [unpaid.order_id]
+    assert len(failed["batchItemFailures"]) == 1
+    assert order_of(local_store, unpaid.order_id)["payment"]["status"] == "AUTHORISED"  # captured, not recorded
+    assert run_payment_steps(shipped) == {"batchItemFailures": []}  # the stream's retry: the same keyed call
+    assert order_of(local_store, unpaid.order_id)["payment"]["status"] == "CAPTURED"
+    assert stripe.count("capture") == 1  # localstripe refused the second capture: the intent says it is done
+    assert run_order_events(shipped) == {"batchItemFailures": []}
+
+    orders.change_status(ADMIN, unpaid.order_id, OrderStatus.DELIVERED, expected_version=3)
+    orders.request_return(ALICE, unpaid.order_id, "broken")
+    orders.change_status(ADMIN, unpaid.order_id, OrderStatus.RETURNED, expected_version=5)
+    returned = reader.read()
+    crashed = crash_once_after_the_provider(monkeypatch)
+    assert len(run_payment_steps(returned)["batchItemFailures"]) == 1
+    assert run_payment_steps(returned) == {"batchItemFailures": []}
+    assert [r.amount_cents for r in stripe.port.refunds(unpaid.intent_id)] == [1999]  # one refund, right amount
+    assert order_of(local_store, unpaid.order_id)["payment"]["refunded_cents"] == 1999
+
+
+def test_a_step_that_keeps_failing_is_kept_in_the_failure_store_and_replay_applies_it(
+    local_store, bus, monkeypatch, tmp_path
+):
+    fake = FakePayments()
+    provided(monkeypatch, fake)
+    pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
+    unpaid = place_unpaid(local_store.table, fake, [(pid, "Kettle", 2500, 1)])
+    reader = StreamReader(local_store)
+    fake.authorise(unpaid.intent_id)
+    wiring.payment_service(local_store.table).apply_event(event(AUTHORISED, unpaid))
+    consume(reader)
+    wiring.order_service(local_store.table).change_status(
+        ADMIN, unpaid.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel()
+    )
+    shipped = reader.read()
+    assert run_order_events(shipped) == {"batchItemFailures": []}
+
+    fake.fail_next(3)  # the provider is down for every retry the mapping makes
+    for _ in range(3):
+        assert len(run_payment_steps(shipped)["batchItemFailures"]) == 1
+    # Retries exhausted: the mapping's on-failure destination keeps the batch (the local poller's shape).
+    kept = failures.DirectoryStore(tmp_path)
+    key = failures.object_key("PaymentStepsMapping", "shard-0", dt.datetime.now(dt.UTC))
+    kept.write(key, {"version": "1.0", "payload": json.dumps(stream_event(shipped))})
+    assert order_of(local_store, unpaid.order_id)["payment"]["status"] == "AUTHORISED"
+
+    def invoke(event_: dict[str, Any]) -> failures.Outcome:
+        return failures.Outcome(ok=True, payload=run_payment_steps(event_["Records"]))
+
+    def wrong_consumer(event_: dict[str, Any]) -> failures.Outcome:
+        raise AssertionError("a payment_steps batch replayed through order_events")
+
+    report = failures.replay(kept, wrong_consumer, routes={"PaymentStepsMapping": invoke})
+
+    assert (report.replayed, report.failed) == ([key], [])
+    assert order_of(local_store, unpaid.order_id)["payment"]["status"] == "CAPTURED"
+    assert fake.captured_cents(unpaid.intent_id) == 2500
+    assert list(kept.object_keys()) == []  # moved to replayed/
+
+
+# -- expiry through TTL ----------------------------------------------------------------------------
+
+
+def sweep_after_the_window(store: Any, deletions: TtlDeletions) -> int:
+    """One sweep of the local TTL emulator, as if the payment window had passed."""
+    return TtlEmulator(
+        store.client,
+        store.table_name,
+        attribute="expires_at",
+        key_names=("PK", "SK"),
+        deletions=deletions,
+        now=lambda: time.time() + WINDOW_S + 5,
+    ).sweep()
+
+
+def window_removals(reader: StreamReader) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    for _ in range(50):  # DynamoDB Local can show a delete's record a moment after the delete
+        records += reader.read()
+        if any(r["eventName"] == "REMOVE" for r in records):
+            return records
+        time.sleep(0.1)
+    return records
+
+
+def test_an_unpaid_order_expires_through_ttl_with_its_stock_back_and_its_intent_cancelled(
+    local_store, stripe, bus, deletions
+):
+    pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
+    unpaid = place_unpaid(local_store.table, stripe, [(pid, "Kettle", 2500, 3)])
+    reader = StreamReader(local_store, ttl_deletions=deletions)
+    consume(reader)
+    assert stock(local_store.table, pid) == 2
+
+    assert sweep_after_the_window(local_store, deletions) == 1  # the PAYMENT_DUE item only
+    removals = window_removals(reader)
+    remove = [r for r in removals if r["eventName"] == "REMOVE"]
+    assert remove[0]["userIdentity"] == {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+    assert run_payment_steps(removals) == {"batchItemFailures": []}
+    assert run_payment_steps(removals) == {"batchItemFailures": []}  # replayed: nothing more
+
+    after = order_of(local_store, unpaid.order_id)
+    assert (after["status"], after["version"], after["payment"]["status"]) == ("EXPIRED", 2, "CANCELED")
+    assert stock(local_store.table, pid) == 5
+    assert stripe.port.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
+    assert stripe.count("cancel") == 1
+    consume(reader)  # the EXPIRED version: order_events publishes OrderExpired, the CANCEL step finds it done
+    expired = [e for e in bus.events if e["type"] == "OrderExpired"]
+    assert [(e["id"], e["total_cents"]) for e in expired] == [(f"{unpaid.order_id}:2", 7500)]
+    assert stripe.count("cancel") == 1
+    assert units_sold(local_store, pid) == 0
+
+
+def test_an_order_whose_intent_is_authorised_when_the_window_closes_is_confirmed(local_store, stripe, bus, deletions):
+    """The authorisation's event was lost (or, locally, never sent): the intent says the money is held."""
+    pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
+    unpaid = place_unpaid(local_store.table, stripe, [(pid, "Kettle", 2500, 1)])
+    reader = StreamReader(local_store, ttl_deletions=deletions)
+    consume(reader)
+    stripe.authorise(unpaid.intent_id, "pm_card_visa")
+
+    assert sweep_after_the_window(local_store, deletions) == 1
+    assert run_payment_steps(window_removals(reader)) == {"batchItemFailures": []}
+
+    after = order_of(local_store, unpaid.order_id)
+    assert (after["status"], after["payment"]["status"]) == ("CONFIRMED", "AUTHORISED")
+    assert stock(local_store.table, pid) == 4
+    assert stripe.port.get_intent(unpaid.intent_id).status is IntentStatus.REQUIRES_CAPTURE
+    consume(reader)
+    assert units_sold(local_store, pid) == 1  # PENDING_PAYMENT -> CONFIRMED counted, once
+    assert [e["type"] for e in bus.events].count("OrderConfirmed") == 1
+
+
+def test_a_window_closing_after_the_order_was_paid_changes_nothing(local_store, bus, deletions, monkeypatch):
+    fake = FakePayments()
+    provided(monkeypatch, fake)
+    pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
+    unpaid = place_unpaid(local_store.table, fake, [(pid, "Kettle", 2500, 1)])
+    reader = StreamReader(local_store, ttl_deletions=deletions)
+    # The PAYMENT_DUE item is removed by TTL just as the authorisation lands: the confirmation deleted it
+    # (nothing to sweep); a REMOVE shaped as TTL's for it finds the order CONFIRMED.
+    fake.authorise(unpaid.intent_id)
+    wiring.payment_service(local_store.table).apply_event(event(AUTHORISED, unpaid))
+    consume(reader)
+    assert sweep_after_the_window(local_store, deletions) == 0
+    late = ttl_removal(
+        "",
+        {"PK": {"S": f"ORDER#{unpaid.order_id}"}, "SK": {"S": "PAYMENT_DUE"}},
+        item_keys={"PK": {"S": f"ORDER#{unpaid.order_id}"}, "SK": {"S": "PAYMENT_DUE"}},
+    )
+    before = order_of(local_store, unpaid.order_id)
+    assert run_payment_steps([late]) == {"batchItemFailures": []}
+    assert order_of(local_store, unpaid.order_id) == before
+    assert [call for call, _ in fake.calls if call in ("cancel", "get_intent")] == []

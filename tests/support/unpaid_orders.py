@@ -1,0 +1,125 @@
+"""PENDING_PAYMENT orders as PAYMENTS=stripe's checkout leaves them, for the payment rules' tests.
+
+Until the checkout (issue 25's other half) is on this branch, an unpaid order is written here the way it will
+write it: the order PENDING_PAYMENT with its stock taken, the PAYMENT_DUE item whose TTL is the window's end,
+the provider's intent (AUTHORISE key, the stored total), then the intent and its client secret on the order's
+`payment`. Three writes instead of the checkout's placement transaction and conditional update; the items are
+the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shop import clock, ids, keys
+from shop.models import Order, OrderLine, OrderStatus
+from shop.models.orders import OrderPayment
+from shop.models.payments import PaymentEvent, PaymentStep, event_kind, idempotency_key
+from shop.repository.orders import OrderRepository
+from shop.repository.store import to_item, values
+from tests.support.factories import ADDRESS, ALICE
+
+WINDOW_S = 1800  # PAYMENT_WINDOW_MINUTES' default
+
+
+@dataclass(frozen=True)
+class Unpaid:
+    order_id: str
+    intent_id: str
+    total_cents: int
+    expires_at: int
+
+
+def place_unpaid(
+    table: Any,
+    payments: Any,
+    lines: list[tuple[str, str, int, int]],
+    *,
+    customer_id: str = ALICE.sub,
+    window_s: int = WINDOW_S,
+    currency: str = "eur",
+) -> Unpaid:
+    """An unpaid order of `lines` ((product id, name, unit price, quantity)) with its intent on `payments`."""
+    now = clock.now()
+    at = clock.iso(now)
+    order_lines = [OrderLine.priced(pid, name, price, quantity) for pid, name, price, quantity in lines]
+    total = sum(line.line_total_cents for line in order_lines)
+    order = Order(
+        order_id=ids.new_id(),
+        customer_id=customer_id,
+        status=OrderStatus.PENDING_PAYMENT,
+        version=1,
+        total_cents=total,
+        created_at=at,
+        updated_at=at,
+        lines=order_lines,
+        shipping_address=ADDRESS,
+        history=[],
+    )
+    OrderRepository(table).place(order)
+    expires_at = clock.epoch(now) + window_s
+    table.client.put_item(
+        TableName=table.name,
+        Item=to_item(
+            {
+                **keys.payment_due_key(order.order_id),
+                "entity": "ORDER_PAYMENT_DUE",
+                "order_id": order.order_id,
+                keys.TTL_ATTRIBUTE: expires_at,
+            }
+        ),
+    )
+    intent = payments.create_intent(
+        order.order_id, total, currency, idempotency_key=idempotency_key(order.order_id, PaymentStep.AUTHORISE)
+    )
+    payment = OrderPayment(
+        intent_id=intent.intent_id, client_secret=intent.client_secret, amount_cents=total, currency=currency
+    )
+    table.client.update_item(
+        TableName=table.name,
+        Key=to_item(keys.order_key(order.order_id)),
+        UpdateExpression="SET payment = :payment, payment_expires_at = :expires",
+        ConditionExpression="#status = :pending",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues=values(
+            payment=payment.model_dump(mode="json", exclude_none=True),
+            expires=expires_at,
+            pending=OrderStatus.PENDING_PAYMENT.value,
+        ),
+    )
+    return Unpaid(order.order_id, intent.intent_id, total, expires_at)
+
+
+_events = iter(range(1, 1_000_000))
+
+
+def event(event_type: str, unpaid: Unpaid | None = None, *, order_id: str | None = None, intent_id: str | None = None):
+    """A verified provider event about `unpaid`'s intent (or the given ids), with a fresh event id."""
+    return PaymentEvent(
+        event_id=f"evt_test_{ids.new_id()}_{next(_events)}",
+        event_type=event_type,
+        kind=event_kind(event_type),
+        created=clock.epoch(clock.now()),
+        intent_id=intent_id or (unpaid.intent_id if unpaid else None),
+        order_id=order_id or (unpaid.order_id if unpaid else None),
+    )
+
+
+AUTHORISED = "payment_intent.amount_capturable_updated"
+SUCCEEDED = "payment_intent.succeeded"
+FAILED = "payment_intent.payment_failed"
+CANCELED = "payment_intent.canceled"
+
+
+def item(table: Any, key: dict[str, str]) -> dict[str, Any] | None:
+    from shop.repository.store import from_item
+
+    found = table.client.get_item(TableName=table.name, Key=to_item(key), ConsistentRead=True).get("Item")
+    return from_item(found) if found else None
+
+
+def stock(table: Any, product_id: str) -> int:
+    found = item(table, keys.product_key(product_id))
+    assert found is not None
+    return int(found["stock"])
