@@ -893,6 +893,12 @@ class MemoryStore:
         self.sales = MemorySales(self.state)
         self.archive = MemoryArchive(self.state)
 
+    def reset(self) -> None:
+        """Empty, as a fresh store is, keeping these objects: services built on them (a handler's, at import)
+        then see the empty store, and their caches keyed by the product store's scope start afresh."""
+        self.state.__dict__.update(vars(MemoryState()))
+        self.products._scope = f"memory-{uuid.uuid4().hex}"
+
     def catalog_service(self) -> CatalogService:
         return CatalogService(products=self.products, categories=self.categories)
 

@@ -15,20 +15,28 @@ on the stream tests, on DynamoDB Local).
     processor = order_events_service(store, stream)
     for change in stream.read():
         processor.handle(change)
+
+`lambda_event(changes)` gives the same changes as Lambda delivers them to the order_events function (DynamoDB
+JSON images under the item's keys, a TTL removal signed by the DynamoDB service), for the handler tests.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
-from shop import clock
+from shop import clock, keys
 from shop.models import Notification, Order, OrderStatus, OrderSummary, Product, Shipment, StatusEntry
 from shop.models.orders import NO_DETAILS
 from shop.models.stream_images import CustomerCartImage, MoveImage, OrderImage, ProductImage, SessionImage
 from shop.repository.order_effects import notification_id
+from shop.repository.store import to_item
+from shop.repository.stream_records import TTL_PRINCIPAL
 from shop.services.archival import ArchivalService
 from shop.services.category_moves import CategoryMoves
 from shop.services.order_events import OrderEventsService
@@ -116,6 +124,11 @@ class MemoryStream:
         self._sequence = itertools.count(1)
         self._orders: dict[str, dict[str, Any]] = {}
         self._products: dict[str, dict[str, Any]] = {}
+
+    def reset(self) -> None:
+        """Empty, as a fresh stream over an empty store is (the processor's writes included), keeping this object."""
+        self.state.__dict__.update(vars(StreamState()))
+        self._orders, self._products = {}, {}
 
     def read(self) -> list[MemoryChange]:
         orders = {order_id: self._order_item(order) for order_id, order in self.store.state.orders.items()}
@@ -269,3 +282,43 @@ def order_events_service(
         archival=lambda: ArchivalService(MemoryArchival(store), MemoryArchival(store), now=now),
         now=now,
     )
+
+
+def lambda_record(change: MemoryChange) -> dict[str, Any]:
+    """One change as the stream's event source mapping delivers it (the item as the table would hold it)."""
+    key = keys.order_key(change.entity_id) if change.entity == "ORDER" else keys.product_key(change.entity_id)
+
+    def image(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if values is None:
+            return None
+        numbers = json.loads(json.dumps(values), parse_float=Decimal)  # DynamoDB numbers: no float
+        return to_item({**numbers, **key})
+
+    data: dict[str, Any] = {
+        "ApproximateCreationDateTime": clock.epoch(datetime.fromisoformat(change.created_at)),
+        "Keys": to_item(key),
+        "SequenceNumber": change.sequence_number,
+        "SizeBytes": 512,
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+    }
+    for name, values in (("NewImage", change.new), ("OldImage", change.old)):
+        found = image(values)
+        if found is not None:
+            data[name] = found
+    record: dict[str, Any] = {
+        "eventID": f"memory-{change.sequence_number}",
+        "eventName": change.event_name,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": data,
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/shop-test/stream/2026-01-01T00:00:00.000",
+    }
+    if change.removed_by_ttl:
+        record["userIdentity"] = {"type": "Service", "principalId": TTL_PRINCIPAL}
+    return record
+
+
+def lambda_event(changes: Sequence[MemoryChange]) -> dict[str, Any]:
+    """A batch of changes as the order_events function receives it."""
+    return {"Records": [lambda_record(change) for change in changes]}
