@@ -249,7 +249,8 @@ class MemoryArchival:
 
     @staticmethod
     def order(removed: Mapping[str, Any], history: list[dict[str, Any]]) -> Order:
-        return Order.model_validate(removed)
+        # the memory stream's image carries the history; a table's item does not (its history items are apart)
+        return Order.model_validate({"history": [], **removed})
 
     def mark_archived(self, order: Order, *, archive_key: str, archived_at: str) -> bool:
         if order.order_id in self.store.state.archived:
