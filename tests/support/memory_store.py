@@ -124,6 +124,7 @@ class MemoryState:
     order_ttls: dict[str, int] = field(default_factory=dict)  # order id -> expires_at (epoch s), when set
     archive: dict[str, Order] = field(default_factory=dict)  # archive key -> the archived order
     archived: dict[str, tuple[str, str]] = field(default_factory=dict)  # order id -> (customer id, archive key)
+    move: dict[str, Any] | None = None  # the category move under way, as its item (MemoryStore(streamed_moves=True))
 
 
 class MemoryProducts:
@@ -174,6 +175,13 @@ class MemoryProducts:
         product = self._rated(self._stored(product_id))
         product._listed_in = list(self.state.listed_in.get(product_id, []))
         return product
+
+    def relist(self, products: list[tuple[Product, list[str]]]) -> list[str]:
+        """ProductRelisting: each product filed under `scopes` (none changes meanwhile here)."""
+        for product, scopes in products:
+            if self.state.products[product.product_id].product.listed:
+                self.state.listed_in[product.product_id] = scopes
+        return []
 
     def get_many(self, product_ids: list[str], *, consistent: bool = False) -> dict[str, Product]:
         return {
@@ -796,10 +804,14 @@ class MemoryCarts:
 
 
 class MemoryCategories:
-    """CategoryStore (a move is applied at once: the stream's rewrite is the repositories' to prove)."""
+    """CategoryStore and CategoryMoveStore. A move is applied at once, or with `streamed` as the table does it:
+    the category itself moves and is `moving`, the move item is written (one at a time), and the stream
+    processor's steps (tests/support/memory_stream.py carries the item's changes) re-path the subtree and
+    re-file its products."""
 
-    def __init__(self, state: MemoryState) -> None:
+    def __init__(self, state: MemoryState, *, streamed: bool = False) -> None:
         self.state = state
+        self.streamed = streamed
 
     def version_of(self, slug: str) -> tuple[Category, int]:
         if slug not in self.state.categories:
@@ -854,6 +866,19 @@ class MemoryCategories:
         if new_parent is not None:
             self._adopt(new_parent)
         old, new = str(move["old_path"]), str(move["new_path"])
+        if self.streamed:
+            if self.state.move is not None:
+                raise errors.MoveInProgress("another category move is under way, retry later")
+            changed = {
+                "path": new,
+                "depth": len(path_slugs(new)),
+                "parent": new_parent.slug if new_parent else None,
+                "name": name,
+                "moving": True,
+            }
+            self.state.categories[current.slug] = (current.model_copy(update=changed), version + 1)
+            self.state.move = dict(move)
+            return self.state.categories[current.slug][0]
         for slug, (category, at) in list(self.state.categories.items()):
             if category.path == old or category.path.startswith(old + "/"):
                 path = new + category.path.removeprefix(old)
@@ -866,6 +891,49 @@ class MemoryCategories:
             if stored.product.listed:
                 self.state.listed_in[pid] = list(dict.fromkeys(s for p in paths for s in path_slugs(p)))
         return self.state.categories[current.slug][0]
+
+    # -- CategoryMoveStore: the stream processor's steps of a streamed move
+
+    def repath(self, paths: list[str], old_prefix: str, new_prefix: str) -> None:
+        for slug, (category, at) in list(self.state.categories.items()):
+            if category.path in paths:
+                path = new_prefix + category.path.removeprefix(old_prefix)
+                self.state.categories[slug] = (
+                    category.model_copy(update={"path": path, "depth": len(path_slugs(path))}),
+                    at,
+                )
+
+    def advance_move(self, move_id: str, step: int, changes: dict[str, Any]) -> bool:
+        move = self.state.move
+        if move is None or move["move_id"] != move_id or move["step"] != step:
+            return False  # this step was taken already
+        self.state.move = {**move, **changes, "step": step + 1}
+        return True
+
+    def finish_move(self, move_id: str, step: int, slug: str) -> bool:
+        move = self.state.move
+        if move is None or move["move_id"] != move_id or move["step"] != step:
+            return False
+        self.state.move = None
+        category, at = self.state.categories[slug]
+        self.state.categories[slug] = (category.model_copy(update={"moving": False}), at)
+        return True
+
+    def listing_keys_page(
+        self, slug: str, *, limit: int, cursor: dict[str, Any] | None
+    ) -> tuple[list[str], dict[str, Any] | None]:
+        """The products the category's listing holds (its subtree's, each once), by name, from `cursor`."""
+        listed = sorted(
+            (
+                stored.product
+                for pid, stored in self.state.products.items()
+                if slug in self.state.listed_in.get(pid, [])
+            ),
+            key=lambda product: (keys.name_sort_key(product.name), product.product_id),
+        )
+        start = int(cursor["position"]) if cursor else 0
+        page = [product.product_id for product in listed[start : start + limit]]
+        return page, {"position": start + limit} if start + limit < len(listed) else None
 
 
 class MemoryArchive:
@@ -881,9 +949,9 @@ class MemoryArchive:
 class MemoryStore:
     """One in-memory table: the stores over one state, as the repositories share one table."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, streamed_moves: bool = False) -> None:
         self.state = MemoryState()
-        self.categories = MemoryCategories(self.state)
+        self.categories = MemoryCategories(self.state, streamed=streamed_moves)
         self.products = MemoryProducts(self.state)
         self.customers = MemoryCustomers(self.state)
         self.orders = MemoryOrders(self.state)

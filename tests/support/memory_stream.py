@@ -1,14 +1,15 @@
 """The stream side's ports in memory: the table's stream over MemoryStore and the processor's writes.
 
-`MemoryStream.read()` gives the order and product changes since the last read (INSERT, MODIFY, REMOVE,
-each with its old and new item; an order MemoryOrders.expire took away is a TTL REMOVE) as `StreamChange`s, the way DynamoDB's stream hands them to the processor;
+`MemoryStream.read()` gives the order, product and category-move changes since the last read (INSERT, MODIFY,
+REMOVE, each with its old and new item; an order MemoryOrders.expire took away is a TTL REMOVE; the move item
+only on a store with `streamed_moves`) as `StreamChange`s, the way DynamoDB's stream hands them to the processor;
 `MemoryOrderEffects` is the processor's conditional writes (confirm, history, notification, customer index),
 so the whole flow runs on the memory store: a placement's INSERT is confirmed, and the processor's own
 MODIFY (PENDING -> CONFIRMED) counts the sales without writing its effects twice.
 
 Between two reads a stream record per write is collapsed into one change per item (the latest): read after
-each write to see each. Sessions, customer carts and category moves are not streamed here (their rules run
-on the stream tests, on DynamoDB Local).
+each write to see each. Sessions and customer carts are not streamed here (their rules run on the stream
+tests, on DynamoDB Local).
 
     store = MemoryStore()
     stream = MemoryStream(store)
@@ -43,6 +44,8 @@ from shop.services.order_events import OrderEventsService
 from shop.services.product_events import ProductEventsService
 from shop.services.sales import SalesService
 from tests.support.memory_store import MemoryOrders, MemoryStore
+
+MOVE = "category-move"  # the memory stream's id of the one move item
 
 
 class NotInTheImage(ValueError):
@@ -106,7 +109,7 @@ class MemoryChange:
         return self._image(self.old, self.entity)
 
     def new_move(self) -> MoveImage:
-        raise NotInTheImage("the memory stream carries no category moves")
+        return MoveImage.model_validate(self._image(self.new, "CATEGORY_MOVE"))
 
     def old_session(self) -> SessionImage:
         raise NotInTheImage("the memory stream carries no sessions")
@@ -124,20 +127,24 @@ class MemoryStream:
         self._sequence = itertools.count(1)
         self._orders: dict[str, dict[str, Any]] = {}
         self._products: dict[str, dict[str, Any]] = {}
+        self._moves: dict[str, dict[str, Any]] = {}
 
     def reset(self) -> None:
         """Empty, as a fresh stream over an empty store is (the processor's writes included), keeping this object."""
         self.state.__dict__.update(vars(StreamState()))
-        self._orders, self._products = {}, {}
+        self._orders, self._products, self._moves = {}, {}, {}
 
     def read(self) -> list[MemoryChange]:
         orders = {order_id: self._order_item(order) for order_id, order in self.store.state.orders.items()}
         products = {pid: self._product_item(stored.product) for pid, stored in self.store.state.products.items()}
+        move = self.store.state.move
+        moves = {} if move is None else {MOVE: dict(move)}  # one move item at a time, under one key
         changes = [
             *self._changes("ORDER", self._orders, orders),
             *self._changes("PRODUCT", self._products, products),
+            *self._changes("CATEGORY_MOVE", self._moves, moves),
         ]
-        self._orders, self._products = orders, products
+        self._orders, self._products, self._moves = orders, products, moves
         return changes
 
     def _changes(
@@ -270,16 +277,13 @@ class MemoryArchival:
 def order_events_service(
     store: MemoryStore, stream: MemoryStream, now: Callable[[], str] = clock.iso_now
 ) -> OrderEventsService:
-    """The stream processor's rules on the memory store (what shop.wiring builds on the table)."""
-
-    def no_moves() -> CategoryMoves:
-        raise NotInTheImage("the memory stream carries no category moves")
-
+    """The stream processor's rules on the memory store (what shop.wiring builds on the table); category moves
+    step only on a store with `streamed_moves` (others apply a move at once and write no move item)."""
     return OrderEventsService(
         MemoryOrderEffects(store, stream.state),
         SalesService(store.sales),
         products=lambda: ProductEventsService(store.alerts),
-        moves=no_moves,
+        moves=lambda: CategoryMoves(store.categories, store.products),
         archival=lambda: ArchivalService(MemoryArchival(store), MemoryArchival(store), now=now),
         now=now,
     )
@@ -287,7 +291,11 @@ def order_events_service(
 
 def lambda_record(change: MemoryChange) -> dict[str, Any]:
     """One change as the stream's event source mapping delivers it (the item as the table would hold it)."""
-    key = keys.order_key(change.entity_id) if change.entity == "ORDER" else keys.product_key(change.entity_id)
+    key = {
+        "ORDER": keys.order_key,
+        "PRODUCT": keys.product_key,
+        "CATEGORY_MOVE": lambda _: keys.category_move_key(),
+    }[change.entity](change.entity_id)
 
     def image(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
         if values is None:

@@ -176,7 +176,7 @@ class MemoryWiring:
     """shop.wiring.InjectedStore: every service the handlers build, on one in-memory store."""
 
     def __init__(self) -> None:
-        self.store = MemoryStore()
+        self.store = MemoryStore(streamed_moves=True)  # a category move steps through order_events, as deployed
         self.stream = MemoryStream(self.store)
         self.idempotency = MemoryIdempotencyRecords()
         self.migrations = MemoryMigrations(self.store)
@@ -357,9 +357,10 @@ class Handlers:
         return Reply.of(self.invoke(match.route.function, event(method, path, **kwargs)))
 
     def stream(self, keep: Callable[[MemoryChange], bool] = lambda change: True) -> tuple[list[MemoryChange], Any]:
-        """The stream's changes since the last read (those `keep` keeps) through order_events, as one batch."""
+        """The stream's changes since the last read (those `keep` keeps) through order_events, as one batch (none
+        when nothing changed: Lambda sends no empty batch)."""
         changes = [change for change in self.wiring.stream.read() if keep(change)]
-        return changes, self.invoke("order_events", lambda_event(changes))
+        return changes, self.invoke("order_events", lambda_event(changes)) if changes else None
 
     def replay(self, changes: list[MemoryChange]) -> Any:
         """The same records delivered again (a retried batch)."""
