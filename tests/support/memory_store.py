@@ -57,6 +57,7 @@ class _StoredProduct:
     product: Product  # its stock is the product item's; the flash-sale shards' is in `shards`
     rating_sum: int = 0
     shards: list[int] = field(default_factory=list)
+    sideways: int = 0  # spreads and gatherings: stock moved between places, the total unchanged (sideways_moves)
 
     def stock_of(self, source: StockSource) -> int | None:
         """What a place holds; None for a shard that does not exist."""
@@ -206,6 +207,7 @@ class MemoryProducts:
         stored = self._stored(seen.product_id)
         base, extra = divmod(seen.total, shards)
         stored.shards = [base + (1 if shard < extra else 0) for shard in range(shards)] if shards > 1 else []
+        stored.sideways += 1
         stored.product = stored.product.model_copy(
             update={"stock": 0 if shards > 1 else seen.total, "stock_shards": shards}
         )
@@ -231,6 +233,7 @@ class MemoryProducts:
         for move in moves:
             self._stored(move.product_id).move(move.source, -move.quantity)
             self._stored(move.product_id).move(move.target, move.quantity)
+            self._stored(move.product_id).sideways += 1
 
     def current_prices(self, product_ids: list[str]) -> dict[str, CataloguePrice]:
         return {

@@ -1,6 +1,6 @@
 """The stream side's ports in memory: the table's stream over MemoryStore and the processor's writes.
 
-`MemoryStream.read()` gives the order, product and category-move changes since the last read (INSERT, MODIFY,
+`MemoryStream.read()` gives the order, product, stock-shard and category-move changes since the last read (INSERT, MODIFY,
 REMOVE, each with its old and new item; an order MemoryOrders.expire took away is a TTL REMOVE; the move item
 only on a store with `streamed_moves`) as `StreamChange`s, the way DynamoDB's stream hands them to the processor;
 `MemoryOrderEffects` is the processor's conditional writes (confirm, history, notification, customer index),
@@ -128,23 +128,30 @@ class MemoryStream:
         self._orders: dict[str, dict[str, Any]] = {}
         self._products: dict[str, dict[str, Any]] = {}
         self._moves: dict[str, dict[str, Any]] = {}
+        self._shards: dict[str, dict[str, Any]] = {}
 
     def reset(self) -> None:
         """Empty, as a fresh stream over an empty store is (the processor's writes included), keeping this object."""
         self.state.__dict__.update(vars(StreamState()))
-        self._orders, self._products, self._moves = {}, {}, {}
+        self._orders, self._products, self._moves, self._shards = {}, {}, {}, {}
 
     def read(self) -> list[MemoryChange]:
         orders = {order_id: self._order_item(order) for order_id, order in self.store.state.orders.items()}
         products = {pid: self._product_item(stored.product) for pid, stored in self.store.state.products.items()}
+        shards = {
+            f"{pid}#{shard:02d}": {"product_id": pid, "stock": stock, "sideways_moves": stored.sideways}
+            for pid, stored in self.store.state.products.items()
+            for shard, stock in enumerate(stored.shards)
+        }  # a flash-sale product's stock shards (entity STOCK, id <product>#<shard>)
         move = self.store.state.move
         moves = {} if move is None else {MOVE: dict(move)}  # one move item at a time, under one key
         changes = [
             *self._changes("ORDER", self._orders, orders),
             *self._changes("PRODUCT", self._products, products),
+            *self._changes("STOCK", self._shards, shards),
             *self._changes("CATEGORY_MOVE", self._moves, moves),
         ]
-        self._orders, self._products, self._moves = orders, products, moves
+        self._orders, self._products, self._moves, self._shards = orders, products, moves, shards
         return changes
 
     def _changes(
@@ -289,12 +296,18 @@ def order_events_service(
     )
 
 
+def _shard_of(entity_id: str) -> tuple[str, int]:
+    product_id, _, shard = entity_id.rpartition("#")
+    return product_id, int(shard)
+
+
 def lambda_record(change: MemoryChange) -> dict[str, Any]:
     """One change as the stream's event source mapping delivers it (the item as the table would hold it)."""
     key = {
         "ORDER": keys.order_key,
         "PRODUCT": keys.product_key,
         "CATEGORY_MOVE": lambda _: keys.category_move_key(),
+        "STOCK": lambda shard: keys.stock_shard_key(*_shard_of(shard)),
     }[change.entity](change.entity_id)
 
     def image(values: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.functions.apigw import ADMIN, ALICE, BOB
-from tests.support.memory_stream import MemoryChange
+from tests.support.memory_stream import MemoryChange, lambda_event
 from tests.support.memory_wiring import Handlers
 from tests.unit.handlers.conftest import RecordedBus
 
@@ -252,3 +252,41 @@ def test_stream_sample_event(handlers, bus: RecordedBus, name):
     assert [event["type"] for event in bus.events] == published
     archived = [key for key in handlers.wiring.store.state.archive if "01JDQ7W9A1B3C5D7E9F1G3H5J7" in key]
     assert bool(archived) == (name == "order_ttl_removal.json")
+
+
+def test_a_flash_sale_products_shards_selling_below_the_threshold_raise_one_alert(handlers, bus):
+    """prod-flash's 40 units are spread over 4 stock shards (the seed): sales write the shards, not the product
+    item, and the shards' records decide the alert from the total (item + shards)."""
+    handlers.stream()
+    for n in range(4):
+        place(handlers, "prod-flash", quantity=9, key=f"flash-{n}")  # 40 -> 4, below the default threshold 5
+    changes, response = handlers.stream(lambda change: change.entity == "STOCK")
+    assert changes
+    assert response == {"batchItemFailures": []}
+    handlers.replay(changes)
+
+    alerts = handlers.call("GET", "/admin/alerts", claims=ADMIN).body["items"]
+    assert [(alert["product_id"], alert["stock"]) for alert in alerts] == [("prod-flash", 4)]
+    stock_low = [event for event in bus.events if event["type"] == "StockLow"]
+    assert {event["id"] for event in stock_low} == {alerts[0]["alert_id"]}
+
+
+def test_re_spreading_a_flash_sale_products_stock_raises_no_alert(handlers, bus):
+    handlers.stream()
+    spread = handlers.call("POST", "/products/prod-flash/stock-shards", claims=ADMIN, body={"shards": 8})
+    assert spread.status == 200, spread.body
+    changes, response = handlers.stream()
+    assert any(change.entity == "STOCK" for change in changes)
+    assert response == {"batchItemFailures": []}
+    assert handlers.call("GET", "/admin/alerts", claims=ADMIN).body["items"] == []
+    assert [event["type"] for event in bus.events if event["type"] == "StockLow"] == []
+
+
+def test_a_record_that_is_not_a_stream_record_fails_alone(handlers, bus):
+    placed = place(handlers)
+    event = lambda_event([change for change in handlers.wiring.stream.read() if change.entity == "ORDER"])
+    broken = {**event["Records"][0], "eventID": "broken", "dynamodb": {"SequenceNumber": "1"}}  # no Keys
+    response = handlers.invoke("order_events", {"Records": [broken, *event["Records"]]})
+    assert response == {"batchItemFailures": [{"itemIdentifier": "1"}]}
+    assert order(handlers, placed["order_id"])["status"] == "CONFIRMED"  # the good record was handled
+    assert bus.events == []  # OrderConfirmed comes from the confirmation's own MODIFY, not yet read
