@@ -344,3 +344,43 @@ def lambda_record(change: MemoryChange) -> dict[str, Any]:
 def lambda_event(changes: Sequence[MemoryChange]) -> dict[str, Any]:
     """A batch of changes as the order_events function receives it."""
     return {"Records": [lambda_record(change) for change in changes]}
+
+
+def customer_cart_expired(store: MemoryStore, customer_id: str, sequence_number: str) -> dict[str, Any]:
+    """What TTL does to a customer cart past its expiry: the cart leaves the store, and its REMOVE record
+    (the item as the table holds it, signed by the DynamoDB service) is returned as Lambda delivers it."""
+    cart = store.state.carts.pop(customer_id)
+    key = keys.customer_cart_key(customer_id)
+    lines = {
+        line.product_id: {
+            "name": line.name,
+            "unit_price_cents": line.unit_price_cents,
+            "quantity": line.quantity,
+            "added_at": line.added_at,
+        }
+        for line in cart.lines.values()
+    }
+    item = {
+        **key,
+        "customer_id": customer_id,
+        "cart": lines,
+        "cart_version": cart.version,
+        "expires_at": cart.expires_at,
+    }
+    return {
+        "eventID": f"memory-{sequence_number}",
+        "eventName": "REMOVE",
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": {
+            "ApproximateCreationDateTime": cart.expires_at,
+            "Keys": to_item(key),
+            "OldImage": to_item(item),
+            "SequenceNumber": sequence_number,
+            "SizeBytes": 256,
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+        },
+        "userIdentity": {"type": "Service", "principalId": TTL_PRINCIPAL},
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/shop-test/stream/2026-01-01T00:00:00.000",
+    }

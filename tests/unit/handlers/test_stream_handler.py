@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.functions.apigw import ADMIN, ALICE, BOB
-from tests.support.memory_stream import MemoryChange, lambda_event
+from tests.support.memory_stream import MemoryChange, customer_cart_expired, lambda_event
 from tests.support.memory_wiring import Handlers
 from tests.unit.handlers.conftest import RecordedBus
 
@@ -290,3 +290,17 @@ def test_a_record_that_is_not_a_stream_record_fails_alone(handlers, bus):
     assert response == {"batchItemFailures": [{"itemIdentifier": "1"}]}
     assert order(handlers, placed["order_id"])["status"] == "CONFIRMED"  # the good record was handled
     assert bus.events == []  # OrderConfirmed comes from the confirmation's own MODIFY, not yet read
+
+
+def test_a_customer_cart_expired_by_ttl_is_announced_abandoned_once(handlers, bus):
+    record = customer_cart_expired(handlers.wiring.store, "alice", "900000000000000000001")  # the seed's: a mouse
+    assert handlers.invoke("order_events", {"Records": [record]}) == {"batchItemFailures": []}
+    assert handlers.invoke("order_events", {"Records": [record]}) == {"batchItemFailures": []}  # redelivered
+    abandoned = [event for event in bus.events if event["type"] == "CartAbandoned"]
+    assert len(abandoned) == 2
+    assert len({event["id"] for event in abandoned}) == 1  # one cart's life: consumers dedupe on it
+    assert [line["product_id"] for line in abandoned[0]["lines"]] == ["prod-mouse"]
+
+    deleted = {**record, "userIdentity": {"type": "Customer"}}  # a delete of the app's, not TTL's
+    assert handlers.invoke("order_events", {"Records": [deleted]}) == {"batchItemFailures": []}
+    assert len([event for event in bus.events if event["type"] == "CartAbandoned"]) == 2
