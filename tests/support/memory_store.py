@@ -565,6 +565,8 @@ class MemorySales:
         self.state = state
 
     def apply(self, change: SalesChange) -> bool:
+        if change.order_id in self.state.archived:  # as the table's count checks the order's ARCHIVED marker
+            raise errors.OrderEffectsClosed(change.order_id)
         marker = (change.order_id, change.version)
         if marker in self.state.sales_counted:
             return False

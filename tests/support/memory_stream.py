@@ -31,7 +31,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from shop import clock, keys
+from shop import clock, errors, keys
 from shop.models import Notification, Order, OrderStatus, OrderSummary, Product, Shipment, StatusEntry
 from shop.models.orders import NO_DETAILS
 from shop.models.stream_images import CustomerCartImage, MoveImage, OrderImage, ProductImage, SessionImage
@@ -214,7 +214,13 @@ class MemoryOrderEffects:
     def history_recorded(self, change: OrderSummary) -> bool:
         return (change.order_id, change.version) in self.state.history
 
+    def _open(self, order_id: str) -> None:
+        """As the table's effect writes check the order's ARCHIVED marker in the same transaction."""
+        if order_id in self.store.state.archived:
+            raise errors.OrderEffectsClosed(order_id)
+
     def append_history(self, change: OrderSummary, entry: StatusEntry | None = None) -> bool:
+        self._open(change.order_id)
         marker = (change.order_id, change.version)
         if marker in self.state.history:
             return False
@@ -232,12 +238,14 @@ class MemoryOrderEffects:
             created_at=change.updated_at,
             shipment=shipment,
         )
+        self._open(change.order_id)
         sent = self.store.state.notifications.get(change.customer_id, [])
         if all(note.notification_id != notification.notification_id for note in sent):
             self.store.customers.notify(change.customer_id, notification)
         return notification
 
     def update_customer_index(self, change: OrderSummary) -> bool:
+        self._open(change.order_id)
         if self.state.indexed.get(change.order_id, 0) >= change.version:
             return False
         self.state.indexed[change.order_id] = change.version

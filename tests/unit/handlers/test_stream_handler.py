@@ -304,3 +304,18 @@ def test_a_customer_cart_expired_by_ttl_is_announced_abandoned_once(handlers, bu
     deleted = {**record, "userIdentity": {"type": "Customer"}}  # a delete of the app's, not TTL's
     assert handlers.invoke("order_events", {"Records": [deleted]}) == {"batchItemFailures": []}
     assert len([event for event in bus.events if event["type"] == "CartAbandoned"]) == 2
+
+
+def test_an_archived_orders_records_delivered_late_change_nothing(handlers, bus):
+    placed = place(handlers)
+    handlers.stream(orders_only)
+    handlers.stream(orders_only)
+    order_id = placed["order_id"]
+    assert handlers.call("POST", f"/orders/{order_id}/cancel", claims=ALICE).status == 200
+    cancelled, _ = handlers.stream(orders_only)
+    handlers.wiring.store.orders.expire(order_id)
+    handlers.stream(orders_only)  # archived
+    before = (sold(handlers), notifications(handlers), len(bus.events))
+
+    assert handlers.replay(cancelled) == {"batchItemFailures": []}  # closed: nothing to retry
+    assert (sold(handlers), notifications(handlers), len(bus.events)) == before
