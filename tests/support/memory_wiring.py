@@ -37,6 +37,7 @@ from shop.migrations.changes import Change, Put
 from shop.migrations.runner import AlreadyApplied, Checkpoint, Progress, ScanPage
 from shop.models import Customer, Order, OrderLine, OrderStatus, Product, Review, ShippingAddress
 from shop.models.categories import Category, category_path, listing_scopes, path_slugs
+from shop.services import hot_products, product_events
 from shop.services.alerts import AlertService
 from shop.services.carts import CartService
 from shop.services.catalog import CatalogService
@@ -182,10 +183,14 @@ class MemoryWiring:
         self.migrations = MemoryMigrations(self.store)
 
     def reset(self) -> None:
+        """Every store empty, and the instance-wide memos of the rules forgotten (a fresh Lambda instance's)."""
         self.store.reset()
         self.stream.reset()
         self.idempotency.reset()
         self.migrations.reset()
+        hot_products.clear_all()
+        product_events._thresholds.clear()  # per instance: a product's threshold and shard count as last read
+        product_events._shard_counts.clear()
 
     def catalog_service(self) -> CatalogService:
         return self.store.catalog_service()
