@@ -19,6 +19,7 @@ REFUSALS = [
     ("DELETE", "/customers/alice/cart", {"claims": BOB}, 403, "FORBIDDEN"),
     ("DELETE", f"/sessions/{'s' * (MAX_ID_LENGTH + 1)}", {}, 422, "VALIDATION_ERROR"),
     ("GET", "/categories", {"query": {"limit": "0"}}, 422, "VALIDATION_ERROR"),
+    ("GET", "/products", {"query": {"category": "computers", "sort": "newest"}}, 422, "VALIDATION_ERROR"),
     (
         "GET",
         "/customers/alice/reviews",
