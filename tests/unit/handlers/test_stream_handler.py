@@ -319,3 +319,22 @@ def test_an_archived_orders_records_delivered_late_change_nothing(handlers, bus)
 
     assert handlers.replay(cancelled) == {"batchItemFailures": []}  # closed: nothing to retry
     assert (sold(handlers), notifications(handlers), len(bus.events)) == before
+
+
+def test_records_handled_out_of_order_still_count_and_notify_once(handlers, bus):
+    """The shipment's record handled before the confirmation's (a batch retried after a later one went
+    through): the sale is counted once, from the confirmation, and each version's effects are written once."""
+    placed = place(handlers)
+    handlers.stream(orders_only)  # the INSERT: confirmed
+    confirmed = [change for change in handlers.wiring.stream.read() if orders_only(change)]
+    change_status(handlers, placed["order_id"], {"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146"})
+    shipped = [change for change in handlers.wiring.stream.read() if orders_only(change)]
+
+    assert handlers.replay(shipped) == {"batchItemFailures": []}
+    assert sold(handlers) == (0, 0)  # shipping sells nothing: the sale is the confirmation's
+    assert handlers.replay(confirmed) == {"batchItemFailures": []}
+    assert handlers.replay([*confirmed, *shipped]) == {"batchItemFailures": []}
+
+    assert sold(handlers) == (2, 5800)
+    assert notifications(handlers) == ["ORDER_STATUS_CHANGED", "ORDER_CONFIRMED"]
+    assert order(handlers, placed["order_id"])["status"] == "SHIPPED"
