@@ -338,3 +338,19 @@ def test_records_handled_out_of_order_still_count_and_notify_once(handlers, bus)
     assert sold(handlers) == (2, 5800)
     assert notifications(handlers) == ["ORDER_STATUS_CHANGED", "ORDER_CONFIRMED"]
     assert order(handlers, placed["order_id"])["status"] == "SHIPPED"
+
+
+def test_a_rejected_return_tells_the_customer_why(handlers, bus):
+    order_id = "00-bob-return-2"  # the seed's: RETURN_REQUESTED
+    rejected = change_status(handlers, order_id, {"status": "DELIVERED", "reason": "Worn, not returnable."})
+    assert rejected["status"] == "DELIVERED"
+    _, response = handlers.stream(orders_only)
+    assert response == {"batchItemFailures": []}
+    notes = handlers.call("GET", "/customers/bob/notifications", claims=BOB).body["items"]
+    assert "your return was not accepted: Worn, not returnable." in notes[0]["message"]
+    [event] = bus.events
+    assert (event["status"], event["previous_status"], event["reason"]) == (
+        "DELIVERED",
+        "RETURN_REQUESTED",
+        "Worn, not returnable.",
+    )
