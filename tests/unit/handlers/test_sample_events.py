@@ -20,6 +20,7 @@ REFUSALS = [
     ("DELETE", f"/sessions/{'s' * (MAX_ID_LENGTH + 1)}", {}, 422, "VALIDATION_ERROR"),
     ("GET", "/categories", {"query": {"limit": "0"}}, 422, "VALIDATION_ERROR"),
     ("GET", "/products", {"query": {"category": "computers", "sort": "newest"}}, 422, "VALIDATION_ERROR"),
+    ("GET", "/products", {"query": {"sort": "price_asc"}}, 422, "VALIDATION_ERROR"),
     (
         "GET",
         "/customers/alice/reviews",
