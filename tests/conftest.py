@@ -131,7 +131,7 @@ def store(request: pytest.FixtureRequest) -> Store:
     return request.getfixturevalue(f"{request.param}_store")  # type: ignore[no-any-return]
 
 
-TIER_DIRECTORIES = {"e2e": "e2e", "infra": "infra"}  # tests/<directory> -> its tier's marker
+TIER_DIRECTORIES = {"e2e": "e2e", "infra": "infra", "unit": "unit"}  # tests/<directory> -> its tier's marker
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

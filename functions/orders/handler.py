@@ -26,10 +26,9 @@ from shop.services.actor import Actor
 from shop.services.orders import RequestedLine, ShipmentIn
 
 app = create_app("orders")
-table = wiring.function_table()
-orders = wiring.order_service(table)
-sales = wiring.sales_service(table)
-idempotency_records = wiring.idempotency_records(table)
+orders = wiring.order_service()  # each on the function's table (shop.wiring)
+sales = wiring.sales_service()
+idempotency_records = wiring.idempotency_records()
 TAGS = ["orders"]
 SALES_TAGS = ["sales"]
 # A calendar date: the pattern bounds year, month and day; `format: date` (RFC 3339 full-date) says the rest

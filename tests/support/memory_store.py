@@ -57,6 +57,7 @@ class _StoredProduct:
     product: Product  # its stock is the product item's; the flash-sale shards' is in `shards`
     rating_sum: int = 0
     shards: list[int] = field(default_factory=list)
+    sideways: int = 0  # spreads and gatherings: stock moved between places, the total unchanged (sideways_moves)
 
     def stock_of(self, source: StockSource) -> int | None:
         """What a place holds; None for a shard that does not exist."""
@@ -124,6 +125,7 @@ class MemoryState:
     order_ttls: dict[str, int] = field(default_factory=dict)  # order id -> expires_at (epoch s), when set
     archive: dict[str, Order] = field(default_factory=dict)  # archive key -> the archived order
     archived: dict[str, tuple[str, str]] = field(default_factory=dict)  # order id -> (customer id, archive key)
+    move: dict[str, Any] | None = None  # the category move under way, as its item (MemoryStore(streamed_moves=True))
 
 
 class MemoryProducts:
@@ -175,6 +177,13 @@ class MemoryProducts:
         product._listed_in = list(self.state.listed_in.get(product_id, []))
         return product
 
+    def relist(self, products: list[tuple[Product, list[str]]]) -> list[str]:
+        """ProductRelisting: each product filed under `scopes` (none changes meanwhile here)."""
+        for product, scopes in products:
+            if self.state.products[product.product_id].product.listed:
+                self.state.listed_in[product.product_id] = scopes
+        return []
+
     def get_many(self, product_ids: list[str], *, consistent: bool = False) -> dict[str, Product]:
         return {
             pid: self._rated(self.state.products[pid])
@@ -198,6 +207,7 @@ class MemoryProducts:
         stored = self._stored(seen.product_id)
         base, extra = divmod(seen.total, shards)
         stored.shards = [base + (1 if shard < extra else 0) for shard in range(shards)] if shards > 1 else []
+        stored.sideways += 1
         stored.product = stored.product.model_copy(
             update={"stock": 0 if shards > 1 else seen.total, "stock_shards": shards}
         )
@@ -223,6 +233,7 @@ class MemoryProducts:
         for move in moves:
             self._stored(move.product_id).move(move.source, -move.quantity)
             self._stored(move.product_id).move(move.target, move.quantity)
+            self._stored(move.product_id).sideways += 1
 
     def current_prices(self, product_ids: list[str]) -> dict[str, CataloguePrice]:
         return {
@@ -547,6 +558,8 @@ class MemorySales:
         self.state = state
 
     def apply(self, change: SalesChange) -> bool:
+        if change.order_id in self.state.archived:  # as the table's count checks the order's ARCHIVED marker
+            raise errors.OrderEffectsClosed(change.order_id)
         marker = (change.order_id, change.version)
         if marker in self.state.sales_counted:
             return False
@@ -789,10 +802,14 @@ class MemoryCarts:
 
 
 class MemoryCategories:
-    """CategoryStore (a move is applied at once: the stream's rewrite is the repositories' to prove)."""
+    """CategoryStore and CategoryMoveStore. A move is applied at once, or with `streamed` as the table does it:
+    the category itself moves and is `moving`, the move item is written (one at a time), and the stream
+    processor's steps (tests/support/memory_stream.py carries the item's changes) re-path the subtree and
+    re-file its products."""
 
-    def __init__(self, state: MemoryState) -> None:
+    def __init__(self, state: MemoryState, *, streamed: bool = False) -> None:
         self.state = state
+        self.streamed = streamed
 
     def version_of(self, slug: str) -> tuple[Category, int]:
         if slug not in self.state.categories:
@@ -847,6 +864,19 @@ class MemoryCategories:
         if new_parent is not None:
             self._adopt(new_parent)
         old, new = str(move["old_path"]), str(move["new_path"])
+        if self.streamed:
+            if self.state.move is not None:
+                raise errors.MoveInProgress("another category move is under way, retry later")
+            changed = {
+                "path": new,
+                "depth": len(path_slugs(new)),
+                "parent": new_parent.slug if new_parent else None,
+                "name": name,
+                "moving": True,
+            }
+            self.state.categories[current.slug] = (current.model_copy(update=changed), version + 1)
+            self.state.move = dict(move)
+            return self.state.categories[current.slug][0]
         for slug, (category, at) in list(self.state.categories.items()):
             if category.path == old or category.path.startswith(old + "/"):
                 path = new + category.path.removeprefix(old)
@@ -859,6 +889,49 @@ class MemoryCategories:
             if stored.product.listed:
                 self.state.listed_in[pid] = list(dict.fromkeys(s for p in paths for s in path_slugs(p)))
         return self.state.categories[current.slug][0]
+
+    # -- CategoryMoveStore: the stream processor's steps of a streamed move
+
+    def repath(self, paths: list[str], old_prefix: str, new_prefix: str) -> None:
+        for slug, (category, at) in list(self.state.categories.items()):
+            if category.path in paths:
+                path = new_prefix + category.path.removeprefix(old_prefix)
+                self.state.categories[slug] = (
+                    category.model_copy(update={"path": path, "depth": len(path_slugs(path))}),
+                    at,
+                )
+
+    def advance_move(self, move_id: str, step: int, changes: dict[str, Any]) -> bool:
+        move = self.state.move
+        if move is None or move["move_id"] != move_id or move["step"] != step:
+            return False  # this step was taken already
+        self.state.move = {**move, **changes, "step": step + 1}
+        return True
+
+    def finish_move(self, move_id: str, step: int, slug: str) -> bool:
+        move = self.state.move
+        if move is None or move["move_id"] != move_id or move["step"] != step:
+            return False
+        self.state.move = None
+        category, at = self.state.categories[slug]
+        self.state.categories[slug] = (category.model_copy(update={"moving": False}), at)
+        return True
+
+    def listing_keys_page(
+        self, slug: str, *, limit: int, cursor: dict[str, Any] | None
+    ) -> tuple[list[str], dict[str, Any] | None]:
+        """The products the category's listing holds (its subtree's, each once), by name, from `cursor`."""
+        listed = sorted(
+            (
+                stored.product
+                for pid, stored in self.state.products.items()
+                if slug in self.state.listed_in.get(pid, [])
+            ),
+            key=lambda product: (keys.name_sort_key(product.name), product.product_id),
+        )
+        start = int(cursor["position"]) if cursor else 0
+        page = [product.product_id for product in listed[start : start + limit]]
+        return page, {"position": start + limit} if start + limit < len(listed) else None
 
 
 class MemoryArchive:
@@ -874,9 +947,9 @@ class MemoryArchive:
 class MemoryStore:
     """One in-memory table: the stores over one state, as the repositories share one table."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, streamed_moves: bool = False) -> None:
         self.state = MemoryState()
-        self.categories = MemoryCategories(self.state)
+        self.categories = MemoryCategories(self.state, streamed=streamed_moves)
         self.products = MemoryProducts(self.state)
         self.customers = MemoryCustomers(self.state)
         self.orders = MemoryOrders(self.state)
@@ -885,6 +958,12 @@ class MemoryStore:
         self.carts = MemoryCarts(self.state)
         self.sales = MemorySales(self.state)
         self.archive = MemoryArchive(self.state)
+
+    def reset(self) -> None:
+        """Empty, as a fresh store is, keeping these objects: services built on them (a handler's, at import)
+        then see the empty store, and their caches keyed by the product store's scope start afresh."""
+        self.state.__dict__.update(vars(MemoryState()))
+        self.products._scope = f"memory-{uuid.uuid4().hex}"
 
     def catalog_service(self) -> CatalogService:
         return CatalogService(products=self.products, categories=self.categories)

@@ -1,40 +1,51 @@
 """The stream side's ports in memory: the table's stream over MemoryStore and the processor's writes.
 
-`MemoryStream.read()` gives the order and product changes since the last read (INSERT, MODIFY, REMOVE,
-each with its old and new item; an order MemoryOrders.expire took away is a TTL REMOVE) as `StreamChange`s, the way DynamoDB's stream hands them to the processor;
+`MemoryStream.read()` gives the order, product, stock-shard and category-move changes since the last read (INSERT, MODIFY,
+REMOVE, each with its old and new item; an order MemoryOrders.expire took away is a TTL REMOVE; the move item
+only on a store with `streamed_moves`) as `StreamChange`s, the way DynamoDB's stream hands them to the processor;
 `MemoryOrderEffects` is the processor's conditional writes (confirm, history, notification, customer index),
 so the whole flow runs on the memory store: a placement's INSERT is confirmed, and the processor's own
 MODIFY (PENDING -> CONFIRMED) counts the sales without writing its effects twice.
 
 Between two reads a stream record per write is collapsed into one change per item (the latest): read after
-each write to see each. Sessions, customer carts and category moves are not streamed here (their rules run
-on the stream tests, on DynamoDB Local).
+each write to see each. Sessions and customer carts are not streamed here (their rules run on the stream
+tests, on DynamoDB Local).
 
     store = MemoryStore()
     stream = MemoryStream(store)
     processor = order_events_service(store, stream)
     for change in stream.read():
         processor.handle(change)
+
+`lambda_event(changes)` gives the same changes as Lambda delivers them to the order_events function (DynamoDB
+JSON images under the item's keys, a TTL removal signed by the DynamoDB service), for the handler tests.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
-from shop import clock
+from shop import clock, errors, keys
 from shop.models import Notification, Order, OrderStatus, OrderSummary, Product, Shipment, StatusEntry
 from shop.models.orders import NO_DETAILS
 from shop.models.stream_images import CustomerCartImage, MoveImage, OrderImage, ProductImage, SessionImage
 from shop.repository.order_effects import notification_id
+from shop.repository.store import to_item
+from shop.repository.stream_records import TTL_PRINCIPAL
 from shop.services.archival import ArchivalService
 from shop.services.category_moves import CategoryMoves
 from shop.services.order_events import OrderEventsService
 from shop.services.product_events import ProductEventsService
 from shop.services.sales import SalesService
 from tests.support.memory_store import MemoryOrders, MemoryStore
+
+MOVE = "category-move"  # the memory stream's id of the one move item
 
 
 class NotInTheImage(ValueError):
@@ -98,7 +109,7 @@ class MemoryChange:
         return self._image(self.old, self.entity)
 
     def new_move(self) -> MoveImage:
-        raise NotInTheImage("the memory stream carries no category moves")
+        return MoveImage.model_validate(self._image(self.new, "CATEGORY_MOVE"))
 
     def old_session(self) -> SessionImage:
         raise NotInTheImage("the memory stream carries no sessions")
@@ -116,15 +127,31 @@ class MemoryStream:
         self._sequence = itertools.count(1)
         self._orders: dict[str, dict[str, Any]] = {}
         self._products: dict[str, dict[str, Any]] = {}
+        self._moves: dict[str, dict[str, Any]] = {}
+        self._shards: dict[str, dict[str, Any]] = {}
+
+    def reset(self) -> None:
+        """Empty, as a fresh stream over an empty store is (the processor's writes included), keeping this object."""
+        self.state.__dict__.update(vars(StreamState()))
+        self._orders, self._products, self._moves, self._shards = {}, {}, {}, {}
 
     def read(self) -> list[MemoryChange]:
         orders = {order_id: self._order_item(order) for order_id, order in self.store.state.orders.items()}
         products = {pid: self._product_item(stored.product) for pid, stored in self.store.state.products.items()}
+        shards = {
+            f"{pid}#{shard:02d}": {"product_id": pid, "stock": stock, "sideways_moves": stored.sideways}
+            for pid, stored in self.store.state.products.items()
+            for shard, stock in enumerate(stored.shards)
+        }  # a flash-sale product's stock shards (entity STOCK, id <product>#<shard>)
+        move = self.store.state.move
+        moves = {} if move is None else {MOVE: dict(move)}  # one move item at a time, under one key
         changes = [
             *self._changes("ORDER", self._orders, orders),
             *self._changes("PRODUCT", self._products, products),
+            *self._changes("STOCK", self._shards, shards),
+            *self._changes("CATEGORY_MOVE", self._moves, moves),
         ]
-        self._orders, self._products = orders, products
+        self._orders, self._products, self._moves, self._shards = orders, products, moves, shards
         return changes
 
     def _changes(
@@ -187,7 +214,13 @@ class MemoryOrderEffects:
     def history_recorded(self, change: OrderSummary) -> bool:
         return (change.order_id, change.version) in self.state.history
 
+    def _open(self, order_id: str) -> None:
+        """As the table's effect writes check the order's ARCHIVED marker in the same transaction."""
+        if order_id in self.store.state.archived:
+            raise errors.OrderEffectsClosed(order_id)
+
     def append_history(self, change: OrderSummary, entry: StatusEntry | None = None) -> bool:
+        self._open(change.order_id)
         marker = (change.order_id, change.version)
         if marker in self.state.history:
             return False
@@ -205,12 +238,14 @@ class MemoryOrderEffects:
             created_at=change.updated_at,
             shipment=shipment,
         )
+        self._open(change.order_id)
         sent = self.store.state.notifications.get(change.customer_id, [])
         if all(note.notification_id != notification.notification_id for note in sent):
             self.store.customers.notify(change.customer_id, notification)
         return notification
 
     def update_customer_index(self, change: OrderSummary) -> bool:
+        self._open(change.order_id)
         if self.state.indexed.get(change.order_id, 0) >= change.version:
             return False
         self.state.indexed[change.order_id] = change.version
@@ -236,7 +271,8 @@ class MemoryArchival:
 
     @staticmethod
     def order(removed: Mapping[str, Any], history: list[dict[str, Any]]) -> Order:
-        return Order.model_validate(removed)
+        # the memory stream's image carries the history; a table's item does not (its history items are apart)
+        return Order.model_validate({"history": [], **removed})
 
     def mark_archived(self, order: Order, *, archive_key: str, archived_at: str) -> bool:
         if order.order_id in self.store.state.archived:
@@ -256,16 +292,103 @@ class MemoryArchival:
 def order_events_service(
     store: MemoryStore, stream: MemoryStream, now: Callable[[], str] = clock.iso_now
 ) -> OrderEventsService:
-    """The stream processor's rules on the memory store (what shop.wiring builds on the table)."""
-
-    def no_moves() -> CategoryMoves:
-        raise NotInTheImage("the memory stream carries no category moves")
-
+    """The stream processor's rules on the memory store (what shop.wiring builds on the table); category moves
+    step only on a store with `streamed_moves` (others apply a move at once and write no move item)."""
     return OrderEventsService(
         MemoryOrderEffects(store, stream.state),
         SalesService(store.sales),
         products=lambda: ProductEventsService(store.alerts),
-        moves=no_moves,
+        moves=lambda: CategoryMoves(store.categories, store.products),
         archival=lambda: ArchivalService(MemoryArchival(store), MemoryArchival(store), now=now),
         now=now,
     )
+
+
+def _shard_of(entity_id: str) -> tuple[str, int]:
+    product_id, _, shard = entity_id.rpartition("#")
+    return product_id, int(shard)
+
+
+def lambda_record(change: MemoryChange) -> dict[str, Any]:
+    """One change as the stream's event source mapping delivers it (the item as the table would hold it)."""
+    key = {
+        "ORDER": keys.order_key,
+        "PRODUCT": keys.product_key,
+        "CATEGORY_MOVE": lambda _: keys.category_move_key(),
+        "STOCK": lambda shard: keys.stock_shard_key(*_shard_of(shard)),
+    }[change.entity](change.entity_id)
+
+    def image(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if values is None:
+            return None
+        numbers = json.loads(json.dumps(values), parse_float=Decimal)  # DynamoDB numbers: no float
+        return to_item({**numbers, **key})
+
+    data: dict[str, Any] = {
+        "ApproximateCreationDateTime": clock.epoch(datetime.fromisoformat(change.created_at)),
+        "Keys": to_item(key),
+        "SequenceNumber": change.sequence_number,
+        "SizeBytes": 512,
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+    }
+    for name, values in (("NewImage", change.new), ("OldImage", change.old)):
+        found = image(values)
+        if found is not None:
+            data[name] = found
+    record: dict[str, Any] = {
+        "eventID": f"memory-{change.sequence_number}",
+        "eventName": change.event_name,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": data,
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/shop-test/stream/2026-01-01T00:00:00.000",
+    }
+    if change.removed_by_ttl:
+        record["userIdentity"] = {"type": "Service", "principalId": TTL_PRINCIPAL}
+    return record
+
+
+def lambda_event(changes: Sequence[MemoryChange]) -> dict[str, Any]:
+    """A batch of changes as the order_events function receives it."""
+    return {"Records": [lambda_record(change) for change in changes]}
+
+
+def customer_cart_expired(store: MemoryStore, customer_id: str, sequence_number: str) -> dict[str, Any]:
+    """What TTL does to a customer cart past its expiry: the cart leaves the store, and its REMOVE record
+    (the item as the table holds it, signed by the DynamoDB service) is returned as Lambda delivers it."""
+    cart = store.state.carts.pop(customer_id)
+    key = keys.customer_cart_key(customer_id)
+    lines = {
+        line.product_id: {
+            "name": line.name,
+            "unit_price_cents": line.unit_price_cents,
+            "quantity": line.quantity,
+            "added_at": line.added_at,
+        }
+        for line in cart.lines.values()
+    }
+    item = {
+        **key,
+        "customer_id": customer_id,
+        "cart": lines,
+        "cart_version": cart.version,
+        "expires_at": cart.expires_at,
+    }
+    return {
+        "eventID": f"memory-{sequence_number}",
+        "eventName": "REMOVE",
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": {
+            "ApproximateCreationDateTime": cart.expires_at,
+            "Keys": to_item(key),
+            "OldImage": to_item(item),
+            "SequenceNumber": sequence_number,
+            "SizeBytes": 256,
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+        },
+        "userIdentity": {"type": "Service", "principalId": TTL_PRINCIPAL},
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/shop-test/stream/2026-01-01T00:00:00.000",
+    }

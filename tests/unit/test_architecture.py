@@ -110,10 +110,15 @@ def test_no_service_nor_model_loads_the_sdk_the_keys_or_an_adapter_even_transiti
 
 
 def test_the_order_rules_load_no_boto3():
+    """Issue 24's check as written: `PYTHONPATH=layers/shared/python python -c "import shop.services.orders,
+    shop.services.order_events, sys; assert 'boto3' not in sys.modules"`, the layer alone on the path (not the
+    repository: no local_runtime, infra nor tests to lean on) and no setting in the environment."""
     loaded = fresh_python(
         "import json, sys\n"
         "import shop.services.orders, shop.services.order_events\n"
-        "print(json.dumps(sorted(m for m in ('boto3', 'botocore', 'shop.keys') if m in sys.modules)))"
+        f"never = {NEVER_LOADED_BY_RULES!r}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if any(m == n or m.startswith(n + '.') for n in never))))",
+        env={"PYTHONPATH": str(SHOP.parent), "PATH": "/usr/bin:/bin"},
     )
     assert loaded == []
 

@@ -3,12 +3,17 @@
 Services take ports (shop.services.ports) and never load an SDK; the adapters are the DynamoDB repositories
 on `table` (default: the function's table, TABLE_NAME), the S3 archive and the stream records. Each factory
 imports only the modules of the service it builds, so a function loads what it uses and no more.
+
+The one seam: `built_on(store)` makes every factory called without a table build on `store` instead (an
+`InjectedStore`: the fast lane's in-memory store, tests/support/memory_wiring.py), so the handlers run
+unchanged on it. Nothing in the deployed code calls it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shop import clock
 
@@ -36,6 +41,39 @@ if TYPE_CHECKING:
     from shop.services.sessions import SessionService
 
 
+class InjectedStore(Protocol):
+    """What the factories build on under `built_on`: each service on one store other than the table."""
+
+    def catalog_service(self) -> CatalogService: ...
+    def category_service(self) -> CategoryService: ...
+    def alert_service(self) -> AlertService: ...
+    def customer_service(self) -> CustomerService: ...
+    def order_service(self) -> OrderService: ...
+    def sales_service(self) -> SalesService: ...
+    def session_service(self) -> SessionService: ...
+    def cart_service(self) -> CartService: ...
+    def idempotency_records(self) -> Any:  # shop.http_api.idempotency.Records (HTTP support: not imported here)
+        ...
+
+    def order_events_service(self) -> OrderEventsService: ...
+    def migration_store(self) -> Any:  # shop.migrations.runner.MigrationStore
+        ...
+
+
+_injected: InjectedStore | None = None
+
+
+@contextmanager
+def built_on(store: InjectedStore) -> Iterator[InjectedStore]:
+    """Every factory called meanwhile without a table (as the handlers call them) builds on `store`."""
+    global _injected
+    before, _injected = _injected, store
+    try:
+        yield store
+    finally:
+        _injected = before
+
+
 def function_table() -> Table:
     """The function's table (TABLE_NAME) on the process-wide client."""
     from shop.repository.store import Table
@@ -51,6 +89,8 @@ def _table(table: Table | None) -> Table:
 
 
 def catalog_service(table: Table | None = None, *, hot: HotProductCache | None = None) -> CatalogService:
+    if table is None and _injected is not None:
+        return _injected.catalog_service()
     from shop.repository.categories import CategoryRepository
     from shop.repository.products import ProductRepository
     from shop.services.catalog import CatalogService
@@ -60,6 +100,8 @@ def catalog_service(table: Table | None = None, *, hot: HotProductCache | None =
 
 
 def category_service(table: Table | None = None) -> CategoryService:
+    if table is None and _injected is not None:
+        return _injected.category_service()
     from shop.repository.categories import CategoryRepository
     from shop.services.categories import CategoryService
 
@@ -67,6 +109,8 @@ def category_service(table: Table | None = None) -> CategoryService:
 
 
 def alert_service(table: Table | None = None) -> AlertService:
+    if table is None and _injected is not None:
+        return _injected.alert_service()
     from shop.repository.alerts import AlertRepository
     from shop.services.alerts import AlertService
 
@@ -74,6 +118,8 @@ def alert_service(table: Table | None = None) -> AlertService:
 
 
 def customer_service(table: Table | None = None) -> CustomerService:
+    if table is None and _injected is not None:
+        return _injected.customer_service()
     from shop.repository.customers import CustomerRepository
     from shop.services.customers import CustomerService
 
@@ -88,6 +134,8 @@ def order_service(
     archive: ArchiveBucket | None = None,
 ) -> OrderService:
     """The status index in `shards` shards (default: the setting); the S3 archive of ARCHIVE_BUCKET."""
+    if table is None and _injected is not None:
+        return _injected.order_service()
     from shop.repository.carts import CustomerCartRepository
     from shop.repository.order_archive import ArchiveBucket
     from shop.repository.orders import OrderRepository
@@ -108,12 +156,16 @@ def order_service(
 
 def idempotency_records(table: Table | None = None) -> IdempotencyRecords:
     """Where the HTTP API's idempotent operations (shop.http_api.idempotency) keep their records."""
+    if table is None and _injected is not None:
+        return _injected.idempotency_records()
     from shop.repository.idempotency_records import IdempotencyRecords
 
     return IdempotencyRecords(_table(table))
 
 
 def sales_service(table: Table | None = None) -> SalesService:
+    if table is None and _injected is not None:
+        return _injected.sales_service()
     from shop.repository.sales import SalesRepository
     from shop.services.sales import SalesService
 
@@ -121,6 +173,8 @@ def sales_service(table: Table | None = None) -> SalesService:
 
 
 def session_service(table: Table | None = None, ttl_seconds: int | None = None) -> SessionService:
+    if table is None and _injected is not None:
+        return _injected.session_service()
     from shop.repository.products import ProductRepository
     from shop.repository.sessions import SessionRepository
     from shop.services.sessions import SessionService
@@ -130,6 +184,8 @@ def session_service(table: Table | None = None, ttl_seconds: int | None = None) 
 
 
 def cart_service(table: Table | None = None, ttl_seconds: int | None = None) -> CartService:
+    if table is None and _injected is not None:
+        return _injected.cart_service()
     from shop.repository.carts import CustomerCartRepository
     from shop.repository.products import ProductRepository
     from shop.services.carts import CartService
@@ -145,6 +201,8 @@ def order_events_service(
     table: Table | None = None, shards: int | None = None, now: Callable[[], str] = clock.iso_now
 ) -> OrderEventsService:
     """The rules of rarer records (products, category moves, archival) are built on their first record."""
+    if table is None and _injected is not None:
+        return _injected.order_events_service()
     from shop.repository.order_effects import OrderEffectsRepository
     from shop.services.order_events import OrderEventsService
 
@@ -249,6 +307,8 @@ def payment_service(
 
 def migration_store(table: Table | None = None) -> MigrationRepository:
     """The migrations' Scan segments, writes and checkpoints on the function's table."""
+    if table is None and _injected is not None:
+        return _injected.migration_store()
     from shop.repository.migrations import MigrationRepository
 
     return MigrationRepository(_table(table))
