@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -84,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyError as error:
         print(f"error: {error.args[0]}", file=sys.stderr)
         return 2
+    # A migration may read the functions' settings (0002: STATUS_SHARDS, STATUS_SHARDS_NEXT, STATUS_SHARDS_WRITERS);
+    # they need a table name, which is this run's.
+    os.environ.setdefault("TABLE_NAME", args.table)
     ddb = client(args.endpoint or f"http://127.0.0.1:{args.dynamodb_port}")
     table = Table(ddb, args.table)
     if args.load_v1_products:
