@@ -48,8 +48,8 @@ TABLE_INDEX = "GSI1"
 # models transactions, then removed by the confirmation, 1), so a shard carries ~330 orders/s and
 # N shards ~330 x N: 4 -> 1,300, 16 -> 5,300, 32 -> 10,700, 48 -> 16,000, 64 -> 21,300. The default
 # carries the documented 10,000 orders/s at 625 WCU/s per shard (headroom for bursts and larger
-# orders). The count may only grow: entries keep the shard they were written to and the listing reads
-# every shard below the current count (docs/operations.md, "Settings").
+# orders). The count changes online through a switch (status_shards_next, status_shards_writers, then
+# migration 0002: docs/operations.md, "Changing the status index's shard count").
 # DEFAULT_STATUS_SHARDS and MAX_STATUS_SHARDS (a listing's next token carries one cursor per shard),
 # SESSION_TTL_SECONDS and IDEMPOTENCY_TTL_SECONDS are set below from shop.limits (the functions read the same).
 # How long an instance keeps a flash-sale product's reads (shop.services.hot_products; 0 turns it off): a GET
