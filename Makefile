@@ -107,9 +107,10 @@ openapi: setup
 	$(PY) -m local_runtime.openapi > openapi.json
 
 # `make dev V=1`: the functions' logs on the terminal too (else only in .local/logs/; `make logs` follows them).
+# `make dev FUNCTION_ENV="STATUS_SHARDS=4 STATUS_SHARDS_NEXT=16"`: variables of every function overridden (a switch's phase).
 dev: setup synth
 	$(PY) -m local_runtime dev --port $(PORT) --dynamodb-port $(DYNAMODB_PORT) --ttl-interval $(TTL_INTERVAL) \
-	  $(if $(FRESH),--fresh,) $(if $(V),-v,)
+	  $(if $(FRESH),--fresh,) $(if $(V),-v,) $(foreach pair,$(FUNCTION_ENV),--env $(pair))
 
 # Follow a running `make dev`'s function logs, one readable line each (RAW=1: the JSON lines as deployed).
 logs: setup
@@ -159,13 +160,15 @@ clean:
 
 # Table migrations (docs/operations.md, "Migrations"): against `make dev`'s DynamoDB Local, with a progress bar;
 # resumes at its checkpoints when run again. NAME=0001-list-version-1-products [DRY_RUN=1] [RATE=200] [SEGMENTS=4]
+# 0002-move-status-shards reads STATUS_SHARDS, STATUS_SHARDS_NEXT and STATUS_SHARDS_WRITERS=next from the
+# environment, as the functions do ([LOAD_ORDERS=N]: first write N orders under STATUS_SHARDS).
 .PHONY: migrate migrate-10k archive-query
 NAME ?=
 RATE ?= 200
 SEGMENTS ?= 4
 migrate: setup
 	$(PY) -m local_runtime.migrate --name "$(NAME)" --dynamodb-port $(DYNAMODB_PORT) --rate $(RATE) \
-	  --segments $(SEGMENTS) $(if $(DRY_RUN),--dry-run,)
+	  --segments $(SEGMENTS) $(if $(DRY_RUN),--dry-run,) $(if $(LOAD_ORDERS),--load-orders $(LOAD_ORDERS),)
 
 # Migration 0001's listed-exactly-once test at 10,000 version 1 products (make test runs it at 600). Alone:
 # after 50,000 writes DynamoDB Local's stream bookkeeping slows every later write of the same instance.

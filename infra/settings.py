@@ -48,8 +48,8 @@ TABLE_INDEX = "GSI1"
 # models transactions, then removed by the confirmation, 1), so a shard carries ~330 orders/s and
 # N shards ~330 x N: 4 -> 1,300, 16 -> 5,300, 32 -> 10,700, 48 -> 16,000, 64 -> 21,300. The default
 # carries the documented 10,000 orders/s at 625 WCU/s per shard (headroom for bursts and larger
-# orders). The count may only grow: entries keep the shard they were written to and the listing reads
-# every shard below the current count (docs/operations.md, "Settings").
+# orders). The count changes online through a switch (status_shards_next, status_shards_writers, then
+# migration 0002: docs/operations.md, "Changing the status index's shard count").
 # DEFAULT_STATUS_SHARDS and MAX_STATUS_SHARDS (a listing's next token carries one cursor per shard),
 # SESSION_TTL_SECONDS and IDEMPOTENCY_TTL_SECONDS are set below from shop.limits (the functions read the same).
 # How long an instance keeps a flash-sale product's reads (shop.services.hot_products; 0 turns it off): a GET
@@ -394,6 +394,10 @@ class DeployConfig:
     # from a snapshot of its initialized process (docs/deploy.md#snapstart-opt-in)
     snapstart: bool = False
     status_shards: int = DEFAULT_STATUS_SHARDS
+    # A change of the status index's shard count (`-c status_shards_next=N`, `-c status_shards_writers=next`;
+    # docs/operations.md, "Changing the status index's shard count"): STATUS_SHARDS_NEXT/_WRITERS on every function.
+    status_shards_next: int | None = None
+    status_shards_writers: str = "current"
     archive_after_days: int = DEFAULT_ARCHIVE_AFTER_DAYS
 
     @property
@@ -436,6 +440,9 @@ class DeployConfig:
         shards = text("status_shards") or str(DEFAULT_STATUS_SHARDS)
         if not (shards.isascii() and shards.isdigit()) or not 1 <= int(shards) <= MAX_STATUS_SHARDS:
             raise ValueError(f"context status_shards must be 1..{MAX_STATUS_SHARDS}, got {shards!r}")
+        next_shards, writers = _status_shard_switch(
+            int(shards), text("status_shards_next"), text("status_shards_writers")
+        )
         archive_days = text("archive_after_days") or str(DEFAULT_ARCHIVE_AFTER_DAYS)
         if not (archive_days.isascii() and archive_days.isdigit()) or int(archive_days) > MAX_ARCHIVE_AFTER_DAYS:
             raise ValueError(f"context archive_after_days must be 0..{MAX_ARCHIVE_AFTER_DAYS}, got {archive_days!r}")
@@ -479,6 +486,8 @@ class DeployConfig:
             local_dynamodb_endpoint=endpoint,
             snapstart=snapstart == "true",
             status_shards=int(shards),
+            status_shards_next=next_shards,
+            status_shards_writers=writers,
             archive_after_days=int(archive_days),
         )
         if config.protected:
@@ -554,3 +563,24 @@ def _edge_settings(text: Any) -> EdgeSettings | None:
     if not 10 <= rate_limit <= 2_000_000_000:
         raise ValueError(f"context waf_rate_limit must be 10 or more (AWS WAF's minimum), got {rate_limit}")
     return EdgeSettings(origin, origin_certificate, domain, certificate, rate_limit)
+
+
+def _status_shard_switch(current: int, next_text: str | None, writers: str | None) -> tuple[int | None, str]:
+    """The switch's context, refused as the functions would refuse it (shop.config): a next count of 1..64
+    that differs from the current one, one dividing the other; writers on `current` or `next` (which needs one)."""
+    writers = writers or "current"
+    if writers not in ("current", "next"):
+        raise ValueError(f"context status_shards_writers must be current or next, got {writers!r}")
+    if next_text is None:
+        if writers == "next":
+            raise ValueError("context status_shards_writers=next needs status_shards_next")
+        return None, writers
+    if not (next_text.isascii() and next_text.isdigit()) or not 1 <= int(next_text) <= MAX_STATUS_SHARDS:
+        raise ValueError(f"context status_shards_next must be 1..{MAX_STATUS_SHARDS}, got {next_text!r}")
+    next_count = int(next_text)
+    if next_count == current or (next_count % current and current % next_count):
+        raise ValueError(
+            f"context status_shards_next ({next_count}) must differ from status_shards ({current}) "
+            "and one must divide the other"
+        )
+    return next_count, writers

@@ -41,6 +41,9 @@ def _runner(event: dict[str, Any], *, share: bool) -> Runner:
 
 def start(event: dict[str, Any]) -> dict[str, Any]:
     runner = _runner(event, share=True)
+    # a migration that needs settings (0002: the shard-count switch with writers on the next count) fails
+    # here, before the map starts any segment
+    runner.migration.context([], runner.store)
     applied = runner.applied() is not None
     base = {key: event[key] for key in ("migration", "segments", "rate")} | {"dry_run": runner.dry_run}
     return {

@@ -232,7 +232,7 @@ def build_function(
         )
     env = {
         "TABLE_NAME": table.table_name,
-        "STATUS_SHARDS": str(config.status_shards),
+        **status_shard_env(config),
         "ARCHIVE_AFTER_DAYS": str(config.archive_after_days),
         **secret_env,
         **archive_env,
@@ -369,3 +369,13 @@ def live_alias(scope: Construct, function: lambda_.Function, *, config: DeployCo
             ),
         )
     return alias
+
+
+def status_shard_env(config: DeployConfig) -> dict[str, str]:
+    """The status index's shard count, and during a switch the next count and who writes it (every function
+    that reads or writes orders, and the migration worker: shop.config)."""
+    env = {"STATUS_SHARDS": str(config.status_shards)}
+    if config.status_shards_next is not None:
+        env["STATUS_SHARDS_NEXT"] = str(config.status_shards_next)
+        env["STATUS_SHARDS_WRITERS"] = config.status_shards_writers
+    return env

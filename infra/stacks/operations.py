@@ -15,14 +15,22 @@ from constructs import Construct, IConstruct
 
 from infra import archive_queries
 from infra.constructs.data import archive_bucket_name
-from infra.constructs.functions import ASSET_EXCLUDES, RUNTIME, Layers, architecture, depend_on_policy_only
+from infra.constructs.functions import (
+    ASSET_EXCLUDES,
+    RUNTIME,
+    Layers,
+    architecture,
+    depend_on_policy_only,
+    status_shard_env,
+)
 from infra.constructs.protection import removal_policy
 from infra.settings import ARCHIVE_PREFIX, LOG_LEVEL, ROOT, RUNTIME_NAME, SYSTEM_LOG_LEVEL, DeployConfig
 
-# The partitions the registered migrations write (0001: products and their listing entries) and the
-# runner's own items: the worker's writes are held to them (dynamodb:LeadingKeys). A migration writing
-# elsewhere adds its prefix here; tests/infra/test_operations.py checks each migration's plan against it.
-MIGRATION_WRITE_PARTITIONS = ("PRODUCT#*", "MIGRATION#*")
+# The partitions the registered migrations write (0001: products and their listing entries; 0002: order
+# items, their GSI1PK) and the runner's own items: the worker's writes are held to them
+# (dynamodb:LeadingKeys). A migration writing elsewhere adds its prefix here; tests/infra/test_operations.py
+# checks each migration's plan against it.
+MIGRATION_WRITE_PARTITIONS = ("PRODUCT#*", "ORDER#*", "MIGRATION#*")
 MIGRATION_READ_ACTIONS = ("dynamodb:Scan", "dynamodb:GetItem", "dynamodb:BatchGetItem")
 MIGRATION_WRITE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 # Segments migrated at once: each worker takes rate/segments, so this bounds Lambda concurrency, not writes.
@@ -79,7 +87,8 @@ class MigrationsStack(Stack):
             logging_format=lambda_.LoggingFormat.JSON,
             application_log_level_v2=lambda_.ApplicationLogLevel[LOG_LEVEL],
             system_log_level_v2=lambda_.SystemLogLevel[SYSTEM_LOG_LEVEL],
-            environment={"TABLE_NAME": table_name, "POWERTOOLS_SERVICE_NAME": "migrations"},
+            # 0002 moves orders to the switch's next count: the worker reads the switch as the functions do
+            environment={"TABLE_NAME": table_name, **status_shard_env(config), "POWERTOOLS_SERVICE_NAME": "migrations"},
         )
         depend_on_policy_only(self.worker, role).add_metadata("shop:local", False)  # not run by make dev
 

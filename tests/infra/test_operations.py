@@ -97,8 +97,22 @@ def test_every_migration_writes_inside_the_workers_partitions() -> None:
         "created_at": "2025-01-01T00:00:00Z",
         "updated_at": "2025-01-01T00:00:00Z",
     }
+    order_id = next(f"o{n}" for n in range(100) if keys.status_shard(f"o{n}", 4) != keys.status_shard(f"o{n}", 16))
+    order = {
+        **keys.order_key(order_id),
+        **keys.order_status_gsi("PENDING", order_id, "2025-01-01T00:00:00Z", 4),
+        "order_id": order_id,
+        "status": "PENDING",
+        "version": 1,
+    }
+    samples = {  # an item each migration changes, and the context it plans with (a new migration adds one)
+        "0001-list-version-1-products": (version_1, {"paths": {"beans": "/coffee/beans"}}),
+        "0002-move-status-shards": (order, {"next": 16}),
+    }
+    assert set(samples) == set(MIGRATIONS)
     for migration in MIGRATIONS.values():
-        change = migration.plan(version_1, {"paths": {"beans": "/coffee/beans"}})
+        item, context = samples[migration.name]
+        change = migration.plan(item, context)
         assert change is not None
         written = [op.item[keys.PK] if isinstance(op, Put) else op.key[keys.PK] for op in change.operations]
         written += [

@@ -210,6 +210,30 @@ def test_the_status_shard_count_is_a_stage_setting_within_what_a_token_can_carry
             _config(status_shards=wrong)
 
 
+def test_a_shard_count_switch_is_two_stage_settings_checked_as_the_functions_check_them() -> None:
+    from infra.constructs.functions import status_shard_env
+
+    assert status_shard_env(_config(status_shards="4")) == {"STATUS_SHARDS": "4"}
+    dual_read = _config(status_shards="4", status_shards_next="16")
+    assert status_shard_env(dual_read) == {
+        "STATUS_SHARDS": "4",
+        "STATUS_SHARDS_NEXT": "16",
+        "STATUS_SHARDS_WRITERS": "current",
+    }
+    writers = _config(status_shards="4", status_shards_next="16", status_shards_writers="next")
+    assert status_shard_env(writers)["STATUS_SHARDS_WRITERS"] == "next"
+    assert _config(status_shards="16", status_shards_next="4").status_shards_next == 4  # shrinking too
+    for wrong, message in (
+        ({"status_shards_next": "6"}, "one must divide the other"),
+        ({"status_shards_next": "4"}, "must differ"),
+        ({"status_shards_next": "65"}, r"status_shards_next must be 1\.\.64"),
+        ({"status_shards_writers": "next"}, "needs status_shards_next"),
+        ({"status_shards_next": "16", "status_shards_writers": "both"}, "must be current or next"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            _config(status_shards="4", **wrong)
+
+
 @pytest.mark.parametrize("stage", ["Prod", "Prod-Shop", "pr-1234-login-fix-x", "pr_12", "-pr", "pr-", "a--b", "9lives"])
 def test_a_stage_that_cannot_name_every_resource_is_refused_with_the_rule(stage) -> None:
     with pytest.raises(ValueError, match=rf"stage must be 1 to {MAX_STAGE_LENGTH} lower-case letters.*got '{stage}'"):

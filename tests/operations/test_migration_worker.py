@@ -90,3 +90,18 @@ def test_an_unknown_migration_or_action_fails_the_state(moto_store, worker):
         )
     with pytest.raises(ValueError, match="unknown action"):
         worker.handler({"action": "explode"}, Context(1))
+
+
+def test_start_refuses_migration_2_before_writers_are_on_the_next_count(moto_store, worker, monkeypatch):
+    from shop.config import ConfigurationError
+
+    monkeypatch.setenv("STATUS_SHARDS_NEXT", "16")  # dual read only: writers still on 4
+    event = {"action": "start", "migration": "0002-move-status-shards", "segments": 2, "rate": 100, "dry_run": True}
+    with pytest.raises(ConfigurationError, match="STATUS_SHARDS_WRITERS=next"):
+        worker.handler(event, Context(900_000))
+    monkeypatch.setenv("STATUS_SHARDS_WRITERS", "next")
+    from shop.config import settings
+
+    settings.cache_clear()
+    started = worker.handler(event, Context(900_000))
+    assert [item["segment"] for item in started["items"]] == [0, 1]

@@ -1,5 +1,6 @@
-"""Migrations without a table: the rate limiter's accounting on an injected clock, migration 0001's pure
-plan, and the one Scan of the code living in the migrations' repository."""
+"""Migrations without a table: the rate limiter's accounting on an injected clock, migrations 0001's and
+0002's pure plans (and the switch settings 0002 runs under), and the one Scan of the code living in the
+migrations' repository."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import random
 import pytest
 
 from shop import keys
+from shop.config import ConfigurationError, StatusShardSwitch
 from shop.migrations import MIGRATIONS, migration
 from shop.migrations.changes import Put, Update
 from shop.migrations.m0001_list_v1_products import ListVersion1Products, is_version_1_product
+from shop.migrations.m0002_status_shards import MoveStatusShards
 from shop.migrations.rate import TokenBucket
 
 SHOP = pathlib.Path(__file__).resolve().parents[2] / "layers" / "shared" / "python" / "shop"
@@ -144,3 +147,82 @@ def test_the_only_scan_of_the_code_is_the_migrations_repository():
             if isinstance(node, ast.Attribute) and node.attr == "scan":
                 scanning.append(path.relative_to(SHOP).as_posix())
     assert scanning == ["repository/migrations.py"]
+
+
+def _order_item(order_id: str, status: str = "CONFIRMED", shards: int = 4, version: int = 2) -> dict:
+    return {
+        **keys.order_key(order_id),
+        **keys.order_status_gsi(status, order_id, "2026-11-27T00:00:00.000000Z", shards),
+        "entity": "ORDER",
+        "order_id": order_id,
+        "status": status,
+        "version": version,
+    }
+
+
+def test_migration_2_moves_an_orders_index_entry_to_the_next_count_if_still_as_scanned():
+    moving = next(f"o{n}" for n in range(100) if keys.status_shard(f"o{n}", 4) != keys.status_shard(f"o{n}", 16))
+    item = _order_item(moving)
+    change = MoveStatusShards(StatusShardSwitch(4, 16, writers_on_next=True)).plan(item, {"next": 16})
+    assert change is not None
+    (update,) = change.operations
+    assert isinstance(update, Update)
+    assert update.key == keys.order_key(moving)
+    assert update.values == {
+        "target": keys.order_status_pk("CONFIRMED", keys.status_shard(moving, 16)),
+        "seen": item[keys.GSI1PK],
+        "version": 2,
+    }
+    assert update.condition == "GSI1PK = :seen AND version = :version"  # a status change meanwhile wins
+    assert change.estimated_units == 3  # the item, and its index entry deleted and put
+    assert "GSI1SK" not in update.expression  # the sort key, a reader's cursor, stays
+
+
+def test_migration_2_leaves_orders_already_under_the_next_count_and_everything_else():
+    staying = next(f"o{n}" for n in range(100) if keys.status_shard(f"o{n}", 4) == keys.status_shard(f"o{n}", 16))
+    plan = MoveStatusShards().plan
+    assert plan(_order_item(staying), {"next": 16}) is None
+    assert plan(_order_item("o1", shards=16), {"next": 16}) is None
+    history = {**keys.order_history_key("o1", 2), "order_id": "o1", "status": "CONFIRMED", "version": 2}
+    assert plan(history, {"next": 16}) is None
+    assert plan({**keys.customer_order_key("c", "o1"), "order_id": "o1", "status": "PENDING"}, {"next": 16}) is None
+
+
+@pytest.mark.parametrize("switch", [StatusShardSwitch(4), StatusShardSwitch(4, 16)])
+def test_migration_2_runs_only_once_writers_are_on_the_next_count(switch):
+    with pytest.raises(ConfigurationError, match="STATUS_SHARDS_WRITERS=next"):
+        MoveStatusShards(switch).context([], None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"STATUS_SHARDS_NEXT": "6"}, "one must divide the other"),
+        ({"STATUS_SHARDS_NEXT": "4"}, "must differ"),
+        ({"STATUS_SHARDS_NEXT": "0"}, r"STATUS_SHARDS_NEXT must be 1\.\.64"),
+        ({"STATUS_SHARDS_WRITERS": "next"}, "needs STATUS_SHARDS_NEXT"),
+        ({"STATUS_SHARDS_NEXT": "16", "STATUS_SHARDS_WRITERS": "all"}, "must be current or next"),
+    ],
+)
+def test_a_switch_setting_that_could_hide_orders_is_a_configuration_error(monkeypatch, env, message):
+    from shop.config import settings
+
+    monkeypatch.setenv("STATUS_SHARDS", "4")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigurationError, match=message):
+        settings()
+
+
+def test_the_switch_settings_say_who_writes_which_count(monkeypatch):
+    from shop.config import settings
+
+    monkeypatch.setenv("STATUS_SHARDS", "4")
+    assert settings().status_switch == StatusShardSwitch(4)
+    monkeypatch.setenv("STATUS_SHARDS_NEXT", "16")
+    settings.cache_clear()
+    assert settings().status_switch.writes == 4  # dual read on, writers still on the current count
+    monkeypatch.setenv("STATUS_SHARDS_WRITERS", "next")
+    settings.cache_clear()
+    assert settings().status_switch == StatusShardSwitch(4, 16, writers_on_next=True)
+    assert settings().status_switch.writes == 16

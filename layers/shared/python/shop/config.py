@@ -30,7 +30,7 @@ class ConfigurationError(RuntimeError):
 @dataclass(frozen=True)
 class Settings:
     table_name: str
-    status_shards: int
+    status_shards: int  # the status index's shard count (STATUS_SHARDS)
     pagination_secret: bytes | None  # a literal key, used only without the ARN: local runs, tests
     pagination_secret_arn: str | None  # deployed: read at run time (shop.pagination_keys); only functions that paginate
     session_ttl_seconds: int
@@ -40,6 +40,33 @@ class Settings:
     archive_after_days: int  # a finished order's TTL: this many days after it finished (shop.services.archival)
     archive_bucket: str | None  # where archived orders are (orders function: read; order_events: write)
     hot_product_cache_seconds: float  # shop.services.hot_products: a flash-sale product's reads kept this long
+    # The status index's shard-count switch (issue 28, migration 0002; docs/operations.md, "Changing the status
+    # index's shard count"): with STATUS_SHARDS_NEXT set, readers read both counts; with STATUS_SHARDS_WRITERS=next,
+    # writers index under the next count too.
+    status_shards_next: int | None = None
+    status_shards_writers_on_next: bool = False
+
+    @property
+    def status_switch(self) -> StatusShardSwitch:
+        return StatusShardSwitch(self.status_shards, self.status_shards_next, self.status_shards_writers_on_next)
+
+
+@dataclass(frozen=True)
+class StatusShardSwitch:
+    """The status index's shard counts: `current`, and during a switch `next` (readers read both)."""
+
+    current: int
+    next: int | None = None
+    writers_on_next: bool = False
+
+    @property
+    def writes(self) -> int:
+        """The count new and changed orders are indexed under."""
+        return self.next if self.next is not None and self.writers_on_next else self.current
+
+    @property
+    def switching(self) -> bool:
+        return self.next is not None
 
 
 def _required(name: str) -> str:
@@ -54,6 +81,31 @@ def _status_shards() -> int:
     if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_STATUS_SHARDS:
         raise ConfigurationError(f"STATUS_SHARDS must be 1..{MAX_STATUS_SHARDS}, got {text!r}")
     return int(text)
+
+
+def _status_shards_next(current: int) -> int | None:
+    text = os.environ.get("STATUS_SHARDS_NEXT") or ""
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_STATUS_SHARDS:
+        raise ConfigurationError(f"STATUS_SHARDS_NEXT must be 1..{MAX_STATUS_SHARDS}, got {text!r}")
+    next_count = int(text)
+    # One count must divide the other: the shards orders leave and the shards they enter are then apart,
+    # which is what lets a reader see every order while the migration moves them (docs/decisions.md).
+    if next_count == current or (next_count % current and current % next_count):
+        raise ConfigurationError(
+            f"STATUS_SHARDS_NEXT ({next_count}) must differ from STATUS_SHARDS ({current}) and one must divide the other"
+        )
+    return next_count
+
+
+def _status_shards_writers_on_next(next_count: int | None) -> bool:
+    text = os.environ.get("STATUS_SHARDS_WRITERS") or "current"
+    if text not in ("current", "next"):
+        raise ConfigurationError(f"STATUS_SHARDS_WRITERS must be current or next, got {text!r}")
+    if text == "next" and next_count is None:
+        raise ConfigurationError("STATUS_SHARDS_WRITERS=next needs STATUS_SHARDS_NEXT")
+    return text == "next"
 
 
 def _archive_after_days() -> int:
@@ -80,9 +132,11 @@ def _hot_product_cache_seconds() -> float:
 def settings() -> Settings:
     arn = os.environ.get("PAGINATION_SECRET_ARN") or None
     literal = None if arn else os.environ.get("PAGINATION_SECRET") or None
+    shards = _status_shards()
+    next_shards = _status_shards_next(shards)
     return Settings(
         table_name=_required("TABLE_NAME"),
-        status_shards=_status_shards(),
+        status_shards=shards,
         pagination_secret=literal.encode() if literal else None,
         pagination_secret_arn=arn,
         session_ttl_seconds=int(os.environ.get("SESSION_TTL_SECONDS", str(DEFAULT_SESSION_TTL_SECONDS))),
@@ -92,6 +146,8 @@ def settings() -> Settings:
         archive_after_days=_archive_after_days(),
         archive_bucket=os.environ.get("ARCHIVE_BUCKET") or None,
         hot_product_cache_seconds=_hot_product_cache_seconds(),
+        status_shards_next=next_shards,
+        status_shards_writers_on_next=_status_shards_writers_on_next(next_shards),
     )
 
 

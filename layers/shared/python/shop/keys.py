@@ -127,8 +127,11 @@ def status_shard(order_id: str, shards: int) -> int:
     return int.from_bytes(digest, "big") % shards
 
 
+ORDER_STATUS_PREFIX = "ORDER_STATUS#"
+
+
 def order_status_pk(status: str, shard: int) -> str:
-    return f"ORDER_STATUS#{status}#{shard}"
+    return f"{ORDER_STATUS_PREFIX}{status}#{shard}"
 
 
 def order_status_gsi(status: str, order_id: str, created_at: str, shards: int) -> Key:

@@ -20,6 +20,7 @@ from shop import clock
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from shop.config import StatusShardSwitch
     from shop.repository.idempotency_records import IdempotencyRecords
     from shop.repository.migrations import MigrationRepository
     from shop.repository.order_archive import ArchiveBucket
@@ -132,8 +133,10 @@ def order_service(
     *,
     hot: HotProductCache | None = None,
     archive: ArchiveBucket | None = None,
+    switch: StatusShardSwitch | None = None,
 ) -> OrderService:
-    """The status index in `shards` shards (default: the setting); the S3 archive of ARCHIVE_BUCKET."""
+    """The status index in `shards` shards, or under a shard-count `switch` (default: the settings); the S3
+    archive of ARCHIVE_BUCKET."""
     if table is None and _injected is not None:
         return _injected.order_service()
     from shop.repository.carts import CustomerCartRepository
@@ -145,7 +148,7 @@ def order_service(
 
     table = _table(table)
     return OrderService(
-        orders=OrderRepository(table, shards),
+        orders=OrderRepository(table, shards, switch=switch),
         products=ProductRepository(table),
         sessions=SessionRepository(table),
         carts=CustomerCartRepository(table),

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from shop.migrations.base import Migration
 from shop.migrations.m0001_list_v1_products import ListVersion1Products
+from shop.migrations.m0002_status_shards import MoveStatusShards
 
-MIGRATIONS: dict[str, Migration] = {migration.name: migration for migration in (ListVersion1Products(),)}
+MIGRATIONS: dict[str, Migration] = {
+    migration.name: migration for migration in (ListVersion1Products(), MoveStatusShards())
+}
 
 
 def migration(name: str) -> Migration:

@@ -11,17 +11,17 @@ from functools import cache
 from typing import Any
 
 from shop import errors, keys
-from shop.config import settings
-from shop.limits import MAX_PARALLEL_QUERIES, MAX_TRANSACTION_ITEMS
+from shop.config import StatusShardSwitch, settings
+from shop.limits import MAX_PARALLEL_QUERIES, MAX_STATUS_SHARDS, MAX_TRANSACTION_ITEMS
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails, StatusEntry
 from shop.models.carts import CartClaim
 from shop.models.orders import NO_DETAILS, Placement
 from shop.models.products import ProductStatus
 from shop.models.stock import StockTake
-from shop.repository import pagination
+from shop.repository import pagination, status_switch
 from shop.repository.carts import checkout_failed, checkout_update
 from shop.repository.queries import collection_page
-from shop.repository.shard_walk import ShardWalk
+from shop.repository.shard_walk import Cursor, ShardWalk
 from shop.repository.stock_shards import restock_update, shard_label, take_update
 from shop.repository.store import (
     ConditionFailed,
@@ -165,13 +165,21 @@ def _taken_from_shards(takes: Mapping[str, Sequence[StockTake]]) -> dict[str, di
 
 
 class OrderRepository:
-    def __init__(self, table: Table, shards: int | None = None) -> None:
+    """`shards` fixes the status index's count (tests, tools); `switch` a shard-count switch under way;
+    neither: the settings (STATUS_SHARDS, STATUS_SHARDS_NEXT, STATUS_SHARDS_WRITERS)."""
+
+    def __init__(self, table: Table, shards: int | None = None, *, switch: StatusShardSwitch | None = None) -> None:
         self.table = table
-        self._shards = shards
+        self._switch = switch if switch is not None else StatusShardSwitch(shards) if shards is not None else None
+
+    @property
+    def switch(self) -> StatusShardSwitch:
+        return self._switch if self._switch is not None else settings().status_switch
 
     @property
     def shards(self) -> int:
-        return self._shards if self._shards is not None else settings().status_shards
+        """The count new and changed orders are indexed under."""
+        return self.switch.writes
 
     def place(
         self,
@@ -329,40 +337,78 @@ class OrderRepository:
         first and each shard's orders come in exact order across pages, while across shards pages are
         approximately newest first. A page can be shorter than `limit`, even empty: a shard ran out exactly
         at its share, or (more shards than `limit`) the entries are in shards this page did not reach.
+
+        During a shard-count switch (STATUS_SHARDS_NEXT) the listing reads both counts
+        (shop.repository.status_switch); a token of another count is read as lanes.
         """
-        scope = f"orders-by-status:{status}:{self.shards}"
-        walk = (
-            ShardWalk.from_position(pagination.decode(next_token, scope), self.shards)
-            if next_token
-            else ShardWalk.start(self.shards)
-        )
+        switch = self.switch
+        walk = self._token_walk(status, next_token) if next_token else None
+        if switch.next is not None:
+            return self._list_during_switch(status, switch, walk.cursors if walk else status_switch.start(), limit)
+        shards = switch.current
+        if walk is not None and len(walk.cursors) != shards:
+            cursors = status_switch.widened(walk.cursors, shards)
+            if cursors is None:  # a count this one is not a multiple of (after a shrink): start again
+                raise errors.InvalidNextToken("next_token is not a token this list issued")
+            walk = ShardWalk(cursors, walk.gap_us, walk.top_us)
+        walk = walk or ShardWalk.start(shards)
         shares = walk.plan(limit, MAX_PARALLEL_QUERIES)
-
-        def query_shard(shard: int) -> tuple[list[dict[str, Any]], bool]:
-            condition = "GSI1PK = :pk"
-            attr_values = values(pk=keys.order_status_pk(status, shard))
-            cursor = walk.cursors[shard]
-            if isinstance(cursor, str):
-                condition += " AND GSI1SK < :cursor"
-                attr_values.update(values(cursor=cursor))
-            with translated_errors():
-                response = self.table.client.query(
-                    TableName=self.table.name,
-                    IndexName=keys.GSI1,
-                    KeyConditionExpression=condition,
-                    ExpressionAttributeValues=attr_values,
-                    ScanIndexForward=False,
-                    Limit=shares[shard],
-                )
-            return [from_item(i) for i in response.get("Items", [])], "LastEvaluatedKey" in response
-
+        pending = {
+            s: _shard_pool().submit(contextvars.copy_context().run, self._query_status, status, s, walk.cursors[s], n)
+            for s, n in shares.items()
+        }
         # Each query runs in a copy of this context: the invocation's deadline (shop.aws_config) holds there too.
-        pending = {s: _shard_pool().submit(contextvars.copy_context().run, query_shard, s) for s in shares}
         results = {shard: future.result() for shard, future in pending.items()}
         walk.advance({shard: ([i["GSI1SK"] for i in items], more) for shard, (items, more) in results.items()})
         page = sorted((i for items, _ in results.values() for i in items), key=lambda i: i["GSI1SK"], reverse=True)
-        token = None if walk.finished else pagination.encode(scope, walk.position(), compress=True)
+        token = (
+            None if walk.finished else pagination.encode(_status_scope(status, shards), walk.position(), compress=True)
+        )
         return Page[OrderSummary](items=[OrderSummary.model_validate(i) for i in page], next_token=token)
+
+    def _token_walk(self, status: OrderStatus, token: str) -> ShardWalk:
+        """The walk a token holds, verified against the scope of its own count (its number of cursors)."""
+        peeked = pagination.peek(token)
+        cursors = peeked.get("c") if isinstance(peeked, dict) else None
+        lanes = len(cursors) if isinstance(cursors, list) else 0
+        if not 1 <= lanes <= MAX_STATUS_SHARDS:
+            raise errors.InvalidNextToken("next_token is not a token this list issued")
+        return ShardWalk.from_position(pagination.decode(token, _status_scope(status, lanes)), lanes)
+
+    def _list_during_switch(
+        self, status: OrderStatus, switch: StatusShardSwitch, cursors: list[Cursor], limit: int
+    ) -> Page[OrderSummary]:
+        def query(partition: int, cursor: Cursor, count: int) -> tuple[list[dict[str, Any]], bool]:
+            return self._query_status(status, partition, cursor, count)
+
+        items, following = status_switch.read_page(switch, cursors, limit, query, _shard_pool())
+        finished = all(c == 0 for c in following)
+        token = (
+            None
+            if finished
+            else pagination.encode(_status_scope(status, len(following)), {"c": following}, compress=True)
+        )
+        return Page[OrderSummary](items=[OrderSummary.model_validate(i) for i in items], next_token=token)
+
+    def _query_status(
+        self, status: OrderStatus, partition: int, cursor: Cursor, limit: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """One status partition below `cursor`, newest first: its items and whether it has more."""
+        condition = "GSI1PK = :pk"
+        attr_values = values(pk=keys.order_status_pk(status, partition))
+        if isinstance(cursor, str):
+            condition += " AND GSI1SK < :cursor"
+            attr_values.update(values(cursor=cursor))
+        with translated_errors():
+            response = self.table.client.query(
+                TableName=self.table.name,
+                IndexName=keys.GSI1,
+                KeyConditionExpression=condition,
+                ExpressionAttributeValues=attr_values,
+                ScanIndexForward=False,
+                Limit=limit,
+            )
+        return [from_item(i) for i in response.get("Items", [])], "LastEvaluatedKey" in response
 
     def change_status(
         self,
@@ -453,6 +499,11 @@ class OrderRepository:
             else []
         )
         transact_write(self.table, [{"Update": update}, *restocks, *window], ClientRequestToken=token)
+
+
+def _status_scope(status: OrderStatus, lanes: int) -> str:
+    """A listing token's scope: the status and its number of cursors (the count it was issued under)."""
+    return f"orders-by-status:{status}:{lanes}"
 
 
 def _detail_updates(details: StatusDetails) -> tuple[list[str], dict[str, Any]]:

@@ -42,6 +42,29 @@ def encode(scope: str, position: Any, secret: bytes | None = None, *, compress: 
     return f"{_b64(payload)}.{_b64(_signature(scope, payload, key))}"
 
 
+def peek(token: str) -> Any:
+    """The position a token carries, unverified: only to choose the scope `decode` then verifies it against
+    (a list whose scope depends on the token's shape). None for anything that is not a token's shape."""
+    if not token or len(token) > MAX_TOKEN_LENGTH or token.count(".") != 1:
+        return None
+    try:
+        return _position(_unb64(token.split(".", maxsplit=1)[0]))
+    except (ValueError, TypeError, errors.InvalidNextToken):
+        return None
+
+
+def _position(payload: bytes) -> Any:
+    try:
+        if payload[:1] == bytes([_ZLIB_HEADER]):
+            inflater = zlib.decompressobj()
+            payload = inflater.decompress(payload, MAX_INFLATED_BYTES)
+            if inflater.unconsumed_tail:
+                raise ValueError("inflates past the bound")
+        return json.loads(payload)
+    except (ValueError, zlib.error):
+        raise errors.InvalidNextToken("next_token is not a token this list issued") from None
+
+
 def decode(token: str, scope: str, secret: bytes | None = None) -> Any:
     invalid = errors.InvalidNextToken("next_token is not a token this list issued")
     if not token or len(token) > MAX_TOKEN_LENGTH or token.count(".") != 1:
@@ -58,12 +81,4 @@ def decode(token: str, scope: str, secret: bytes | None = None) -> Any:
 
     if not (matches(secret) if secret is not None else pagination_keys.verify(matches)):
         raise invalid
-    try:
-        if payload[:1] == bytes([_ZLIB_HEADER]):
-            inflater = zlib.decompressobj()
-            payload = inflater.decompress(payload, MAX_INFLATED_BYTES)
-            if inflater.unconsumed_tail:
-                raise ValueError("inflates past the bound")
-        return json.loads(payload)
-    except (ValueError, zlib.error):
-        raise invalid from None
+    return _position(payload)
