@@ -8,7 +8,7 @@ from typing import Any
 
 from shop.http_api.idempotency import compact, expand
 
-LINE = {
+LINE: dict[str, Any] = {
     "product_id": "01M8DJA02J2VA7BBH932NW2QXX",
     "name": "Bench item 01",
     "unit_price_cents": 1100,
