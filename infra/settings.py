@@ -122,8 +122,7 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps (issue 12); BatchGetItem +
     # TransactWriteItems also: the daily sales counters and their once-per-order-version marker (issue 13);
     # Query and BatchWriteItem: archiving an order reads and deletes what is left of it (shop.services.archival);
-    # GetItem also: whether an order is archived before its record writes (issue 26: a read, no longer a
-    # ConditionCheck in each effect's transaction, so no ConditionCheckItem);
+    # ConditionCheckItem: every effect of an order record checks the order is not archived (issue 23);
     # TransactGetItems (a GetItem grant): a sharded product's whole stock for StockLow (issue 23)
     "order_events": (
         "GetItem",
@@ -132,6 +131,7 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
         "PutItem",
         "UpdateItem",
         "DeleteItem",
+        "ConditionCheckItem",
         "TransactWriteItems",
         "BatchWriteItem",
     ),

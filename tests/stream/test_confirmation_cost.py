@@ -1,6 +1,5 @@
-"""The confirmation's own MODIFY record costs one read, not three refused writes (plus counting its sales: the
-order's ARCHIVED marker read once, one transaction, one read of the lines' daily counters and top-list entries,
-a write per entry behind)."""
+"""The confirmation's own MODIFY record costs one read, not three refused writes (plus counting its sales:
+one transaction, one read of the lines' daily counters and top-list entries, a write per entry behind)."""
 
 from __future__ import annotations
 
@@ -27,7 +26,7 @@ def test_the_confirmations_modify_reads_once_and_writes_nothing(store, invoke):
     assert len(confirm_modify) == 1
     with counting(dynamodb_client()) as calls:
         assert invoke(lambda_event(confirm_modify)) == {"batchItemFailures": []}
-    assert calls.operations == ["GetItem", "GetItem", "TransactWriteItems", "BatchGetItem", "PutItem"]
+    assert calls.operations == ["TransactWriteItems", "BatchGetItem", "PutItem", "GetItem"]
     assert orders.get(ALICE, order.order_id).status is OrderStatus.CONFIRMED
 
 
@@ -40,30 +39,30 @@ def test_a_confirmation_by_hand_is_recorded_by_its_modify(store, invoke):
     with counting(dynamodb_client()) as calls:
         invoke(lambda_event(only(stream.read(), entity="ORDER", event_name="MODIFY")))
     assert calls.operations == [
-        "GetItem",  # no history entry yet
-        "GetItem",  # the order is not archived (one read for all its writes)
         "TransactWriteItems",  # its sales
         "BatchGetItem",
         "PutItem",
-        "UpdateItem",  # customer index, notification, history: plain conditional writes
-        "PutItem",
-        "PutItem",
+        "GetItem",  # no history entry yet
+        "TransactWriteItems",  # customer index, notification, history: each checks that the order is not archived
+        "TransactWriteItems",
+        "TransactWriteItems",
     ]
     recorded = orders.get(ALICE, order.order_id)
     assert [h.status for h in recorded.history] == [OrderStatus.PENDING, OrderStatus.CONFIRMED]
 
 
-def test_the_inserts_effects_read_no_archived_marker(store, invoke):
-    """The confirm just won on the order item itself: its effects are plain conditional writes, no read."""
+def test_the_inserts_effects_each_carry_the_archived_check_in_their_own_transaction(store, invoke):
+    """The confirm, then each effect as a 2-item transaction with the ARCHIVED marker's check: no read first, so
+    no interleaving with archival can pass the check (docs/decisions.md, "the check per write kept")."""
     wiring.order_service(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
     stream = StreamReader(store)
     placed = only(stream.read(), entity="ORDER", event_name="INSERT")
     with counting(dynamodb_client()) as calls:
         assert invoke(lambda_event(placed)) == {"batchItemFailures": []}
-    assert calls.operations == ["UpdateItem", "UpdateItem", "PutItem", "PutItem"]  # confirm, index, note, history
+    assert calls.operations == ["UpdateItem"] + ["TransactWriteItems"] * 3  # confirm; index, note, history
 
 
-def test_a_status_change_reads_the_marker_once_and_writes_each_effect_once(store, invoke):
+def test_a_status_change_writes_each_effect_once_with_its_archived_check(store, invoke):
     orders = wiring.order_service(store.table)
     order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
     stream = StreamReader(store)
@@ -73,10 +72,10 @@ def test_a_status_change_reads_the_marker_once_and_writes_each_effect_once(store
     shipped = only(stream.read(), entity="ORDER", event_name="MODIFY")
     with counting(dynamodb_client()) as calls:
         assert invoke(lambda_event(shipped)) == {"batchItemFailures": []}
-    assert calls.operations == ["GetItem", "UpdateItem", "PutItem", "PutItem"]
-    with counting(dynamodb_client()) as replayed:  # a replay: the same read, three refused writes
+    assert calls.operations == ["TransactWriteItems"] * 3
+    with counting(dynamodb_client()) as replayed:  # a replay: the same three transactions, each refused
         assert invoke(lambda_event(shipped)) == {"batchItemFailures": []}
-    assert replayed.operations == ["GetItem", "UpdateItem", "PutItem", "PutItem"]
+    assert replayed.operations == ["TransactWriteItems"] * 3
     assert [h.status for h in orders.get(ALICE, order.order_id).history] == [
         OrderStatus.PENDING,
         OrderStatus.CONFIRMED,

@@ -187,9 +187,6 @@ class MemoryOrderEffects:
     def history_recorded(self, change: OrderSummary) -> bool:
         return (change.order_id, change.version) in self.state.history
 
-    def archived(self, order_id: str) -> bool:
-        return order_id in self.store.state.archived
-
     def append_history(self, change: OrderSummary, entry: StatusEntry | None = None) -> bool:
         marker = (change.order_id, change.version)
         if marker in self.state.history:

@@ -250,6 +250,16 @@ class ProductUnavailable(Conflict):
         self.product_ids = sorted(set(product_ids))
 
 
+class OrderEffectsClosed(Conflict):
+    """A stream record's effect on an order that is archived (its ARCHIVED marker exists): nothing is written."""
+
+    code = "ORDER_EFFECTS_CLOSED"
+
+    def __init__(self, order_id: str) -> None:
+        super().__init__(f"order {order_id} is archived: its records change nothing", {"order_id": order_id})
+        self.order_id = order_id
+
+
 # -- payments (issue 25) --------------------------------------------------------------------------
 
 

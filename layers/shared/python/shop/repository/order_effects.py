@@ -1,23 +1,25 @@
 """The stream processor's writes: each keyed deterministically and conditional, so replays are no-ops.
 
-Each effect of an order record (history, notification, customer index) is one plain conditional write
-(1 WRU under 1 KB). Archival deletes the once-per-version markers, so a record of an archived order is
-stopped before it writes: the service reads the order's ARCHIVED marker (`archived`, one consistent GetItem,
-1 RRU) once per record whose effects would write, instead of a ConditionCheck in a transaction per effect
-(2 WRU for the check and the doubled write each). Why, and the race left: docs/decisions.md, "Records of
-archived orders: one read, not a check per write".
+Every effect of an order record (history, notification, customer index, sales) is one transaction with a
+ConditionCheck that the order's ARCHIVED marker does not exist: archival deletes the once-per-version markers,
+so after it only the marker stops a replayed record from writing again (docs/decisions.md, "Records of archived
+orders").
 """
 
 from __future__ import annotations
 
-from shop import keys
+from typing import Any
+
+from shop import errors, keys
 from shop.models import Notification, OrderStatus, OrderSummary, Shipment, StatusEntry
 from shop.repository.orders import OrderRepository
 from shop.repository.store import (
     ConditionFailed,
     Table,
+    TransactionCancelled,
     conditional_write,
     to_item,
+    transact_write,
     translated_errors,
     values,
 )
@@ -27,16 +29,30 @@ def notification_id(order_id: str, version: int) -> str:
     return f"{order_id}-{version:06d}"
 
 
-def is_archived(table: Table, order_id: str) -> bool:
-    """Whether the order's ARCHIVED marker exists (a consistent read: the marker may be seconds old)."""
-    with translated_errors():
-        response = table.client.get_item(
-            TableName=table.name,
-            Key=to_item(keys.order_archived_key(order_id)),
-            ProjectionExpression="PK",
-            ConsistentRead=True,
-        )
-    return "Item" in response
+def not_archived(table: Table, order_id: str) -> dict[str, Any]:
+    """The transaction item that holds only while the order is not archived (its marker is absent)."""
+    return {
+        "ConditionCheck": {
+            "TableName": table.name,
+            "Key": to_item(keys.order_archived_key(order_id)),
+            "ConditionExpression": "attribute_not_exists(PK)",
+        }
+    }
+
+
+def write_unless_archived(table: Table, order_id: str, write: dict[str, Any]) -> bool:
+    """`write` (a transaction item with its own condition) and the not-archived check, in one transaction.
+
+    False when the write's own condition failed (done before); OrderEffectsClosed when the order is archived."""
+    try:
+        transact_write(table, [write, not_archived(table, order_id)])
+    except TransactionCancelled as cancelled:
+        if cancelled.failed_condition(1):
+            raise errors.OrderEffectsClosed(order_id) from cancelled
+        if cancelled.failed_condition(0):
+            return False
+        raise cancelled.unexplained() from cancelled
+    return True
 
 
 class OrderEffectsRepository:
@@ -69,19 +85,15 @@ class OrderEffectsRepository:
             return False
         return True
 
-    def archived(self, order_id: str) -> bool:
-        return is_archived(self.table, order_id)
-
-    def _put_once(self, item: dict[str, object]) -> bool:
-        """The item unless it exists: False when an earlier delivery wrote it."""
-        try:
-            with conditional_write():
-                self.table.client.put_item(
-                    TableName=self.table.name, Item=to_item(item), ConditionExpression="attribute_not_exists(PK)"
-                )
-        except ConditionFailed:
-            return False
-        return True
+    def _put_once(self, order_id: str, item: dict[str, object]) -> bool:
+        put = {
+            "Put": {
+                "TableName": self.table.name,
+                "Item": to_item(item),
+                "ConditionExpression": "attribute_not_exists(PK)",
+            }
+        }
+        return write_unless_archived(self.table, order_id, put)
 
     def history_recorded(self, change: OrderSummary) -> bool:
         """Whether this version's history entry exists (an eventually consistent read is enough:
@@ -98,6 +110,7 @@ class OrderEffectsRepository:
         """The version's history entry, once; `entry` adds the change's carrier, tracking number, reason."""
         details = entry.model_dump(include={"carrier", "tracking_number", "reason"}, exclude_none=True) if entry else {}
         return self._put_once(
+            change.order_id,
             {
                 **keys.order_history_key(change.order_id, change.version),
                 "entity": "ORDER_HISTORY",
@@ -120,6 +133,7 @@ class OrderEffectsRepository:
             shipment=shipment,
         )
         self._put_once(
+            change.order_id,
             {
                 **keys.notification_key(change.customer_id, change.updated_at, notification.notification_id),
                 "entity": "NOTIFICATION",
@@ -131,18 +145,16 @@ class OrderEffectsRepository:
 
     def update_customer_index(self, change: OrderSummary) -> bool:
         """Newer versions only: an older or repeated record never moves the index backwards."""
-        try:
-            with conditional_write():
-                self.table.client.update_item(
-                    TableName=self.table.name,
-                    Key=to_item(keys.customer_order_key(change.customer_id, change.order_id)),
-                    UpdateExpression="SET #status = :status, version = :version, updated_at = :at",
-                    ConditionExpression="attribute_exists(PK) AND version < :version",
-                    ExpressionAttributeNames={"#status": "status"},
-                    ExpressionAttributeValues=values(
-                        status=change.status.value, version=change.version, at=change.updated_at
-                    ),
-                )
-        except ConditionFailed:
-            return False
-        return True
+        update = {
+            "Update": {
+                "TableName": self.table.name,
+                "Key": to_item(keys.customer_order_key(change.customer_id, change.order_id)),
+                "UpdateExpression": "SET #status = :status, version = :version, updated_at = :at",
+                "ConditionExpression": "attribute_exists(PK) AND version < :version",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": values(
+                    status=change.status.value, version=change.version, at=change.updated_at
+                ),
+            }
+        }
+        return write_unless_archived(self.table, change.order_id, update)

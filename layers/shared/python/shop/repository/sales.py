@@ -5,9 +5,8 @@ Counting one order version:
 1. One TransactWriteItems: the version's marker (`ORDER#<id>` / `SALES#<version>`, attribute_not_exists)
    and, per line, `ADD units, revenue_cents, changes` on the (product, day) counter (`SALES#<product>` /
    `DAY#<day>`). The marker makes the count exactly once however often a record is replayed; ADD never
-   loses a concurrent count of the same counter (other orders, other stream shards). A record of an
-   archived order (archival deleted the version markers) never gets here: the stream service reads the
-   order's ARCHIVED marker first (shop.services.order_events).
+   loses a concurrent count of the same counter (other orders, other stream shards). A ConditionCheck that
+   the order's ARCHIVED marker is absent closes the count once archival has deleted the version markers.
 2. The day's top list follows: one consistent BatchGetItem of the lines' counters and rank entries, then
    per counter whose rank entry is behind, one PutItem of the rank entry (`SALES#<product>` / `TOP#<day>`,
    in GSI1 under the padded units) conditional on being older (`changes` smaller): a late or repeated
@@ -33,10 +32,11 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
-from shop import keys
+from shop import errors, keys
 from shop.keys import Key
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_STOCK_SHARDS, SALES_TOP_SHARDS
 from shop.models.sales import DaySales, SalesChange, SalesLine, TopSeller
+from shop.repository.order_effects import not_archived
 from shop.repository.store import (
     ConditionFailed,
     Table,
@@ -140,9 +140,12 @@ class SalesRepository:
 
     def _count(self, change: SalesChange, lines: dict[str, SalesLine]) -> bool:
         items = [self._marker_put(change)] + [self._counter_add(line, change.day) for line in lines.values()]
+        items.append(not_archived(self.table, change.order_id))
         try:
             transact_write(self.table, items)
         except TransactionCancelled as cancelled:
+            if cancelled.failed_condition(len(items) - 1):
+                raise errors.OrderEffectsClosed(change.order_id) from cancelled
             if cancelled.failed_condition(0):
                 return False  # this version was counted before: a replay
             raise cancelled.unexplained() from cancelled

@@ -2,10 +2,8 @@
 product events, archive orders whose TTL passed.
 
 Delivery is at least once: every table write is conditional and keyed by order id and version, so a replayed
-record changes nothing. Once an order is archived (archival deleted those keys), a record that would write
-reads the order's ARCHIVED marker first: a record of an archived order writes and publishes nothing. The
-INSERT's effects need no read: its confirmation won on the order item a moment before, and archival only
-follows the TTL's removal of that item.
+record changes nothing. Once an order is archived (archival deleted those keys), each effect's transaction
+checks the order's ARCHIVED marker instead: a record of an archived order writes and publishes nothing.
 Each rule, by record type: docs/decisions.md, "Stream processor" and "Records of archived orders".
 """
 
@@ -15,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from shop import clock
+from shop import clock, errors
 from shop.models import OrderStatus
 from shop.models.events import (
     AbandonedLine,
@@ -183,10 +181,13 @@ class OrderEventsService:
     def handle(self, record: StreamChange) -> Outcome:
         entity = record.entity
         if entity == "ORDER":
-            if record.event_name == "INSERT":
-                return self.order_placed(record)
-            if record.event_name == "MODIFY":
-                return self.order_changed(record)
+            try:
+                if record.event_name == "INSERT":
+                    return self.order_placed(record)
+                if record.event_name == "MODIFY":
+                    return self.order_changed(record)
+            except errors.OrderEffectsClosed as closed:
+                return Outcome(Action.ORDER_ARCHIVED, closed.order_id)
             if record.event_name == "REMOVE":
                 return self.order_removed(record)
         elif entity == "SESSION" and record.event_name == "REMOVE":
@@ -223,16 +224,10 @@ class OrderEventsService:
         if before == record.new_status:
             return SKIPPED
         order = record.new_order()
-        change = self.sales.change(order, order.lines, before, order.confirmed_at, order.stock_taken)
+        counted = self.sales.record(order, order.lines, before, order.confirmed_at, order.stock_taken)
         # The processor's own confirmation already wrote these effects when it confirmed (unless it
         # died in between, or an admin confirmed by hand): one read saves three refused writes.
-        effects_due = not (order.status is OrderStatus.CONFIRMED and self.effects.history_recorded(order))
-        # Archival deleted the once-per-version markers: a record of an archived order must write nothing and
-        # publish nothing. One read of its ARCHIVED marker, only when this record would write.
-        if (change is not None or effects_due) and self.effects.archived(order.order_id):
-            return Outcome(Action.ORDER_ARCHIVED, order.order_id)
-        counted = change is not None and self.sales.apply(change)
-        written = self._record_change(order) if effects_due else False
+        written = self._record_change(order, unless_recorded=order.status is OrderStatus.CONFIRMED)
         events = [order_event(order, before)]
         if order.status is OrderStatus.RETURNED:
             events.append(refund_due_event(order))
@@ -267,11 +262,13 @@ class OrderEventsService:
             return SKIPPED
         return Outcome(Action.CART_ABANDONED, events=(customer_cart_abandoned_event(cart),))
 
-    def _record_change(self, order: OrderImage) -> bool:
+    def _record_change(self, order: OrderImage, *, unless_recorded: bool = False) -> bool:
         """Customer index, notification, then history entry of one order version; True if the history is new.
 
         The history entry is written last, so its presence means the other two are done as well.
         """
+        if unless_recorded and self.effects.history_recorded(order):
+            return False
         self.effects.update_customer_index(order)
         if order.status is OrderStatus.CONFIRMED:
             self.effects.notify(order, kind=ORDER_CONFIRMED, message=confirmation_message(order))

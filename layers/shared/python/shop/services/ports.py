@@ -328,8 +328,8 @@ class SalesStore(Protocol):
 
     def apply(self, change: SalesChange) -> bool:
         """Add the change's lines to their (product, day) totals and mark the order version counted, all or
-        nothing; False (nothing written) when that version was counted before. The caller makes sure the
-        order is not archived (OrderEffects.archived)."""
+        nothing; False (nothing written) when that version was counted before; OrderEffectsClosed (nothing
+        written) when the order is archived."""
 
     def days(self, product_id: str, first: str, last: str) -> list[DaySales]:
         """The product's days from `first` to `last` (YYYY-MM-DD, both included) that have sales, in order."""
@@ -404,9 +404,6 @@ class OrderEffects(Protocol):
         """PENDING at `version` -> CONFIRMED; False when the order moved on first (a replay, a cancel)."""
 
     def history_recorded(self, change: OrderSummary) -> bool: ...
-
-    def archived(self, order_id: str) -> bool:
-        """Whether archival has taken the order away (its ARCHIVED marker exists): its records write nothing."""
 
     def append_history(self, change: OrderSummary, entry: StatusEntry | None = None) -> bool:
         """True when the entry is new."""

@@ -85,21 +85,6 @@ class SalesService:
     def __init__(self, sales: SalesStore) -> None:
         self.sales = sales
 
-    def change(
-        self,
-        order: OrderSummary,
-        lines: list[OrderLine],
-        previous: str | None,
-        confirmed_at: str | None,
-        taken: Mapping[str, Mapping[str, int]] | None = None,
-    ) -> SalesChange | None:
-        """What this order version does to the daily totals, or None (see sales_change)."""
-        return sales_change(order, lines, previous, confirmed_at, taken)
-
-    def apply(self, change: SalesChange) -> bool:
-        """Count a change once; True when this call counted it (False: an earlier delivery did)."""
-        return self.sales.apply(change)
-
     def record(
         self,
         order: OrderSummary,
