@@ -38,6 +38,17 @@ LIFE_PARTS = (
     "read_customer_orders",
     "read_notifications",
 )
+# The paid order's own writes. When the bench runs with payments, the scenario (bench/routes.py,
+# Scenario.capacity_parts) measures these parts too and they join the order's life: from then on a missing
+# one is reported like any other missing part. Without payments none is measured and none is counted.
+PAYMENT_PARTS = (
+    "payment_webhook",  # the provider's webhook: the order's paid transition and its event mark
+    "payment_capture",  # the capture record
+)
+# The issue's ceiling for the full life (issue 26), and what is kept free of it for the payment parts
+# (~6-8 WRU at $0.625 a million each: up to $5); docs/performance.md, "The life of a 3-line order".
+COST_TARGET_USD = 15.00
+PAYMENTS_BUDGET_WRU = 8
 
 
 def usd_per_million(wru: float, rru: float) -> float:
@@ -47,11 +58,17 @@ def usd_per_million(wru: float, rru: float) -> float:
     )
 
 
+def life_parts(parts: dict[str, Any]) -> tuple[str, ...]:
+    """The parts of an order's life: LIFE_PARTS, and PAYMENT_PARTS once the bench measures payments."""
+    with_payments = any(name in parts for name in PAYMENT_PARTS)
+    return LIFE_PARTS + PAYMENT_PARTS if with_payments else LIFE_PARTS
+
+
 def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]) -> dict[str, Any]:
     life: dict[str, Any] = {}
     missing = []
     total_w = total_r = reported_w = wasted = 0.0
-    for name in LIFE_PARTS:
+    for name in life_parts(parts):
         m = parts.get(name)
         if m is None or not m.calls:
             life[name] = None
@@ -101,9 +118,17 @@ def cost(cap: dict[str, Any]) -> dict[str, Any]:
     place_confirm_read = units(
         ("placement", "confirmation", "sales_aggregation", "read_order", "read_customer_orders", "read_notifications")
     )
-    full = units(LIFE_PARTS)
+    full = units(life_parts(parts))
+    value = usd_per_million(*full)
+    with_payments = any(name in parts for name in PAYMENT_PARTS)
     return {
-        "value": usd_per_million(*full),
+        "value": value,
+        "target": COST_TARGET_USD,
+        "met": value <= COST_TARGET_USD and not cap["order_life"]["missing_parts"],
+        "payments_included": with_payments,
+        "headroom_for_payments_usd": None
+        if with_payments
+        else round(COST_TARGET_USD - value - usd_per_million(PAYMENTS_BUDGET_WRU, 0), 4),
         "scope": "full life: placement + confirmation + its sales aggregation + one status change with its "
         "stream effects + 3 reads",
         "sales_aggregation_units_per_order": units(("sales_aggregation",)),

@@ -567,6 +567,8 @@ class Scenario:
             "read_order": step("reads: GET /orders/{order_id}"),
             "read_customer_orders": step("reads: GET /customers/{customer_id}/orders"),
             "read_notifications": step("reads: GET /customers/{customer_id}/notifications"),
+            # With payments, the paid order's parts go here under bench.capacity.PAYMENT_PARTS' names
+            # ("payment_webhook", "payment_capture"): naming them makes them part of the order's life.
         }
 
     def per_operation(self) -> dict[str, Any]:

@@ -6,8 +6,11 @@ polling and why Powertools is subclassed: docs/decisions.md, "HTTP API".
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -20,6 +23,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 from aws_lambda_powertools.utilities.idempotency.idempotency import idempotent_function
+from aws_lambda_powertools.utilities.idempotency.serialization.custom_dict import CustomDictSerializer
 
 from shop import errors
 from shop.config import settings
@@ -35,6 +39,24 @@ DEFAULT_REMAINING_MS = 10_000
 POLL_BUDGET_SECONDS = 8.0
 POLL_FIRST_DELAY = 0.05
 POLL_MAX_DELAY = 0.5
+
+
+COMPRESSED = "z"
+
+
+def compact(response: dict[str, Any]) -> dict[str, Any]:
+    """The stored form of a response: its JSON deflated and base64-encoded, so a 3-line order's completed
+    record stays under 1 KB (1 WRU, not 2; docs/performance.md, "Issue 26")."""
+    text = json.dumps(response, separators=(",", ":"), sort_keys=True).encode()
+    return {COMPRESSED: base64.b64encode(zlib.compress(text, 9)).decode("ascii")}
+
+
+def expand(stored: dict[str, Any]) -> dict[str, Any]:
+    """The response a stored record holds; a record written before compaction is the response itself."""
+    if set(stored) == {COMPRESSED}:
+        expanded: dict[str, Any] = json.loads(zlib.decompress(base64.b64decode(stored[COMPRESSED])))
+        return expanded
+    return stored
 
 
 class _Remaining:
@@ -105,6 +127,7 @@ class IdempotentOperation:
                 data_keyword_argument="request",
                 persistence_store=persistence,
                 config=config,
+                output_serializer=CustomDictSerializer(to_dict=compact, from_dict=expand),
                 key_prefix=self.name,
             )
             self._built = built = _Built(client, table_name, decorated, config)
