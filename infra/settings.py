@@ -119,6 +119,9 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # BatchGetItem: cart prices, a customer cart with its profile; TransactWriteItems: merging a session into a cart
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
+    # issue 25: a webhook event reads its order (Query) and writes one transaction: the order's change, the
+    # event's mark (PutItem), the PAYMENT_DUE item's delete, the stock a failed payment releases (UpdateItem)
+    "payments": ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem", "TransactWriteItems"),
     # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps (issue 12); BatchGetItem +
     # TransactWriteItems also: the daily sales counters and their once-per-order-version marker (issue 13);
     # Query and BatchWriteItem: archiving an order reads and deletes what is left of it (shop.services.archival);
@@ -166,6 +169,12 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
         DYNAMODB_ACTIONS["sessions"],
         # reads products and profiles, writes sessions and customer carts only (carts are CART#<customer_id>)
         write_leading_keys=("SESSION#*", "CART#*"),
+    ),
+    FunctionSpec(
+        "payments",
+        "Stripe's webhook: payment events applied to orders",
+        DYNAMODB_ACTIONS["payments"],
+        timeout_s=15,  # Stripe waits up to 20 s for an answer; the store's deadline is shorter
     ),
 )
 
