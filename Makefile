@@ -18,6 +18,10 @@ PYTEST_ARGS ?=
 SNAPSTART ?=
 # seconds between two sweeps of make dev's TTL emulator (DynamoDB Local never expires items; 0: off)
 TTL_INTERVAL ?= 2
+# `make dev`'s payments: stripe (localstripe on a free port, the default) or none (version 2's flow)
+PAYMENTS ?= stripe
+ORDER ?=
+CARD ?=
 
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.cache/jsii
@@ -26,7 +30,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
-.PHONY: setup dev logs test unit integration infra e2e lint typecheck synth synth-local layers openapi \
+.PHONY: setup dev pay logs test unit integration infra e2e lint typecheck synth synth-local layers openapi \
         invoke token replay bench drill deploy destroy lock clean
 
 setup: $(VENV)/.installed node_modules/.installed
@@ -109,7 +113,12 @@ openapi: setup
 # `make dev V=1`: the functions' logs on the terminal too (else only in .local/logs/; `make logs` follows them).
 dev: setup synth
 	$(PY) -m local_runtime dev --port $(PORT) --dynamodb-port $(DYNAMODB_PORT) --ttl-interval $(TTL_INTERVAL) \
-	  $(if $(FRESH),--fresh,) $(if $(V),-v,)
+	  --payments $(PAYMENTS) $(if $(FRESH),--fresh,) $(if $(V),-v,)
+
+# Pay an order of the running `make dev` through localstripe: `make -s pay ORDER=<id> [CARD=declined]`
+# (docs/payments.md, "Local runs"). pm_card_visa authorises; CARD=declined is a card localstripe declines.
+pay: setup
+	@$(PY) -m local_runtime pay --order "$(ORDER)" $(if $(CARD),--card $(CARD),)
 
 # Follow a running `make dev`'s function logs, one readable line each (RAW=1: the JSON lines as deployed).
 logs: setup
