@@ -40,7 +40,8 @@ def place(body: dict[str, Any], key: str = "k-pay", claims: dict[str, Any] = ALI
     return call("POST", "/orders", claims=claims, headers={"Idempotency-Key": key}, body=body)
 
 
-def item(api, key: dict[str, str]) -> dict[str, Any] | None:
+def item(api, key: dict[str, str]) -> Any:
+    """The item as stored, None when there is none."""
     found = api.client.get_item(TableName=api.table_name, Key=to_item(key), ConsistentRead=True).get("Item")
     return from_item(found) if found else None
 

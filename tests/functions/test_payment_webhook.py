@@ -12,6 +12,7 @@ import hmac
 import json
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -43,7 +44,7 @@ class MarkOnly:
 
 
 @pytest.fixture
-def webhook(moto_api, monkeypatch) -> MarkOnly:
+def webhook(moto_api, monkeypatch) -> Iterator[MarkOnly]:
     monkeypatch.setenv("PAYMENTS", "stripe")
     monkeypatch.setenv("STRIPE_SECRET_KEY", "sk_test_route")
     monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", SECRET)
