@@ -23,7 +23,7 @@ NEAR_TIMEOUT_MS = {
     "products": 8000,
     "orders": 8000,
     "sessions": 8000,
-    "payments": 12000,
+    "payments": 8000,
     "order_events": 24000,
 }
 
