@@ -47,25 +47,34 @@ node_modules/.installed: package.json package-lock.json
 
 # The dependencies layer; build_layers keeps its own fingerprint of the lock, and make skips even asking
 # it while the lock is older than the stamp.
-layers: setup build/layers/deps-$(ARCH).stamp
+layers: setup build/layers/deps-$(ARCH).stamp build/layers/payments-$(ARCH).stamp
 
 build/layers/deps-$(ARCH).stamp: requirements/runtime.txt infra/build_layers.py
 	$(PY) -m infra.build_layers --arch $(ARCH)
 	touch $@
 
+# Stripe's library, for the functions that call Stripe when a stage deploys with -c payments=stripe (docs/payments.md)
+build/layers/payments-$(ARCH).stamp: requirements/payments.txt infra/build_layers.py
+	$(PY) -m infra.build_layers --arch $(ARCH) --layer payments
+	touch $@
+
 # `make synth SNAPSTART=true`: the templates with Lambda SnapStart (docs/deploy.md, "SnapStart (opt-in)").
 # Synthesized again only when an input is newer than cdk.out's stamp of these settings (a warm `make dev`
 # skips it); the CLI's chatter is shown only when it fails.
-SYNTH_INPUTS := app.py cdk.json requirements/runtime.txt \
+SYNTH_INPUTS := app.py cdk.json requirements/runtime.txt requirements/payments.txt \
   $(shell find infra functions layers/shared -type f -not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
-SYNTH_STAMP := cdk.out/.synth-$(ARCH)$(if $(SNAPSTART),-snapstart-$(SNAPSTART),)
+# The local templates are synthesized with payments on (-c payments=stripe): they then hold what a paying stage
+# deploys (the payments layer, payment_steps and its stream filters), which `make dev` runs; `make dev
+# PAYMENTS=none` (and the e2e stacks) switch every function to version 2's flow with PAYMENTS=none.
+SYNTH_PAYMENTS ?= stripe
+SYNTH_STAMP := cdk.out/.synth-$(ARCH)-payments-$(SYNTH_PAYMENTS)$(if $(SNAPSTART),-snapstart-$(SNAPSTART),)
 
 synth: setup layers $(SYNTH_STAMP)
 
-$(SYNTH_STAMP): $(SYNTH_INPUTS) build/layers/deps-$(ARCH).stamp
+$(SYNTH_STAMP): $(SYNTH_INPUTS) build/layers/deps-$(ARCH).stamp build/layers/payments-$(ARCH).stamp
 	rm -f cdk.out/.synth-*
 	@mkdir -p .cache
-	npx cdk synth --no-notices -q -c arch=$(ARCH) $(if $(SNAPSTART),-c snapstart=$(SNAPSTART),) \
+	npx cdk synth --no-notices -q -c arch=$(ARCH) -c payments=$(SYNTH_PAYMENTS) $(if $(SNAPSTART),-c snapstart=$(SNAPSTART),) \
 	  > /dev/null 2> .cache/synth.log || { cat .cache/synth.log >&2; exit 1; }
 	touch $@
 
@@ -146,6 +155,7 @@ drill: setup synth
 
 deploy: setup
 	$(PY) -m infra.build_layers --arch arm64
+	$(PY) -m infra.build_layers --arch arm64 --layer payments
 	npx cdk deploy --no-notices --all -c arch=arm64 $(CDK_ARGS)
 
 destroy: setup
