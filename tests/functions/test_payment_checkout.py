@@ -229,3 +229,14 @@ def test_on_localstripe_a_repeat_creates_no_second_intent(moto_api, stripe_on, l
     (intent,) = intents_of(order_id)
     assert intent.id == first.body["payment"]["intent_id"]
     assert (intent.amount, intent.currency, intent.capture_method) == (first.body["total_cents"], "usd", "manual")
+
+
+def test_a_checkout_without_the_providers_configuration_writes_nothing(api, stripe_on, monkeypatch):
+    monkeypatch.delenv("STRIPE_SECRET_KEY", raising=False)
+    monkeypatch.delenv("STRIPE_SECRET_ARN", raising=False)
+    config.payment_settings.cache_clear()
+    before = call("GET", "/customers/alice/orders", claims=ALICE).body["items"]
+    refused = place(LINES, key="k-misconfigured")
+    assert refused.status == 500
+    assert refused.code == "INTERNAL_ERROR"
+    assert call("GET", "/customers/alice/orders", claims=ALICE).body["items"] == before

@@ -192,6 +192,9 @@ class OrderService:
                 customer_cart=customer_cart,
                 idempotency_key=idempotency_key,
             )
+        # The provider first: a missing configuration or an unreadable secret refuses the checkout before
+        # anything is written (the adapter loads here, at an instance's first checkout).
+        provider = self._provider()
         try:
             order = self._place(
                 actor,
@@ -208,16 +211,19 @@ class OrderService:
             if placed is None:
                 raise
             order = placed
-        return self._with_intent(order)
+        return self._with_intent(order, provider)
 
-    def _with_intent(self, order: Order) -> Order:
+    def _provider(self) -> Payments:
+        provider = self._payments() if self._payments is not None else None
+        if provider is None:
+            raise errors.PaymentMisconfigured("PAYMENTS is on but no payment provider is configured")
+        return provider
+
+    def _with_intent(self, order: Order, provider: Payments) -> Order:
         """The order with its provider intent: created (AUTHORISE key) and attached when it has none yet."""
         payment = order.payment
         if payment is None or payment.intent_id is not None or order.status is not OrderStatus.PENDING_PAYMENT:
             return order
-        provider = self._payments() if self._payments is not None else None
-        if provider is None:
-            raise errors.PaymentMisconfigured("PAYMENTS is on but no payment provider is configured")
         intent = provider.create_intent(
             order.order_id,
             payment.amount_cents,
