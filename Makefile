@@ -18,6 +18,10 @@ PYTEST_ARGS ?=
 SNAPSTART ?=
 # seconds between two sweeps of make dev's TTL emulator (DynamoDB Local never expires items; 0: off)
 TTL_INTERVAL ?= 2
+# `make dev`'s payments: stripe (localstripe on a free port, the default) or none (version 2's flow)
+PAYMENTS ?= stripe
+ORDER ?=
+CARD ?=
 
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.cache/jsii
@@ -26,7 +30,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
-.PHONY: setup dev logs test unit integration infra e2e lint typecheck synth synth-local layers openapi \
+.PHONY: setup dev pay logs test unit integration infra e2e lint typecheck synth synth-local layers openapi \
         invoke token replay bench drill deploy destroy lock clean
 
 setup: $(VENV)/.installed node_modules/.installed
@@ -43,25 +47,34 @@ node_modules/.installed: package.json package-lock.json
 
 # The dependencies layer; build_layers keeps its own fingerprint of the lock, and make skips even asking
 # it while the lock is older than the stamp.
-layers: setup build/layers/deps-$(ARCH).stamp
+layers: setup build/layers/deps-$(ARCH).stamp build/layers/payments-$(ARCH).stamp
 
 build/layers/deps-$(ARCH).stamp: requirements/runtime.txt infra/build_layers.py
 	$(PY) -m infra.build_layers --arch $(ARCH)
 	touch $@
 
+# Stripe's library, for the functions that call Stripe when a stage deploys with -c payments=stripe (docs/payments.md)
+build/layers/payments-$(ARCH).stamp: requirements/payments.txt infra/build_layers.py
+	$(PY) -m infra.build_layers --arch $(ARCH) --layer payments
+	touch $@
+
 # `make synth SNAPSTART=true`: the templates with Lambda SnapStart (docs/deploy.md, "SnapStart (opt-in)").
 # Synthesized again only when an input is newer than cdk.out's stamp of these settings (a warm `make dev`
 # skips it); the CLI's chatter is shown only when it fails.
-SYNTH_INPUTS := app.py cdk.json requirements/runtime.txt \
+SYNTH_INPUTS := app.py cdk.json requirements/runtime.txt requirements/payments.txt \
   $(shell find infra functions layers/shared -type f -not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
-SYNTH_STAMP := cdk.out/.synth-$(ARCH)$(if $(SNAPSTART),-snapstart-$(SNAPSTART),)
+# The local templates are synthesized with payments on (-c payments=stripe): they then hold what a paying stage
+# deploys (the payments layer, payment_steps and its stream filters), which `make dev` runs; `make dev
+# PAYMENTS=none` (and the e2e stacks) switch every function to version 2's flow with PAYMENTS=none.
+SYNTH_PAYMENTS ?= stripe
+SYNTH_STAMP := cdk.out/.synth-$(ARCH)-payments-$(SYNTH_PAYMENTS)$(if $(SNAPSTART),-snapstart-$(SNAPSTART),)
 
 synth: setup layers $(SYNTH_STAMP)
 
-$(SYNTH_STAMP): $(SYNTH_INPUTS) build/layers/deps-$(ARCH).stamp
+$(SYNTH_STAMP): $(SYNTH_INPUTS) build/layers/deps-$(ARCH).stamp build/layers/payments-$(ARCH).stamp
 	rm -f cdk.out/.synth-*
 	@mkdir -p .cache
-	npx cdk synth --no-notices -q -c arch=$(ARCH) $(if $(SNAPSTART),-c snapstart=$(SNAPSTART),) \
+	npx cdk synth --no-notices -q -c arch=$(ARCH) -c payments=$(SYNTH_PAYMENTS) $(if $(SNAPSTART),-c snapstart=$(SNAPSTART),) \
 	  > /dev/null 2> .cache/synth.log || { cat .cache/synth.log >&2; exit 1; }
 	touch $@
 
@@ -110,7 +123,12 @@ openapi: setup
 # `make dev FUNCTION_ENV="STATUS_SHARDS=4 STATUS_SHARDS_NEXT=16"`: variables of every function overridden (a switch's phase).
 dev: setup synth
 	$(PY) -m local_runtime dev --port $(PORT) --dynamodb-port $(DYNAMODB_PORT) --ttl-interval $(TTL_INTERVAL) \
-	  $(if $(FRESH),--fresh,) $(if $(V),-v,) $(foreach pair,$(FUNCTION_ENV),--env $(pair))
+	  --payments $(PAYMENTS) $(if $(FRESH),--fresh,) $(if $(V),-v,) $(foreach pair,$(FUNCTION_ENV),--env $(pair))
+
+# Pay an order of the running `make dev` through localstripe: `make -s pay ORDER=<id> [CARD=declined]`
+# (docs/payments.md, "Local runs"). pm_card_visa authorises; CARD=declined is a card localstripe declines.
+pay: setup
+	@$(PY) -m local_runtime pay --order "$(ORDER)" $(if $(CARD),--card $(CARD),)
 
 # Follow a running `make dev`'s function logs, one readable line each (RAW=1: the JSON lines as deployed).
 logs: setup
@@ -138,6 +156,7 @@ drill: setup synth
 
 deploy: setup
 	$(PY) -m infra.build_layers --arch arm64
+	$(PY) -m infra.build_layers --arch arm64 --layer payments
 	npx cdk deploy --no-notices --all -c arch=arm64 $(CDK_ARGS)
 
 destroy: setup

@@ -1,7 +1,9 @@
-"""Build the third-party dependencies layer without Docker.
+"""Build the third-party layers without Docker.
 
-``python -m infra.build_layers --arch x86_64|arm64`` installs the locked ``requirements/runtime.txt`` as binary
-manylinux wheels into ``build/layers/deps-<arch>/python`` (docs/infrastructure.md, "Layers").
+``python -m infra.build_layers --arch x86_64|arm64 [--layer deps|payments]`` installs a locked requirements file
+as binary manylinux wheels into ``build/layers/<layer>-<arch>/python`` (docs/infrastructure.md, "Layers"): the
+dependencies layer (``requirements/runtime.txt``, every function) and the payments layer
+(``requirements/payments.txt``: Stripe's library, only the functions that call Stripe; docs/payments.md).
 """
 
 from __future__ import annotations
@@ -16,25 +18,26 @@ from pathlib import Path
 from infra.settings import LAYER_PYTHON_VERSION, ROOT
 
 REQUIREMENTS = ROOT / "requirements" / "runtime.txt"
+LAYERS = {"deps": REQUIREMENTS, "payments": ROOT / "requirements" / "payments.txt"}
 BUILD_ROOT = ROOT / "build" / "layers"
 PLATFORMS = {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}
 # pip's tag for the machine in the compiled module's file name
 SO_MACHINE = {"x86_64": "x86_64", "arm64": "aarch64"}
 
 
-def layer_dir(arch: str) -> Path:
-    """The asset directory of the dependencies layer (contains ``python/``)."""
-    return BUILD_ROOT / f"deps-{arch}"
+def layer_dir(arch: str, layer: str = "deps") -> Path:
+    """The asset directory of a layer (contains ``python/``)."""
+    return BUILD_ROOT / f"{layer}-{arch}"
 
 
-def _stamp_path(arch: str) -> Path:
+def _stamp_path(arch: str, layer: str = "deps") -> Path:
     # kept outside the asset directory so it never changes the layer's hash
-    return BUILD_ROOT / f"deps-{arch}.stamp"
+    return BUILD_ROOT / f"{layer}-{arch}.stamp"
 
 
-def _fingerprint(arch: str) -> str:
+def _fingerprint(arch: str, layer: str = "deps") -> str:
     digest = hashlib.sha256()
-    digest.update(REQUIREMENTS.read_bytes())
+    digest.update(LAYERS[layer].read_bytes())
     digest.update(f"\0{arch}\0{LAYER_PYTHON_VERSION}\0{PLATFORMS[arch]}".encode())
     return digest.hexdigest()
 
@@ -50,13 +53,15 @@ def _strip(site: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def build(arch: str, *, force: bool = False, quiet: bool = True) -> Path:
-    """Build (or reuse) the dependencies layer for ``arch``; return its asset directory."""
+def build(arch: str, *, force: bool = False, quiet: bool = True, layer: str = "deps") -> Path:
+    """Build (or reuse) a layer for ``arch``; return its asset directory."""
     if arch not in PLATFORMS:
         raise ValueError(f"arch must be one of {sorted(PLATFORMS)}, got {arch!r}")
-    target = layer_dir(arch)
-    stamp = _stamp_path(arch)
-    fingerprint = _fingerprint(arch)
+    if layer not in LAYERS:
+        raise ValueError(f"layer must be one of {sorted(LAYERS)}, got {layer!r}")
+    target = layer_dir(arch, layer)
+    stamp = _stamp_path(arch, layer)
+    fingerprint = _fingerprint(arch, layer)
     if not force and stamp.exists() and stamp.read_text().strip() == fingerprint and (target / "python").is_dir():
         return target
     shutil.rmtree(target, ignore_errors=True)
@@ -79,7 +84,7 @@ def build(arch: str, *, force: bool = False, quiet: bool = True) -> Path:
         "--only-binary=:all:",
         "--no-deps",
         "-r",
-        str(REQUIREMENTS),
+        str(LAYERS[layer]),
         "-t",
         str(site),
     ]
@@ -100,9 +105,10 @@ def compiled_module_name(arch: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", choices=sorted(PLATFORMS), default="arm64")
+    parser.add_argument("--layer", choices=sorted(LAYERS), default="deps")
     parser.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
     args = parser.parse_args(argv)
-    target = build(args.arch, force=args.force)
+    target = build(args.arch, force=args.force, layer=args.layer)
     print(target.relative_to(ROOT))
     return 0
 

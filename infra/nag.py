@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_cdk import Acknowledgment, Validations
+from aws_cdk import Acknowledgment, Stack, Validations
 from aws_cdk import aws_codedeploy as codedeploy
 from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
@@ -80,7 +80,15 @@ def suppress_findings(shop: ShopApp) -> None:
     orders_policy = shop.api.functions["orders"].role.node.find_child("DefaultPolicy")  # type: ignore[union-attr]
     _ack(orders_policy, f"IAM5[Resource::{archive_objects}]", archive_reason)
     for route in ROUTES:
-        if route.public:
+        if route.public and route.function == "payments":
+            _ack(
+                shop.api.http.routes[route.route_key],
+                "APIG4",
+                f"{route.route_key} is Stripe's webhook: Stripe sends no JWT; the payments function verifies "
+                "every delivery's Stripe-Signature (HMAC of the raw body with the endpoint's secret, 300 s "
+                "tolerance) before reading it (docs/payments.md).",
+            )
+        elif route.public:
             _ack(
                 shop.api.http.routes[route.route_key],
                 "APIG4",
@@ -126,6 +134,32 @@ def suppress_findings(shop: ShopApp) -> None:
         "Lambda is the only writer and `make replay` the only reader of this failure archive; "
         "CloudTrail records both, an access-log bucket would log nothing else.",
     )
+    # Payments (-c payments=stripe)
+    if shop.data.stripe is not None:
+        _ack(
+            shop.data.stripe.secret,
+            "SMG4",
+            "Stripe's keys are rolled in Stripe's dashboard, not generated here: the operator rolls them there and "
+            "puts the new values in this secret (docs/operations.md, 'Rotating the Stripe keys'); the functions "
+            "read it at most 5 minutes stale.",
+        )
+    steps = shop.events.payment_steps
+    if steps is not None:
+        _function_findings(steps.function, streams=True)
+        steps_policy = steps.function.role.node.find_child("DefaultPolicy")  # type: ignore[union-attr]
+        bucket_id = Stack.of(steps.failures).get_logical_id(steps.failures.node.default_child)  # type: ignore[arg-type]
+        _ack(
+            steps_policy,
+            f"IAM5[Resource::<{bucket_id}.Arn>/aws/lambda/*]",
+            "Lambda names each failure object itself: s3:PutObject only, under that prefix of payment_steps' own "
+            "failure bucket.",
+        )
+        _ack(
+            steps.failures,
+            "S1",
+            "Lambda is the only writer and `make replay` the only reader of payment_steps' failure archive; "
+            "CloudTrail records both, an access-log bucket would log nothing else.",
+        )
     # Gradual deployments (protected stages)
     for stack in (shop.api, shop.events):
         for construct in stack.node.find_all():

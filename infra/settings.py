@@ -91,6 +91,9 @@ class FunctionSpec:
     archive_actions: tuple[str, ...] = ()
     # the EMF count of its failures, per version too (shop.version_metrics): a canary rolls back on the new version's
     failure_metric: str = "ServerErrors"
+    # calls Stripe when payments are on (`-c payments=stripe`): gets the payments layer, PAYMENTS=stripe, the Stripe
+    # secret's ARN and the right to read it; with payments off it gets none of them (docs/payments.md, "Layers")
+    calls_stripe: bool = False
 
     @property
     def construct_id(self) -> str:
@@ -119,6 +122,9 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # BatchGetItem: cart prices, a customer cart with its profile; TransactWriteItems: merging a session into a cart
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
+    # issue 25: a webhook event reads its order (Query) and writes one transaction: the order's change, the
+    # event's mark (PutItem), the PAYMENT_DUE item's delete, the stock a failed payment releases (UpdateItem)
+    "payments": ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem", "TransactWriteItems"),
     # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps (issue 12); BatchGetItem +
     # TransactWriteItems also: the daily sales counters and their once-per-order-version marker (issue 13);
     # Query and BatchWriteItem: archiving an order reads and deletes what is left of it (shop.services.archival);
@@ -159,6 +165,7 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
         uses_index=True,  # sharded orders-by-status listing
         paginates=True,
         archive_actions=("GetObject",),  # an archived order's GET
+        calls_stripe=True,  # a checkout creates the order's PaymentIntent
     ),
     FunctionSpec(
         "sessions",
@@ -166,6 +173,12 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
         DYNAMODB_ACTIONS["sessions"],
         # reads products and profiles, writes sessions and customer carts only (carts are CART#<customer_id>)
         write_leading_keys=("SESSION#*", "CART#*"),
+    ),
+    FunctionSpec(
+        "payments",
+        "Stripe's webhook: payment events applied to orders",
+        DYNAMODB_ACTIONS["payments"],
+        calls_stripe=True,  # verifies deliveries with the webhook secret (the library's signature check)
     ),
 )
 
@@ -210,6 +223,51 @@ def iam_actions(operations: tuple[str, ...]) -> list[str]:
     return sorted(f"dynamodb:{op}" for op in operations if op not in _NOT_IAM_ACTIONS)
 
 
+# issue 25: the payment steps of the stream (capture at SHIPPED, cancel, refund at RETURNED, expiry at the end of
+# the payment window), a second consumer of the table stream, built only with `-c payments=stripe`. Its own
+# mapping, filters, failure store and alarm: a Stripe outage never holds back order_events' records.
+DYNAMODB_ACTIONS["payment_steps"] = (
+    "GetItem",
+    "Query",
+    "PutItem",
+    "UpdateItem",
+    "DeleteItem",
+    "ConditionCheckItem",
+    "TransactWriteItems",
+)
+PAYMENT_STEPS_FUNCTION = FunctionSpec(
+    "payment_steps",
+    "Payment steps from the table stream: capture, cancel, refund, expiry",
+    DYNAMODB_ACTIONS["payment_steps"],
+    memory_mb=256,
+    timeout_s=60,  # a batch of Stripe calls, each with the library's retries
+    failure_metric="RecordsFailed",
+    calls_stripe=True,
+)
+# The records payment_steps needs, as Lambda filters (at most 5 per mapping): an order item with a payment whose
+# status is one a step acts on (the step skips a MODIFY whose status did not change: a filter cannot compare
+# OldImage with NewImage), and a payment window's TTL removal.
+PAYMENT_STEP_STATUSES = ("SHIPPED", "CANCELLED", "PAYMENT_FAILED", "EXPIRED", "RETURNED")
+PAYMENT_STEP_FILTERS: tuple[dict[str, Any], ...] = (
+    {
+        "eventName": ["MODIFY"],
+        "dynamodb": {
+            "NewImage": {
+                "entity": {"S": ["ORDER"]},
+                "status": {"S": list(PAYMENT_STEP_STATUSES)},
+                "payment": {"M": {"provider": {"S": [{"exists": True}]}}},
+            }
+        },
+    },
+    {
+        "eventName": ["REMOVE"],
+        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+        "dynamodb": {"OldImage": {"entity": {"S": ["ORDER_PAYMENT_DUE"]}}},
+    },
+)
+
+# payment_steps joins ALL_FUNCTIONS (packaging, monitoring, the local runtime's tables) with its handler,
+# functions/payment_steps/handler.py (pay-stream's half of issue 25); until then it is built by nothing.
 ALL_FUNCTIONS: tuple[FunctionSpec, ...] = (*API_FUNCTIONS, STREAM_FUNCTION)
 
 
@@ -399,6 +457,10 @@ class DeployConfig:
     status_shards_next: int | None = None
     status_shards_writers: str = "current"
     archive_after_days: int = DEFAULT_ARCHIVE_AFTER_DAYS
+    # `-c payments=none|stripe` (issue 25): none (the default) keeps version 2's flow; stripe takes the money
+    # (docs/payments.md, "Deploying with payments"); `-c currency=eur` the shop's currency
+    payments: str = "none"
+    currency: str = "usd"
 
     @property
     def protected(self) -> bool:
@@ -463,6 +525,12 @@ class DeployConfig:
         topic_arn = text("alarm_topic_arn")
         if topic_arn is not None and not _TOPIC_ARN.match(topic_arn):
             raise ValueError(f"context alarm_topic_arn must be an SNS topic ARN, got {topic_arn!r}")
+        payments = text("payments") or limits.DEFAULT_PAYMENTS
+        if payments not in limits.PAYMENT_PROVIDERS:
+            raise ValueError(f"context payments must be one of {', '.join(limits.PAYMENT_PROVIDERS)}, got {payments!r}")
+        currency = text("currency") or limits.DEFAULT_CURRENCY
+        if not re.fullmatch(r"[a-z]{3}", currency):
+            raise ValueError(f"context currency must be an ISO 4217 code in lower case, got {currency!r}")
         config = cls(
             stage=stage,
             arch=arch,
@@ -489,6 +557,8 @@ class DeployConfig:
             status_shards_next=next_shards,
             status_shards_writers=writers,
             archive_after_days=int(archive_days),
+            payments=payments,
+            currency=currency,
         )
         if config.protected:
             config.require_protected_settings()

@@ -43,6 +43,7 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
+    from local_runtime import payments as local_payments
     from local_runtime.function_logs import Follower, start_run
     from local_runtime.functions import Functions
     from local_runtime.gateway import Gateway, swagger_assets_dir
@@ -78,6 +79,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     aws = LocalAws(state_dir, port=args.aws_port)
     functions = None
     server = None
+    paying: Any = None  # local_runtime.payments.LocalPayments with --payments stripe
     follower: Follower | None = None
     pollers: list[StreamPoller] = []
     ttl: TtlEmulator | None = None
@@ -100,6 +102,29 @@ def cmd_dev(args: argparse.Namespace) -> int:
             seeded = seed_once(client, table_name, ddb_dir / ".seeded")
             if seeded:
                 print(f"seeded {len(seeded)} demo products", flush=True)
+        overrides = _overrides(args.env)
+
+        # The gateway is bound first (port 0: any free one), so localstripe can be told where to deliver; it
+        # serves once the functions are warm. It calls them through `functions`, set just below.
+        def invoke(name: str, event: Any) -> Any:
+            assert functions is not None  # built below, before the gateway serves
+            return functions.invoke(name, event)
+
+        gateway = Gateway(
+            app.routes,
+            invoke,
+            auth.JwtAuthorizer(auth.load_or_create_keys(state_dir)),
+            openapi=lambda: load_document(REPO_ROOT, servers=[url]),
+            swagger_dir=swagger_assets_dir(),
+        )
+        server = gateway.server(args.host, args.port)
+        url = f"http://{args.host}:{server.server_address[1]}"
+        if args.payments == "stripe":
+            paying = local_payments.start(state_dir, url)
+            overrides = {**paying.environment, **overrides}
+        else:
+            local_payments.forget(state_dir)
+            overrides = {"PAYMENTS": "none", **overrides}
         functions = Functions(
             app,
             table_name=table_name,
@@ -109,21 +134,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
             deployed_budget=args.deployed_budget,
             store_faults=state_dir / STORE_FAULTS_FILE if args.deployed_budget else None,
             aws_endpoint=aws.endpoint,
-            overrides=_overrides(args.env),
+            overrides=overrides,
             log_dir=(logs := start_run(state_dir, sorted(app.functions))),
         )
         functions.warm()
         keys = auth.load_or_create_keys(state_dir)
-        url = f"http://{args.host}:{args.port}"
-        gateway = Gateway(
-            app.routes,
-            functions.invoke,
-            auth.JwtAuthorizer(keys),
-            openapi=lambda: load_document(REPO_ROOT, servers=[url]),
-            swagger_dir=swagger_assets_dir(),
-        )
-        server = gateway.server(args.host, args.port)
-        url = f"http://{args.host}:{server.server_address[1]}"
         threading.Thread(target=server.serve_forever, name="gateway", daemon=True).start()
         for mapping in app.mappings:
             if mapping.table is None or not mapping.enabled:
@@ -148,6 +163,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
                 deletions=ttl_deletions,
                 interval=args.ttl_interval,
             ).start()
+        payments_line = (
+            f"localstripe {paying.server.endpoint} -> {paying.webhook_url}; pay: make -s pay ORDER=<id>"
+            if paying is not None
+            else "off (PAYMENTS=none: the stream confirms every order)"
+        )
         customer = auth.issue_token(keys, "demo-customer")
         admin = auth.issue_token(keys, "demo-admin", groups=["admin"])
         print(
@@ -157,6 +177,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             f"S3, events    {aws.endpoint}  buckets {', '.join(aws.buckets) or '-'}; "
             f"bus events -> {state_dir / 'events.jsonl'}\n"
             f"TTL           {f'every {args.ttl_interval:g}s' if ttl else 'off'}\n"
+            f"payments      {payments_line}\n"
             f"functions     {', '.join(sorted(app.functions))}; stream pollers: {len(pollers)}\n"
             f"logs          {logs}/<function>.log   (follow them: make logs; or make dev V=1)\n\n"
             f"export CUSTOMER_TOKEN={customer}\n\n"
@@ -190,10 +211,24 @@ def cmd_dev(args: argparse.Namespace) -> int:
             poller.stop()
         if functions is not None:
             functions.close()
+        if paying is not None:
+            paying.server.stop()
+            local_payments.forget(state_dir)
         if capture is not None:
             capture.stop()
         aws.stop()
         ddb.stop()
+
+
+def cmd_pay(args: argparse.Namespace) -> int:
+    from local_runtime.payments import PayError, pay
+
+    try:
+        print(pay(pathlib.Path(args.data_dir).resolve(), args.order, args.card))
+    except PayError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _overrides(pairs: list[str]) -> dict[str, str]:
@@ -353,6 +388,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="override a variable of every function (e.g. SESSION_TTL_SECONDS=5, ARCHIVE_AFTER_DAYS=0)",
     )
+    dev.add_argument(
+        "--payments",
+        choices=("none", "stripe"),
+        default="none",
+        help="stripe: localstripe on a free port, every function pointed at it (make dev's default); "
+        "none: version 2's flow, the stream confirms every order",
+    )
     dev.add_argument("-v", "--verbose", action="store_true", help="log every request, and the functions' logs")
     dev.add_argument(
         "--echo-logs",
@@ -380,6 +422,14 @@ def build_parser() -> argparse.ArgumentParser:
     invoke.add_argument("--event", required=True, help="JSON file, or - for stdin")
     invoke.add_argument("--cdk-out", default=str(REPO_ROOT / "cdk.out"))
     invoke.set_defaults(func=cmd_invoke)
+
+    pay = sub.add_parser("pay", help="pay an order of the running dev stack through localstripe (make pay)")
+    common(pay)
+    pay.add_argument("--order", required=True, help="the order id")
+    pay.add_argument(
+        "--card", default="visa", choices=("visa", "declined"), help="declined: a card localstripe declines"
+    )
+    pay.set_defaults(func=cmd_pay)
 
     replay = sub.add_parser("replay", help="re-drive given-up stream batches through order_events")
     common(replay)

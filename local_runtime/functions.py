@@ -94,6 +94,13 @@ def function_environment(
         }
     )
     env.update(resolver.environment(fn))
+    # Payments locally (templates synthesized with -c payments=stripe): never the Stripe secret's ARN, and
+    # version 2's flow unless the caller points the functions at localstripe (`dev --payments stripe` passes
+    # PAYMENTS=stripe and localstripe's literal keys as overrides): `make invoke`, replays and drills stay as
+    # they were.
+    env.pop("STRIPE_SECRET_ARN", None)
+    if "PAYMENTS" in env:
+        env["PAYMENTS"] = "none"
     env["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
     env["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] = endpoint
     if aws_endpoint is not None:

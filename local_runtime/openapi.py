@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-HTTP_FUNCTIONS = ("customers", "products", "orders", "sessions")
+HTTP_FUNCTIONS = ("customers", "products", "orders", "sessions", "payments")
 TITLE = "Shop API"
 VERSION = "1"
 

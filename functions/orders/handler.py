@@ -74,7 +74,22 @@ def _place(*, request: dict, actor: Actor, body: s.OrderIn) -> dict:
     )
     count("OrdersPlaced")
     count("OrderValueCents", order.total_cents)
-    return order.model_dump(mode="json")
+    return placed_answer(order)
+
+
+def placed_answer(order) -> dict:
+    """The order, with `payment` when the shop takes it (PAYMENTS=stripe) and its intent exists."""
+    answer = order.model_dump(mode="json")
+    payment = order.payment
+    if payment is not None and payment.intent_id is not None and payment.client_secret is not None:
+        answer["payment"] = s.CheckoutPayment(
+            provider=payment.provider,
+            intent_id=payment.intent_id,
+            client_secret=payment.client_secret,
+            amount_cents=payment.amount_cents,
+            currency=payment.currency,
+        ).model_dump(mode="json")
+    return answer
 
 
 placement = IdempotentOperation("orders", _place)
@@ -83,9 +98,13 @@ placement = IdempotentOperation("orders", _place)
 @app.post(
     "/orders",
     summary="Place an order from lines, a session's cart or the caller's cart (idempotent per Idempotency-Key)",
+    description="With payments on (PAYMENTS=stripe) the order is PENDING_PAYMENT, its stock held for the "
+    "payment window, and `payment` carries the Stripe client secret to confirm the card with; the order is "
+    "CONFIRMED when Stripe reports the amount authorised. A 503 PAYMENT_PROVIDER_UNAVAILABLE may leave the "
+    "order placed without its payment: repeat the request with the same Idempotency-Key to complete it.",
     responses=declare(
         201,
-        s.Order,
+        s.PlacedOrder,
         401,
         404,
         409,
@@ -94,6 +113,8 @@ placement = IdempotentOperation("orders", _place)
         links=NEXT_STEPS,
         errors_described={
             404: "PRODUCT_NOT_FOUND or SESSION_NOT_FOUND",
+            503: "SERVICE_UNAVAILABLE (see Retry-After), PAYMENT_PROVIDER_UNAVAILABLE (Stripe could not be reached: "
+            "repeat with the same Idempotency-Key, which completes an order placed without its payment)",
             409: "OUT_OF_STOCK (details.product_ids), CART_EMPTY, CART_CHANGED (the customer cart changed during "
             "checkout), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED, PRODUCT_UNAVAILABLE (an archived product), "
             "STOCK_TOO_SCATTERED (the stock kept moving while it was gathered into one write: retry later or split "
@@ -170,6 +191,34 @@ def list_orders(
 def get_order(order_id: OrderId, request: Request):
     order = orders.get(caller(request), order_id)
     return json_response(200, order, etag(order))
+
+
+@app.get(
+    "/orders/<order_id>/payment",
+    summary="An order's payment: status and amounts; the client secret to its owner while unpaid (owner or admin)",
+    responses=declare(
+        200,
+        s.PaymentView,
+        401,
+        404,
+        errors_described={
+            404: "ORDER_NOT_FOUND (also another customer's order), PAYMENT_NOT_FOUND (placed without payment)",
+        },
+    ),
+    tags=TAGS,
+)
+def get_order_payment(order_id: OrderId, request: Request):
+    payment, secret_shown = orders.payment_of(caller(request), order_id)
+    view = s.PaymentView(
+        status=payment.status,
+        amount_cents=payment.amount_cents,
+        captured_cents=payment.captured_cents,
+        refunded_cents=payment.refunded_cents,
+        currency=payment.currency,
+    )
+    if secret_shown and payment.client_secret is not None:
+        view.client_secret = payment.client_secret
+    return json_response(200, view)
 
 
 @app.patch(

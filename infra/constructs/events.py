@@ -13,12 +13,15 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.constructs.functions import Layers, build_function, live_alias
 from infra.constructs.protection import removal_policy
 from infra.settings import (
     EVENT_ARCHIVE_RETENTION_DAYS,
+    PAYMENT_STEP_FILTERS,
+    PAYMENT_STEPS_FUNCTION,
     STREAM,
     STREAM_FAILURE_PREFIX,
     STREAM_FAILURE_RETENTION_DAYS,
@@ -99,6 +102,57 @@ class OrderEventsProcessing(Construct):
                 max_record_age=Duration.seconds(STREAM.max_record_age_s),
                 on_failure=FailureArchive(self.failures),
                 filters=[_pattern(f) for f in STREAM_FILTERS],
+                metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
+            )
+        )
+        mappings = [c for c in self.alias.node.children if isinstance(c, lambda_.EventSourceMapping)]
+        self.mapping_id = mappings[0].event_source_mapping_id
+
+
+class PaymentSteps(Construct):
+    """`-c payments=stripe`: payment_steps, a second consumer of the table stream (capture, cancel, refund, expiry).
+
+    Its own mapping with its own filters (PAYMENT_STEP_FILTERS), failure bucket and alarm (Monitoring): a Stripe
+    outage retries and then parks payment records (`make replay`), never order_events' records.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeployConfig,
+        table: dynamodb.ITable,
+        stripe_secret: secretsmanager.ISecret,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.failures = s3.Bucket(
+            self,
+            "StepFailures",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(STREAM_FAILURE_RETENTION_DAYS))],
+            removal_policy=removal_policy(config),
+        )
+        layers = Layers(self, "Layers", config=config, payments=True)
+        self.function = build_function(
+            self, PAYMENT_STEPS_FUNCTION, config=config, table=table, layers=layers, stripe_secret=stripe_secret
+        )
+        self.alias = live_alias(self, self.function, config=config)
+        self.alias.add_event_source(
+            sources.DynamoEventSource(
+                table,
+                starting_position=lambda_.StartingPosition[STREAM.starting_position],
+                batch_size=STREAM.batch_size,
+                max_batching_window=Duration.seconds(STREAM.max_batching_window_s),
+                report_batch_item_failures=STREAM.report_batch_item_failures,
+                bisect_batch_on_error=STREAM.bisect_batch_on_error,
+                retry_attempts=STREAM.retry_attempts,
+                max_record_age=Duration.seconds(STREAM.max_record_age_s),
+                on_failure=FailureArchive(self.failures),
+                filters=[_pattern(f) for f in PAYMENT_STEP_FILTERS],
                 metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
             )
         )

@@ -24,6 +24,7 @@ from infra.settings import (
     LOCAL_PAGINATION_KEY,
     LOCAL_TABLE_NAME,
     LOG_LEVEL,
+    PAYMENT_STEPS_FUNCTION,
     POWERTOOLS_NAMESPACE,
     ROOT,
     RUNTIME_NAME,
@@ -53,7 +54,8 @@ class Layers(Construct):
     layer exported across stacks would block every layer update ("export in use").
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: DeployConfig) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeployConfig, payments: bool = False) -> None:
+        """`payments`: this stack holds functions that call Stripe (built only with -c payments=stripe)."""
         super().__init__(scope, construct_id)
         arch = architecture(config)
         deps_dir = build_layers.layer_dir(config.arch)
@@ -78,10 +80,27 @@ class Layers(Construct):
 
         self.shared = layer("Shared", str(ROOT / "layers" / "shared"), "shop: models, keys, repository, errors")
         self.deps = layer("Deps", str(deps_dir), f"third-party packages from requirements/runtime.txt ({config.arch})")
+        # Stripe's library (19 MB unpacked), only with `-c payments=stripe` and only on the functions that call
+        # Stripe (FunctionSpec.calls_stripe): every other function's layers and cold start stay as they were.
+        self.payments: lambda_.LayerVersion | None = None
+        if payments and config.payments == "stripe":
+            payments_dir = build_layers.layer_dir(config.arch, "payments")
+            if not (payments_dir / "python").is_dir():
+                raise RuntimeError(
+                    f"{payments_dir} is missing: run `python -m infra.build_layers --arch {config.arch} --layer "
+                    f"payments` (or `make layers ARCH={config.arch}`) before synthesizing with -c payments=stripe"
+                )
+            self.payments = layer(
+                "Payments", str(payments_dir), f"Stripe's library from requirements/payments.txt ({config.arch})"
+            )
 
     @property
     def all(self) -> list[lambda_.ILayerVersion]:
         return [self.deps, self.shared]
+
+    def of(self, spec: FunctionSpec) -> list[lambda_.ILayerVersion]:
+        """The layers of one function: the payments layer too when it calls Stripe and payments are on."""
+        return [*self.all, self.payments] if spec.calls_stripe and self.payments is not None else self.all
 
 
 def metrics_namespace(config: DeployConfig) -> str:
@@ -98,7 +117,8 @@ def local_environment(env: dict[str, str], config: DeployConfig) -> dict[str, st
     local literal, no bus and no archive bucket are named (nothing is published) and AWS_ENDPOINT_URL sends any other client to
     DynamoDB Local too, where it fails instead of reaching the account whose credentials SAM passes.
     """
-    unset = ("EVENT_BUS_NAME", "PAGINATION_SECRET_ARN", "ARCHIVE_BUCKET")  # no archive: archived orders answer 503
+    # no archive: archived orders answer 503; no Stripe secret: `make dev` gives localstripe's literal values
+    unset = ("EVENT_BUS_NAME", "PAGINATION_SECRET_ARN", "ARCHIVE_BUCKET", "STRIPE_SECRET_ARN")
     local = {name: value for name, value in env.items() if name not in unset}
     if "PAGINATION_SECRET_ARN" in env:
         local["PAGINATION_SECRET"] = LOCAL_PAGINATION_KEY
@@ -178,6 +198,7 @@ def build_function(
     table: dynamodb.ITable,
     layers: Layers,
     pagination_secret: secretsmanager.ISecret | None = None,
+    stripe_secret: secretsmanager.ISecret | None = None,
     archive: bool = False,
     environment: dict[str, str] | None = None,
     reserved_concurrency: int | None = None,
@@ -219,6 +240,19 @@ def build_function(
         role.add_to_policy(
             iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[pagination_secret.secret_arn])
         )
+    payment_env: dict[str, str] = {}
+    if spec.calls_stripe and config.payments == "stripe":
+        if stripe_secret is None:
+            raise ValueError(f"{spec.name} calls Stripe: it needs the Stripe secret")
+        # Only the ARN: the keys are read at the first call that needs them (shop.payment_secrets), cached 5 min.
+        payment_env = {
+            "PAYMENTS": config.payments,
+            "STRIPE_SECRET_ARN": stripe_secret.secret_arn,
+            "SHOP_CURRENCY": config.currency,
+        }
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[stripe_secret.secret_arn])
+        )
     archive_env: dict[str, str] = {}
     if spec.archive_actions:
         if not archive:
@@ -235,6 +269,7 @@ def build_function(
         **status_shard_env(config),
         "ARCHIVE_AFTER_DAYS": str(config.archive_after_days),
         **secret_env,
+        **payment_env,
         **archive_env,
         "SESSION_TTL_SECONDS": str(SESSION_TTL_SECONDS),
         "IDEMPOTENCY_TTL_SECONDS": str(IDEMPOTENCY_TTL_SECONDS),
@@ -257,7 +292,7 @@ def build_function(
         architecture=architecture(config),
         handler="handler.handler",
         code=lambda_.Code.from_asset(str(ROOT / "functions" / spec.name), exclude=ASSET_EXCLUDES),
-        layers=layers.all,
+        layers=layers.of(spec),
         memory_size=spec.memory_mb,
         timeout=Duration.seconds(spec.timeout_s),
         environment=env,
@@ -300,7 +335,7 @@ VERSION_DIMENSION = "function_version"  # shop.version_metrics.VERSION_DIMENSION
 def version_failures(function: lambda_.Function, config: DeployConfig) -> cloudwatch.Metric:
     """The function's failures counted by the version being published (shop.version_metrics): an API function's
     5xx answers, order_events' failed records. Lambda's Errors misses both (handled, not raised)."""
-    (spec,) = [spec for spec in ALL_FUNCTIONS if spec.construct_id == function.node.id]
+    (spec,) = [spec for spec in (*ALL_FUNCTIONS, PAYMENT_STEPS_FUNCTION) if spec.construct_id == function.node.id]
     return cloudwatch.Metric(
         namespace=metrics_namespace(config),
         metric_name=spec.failure_metric,

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import Annotations, CfnOutput, Stack, Tags
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.constructs.api import Auth, HttpApi
-from infra.constructs.data import OrderArchive, PaginationSecret, ShopTable
+from infra.constructs.data import OrderArchive, PaginationSecret, ShopTable, StripeSecret
 from infra.constructs.edge import Edge
-from infra.constructs.events import OrderEventsProcessing
+from infra.constructs.events import OrderEventsProcessing, PaymentSteps
 from infra.constructs.functions import Layers, build_function, live_alias
 from infra.constructs.monitoring import Monitoring
-from infra.settings import API_FUNCTIONS, DeployConfig, EdgeSettings
+from infra.settings import API_FUNCTIONS, ROOT, DeployConfig, EdgeSettings
 
 
 class DataStack(Stack):
@@ -23,6 +23,7 @@ class DataStack(Stack):
         self.table = ShopTable(self, "Table", config=config)
         self.secret = PaginationSecret(self, "PaginationSecret", config=config)
         self.archive = OrderArchive(self, "OrderArchive", config=config)
+        self.stripe = StripeSecret(self, "StripeSecret", config=config) if config.payments == "stripe" else None
         CfnOutput(self, "TableName", value=self.table.table.table_name, description="the single table")
         CfnOutput(
             self,
@@ -39,7 +40,7 @@ class ApiStack(Stack):
         self, scope: Construct, construct_id: str, *, config: DeployConfig, data: DataStack, **kwargs: object
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
-        layers = Layers(self, "Layers", config=config)
+        layers = Layers(self, "Layers", config=config, payments=True)
         secret = data.secret.secret
         self.functions: dict[str, lambda_.IFunction] = {}
         self.aliases: dict[str, lambda_.IFunction] = {}  # what the routes invoke
@@ -51,6 +52,7 @@ class ApiStack(Stack):
                 table=data.table.table,
                 layers=layers,
                 pagination_secret=secret,
+                stripe_secret=data.stripe.secret if data.stripe is not None else None,
                 archive=True,
             )
             self.functions[spec.name] = function
@@ -84,6 +86,17 @@ class EventsStack(Stack):
             config=config,
             table=data.table.table,
         )
+        self.payment_steps: PaymentSteps | None = None
+        if data.stripe is not None:
+            if not (ROOT / "functions" / "payment_steps" / "handler.py").exists():
+                # pay-stream's handler (issue 25) lands with the merge; until then the stack says what is missing.
+                Annotations.of(self).add_warning_v2(
+                    "shop:payment-steps-missing", "functions/payment_steps/handler.py is missing: no payment steps"
+                )
+            else:
+                self.payment_steps = PaymentSteps(
+                    self, "PaymentSteps", config=config, table=data.table.table, stripe_secret=data.stripe.secret
+                )
         CfnOutput(self, "EventBusName", value=self.processing.bus.event_bus_name)
         CfnOutput(
             self,

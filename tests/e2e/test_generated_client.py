@@ -122,7 +122,7 @@ def test_a_flow_through_the_generated_client(stack: Stack, generated: pathlib.Pa
         sdk("api.orders.place_order").sync_detailed(client=customer, body=order_body, idempotency_key=f"sdk-{uid}"),
         201,
     )
-    assert isinstance(placed, models.Order)
+    assert isinstance(placed, models.PlacedOrder)  # the order, with `payment` when the shop takes it (issue 25)
     assert placed.total_cents == 2 * 2599
 
     get_order = sdk("api.orders.get_order")

@@ -18,7 +18,7 @@ from local_runtime.in_process import InProcessFunctions, Reply, declared_routes
 from shop.http_api.routes import ROUTES, Route
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-FUNCTIONS = ("customers", "products", "orders", "sessions")
+FUNCTIONS = ("customers", "products", "orders", "sessions", "payments")
 
 ALICE = {"sub": "alice"}
 BOB = {"sub": "bob"}

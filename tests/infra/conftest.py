@@ -71,6 +71,8 @@ def _synth(tmp_path_factory: pytest.TempPathFactory, name: str, context: dict[st
     from infra.app_factory import build_app
 
     build_layers.build(context.get("arch", "arm64"))
+    if context.get("payments") == "stripe":
+        build_layers.build(context.get("arch", "arm64"), layer="payments")
     outdir = tmp_path_factory.mktemp(f"cdk-{name}")
     shop = build_app(context=context, outdir=str(outdir))
     shop.app.synth()  # raises when cdk-nag reports an unacknowledged finding
@@ -177,3 +179,13 @@ AUTH_OPTIONS = {
 def cognito_options(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
     """dev with every user pool option on: SES mail, the hosted sign-in's code flow, threat protection."""
     return _synth(tmp_path_factory, "cognito", {"arch": "x86_64", **PINNED, **AUTH_OPTIONS})
+
+
+@pytest.fixture(scope="session")
+def payments_on(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """`-c payments=stripe` on a protected stage: the Stripe secret, the payments layer, payment_steps."""
+    return _synth(
+        tmp_path_factory,
+        "payments",
+        {"arch": "x86_64", "stage": "prod", **PINNED, "alarm_email": "oncall@example.com", "payments": "stripe"},
+    )

@@ -14,7 +14,7 @@ from infra.settings import DYNAMODB_ACTIONS, iam_actions
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
-FUNCTIONS = {"customers", "products", "orders", "sessions", "order_events"}
+FUNCTIONS = {"customers", "products", "orders", "sessions", "payments", "order_events"}
 USES_INDEX = {"customers", "products", "orders", "order_events"}  # email, listings, status index, a move's walk
 PAGINATING = {"customers", "products", "orders"}  # list routes with next tokens
 COMMON_ENV = {

@@ -16,9 +16,16 @@ from tests.infra.conftest import STAGING_ALARM_TOPIC, STAGING_RUNBOOK
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
 OPERATIONS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
-API_FUNCTIONS = {"customers", "products", "orders", "sessions"}
+API_FUNCTIONS = {"customers", "products", "orders", "sessions", "payments"}
 # (function, timeout s) from infra/settings.py, written out: 80% of the timeout, in ms
-NEAR_TIMEOUT_MS = {"customers": 8000, "products": 8000, "orders": 8000, "sessions": 8000, "order_events": 24000}
+NEAR_TIMEOUT_MS = {
+    "customers": 8000,
+    "products": 8000,
+    "orders": 8000,
+    "sessions": 8000,
+    "payments": 8000,
+    "order_events": 24000,
+}
 
 
 def _alarms(assembly: Any) -> dict[str, dict[str, Any]]:
@@ -142,7 +149,7 @@ def test_answers_503_for_the_store_alarm_from_every_api_function(arm64) -> None:
     stats = [m["MetricStat"]["Metric"] for m in alarm["Metrics"] if "MetricStat" in m]
     assert {m["MetricName"] for m in stats} == {"StoreUnavailable"}
     services = {d["Value"] for m in stats for d in m["Dimensions"]}
-    assert services == {"customers", "orders", "products", "sessions"}
+    assert services == {"customers", "orders", "payments", "products", "sessions"}
 
 
 def test_the_dashboard_shows_the_business_metrics(arm64) -> None:

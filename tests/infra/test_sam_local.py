@@ -25,7 +25,7 @@ from local_runtime.cli import DEFAULT_TABLE_NAME
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
-FUNCTIONS = {"customers", "products", "orders", "sessions", "order_events"}
+FUNCTIONS = {"customers", "products", "orders", "sessions", "payments", "order_events"}
 CODE_DIRS = (ROOT / "layers" / "shared" / "python", ROOT / "functions")
 LOCAL_HOSTS = {"host.docker.internal", "localhost", "127.0.0.1"}
 # What SAM CLI sets itself: the user's real credentials and region when a profile is configured.

@@ -10,13 +10,16 @@ from functools import cache
 from shop.limits import (
     DEFAULT_ARCHIVE_AFTER_DAYS,
     DEFAULT_CART_TTL_SECONDS,
+    DEFAULT_CURRENCY,
     DEFAULT_HOT_PRODUCT_CACHE_SECONDS,
     DEFAULT_IDEMPOTENCY_TTL_SECONDS,
+    DEFAULT_PAYMENT_WINDOW_MINUTES,
     DEFAULT_PAYMENTS,
     DEFAULT_SESSION_TTL_SECONDS,
     DEFAULT_STATUS_SHARDS,
     MAX_ARCHIVE_AFTER_DAYS,
     MAX_HOT_PRODUCT_CACHE_SECONDS,
+    MAX_PAYMENT_WINDOW_MINUTES,
     MAX_STATUS_SHARDS,
     MOVE_STEP_PRODUCTS,
     PAYMENT_PROVIDERS,
@@ -169,6 +172,15 @@ class PaymentSettings:
     stripe_api_base: str | None  # STRIPE_API_BASE: localstripe's address locally; unset on AWS (api.stripe.com)
     stripe_secret_key: str | None  # STRIPE_SECRET_KEY: a literal test key, local runs and tests only
     stripe_webhook_secret: str | None  # STRIPE_WEBHOOK_SECRET: the endpoint's signing secret, local only
+    # Deployed: the Secrets Manager secret holding {"secret_key", "webhook_secret"} (shop.payment_secrets), read
+    # on first use by the functions that call Stripe; the literal values above are then ignored.
+    stripe_secret_arn: str | None = None  # STRIPE_SECRET_ARN
+    currency: str = DEFAULT_CURRENCY  # SHOP_CURRENCY: ISO 4217, lower case
+    payment_window_minutes: int = DEFAULT_PAYMENT_WINDOW_MINUTES  # PAYMENT_WINDOW_MINUTES
+
+    @property
+    def enabled(self) -> bool:
+        return self.provider != "none"
 
 
 @cache
@@ -176,9 +188,18 @@ def payment_settings() -> PaymentSettings:
     provider = os.environ.get("PAYMENTS") or DEFAULT_PAYMENTS
     if provider not in PAYMENT_PROVIDERS:
         raise ConfigurationError(f"PAYMENTS must be one of {', '.join(PAYMENT_PROVIDERS)}, got {provider!r}")
+    currency = os.environ.get("SHOP_CURRENCY") or DEFAULT_CURRENCY
+    if not (len(currency) == 3 and currency.isascii() and currency.isalpha() and currency.islower()):
+        raise ConfigurationError(f"SHOP_CURRENCY must be an ISO 4217 code in lower case, got {currency!r}")
+    window = os.environ.get("PAYMENT_WINDOW_MINUTES") or str(DEFAULT_PAYMENT_WINDOW_MINUTES)
+    if not (window.isascii() and window.isdigit()) or not 1 <= int(window) <= MAX_PAYMENT_WINDOW_MINUTES:
+        raise ConfigurationError(f"PAYMENT_WINDOW_MINUTES must be 1..{MAX_PAYMENT_WINDOW_MINUTES}, got {window!r}")
     return PaymentSettings(
         provider=provider,
         stripe_api_base=os.environ.get("STRIPE_API_BASE") or None,
         stripe_secret_key=os.environ.get("STRIPE_SECRET_KEY") or None,
         stripe_webhook_secret=os.environ.get("STRIPE_WEBHOOK_SECRET") or None,
+        stripe_secret_arn=os.environ.get("STRIPE_SECRET_ARN") or None,
+        currency=currency,
+        payment_window_minutes=int(window),
     )

@@ -46,6 +46,12 @@ class OrderNotFound(NotFound):
     code = "ORDER_NOT_FOUND"
 
 
+class PaymentNotFound(NotFound):
+    """The order takes no payment through the shop (placed with PAYMENTS=none)."""
+
+    code = "PAYMENT_NOT_FOUND"
+
+
 class SessionNotFound(NotFound):
     code = "SESSION_NOT_FOUND"
 

@@ -92,6 +92,11 @@ ARCHIVE_PREFIX = "orders/"  # where the archive's objects are (the repository wr
 # order); "stripe" uses the Stripe adapter (shop.payments.stripe_adapter). Read by shop.config.
 PAYMENT_PROVIDERS = ("none", "stripe")
 DEFAULT_PAYMENTS = "none"
+# How long a PENDING_PAYMENT order holds its stock waiting for the authorisation (its PAYMENT_DUE item's TTL).
+DEFAULT_PAYMENT_WINDOW_MINUTES = 30
+MAX_PAYMENT_WINDOW_MINUTES = 24 * 60  # Stripe keeps an idempotency key 24 hours: the window must end before
+# The shop's currency (ISO 4217, lower case as Stripe spells it): every order's total is in it.
+DEFAULT_CURRENCY = "usd"
 # Network retries the Stripe library makes on a transient failure, each with the call's idempotency key.
 STRIPE_NETWORK_RETRIES = 2
 # A webhook event's applied-marker outlives the provider's redeliveries (Stripe retries for up to 3 days).

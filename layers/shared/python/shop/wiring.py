@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from shop import clock
@@ -154,6 +155,9 @@ def order_service(
         carts=CustomerCartRepository(table),
         archive=archive if archive is not None else ArchiveBucket(),
         hot=hot,
+        # Called at each checkout that takes a payment (PAYMENTS=none never does); looked up then, so tests can
+        # put a fake provider in its place.
+        payments=lambda: payments(),  # noqa: PLW0108
     )
 
 
@@ -251,31 +255,39 @@ def archival_service(
 
 
 def payments() -> Payments | None:
-    """The provider PAYMENTS names; None for "none" (version 2's flow: no payment is taken)."""
-    from shop.config import ConfigurationError, payment_settings
+    """The provider PAYMENTS names; None for "none" (version 2's flow: no payment is taken).
+
+    The secret key comes from shop.payment_secrets (Secrets Manager deployed, cached there); one client per key,
+    so a rotated key gets its own client and the old one is dropped."""
+    from shop.config import payment_settings
 
     settings = payment_settings()
     if settings.provider == "none":
         return None
-    if not settings.stripe_secret_key:
-        raise ConfigurationError("PAYMENTS=stripe needs STRIPE_SECRET_KEY")
+    from shop.payment_secrets import secret_key
+
+    return _stripe_payments(secret_key(), settings.stripe_api_base)
+
+
+@lru_cache(maxsize=1)
+def _stripe_payments(secret_key: str, api_base: str | None) -> Payments:
     from shop.payments.stripe_adapter import StripePayments
 
-    return StripePayments(settings.stripe_secret_key, api_base=settings.stripe_api_base)
+    return StripePayments(secret_key, api_base=api_base)
 
 
 def payment_webhooks() -> PaymentWebhooks | None:
-    """The provider's webhook verification; None for PAYMENTS=none."""
-    from shop.config import ConfigurationError, payment_settings
+    """The provider's webhook verification; None for PAYMENTS=none. Build it per delivery: the signing secret is
+    cached by shop.payment_secrets, so a rotated one is picked up."""
+    from shop.config import payment_settings
 
     settings = payment_settings()
     if settings.provider == "none":
         return None
-    if not settings.stripe_webhook_secret:
-        raise ConfigurationError("PAYMENTS=stripe needs STRIPE_WEBHOOK_SECRET")
+    from shop.payment_secrets import webhook_secret
     from shop.payments.stripe_adapter import StripeWebhooks
 
-    return StripeWebhooks(settings.stripe_webhook_secret)
+    return StripeWebhooks(webhook_secret())
 
 
 def payment_event_log(table: Table | None = None) -> PaymentEventLog:

@@ -18,6 +18,7 @@ from shop.limits import (
 )
 from shop.models import Order, OrderStatus, OrderSummary, ShippingAddress
 from shop.models.common import Model
+from shop.models.orders import PaymentStatus
 from shop.models.sales import ProductSales, TopSeller
 
 
@@ -114,6 +115,40 @@ class ReturnIn(Body):
     reason: Reason
 
 
+Cents = Annotated[int, Field(ge=0)]
+
+
+class CheckoutPayment(Model):
+    """What the customer's browser needs to pay (Stripe.js `confirmCardPayment` with the client secret); the
+    amount is the order's stored total, authorised now and captured when the order ships."""
+
+    provider: Literal["stripe"]
+    intent_id: str
+    client_secret: str
+    amount_cents: Cents
+    currency: str = Field(pattern=r"^[a-z]{3}$", description="ISO 4217, lower case")
+
+
+class PlacedOrder(Order):
+    """The order placed; with payments on (PAYMENTS=stripe) it is PENDING_PAYMENT and carries `payment`."""
+
+    payment: CheckoutPayment | MISSING = Field(  # type: ignore[assignment]
+        default=MISSING, description="present when the shop takes the payment (the order is PENDING_PAYMENT)"
+    )
+
+
+class PaymentView(Model):
+    """An order's payment as the shop recorded it. `client_secret` only to the order's owner while it is
+    PENDING_PAYMENT (to pay again after a declined card); amounts in the order's currency."""
+
+    status: PaymentStatus
+    amount_cents: Cents
+    captured_cents: Cents
+    refunded_cents: Cents
+    currency: str = Field(pattern=r"^[a-z]{3}$", description="ISO 4217, lower case")
+    client_secret: str | MISSING = MISSING
+
+
 class TopSellerPage(Model):
     """At most `limit` entries; the list is not paginated (next_token is always null)."""
 
@@ -128,6 +163,7 @@ class OrderSummaryPage(Model):
 
 __all__ = [
     "AddressIn",
+    "CheckoutPayment",
     "Order",
     "OrderFromCustomerCart",
     "OrderFromLines",
@@ -137,6 +173,8 @@ __all__ = [
     "OrderStatusPatch",
     "OrderSummary",
     "OrderSummaryPage",
+    "PaymentView",
+    "PlacedOrder",
     "ProductSales",
     "ReturnIn",
     "TopSellerPage",

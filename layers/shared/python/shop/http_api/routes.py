@@ -72,4 +72,8 @@ ROUTES: tuple[Route, ...] = (
     _r("POST", "/orders/{order_id}/return", "orders", "requestReturn"),
     _r("GET", "/products/{product_id}/sales", "orders", "getProductSales"),
     _r("GET", "/sales/top", "orders", "listTopSellers"),
+    # issue 25: payments. The order's payment (owner or admin); Stripe's webhook, public: the handler verifies
+    # the Stripe-Signature (no JWT), served by the one HTTP function that loads Stripe's library.
+    _r("GET", "/orders/{order_id}/payment", "orders", "getOrderPayment"),
+    _r("POST", "/webhooks/stripe", "payments", "receiveStripeWebhook", public=True),
 )

@@ -55,6 +55,21 @@ def order_item(order: Order, shards: int) -> dict[str, Any]:
         "entity": "ORDER",
         **order.model_dump(mode="json", exclude={"history", "archived"}, exclude_none=True),
         "stock_taken": order.stock_taken or None,  # excluded from answers, kept for the restock
+        # PAYMENTS=stripe: a map with OrderPayment's field names (intent_id and client_secret absent until the
+        # intent is attached) and the payment window's end; both excluded from answers, absent under PAYMENTS=none.
+        "payment": order.payment.model_dump(mode="json", exclude_none=True) if order.payment else None,
+        "payment_expires_at": order.payment_expires_at,
+    }
+
+
+def payment_due_item(order: Order) -> dict[str, Any]:
+    """The unpaid order's payment window (keys.payment_due_key): its TTL removal expires the order."""
+    return {
+        **keys.payment_due_key(order.order_id),
+        "entity": "ORDER_PAYMENT_DUE",
+        "order_id": order.order_id,
+        "customer_id": order.customer_id,
+        keys.TTL_ATTRIBUTE: order.payment_expires_at,
     }
 
 
@@ -66,7 +81,9 @@ def order_from_items(items: list[dict[str, Any]]) -> Order:
     if header is None:
         raise _absence(items)
     recorded = sorted((i for i in items if i["SK"].startswith(keys.HISTORY_PREFIX)), key=lambda i: i["SK"])
-    history = [StatusEntry(status=OrderStatus.PENDING, at=header["created_at"])]
+    # The implicit first entry: the status an order is placed in (PENDING_PAYMENT when it carries a payment).
+    placed_as = OrderStatus.PENDING_PAYMENT if "payment" in header else OrderStatus.PENDING
+    history = [StatusEntry(status=placed_as, at=header["created_at"])]
     history += [StatusEntry.model_validate(i) for i in recorded]
     latest_recorded = int(recorded[-1]["version"]) if recorded else 1
     if int(header["version"]) > latest_recorded:
@@ -234,6 +251,16 @@ class OrderRepository:
         cart_index = len(items) if cart is not None else None
         if cart is not None:  # the session's or the customer's cart checked out, emptied if still as read
             items.append(checkout_update(self.table, cart, at=order.created_at))
+        if order.payment_expires_at is not None:  # PAYMENTS=stripe: the payment window, as its own item
+            items.append(
+                {
+                    "Put": {
+                        "TableName": name,
+                        "Item": to_item(payment_due_item(order)),
+                        "ConditionExpression": "attribute_not_exists(PK)",
+                    }
+                }
+            )
         if placement is not None:
             items.append(
                 {
@@ -262,6 +289,54 @@ class OrderRepository:
                 raise checkout_failed(cart) from cancelled
             self._raise_placement_failure(stock_items, cancelled)
         return order
+
+    def placed_under(self, customer_id: str, placement_key: str) -> Order | None:
+        """The order placed under this Idempotency-Key, if one was (one consistent GetItem, then the order)."""
+        with translated_errors():
+            response = self.table.client.get_item(
+                TableName=self.table.name,
+                Key=to_item(keys.placement_key(customer_id, placement_key)),
+                ConsistentRead=True,
+            )
+        if "Item" not in response:
+            return None
+        return self.get(str(from_item(response["Item"])["order_id"]))
+
+    def attach_intent(self, order: Order, intent_id: str, client_secret: str) -> Order:
+        """The provider's intent onto a PENDING_PAYMENT order that has none yet (one conditional update; the
+        order's version does not move: no status changed, and answers do not show the payment).
+
+        Already attached (a retry whose answer was lost): the order as stored. The order moved on meanwhile
+        (cancelled or expired before its intent existed) or holds another intent: PaymentRejected with the
+        stored order's status and intent, for the caller to cancel the intent it created."""
+        try:
+            with conditional_write():
+                self.table.client.update_item(
+                    TableName=self.table.name,
+                    Key=to_item(keys.order_key(order.order_id)),
+                    UpdateExpression="SET payment.intent_id = :intent, payment.client_secret = :secret",
+                    ConditionExpression="#status = :pending AND attribute_exists(payment) "
+                    "AND attribute_not_exists(payment.intent_id)",
+                    ExpressionAttributeNames={"#status": "status"},
+                    ExpressionAttributeValues=values(
+                        intent=intent_id, secret=client_secret, pending=OrderStatus.PENDING_PAYMENT.value
+                    ),
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ConditionFailed as failed:
+            current = failed.item
+            if current is None:
+                raise errors.OrderNotFound("order not found") from failed
+            stored = (current.get("payment") or {}).get("intent_id")
+            if stored == intent_id:
+                return self.get(order.order_id)
+            raise errors.PaymentRejected(
+                "the order no longer waits for this payment",
+                {"order_id": order.order_id, "status": current["status"], "intent_id": stored},
+            ) from failed
+        assert order.payment is not None
+        payment = order.payment.model_copy(update={"intent_id": intent_id, "client_secret": client_secret})
+        return order.model_copy(update={"payment": payment})
 
     def _placed_order_id(self, customer_id: str, placement: Placement) -> str:
         with translated_errors():

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from shop import clock, errors, ids
-from shop.config import settings
+from shop.config import payment_settings, settings
 from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY, MAX_TRANSACTION_ITEMS, RETURN_WINDOW_DAYS
 from shop.models import (
     ORDER_TRANSITIONS,
@@ -25,13 +26,14 @@ from shop.models import (
     StatusEntry,
 )
 from shop.models.carts import CartClaim, CartOwner, CartOwnerKind
-from shop.models.orders import Placement
+from shop.models.orders import OrderPayment, Placement
+from shop.models.payments import PaymentStep, idempotency_key
 from shop.models.pricing import subtotal
 from shop.models.sessions import StoredLine
 from shop.services.actor import Actor
 from shop.services.archival import archive_at
 from shop.services.hot_products import HotProductCache, Kind
-from shop.services.ports import CustomerCartStore, OrderArchive, OrderStore, ProductPrices, SessionStore
+from shop.services.ports import CustomerCartStore, OrderArchive, OrderStore, Payments, ProductPrices, SessionStore
 from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation
 
 REPRICE_ATTEMPTS = 3
@@ -99,9 +101,13 @@ class OrderService:
         carts: CustomerCartStore,
         archive: OrderArchive,
         hot: HotProductCache | None = None,
+        payments: Callable[[], Payments | None] | None = None,
     ) -> None:
         """The rules over the stores given (shop.wiring builds them). `hot` keeps the catalogue entries of
-        flash-sale products a moment (this instance's own cache)."""
+        flash-sale products a moment (this instance's own cache). `payments` gives the payment provider on the
+        first checkout that needs one (None, or a factory giving None: PAYMENTS=none, version 2's flow), so an
+        instance that takes no order never loads the provider's library."""
+        self._payments = payments
         self.archive = archive
         self.orders = orders
         self.products = products
@@ -140,18 +146,28 @@ class OrderService:
         return lines, {pid: product.stock_shards for pid, product in catalogue.items() if product.stock_shards > 1}
 
     def _new_order(self, actor: Actor, lines: list[OrderLine], address: ShippingAddress) -> Order:
-        now = clock.iso_now()
+        moment = clock.now()
+        now = clock.iso(moment)
+        total = subtotal(lines)
+        status, payment, payment_expires_at = OrderStatus.PENDING, None, None
+        paying = payment_settings()
+        if paying.enabled:  # PAYMENTS=stripe: unpaid until the provider says the amount is authorised
+            status = OrderStatus.PENDING_PAYMENT
+            payment = OrderPayment(provider=paying.provider, amount_cents=total, currency=paying.currency)
+            payment_expires_at = clock.epoch(moment) + paying.payment_window_minutes * 60
         return Order(
             order_id=ids.new_id(),
             customer_id=actor.sub,
-            status=OrderStatus.PENDING,
+            status=status,
             version=1,
             lines=lines,
-            total_cents=subtotal(lines),
+            total_cents=total,
             shipping_address=address,
             created_at=now,
             updated_at=now,
-            history=[StatusEntry(status=OrderStatus.PENDING, at=now)],
+            history=[StatusEntry(status=status, at=now)],
+            payment=payment,
+            payment_expires_at=payment_expires_at,
         )
 
     def place(
@@ -166,7 +182,81 @@ class OrderService:
     ) -> Order:
         """Two store calls on the common path: one read (products, session or customer cart), one transaction.
 
-        With an idempotency_key, placing again under it returns the order placed first (at most one)."""
+        With an idempotency_key, placing again under it returns the order placed first (at most one).
+
+        PAYMENTS=stripe (docs/payments.md, "Checkout"): the order is written PENDING_PAYMENT with its stock, its
+        payment (REQUIRES_PAYMENT, the stored total) and its payment window in that one transaction; then the
+        provider's intent is created under the order's AUTHORISE key and attached to the order (conditional).
+        A provider outage between the two is PaymentProviderUnavailable (503): the order holds its stock only
+        until its window closes, and nothing can be charged. Placing again under the same idempotency_key
+        completes it: the order placed first gets its intent (the same one at Stripe, by the key)."""
+        if not payment_settings().enabled:
+            return self._place(
+                actor,
+                address=address,
+                lines=lines,
+                session_id=session_id,
+                customer_cart=customer_cart,
+                idempotency_key=idempotency_key,
+            )
+        # The provider first: a missing configuration or an unreadable secret refuses the checkout before
+        # anything is written (the adapter loads here, at an instance's first checkout).
+        provider = self._provider()
+        try:
+            order = self._place(
+                actor,
+                address=address,
+                lines=lines,
+                session_id=session_id,
+                customer_cart=customer_cart,
+                idempotency_key=idempotency_key,
+            )
+        except errors.DomainError:
+            # A repeat of a half-done checkout finds its cart emptied (or a product gone, out of stock) by the
+            # placement it repeats: that placement, if there was one, is the answer (one read, only on failure).
+            placed = self.orders.placed_under(actor.sub, idempotency_key) if idempotency_key is not None else None
+            if placed is None:
+                raise
+            order = placed
+        return self._with_intent(order, provider)
+
+    def _provider(self) -> Payments:
+        provider = self._payments() if self._payments is not None else None
+        if provider is None:
+            raise errors.PaymentMisconfigured("PAYMENTS is on but no payment provider is configured")
+        return provider
+
+    def _with_intent(self, order: Order, provider: Payments) -> Order:
+        """The order with its provider intent: created (AUTHORISE key) and attached when it has none yet."""
+        payment = order.payment
+        if payment is None or payment.intent_id is not None or order.status is not OrderStatus.PENDING_PAYMENT:
+            return order
+        intent = provider.create_intent(
+            order.order_id,
+            payment.amount_cents,
+            payment.currency,
+            idempotency_key=idempotency_key(order.order_id, PaymentStep.AUTHORISE),
+        )
+        try:
+            return self.orders.attach_intent(order, intent.intent_id, intent.client_secret)
+        except errors.PaymentRejected:
+            # The order was cancelled (or expired) before its intent existed, or holds another one: this intent
+            # must never be paid. Cancelled under the order's CANCEL key; the order is answered as it is.
+            # A key of its own (the intent's id as its part): the CANCEL key belongs to the order's stored intent.
+            key = idempotency_key(order.order_id, PaymentStep.CANCEL, intent.intent_id)
+            provider.cancel(intent.intent_id, idempotency_key=key)
+            return self.orders.get(order.order_id)
+
+    def _place(
+        self,
+        actor: Actor,
+        *,
+        address: ShippingAddress,
+        lines: list[RequestedLine] | None,
+        session_id: str | None,
+        customer_cart: bool,
+        idempotency_key: str | None,
+    ) -> Order:
         cart_claim: CartClaim | None = None
         shards: dict[str, int] = {}  # a cart's checkout (session or customer): what this instance learnt lately
         if session_id is not None or customer_cart:
@@ -230,6 +320,7 @@ class OrderService:
         # The transaction's items besides the stock takes: the order, its customer entry, the cart or session
         # it empties, the Idempotency-Key it claims (shop.repository.orders.OrderRepository.place).
         room = MAX_TRANSACTION_ITEMS - 2 - sum(part is not None for part in (cart_claim, placement))
+        room -= 1 if payment_settings().enabled else 0  # the PAYMENT_DUE item
         reprices = 0
         for _ in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS):
             order = self._new_order(actor, priced, address)
@@ -264,6 +355,20 @@ class OrderService:
             return self._live(actor, order_id)
         except errors.OrderArchived as archived:
             return self.archive.get(archived.archive_key)
+
+    def payment_of(self, actor: Actor, order_id: str) -> tuple[OrderPayment, bool]:
+        """The order's payment, and whether the caller may see the client secret: the owner only, and only
+        while the order waits for its payment (an admin, or a paid, failed or expired order: never).
+        OrderNotFound for another customer's order; PaymentNotFound for an order placed without payment."""
+        order = self.get(actor, order_id)
+        if order.payment is None:
+            raise errors.PaymentNotFound("this order takes no payment through the shop", {"order_id": order_id})
+        secret_shown = (
+            actor.sub == order.customer_id
+            and order.status is OrderStatus.PENDING_PAYMENT
+            and order.payment.client_secret is not None
+        )
+        return order.payment, secret_shown
 
     def _live(self, actor: Actor, order_id: str) -> Order:
         """The order in the table; OrderArchived (its owner or an admin asked) when it is archived."""

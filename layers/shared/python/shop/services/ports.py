@@ -177,6 +177,13 @@ class OrderStore(Protocol):
         """OrderNotFound; OrderArchived (with the archive's key and the owner) once the order is archived;
         ServiceUnavailable while it is being archived."""
 
+    def placed_under(self, customer_id: str, placement_key: str) -> Order | None:
+        """The order the customer placed under this Idempotency-Key, None when none was (or its claim expired)."""
+
+    def attach_intent(self, order: Order, intent_id: str, client_secret: str) -> Order:
+        """The provider's intent recorded on a PENDING_PAYMENT order that has none (no version change); the
+        stored order when this intent is already there; PaymentRejected when the order moved on or holds another."""
+
     def list_for_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
         """Newest first."""
 

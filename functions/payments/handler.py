@@ -1,0 +1,104 @@
+"""payments: Stripe's webhook deliveries (POST /webhooks/stripe), verified byte for byte and applied to the order.
+
+The only HTTP function that calls Stripe's library (through shop.wiring, on the first delivery); it carries the
+payments layer. The route is public: API Gateway's authorizer cannot check a Stripe-Signature, the handler does
+(shop.http_api.payment_webhooks). docs/payments.md, "The webhook".
+"""
+
+# ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
+from shop import startup
+
+startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
+
+# isort: split
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Header
+
+from shop import errors, wiring
+from shop.http_api.observability import count, lambda_handler
+from shop.http_api.payment_webhooks import answer_webhook
+from shop.http_api.resolver import create_app, declare
+from shop.models.common import Model
+
+app = create_app("payments")
+TAGS = ["payments"]
+_service: Any = None  # the payment rules, built on the first delivery (their modules load then, not at cold start)
+
+
+StripeSignature = Annotated[
+    str | None,
+    Header(alias="Stripe-Signature", description="t=<unix seconds>,v1=<hex HMAC-SHA256 of '<t>.<raw body>'>"),
+]
+
+
+class WebhookReceived(Model):
+    received: bool
+    event_id: str
+    kind: str  # authorised | failed | canceled | ignored (a type the shop does not act on)
+
+
+def apply_event(event: Any) -> None:
+    """The payment rule for one verified event: one transaction of the order's change and the event's mark."""
+    global _service
+    if _service is None:
+        _service = wiring.payment_service()
+    _service.apply_event(event)
+
+
+@app.post(
+    "/webhooks/stripe",
+    summary="Stripe's webhook: payment events for orders (public; Stripe-Signature verified)",
+    description="The raw body must be signed with the endpoint's secret (Stripe-Signature, Stripe's 300 s "
+    "tolerance). An event is applied once whatever the deliveries; unknown types and events for unknown or "
+    "archived orders answer 200 and change nothing.",
+    responses=declare(
+        200,
+        WebhookReceived,
+        400,
+        404,
+        body=True,
+        errors_described={
+            400: "WEBHOOK_SIGNATURE_INVALID (unsigned, forged, tampered or older than the tolerance), "
+            "WEBHOOK_PAYLOAD_INVALID (signed but not a Stripe event)",
+            404: "NOT_FOUND: payments are off (PAYMENTS=none)",
+            503: "PAYMENT_PROVIDER_UNAVAILABLE or SERVICE_UNAVAILABLE: applying failed for a transient cause; "
+            "Stripe delivers again",
+        },
+    ),
+    tags=TAGS,
+)
+def stripe_webhook(signature: StripeSignature = None):  # read from the raw event, as it arrived
+    webhooks = wiring.payment_webhooks()
+    if webhooks is None:
+        raise errors.NotFound("payments are off")
+    answer = answer_webhook(app.current_event.raw_event, webhooks=webhooks, apply=apply_event)
+    count(f"Webhook{answer['statusCode']}")
+    return Response(
+        status_code=answer["statusCode"],
+        content_type=answer["headers"]["Content-Type"],
+        body=answer["body"],
+        headers={k: v for k, v in answer["headers"].items() if k != "Content-Type"},
+    )
+
+
+# What Stripe posts: an Event object, read as it arrived (its signature covers these bytes).
+STRIPE_EVENT = {
+    "type": "object",
+    "required": ["id", "type", "created", "data"],
+    "properties": {
+        "id": {"type": "string", "description": "evt_..."},
+        "type": {"type": "string", "description": "payment_intent.succeeded, payment_intent.payment_failed, ..."},
+        "created": {"type": "integer", "description": "unix seconds"},
+        "data": {
+            "type": "object",
+            "required": ["object"],
+            "properties": {"object": {"type": "object", "description": "the PaymentIntent as it was when sent"}},
+        },
+    },
+}
+app.raw_body("POST", "/webhooks/stripe", STRIPE_EVENT, "a Stripe Event, verified byte for byte before it is read")
+
+handler = lambda_handler(app.resolve)
+startup.done()
