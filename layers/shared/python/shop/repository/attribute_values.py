@@ -44,6 +44,11 @@ def _binary(value: Any) -> Any:
 
 def serialize(value: Any) -> dict[str, Any]:
     """One Python value as a DynamoDB attribute value (TypeSerializer.serialize, the same checks in its order)."""
+    kind = type(value)
+    if kind is str:  # the common cases first: keys, names, ids; counts and cents
+        return {"S": value}
+    if kind is int:
+        return {"N": _number(value)}
     if value is None:
         return {"NULL": True}
     if isinstance(value, bool):
