@@ -30,7 +30,7 @@ class Config:
     scale_samples: int = 150
     catalogue_products: int = 100_000
     overhead_rounds: int = 200
-    cold_samples: int = 11
+    cold_samples: int = 21
     load_clients: int = 8
     load_seconds: float = 20.0
     load_budget_s: float = 120.0
