@@ -24,11 +24,11 @@ def main():
     for entry in reversed(request["sys_path"]):
         sys.path.insert(0, entry)
     os.chdir(request["code_dir"])
-    before_import = time.perf_counter()
+    before_import, before_import_cpu = time.perf_counter(), time.process_time()
     handler = load_handler(request["code_dir"], request["handler"])
     imported = time.perf_counter()
     result = handler(request["event"], LambdaContext(**request["context"]))
-    invoked = time.perf_counter()
+    invoked, invoked_cpu = time.perf_counter(), time.process_time()
     status = result.get("statusCode") if isinstance(result, dict) else None
     with open(sys.argv[2], "w") as sink:
         json.dump(
@@ -37,6 +37,7 @@ def main():
                 "import_ms": (imported - before_import) * 1000,
                 "first_invoke_ms": (invoked - imported) * 1000,
                 "total_ms": (invoked - before_import) * 1000,
+                "total_cpu_ms": (invoked_cpu - before_import_cpu) * 1000,
                 "status": status,
                 "result": str(result)[:300],
                 "modules": len(sys.modules),

@@ -115,12 +115,15 @@ def summary(results: dict[str, Any]) -> str:
         lines.append(f"        error: {ov['error']}")
 
     cs = results.get("cold_start") or {}
-    lines.append(f"[{_mark(targets, 'cold_start')}] cold_start (import + first invocation, median ms; x bare)")
+    lines.append(
+        f"[{_mark(targets, 'cold_start')}] cold_start (import + first invocation, median ms; x bare = median of pairs)"
+    )
     for name, figure in (cs.get("functions") or {}).items():
         if "median_ms" in figure:
             lines.append(
                 f"        {name:<20} {figure['median_ms']:>8} ms vs bare {figure.get('bare_median_ms')} ms = "
-                f"{_fmt(figure.get('ratio'))}x   (process wall {figure.get('wall_median_ms')} ms)"
+                f"{_fmt(figure.get('ratio'))}x   (of medians {_fmt(figure.get('ratio_of_medians'))}x, "
+                f"CPU {_fmt(figure.get('cpu_ratio'))}x, process wall {figure.get('wall_median_ms')} ms)"
             )
         else:
             lines.append(f"        {name:<20} {figure}")

@@ -17,12 +17,22 @@ def test_a_handler_import_leaves_out_what_it_does_not_use(function):
         f"module = import_handler_module('functions/{function}', 'handler')\n"
         "print(json.dumps({'asyncio': 'asyncio' in sys.modules, 'xray': 'aws_xray_sdk' in sys.modules,"
         " 'appsync': any('appsync' in name for name in sys.modules), 'handler': callable(module.handler),"
-        " 'parameters': 'aws_lambda_powertools.utilities.parameters' in sys.modules}))"
+        " 'parameters': 'aws_lambda_powertools.utilities.parameters' in sys.modules,"
+        " 'boto3': 'boto3' in sys.modules}))"
     )
     # Powertools' batch module (the stream processor's) defines its async processor at import.
     uses_asyncio = function == "order_events"
     # the pagination key's parameters utility loads on the first paginated request, not at init
-    assert loaded == {"asyncio": uses_asyncio, "xray": False, "appsync": False, "handler": True, "parameters": False}
+    # the shop's clients are botocore's (shop.lazy_client); Powertools' idempotency (orders) still imports boto3
+    uses_boto3 = function == "orders"
+    assert loaded == {
+        "asyncio": uses_asyncio,
+        "xray": False,
+        "appsync": False,
+        "handler": True,
+        "parameters": False,
+        "boto3": uses_boto3,
+    }
 
 
 def test_every_name_of_the_lazily_loaded_packages_still_imports():

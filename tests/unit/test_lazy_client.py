@@ -6,9 +6,9 @@ import sys
 import threading
 import types
 
-import boto3
 import pytest
 
+from shop import lazy_client
 from shop.lazy_client import ProcessClient
 
 
@@ -24,12 +24,11 @@ def test_concurrent_first_uses_create_one_client_kept_in_the_module(module, monk
     made: list[str] = []
     started = threading.Barrier(8)
 
-    class Session:
-        def client(self, service, config):
-            made.append(service)
-            return object()
+    def create_client(service):
+        made.append(service)
+        return object()
 
-    monkeypatch.setattr(boto3.session, "Session", Session)
+    monkeypatch.setattr(lazy_client, "create_client", create_client)
     lazy = ProcessClient(module.__name__, "events")
     got: list[object] = []
 
@@ -64,3 +63,68 @@ def test_the_store_the_archive_and_the_publisher_use_the_helper():
     helpers = [store._dynamodb, order_archive._s3, publishing._events]
     assert all(isinstance(helper, ProcessClient) for helper in helpers)
     assert [helper._service for helper in helpers] == ["dynamodb", "s3", "events"]
+
+
+def test_clients_are_botocore_clients_made_without_importing_boto3(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setattr(lazy_client, "_shared_loader", None)
+    dynamodb = lazy_client.create_client("dynamodb")
+    streams = lazy_client.create_client("dynamodbstreams")
+    assert dynamodb.meta.service_model.service_name == "dynamodb"
+    assert dynamodb.meta.region_name == "eu-west-1"
+    assert streams.meta.service_model.api_version == "2012-08-10"
+    assert dynamodb.meta.config.retries == lazy_client.client_config().retries
+    script = (
+        "import sys; from shop.lazy_client import create_client; create_client('dynamodb'); "
+        "sys.exit(int('boto3' in sys.modules or 's3transfer' in sys.modules))"
+    )
+    import os
+    import subprocess
+
+    env = {**os.environ, "AWS_DEFAULT_REGION": "eu-west-1"}
+    assert subprocess.run([sys.executable, "-c", script], env=env, check=False).returncode == 0
+
+
+def test_an_unknown_service_is_still_refused():
+    from botocore.exceptions import DataNotFoundError, UnknownServiceError
+
+    with pytest.raises((DataNotFoundError, UnknownServiceError)):
+        lazy_client.create_client("no-such-service")
+
+
+def test_the_cut_endpoints_file_is_cut_from_the_pinned_botocore():
+    import json
+
+    import botocore
+    from botocore.loaders import Loader
+
+    full = Loader(include_default_search_paths=False, extra_search_paths=[Loader.BUILTIN_DATA_PATH]).load_data(
+        "endpoints"
+    )
+    committed = json.loads(lazy_client.ENDPOINTS_FILE.read_text(encoding="utf-8"))
+    assert committed == lazy_client.cut_endpoints(full, botocore.__version__), (
+        "botocore changed: run `PYTHONPATH=layers/shared/python python -m shop.lazy_client` and commit the file"
+    )
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1", "cn-north-1", "us-gov-west-1", "us-iso-east-1", "local"])
+@pytest.mark.parametrize("service", sorted(lazy_client.ENDPOINT_PREFIXES))
+def test_clients_resolve_endpoints_and_signing_as_with_botocores_whole_file(monkeypatch, region, service):
+    import botocore.session
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "AWS_DATA_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", region)
+    ours = lazy_client.create_client(service)
+    whole = botocore.session.Session().create_client(service, config=lazy_client.client_config())
+    assert ours._endpoint.host == whole._endpoint.host
+    seen = [(c.meta.region_name, c._request_signer._signing_name, c._request_signer.region_name) for c in (ours, whole)]
+    assert seen[0] == seen[1]
+
+
+def test_another_botocore_version_reads_botocores_whole_file(monkeypatch):
+    monkeypatch.setattr(lazy_client, "_endpoints", None)
+    monkeypatch.setattr(lazy_client, "ENDPOINTS_FILE", lazy_client.ENDPOINTS_FILE.with_name("missing.json"))
+    assert lazy_client._cut_endpoints() is None
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    assert lazy_client.create_client("dynamodb")._endpoint.host == "https://dynamodb.eu-west-1.amazonaws.com"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 import os
 import random
@@ -106,7 +107,13 @@ def function_timeout() -> float:
 
 
 def budget() -> Budget:
-    return Budget.for_timeout(function_timeout())
+    return _budget_for(function_timeout())
+
+
+@functools.lru_cache(maxsize=8)
+def _budget_for(function_timeout_s: float) -> Budget:
+    """Budget.for_timeout, worked out once per timeout (every invocation asks: shop.http_api.observability)."""
+    return Budget.for_timeout(function_timeout_s)
 
 
 def client_config() -> Config:

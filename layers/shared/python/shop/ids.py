@@ -1,19 +1,35 @@
-"""Server-generated identifiers: random bits from os.urandom at call time, never drawn at import."""
+"""Server-generated identifiers: random bits from os.urandom at call time, never drawn at import.
+
+The ULID generator (the `ulid` package) is made on the first new id: the read routes of a function never
+import it (docs/performance.md, "Cold start").
+"""
 
 from __future__ import annotations
 
 import secrets
-
-from ulid import ULIDGenerator
+import threading
+from typing import Any
 
 from shop import restore_hooks
 
-_ulids = ULIDGenerator()
+_ulids: Any = None
+_lock = threading.Lock()
+
+
+def _generator() -> Any:
+    global _ulids
+    if _ulids is None:
+        with _lock:
+            if _ulids is None:
+                from ulid import ULIDGenerator
+
+                _ulids = ULIDGenerator()
+    return _ulids
 
 
 def new_id() -> str:
     """A ULID: URL-safe, unique, and sorted by creation time."""
-    return str(_ulids.generate())
+    return str(_generator().generate())
 
 
 def new_session_id() -> str:
@@ -25,7 +41,7 @@ def _forget_last_id() -> None:
     # Within one millisecond a ULID is the previous one plus 1: no restored environment may derive
     # its ids from the snapshot's last one.
     global _ulids
-    _ulids = ULIDGenerator()
+    _ulids = None
 
 
 restore_hooks.after_restore(_forget_last_id)

@@ -5,16 +5,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, HTTPClientError
 
 from shop import errors, keys
 from shop.aws_config import CONFLICT_ERROR, CONFLICT_REASON, with_conflict_retries
 from shop.config import settings
 from shop.lazy_client import ProcessClient
+from shop.repository.attribute_values import deserialize, serialize
 
 UNAVAILABLE_CODES = frozenset(
     {
@@ -37,8 +36,6 @@ _NOT_PERMANENT = TRANSIENT_REASONS | {"None", "ConditionalCheckFailed"}
 # A request DynamoDB refuses as invalid (a key or item over its limits) fails the same way every time.
 INVALID_CODES = frozenset({"ValidationException"})
 
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
 _client: Any = None
 _dynamodb = ProcessClient(__name__, "dynamodb")
 
@@ -53,18 +50,8 @@ def reset_client() -> None:
     _dynamodb.reset()
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | set):
-        return [_plain(v) for v in value]
-    return value
-
-
 def to_attr(value: Any) -> dict[str, Any]:
-    return _serializer.serialize(value)
+    return serialize(value)
 
 
 def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -73,7 +60,7 @@ def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
     """A DynamoDB item as plain Python: numbers become int (money is cents), never Decimal."""
-    return {k: _plain(_deserializer.deserialize(v)) for k, v in item.items()}
+    return {k: deserialize(v) for k, v in item.items()}
 
 
 def values(**named: Any) -> dict[str, Any]:
