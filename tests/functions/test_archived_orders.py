@@ -55,6 +55,7 @@ def archive(api: Any, bucket: ArchiveBucket, order_id: str) -> Order:
     return order
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_archived_order_reads_from_the_archive_for_its_owner_and_admins(api, bucket):
     before = call("GET", f"/orders/{SHIPPED}", claims=ALICE)
     assert (before.status, before.body["archived"]) == (200, False)
@@ -72,6 +73,7 @@ def test_an_archived_order_reads_from_the_archive_for_its_owner_and_admins(api, 
     assert SHIPPED in [o["order_id"] for o in listed]
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_archived_order_does_not_change(api, bucket):
     archive(api, bucket, SHIPPED)
     patched = call(
@@ -83,6 +85,7 @@ def test_an_archived_order_does_not_change(api, bucket):
     assert call("POST", f"/orders/{SHIPPED}/cancel", claims=BOB).code == "ORDER_NOT_FOUND"
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_order_being_archived_is_503_with_retry_after(api, bucket):
     api.client.put_item(
         TableName=api.table_name,

@@ -3,6 +3,8 @@ one transaction, one read of the lines' daily counters and top-list entries, a w
 
 from __future__ import annotations
 
+import pytest
+
 from local_runtime.events import stream_event as lambda_event
 from shop import wiring
 from shop.models import OrderStatus
@@ -13,6 +15,7 @@ from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.streams import StreamReader, only
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_confirmations_modify_reads_once_and_writes_nothing(store, invoke):
     orders = wiring.order_service(store.table)
     order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
@@ -26,6 +29,7 @@ def test_the_confirmations_modify_reads_once_and_writes_nothing(store, invoke):
     assert orders.get(ALICE, order.order_id).status is OrderStatus.CONFIRMED
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_confirmation_by_hand_is_recorded_by_its_modify(store, invoke):
     orders = wiring.order_service(store.table)
     order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
