@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 
 from local_runtime.local_aws import LocalAws
@@ -29,12 +28,8 @@ def local_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
 
 
 @pytest.fixture
-def bucket(api: Any, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[ArchiveBucket]:
-    client = (
-        boto3.client("s3", region_name="us-east-1")
-        if api.backend == "moto"
-        else request.getfixturevalue("local_s3").client("s3")
-    )
+def bucket(api: Any, local_s3: LocalAws, monkeypatch: pytest.MonkeyPatch) -> Iterator[ArchiveBucket]:
+    client = local_s3.client("s3")  # moto's S3 server beside DynamoDB Local, where `api` is
     name = f"archive-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=name)
     monkeypatch.setenv("ARCHIVE_BUCKET", name)
