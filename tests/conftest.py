@@ -1,8 +1,11 @@
 """Fixtures shared by every test: a fake AWS environment and the store backends.
 
-`store` runs a test twice: on moto's in-process DynamoDB (fast unit semantics)
-and on Amazon's DynamoDB Local (the real semantics: transactions, conditional
-failures, streams, consumed capacity). Each test gets its own fresh table.
+`store` is a fresh table on Amazon's DynamoDB Local (the real semantics: transactions, conditional
+failures, streams, TTL attributes, consumed capacity); `moto_store` one on moto's in-process DynamoDB,
+for adapter tests that prove no DynamoDB semantic. Each test gets its own fresh table.
+
+Every test marked `dynamodb_semantics` must run on DynamoDB Local: collection fails otherwise
+(docs/testing.md, "Which backend").
 """
 
 from __future__ import annotations
@@ -96,11 +99,13 @@ def moto_store(_moto_clients_session: Any, monkeypatch: pytest.MonkeyPatch) -> I
     from local_runtime.dynamodb_local import create_table
     from shop.aws_config import client_config
     from shop.repository import store as store_module
+    from tests.support import moto_tables
 
     with mock_aws():
         client = _moto_clients_session.client("dynamodb", config=client_config())
         name = _fresh_name()
-        create_table(client, name, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
+        # expiry on the test's clock: the TTL emulator's; built once per process, then copied (moto_tables)
+        moto_tables.fresh_table(client, name, "empty", lambda table: create_table(client, table, native_ttl=False))
         monkeypatch.setenv("TABLE_NAME", name)
         store_module.reset_client()
         yield Store("moto", client, _moto_clients_session.client("dynamodbstreams"), name, None)
@@ -125,10 +130,14 @@ def local_store(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterato
     client.delete_table(TableName=name)
 
 
-@pytest.fixture(params=["moto", pytest.param("local", marks=pytest.mark.integration)])
-def store(request: pytest.FixtureRequest) -> Store:
-    """The same test on moto and on DynamoDB Local."""
-    return request.getfixturevalue(f"{request.param}_store")  # type: ignore[no-any-return]
+@pytest.fixture
+def store(local_store: Store) -> Store:
+    """A fresh table on DynamoDB Local: what a test of a DynamoDB semantic asks for.
+
+    It ran every test on moto too until issue 24: that second run proved nothing the DynamoDB Local one
+    does not (moto models DynamoDB, DynamoDB Local is its reference) and cost 292 of 2,214 test runs.
+    """
+    return local_store
 
 
 TIER_DIRECTORIES = {"e2e": "e2e", "infra": "infra", "unit": "unit"}  # tests/<directory> -> its tier's marker
@@ -142,13 +151,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     by these markers; `make unit` runs tests/unit, which refuses both moto and DynamoDB Local.
     """
     root = pathlib.Path(__file__).parent
+    off_dynamodb_local: list[str] = []
     for item in items:
-        if "dynamodb_local" in getattr(item, "fixturenames", ()):
+        on_dynamodb_local = "dynamodb_local" in getattr(item, "fixturenames", ())
+        if on_dynamodb_local:
             item.add_marker(pytest.mark.integration)
+        elif item.get_closest_marker("dynamodb_semantics") is not None:
+            off_dynamodb_local.append(item.nodeid)
         if item.path.is_relative_to(root):
             directory = item.path.relative_to(root).parts[0]
             if directory in TIER_DIRECTORIES:
                 item.add_marker(TIER_DIRECTORIES[directory])
+    if off_dynamodb_local:
+        raise pytest.UsageError(
+            "marked dynamodb_semantics but not run on DynamoDB Local (use store, api, local_store or local_api; "
+            "docs/testing.md): " + ", ".join(off_dynamodb_local)
+        )
 
 
 @pytest.fixture(autouse=True)

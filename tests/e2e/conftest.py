@@ -124,6 +124,8 @@ class Stack:
     api: Api = field(default_factory=lambda: Api("http://invalid"))
     _keys: Any = None
     _log_offset: int = 0
+    # files of the data directory the stack must leave as they are when it stops (short_ttl_stack checks them)
+    kept_after_stop: dict[pathlib.Path, str] = field(default_factory=dict)
 
     # ---- life cycle
 
@@ -242,6 +244,32 @@ def stack(e2e_workdir: pathlib.Path, cdk_out: pathlib.Path) -> Iterator[Stack]:
         yield s
     finally:
         s.stop_cleanly()
+
+
+# The TTL and archive tests' settings: sessions expire after 3 s, finished orders at once, a sweep every 0.5 s.
+SHORT_TTL = ("--env", "SESSION_TTL_SECONDS=3", "--env", "ARCHIVE_AFTER_DAYS=0", "--ttl-interval", "0.5")
+
+
+@pytest.fixture(scope="session")
+def short_ttl_stack(e2e_workdir: pathlib.Path, cdk_out: pathlib.Path) -> Iterator[Stack]:
+    """One stack with SHORT_TTL for every test that needs things to expire (group `e2e-ttl`): started once.
+
+    Stopped with SIGINT at the end of the session; a test that needs to see what survives the stop (the
+    archive's objects, written to the data directory when the stack stops) registers it in `kept_after_stop`
+    (path -> text), checked here once the stack has exited cleanly.
+    """
+    s = Stack(
+        data_dir=e2e_workdir / "short-ttl",
+        cdk_out=cdk_out,
+        log_path=e2e_workdir / "short-ttl.log",
+        options=SHORT_TTL,
+    ).start()
+    try:
+        yield s
+    finally:
+        s.stop_cleanly()
+        for path, text in s.kept_after_stop.items():
+            assert path.read_text() == text, f"{path} not kept as it was served after the stop"
 
 
 @pytest.fixture

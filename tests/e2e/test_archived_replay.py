@@ -27,6 +27,7 @@ from tests.e2e.conftest import (
     ADDRESS,
     REPO_ROOT,
     Api,
+    Stack,
     confirmed,
     create_product,
     eventually,
@@ -34,7 +35,6 @@ from tests.e2e.conftest import (
     place_order,
     stack_env,
 )
-from tests.e2e.test_ttl_and_archive import SHORT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-ttl")]
 
@@ -61,8 +61,8 @@ def order_items(client: Any, table: str, order_id: str) -> list[str]:
     return [item["SK"]["S"] for item in found]
 
 
-def test_a_cancellation_replayed_after_archival_changes_nothing(new_stack, cdk_out: pathlib.Path) -> None:
-    stack = new_stack(options=SHORT)
+def test_a_cancellation_replayed_after_archival_changes_nothing(short_ttl_stack: Stack, cdk_out: pathlib.Path) -> None:
+    stack = short_ttl_stack  # shared with test_ttl_and_archive: own product, customer and order
     api, admin, alice = stack.api, stack.admin_token(), stack.token("replay-alice")
     product = create_product(api, admin, category="replay", name="Lamp", price_cents=1500, stock=10)
     body = {"lines": [{"product_id": product["product_id"], "quantity": 2}], "shipping_address": ADDRESS}

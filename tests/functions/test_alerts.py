@@ -6,6 +6,8 @@ is tests/stream/test_product_events.py.
 
 from __future__ import annotations
 
+import pytest
+
 from shop.models.alerts import Alert
 from shop.repository import AlertRepository
 from tests.functions.apigw import ADMIN, ALICE, call
@@ -23,6 +25,7 @@ def alert(n: int) -> Alert:
     )
 
 
+@pytest.mark.dynamodb_semantics
 def test_alerts_newest_first_in_pages(api):
     repository = AlertRepository(api.table)
     for n in (2, 1, 3):
@@ -38,6 +41,7 @@ def test_alerts_newest_first_in_pages(api):
     assert rest.body["next_token"] is None
 
 
+@pytest.mark.dynamodb_semantics
 def test_alerts_are_for_admins_only(api):
     AlertRepository(api.table).record(alert(1))
     assert call("GET", "/admin/alerts", claims=ALICE).status == 403

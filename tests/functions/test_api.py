@@ -19,6 +19,7 @@ def place(key="k-1", claims=ALICE, body=None):
     return call("POST", "/orders", claims=claims, headers={"Idempotency-Key": key}, body=body or order_body())
 
 
+@pytest.mark.dynamodb_semantics
 def test_customer_lifecycle_and_email_rules(api):
     created = call("POST", "/customers", claims={"sub": "carol"}, body={"email": "Carol@Example.com", "name": "Carol"})
     assert created.status == 201
@@ -41,6 +42,7 @@ def test_customer_lifecycle_and_email_rules(api):
     assert call("GET", "/customers/nobody", claims=ADMIN).code == "CUSTOMER_NOT_FOUND"
 
 
+@pytest.mark.dynamodb_semantics
 def test_catalogue_routes(api):
     product = call("POST", "/products", claims=ADMIN, body={"name": "Hub", "category": "cables", "price_cents": 1999})
     assert product.status == 201
@@ -71,6 +73,7 @@ def test_catalogue_routes(api):
     assert call("GET", "/customers/bob/reviews").body["items"][0]["product_id"] == pid
 
 
+@pytest.mark.dynamodb_semantics
 def test_session_cart(api):
     session = call("POST", "/sessions")
     assert session.status == 201
@@ -86,6 +89,7 @@ def test_session_cart(api):
     assert call("PUT", f"/sessions/{sid}/cart/prod-mouse", body={"quantity": 1}).code == "SESSION_NOT_FOUND"
 
 
+@pytest.mark.dynamodb_semantics
 def test_cart_shows_the_current_price_after_an_admin_change(api):
     sid = "sess-demo-cart-0123456789abcdef"
     assert call("PATCH", "/products/prod-keyboard", claims=ADMIN, body={"price_cents": 9900}).status == 200
@@ -127,6 +131,7 @@ def test_cart_full_is_422(moto_api):
     assert (full.status, full.code) == (422, "CART_FULL")
 
 
+@pytest.mark.dynamodb_semantics
 def test_order_placement_prices_from_catalogue_and_reads_back(api):
     placed = place(
         body={
@@ -152,6 +157,7 @@ def test_order_placement_prices_from_catalogue_and_reads_back(api):
     assert "lines" not in mine.body["items"][0]
 
 
+@pytest.mark.dynamodb_semantics
 def test_order_from_session_clears_the_cart(api):
     sid = "sess-demo-cart-0123456789abcdef"
     placed = place(body={"session_id": sid, "shipping_address": ADDRESS})
@@ -161,6 +167,7 @@ def test_order_from_session_clears_the_cart(api):
     assert place("k-3", body={"session_id": sid, "shipping_address": ADDRESS}).code == "CART_EMPTY"
 
 
+@pytest.mark.dynamodb_semantics
 def test_order_errors(api):
     out = place(body=order_body("prod-soldout"))
     assert (out.status, out.code, out.body["error"]["details"]) == (
@@ -176,6 +183,7 @@ def test_order_errors(api):
     assert neither.status == 422
 
 
+@pytest.mark.dynamodb_semantics
 def test_idempotency_same_key_same_body_returns_the_first_order(api):
     first = place("same")
     again = place("same")
@@ -191,6 +199,7 @@ def test_idempotency_same_key_same_body_returns_the_first_order(api):
     assert other_customer.body["order_id"] != first.body["order_id"]
 
 
+@pytest.mark.dynamodb_semantics
 def test_each_idempotency_record_is_its_own_partition_and_a_replay_answers_the_same(api):
     import hashlib
 
@@ -210,6 +219,7 @@ def test_each_idempotency_record_is_its_own_partition_and_a_replay_answers_the_s
     assert place("own-2").body == second.body
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_key_first_used_under_the_shared_partition_places_no_second_order(api):
     """A deploy moving the records: a repeat finds no record under the new key and runs again; the
     placement claim written with the first order makes that run answer the same order."""
@@ -259,6 +269,7 @@ def test_if_match_forms(moto_api, if_match):
     )
 
 
+@pytest.mark.dynamodb_semantics
 def test_status_machine_and_preconditions(api):
     path = "/orders/00-alice-pending"
     assert call("PATCH", path, claims=ADMIN, body={"status": "CONFIRMED"}).code == "PRECONDITION_REQUIRED"
@@ -292,6 +303,7 @@ def test_status_machine_and_preconditions(api):
     assert [o["order_id"] for o in listed.body["items"]] == ["00-alice-pending"]
 
 
+@pytest.mark.dynamodb_semantics
 def test_status_patch_sent_again_after_it_was_applied_answers_the_order(api):
     path = "/orders/00-alice-pending"
     first = call("PATCH", path, claims=ADMIN, headers={"If-Match": '"1"'}, body={"status": "CONFIRMED"})
@@ -301,6 +313,7 @@ def test_status_patch_sent_again_after_it_was_applied_answers_the_order(api):
     assert (other.status, other.code) == (412, "VERSION_MISMATCH")
 
 
+@pytest.mark.dynamodb_semantics
 def test_cancel_restocks_and_is_owner_or_admin(api):
     stock = call("GET", "/products/prod-keyboard").body["stock"]
     assert call("POST", "/orders/00-alice-pending/cancel", claims=BOB).code == "ORDER_NOT_FOUND"
@@ -312,6 +325,7 @@ def test_cancel_restocks_and_is_owner_or_admin(api):
     assert call("POST", "/orders/00-alice-shipped/cancel", claims=ALICE).code == "INVALID_TRANSITION"
 
 
+@pytest.mark.dynamodb_semantics
 def test_pagination_tokens(api):
     for i in range(5):
         call("POST", "/products", claims=ADMIN, body={"name": f"item {i}", "category": "paged", "price_cents": 1})

@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 
 from local_runtime.local_aws import LocalAws
@@ -29,12 +28,8 @@ def local_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
 
 
 @pytest.fixture
-def bucket(api: Any, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[ArchiveBucket]:
-    client = (
-        boto3.client("s3", region_name="us-east-1")
-        if api.backend == "moto"
-        else request.getfixturevalue("local_s3").client("s3")
-    )
+def bucket(api: Any, local_s3: LocalAws, monkeypatch: pytest.MonkeyPatch) -> Iterator[ArchiveBucket]:
+    client = local_s3.client("s3")  # moto's S3 server beside DynamoDB Local, where `api` is
     name = f"archive-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=name)
     monkeypatch.setenv("ARCHIVE_BUCKET", name)
@@ -55,6 +50,7 @@ def archive(api: Any, bucket: ArchiveBucket, order_id: str) -> Order:
     return order
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_archived_order_reads_from_the_archive_for_its_owner_and_admins(api, bucket):
     before = call("GET", f"/orders/{SHIPPED}", claims=ALICE)
     assert (before.status, before.body["archived"]) == (200, False)
@@ -72,6 +68,7 @@ def test_an_archived_order_reads_from_the_archive_for_its_owner_and_admins(api, 
     assert SHIPPED in [o["order_id"] for o in listed]
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_archived_order_does_not_change(api, bucket):
     archive(api, bucket, SHIPPED)
     patched = call(
@@ -83,6 +80,7 @@ def test_an_archived_order_does_not_change(api, bucket):
     assert call("POST", f"/orders/{SHIPPED}/cancel", claims=BOB).code == "ORDER_NOT_FOUND"
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_order_being_archived_is_503_with_retry_after(api, bucket):
     api.client.put_item(
         TableName=api.table_name,

@@ -42,6 +42,7 @@ def _no_backoff_sleep(monkeypatch):
     monkeypatch.setattr(aws_config, "conflict_delay", lambda attempt: 0)
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("route", SINGLE_ITEM_WRITES)
 def test_a_write_colliding_past_the_retries_is_503_with_retry_after(api, route):
     before = _state(api)
@@ -53,6 +54,7 @@ def test_a_write_colliding_past_the_retries_is_503_with_retry_after(api, route):
     assert _state(api) == before
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("route", SINGLE_ITEM_WRITES)
 def test_a_write_colliding_twice_succeeds_once(api, route):
     before = _state(api)
@@ -121,6 +123,7 @@ def test_a_single_write_the_store_refuses_is_422_and_logged_as_an_error(moto_api
     assert "Key too long" in caplog.text  # the cause is in the log, for whoever fixes the missing bound
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_sub_too_long_for_a_key_is_never_a_retryable_503(api):
     """No injection: a review by a 1,100-character `sub` builds a sort key over DynamoDB's 1,024 bytes."""
     before = call("GET", "/products/prod-mouse").body["rating_count"]

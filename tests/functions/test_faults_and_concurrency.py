@@ -82,6 +82,7 @@ def orders_in(store: Any) -> int:
 SEEDED = len(read_seed()["orders"])  # the orders events/seed.json holds
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("fault", [THROTTLE, SERVER_ERROR], ids=["throttled", "5xx"])
 def test_placement_outlasting_retries_is_503_and_writes_nothing(api, fault):
     orders_before = orders_in(api)

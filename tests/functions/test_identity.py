@@ -21,6 +21,7 @@ def _item_count(api: Any) -> int:
     return int(api.client.scan(TableName=api.table_name, Select="COUNT")["Count"])
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize(
     ("method", "path", "body"),
     [
@@ -40,6 +41,7 @@ def test_a_sub_over_the_limit_is_403_before_anything_is_written(api, method, pat
     assert _item_count(api) == before
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("sub", ["a/b", "a?b", "100%", "tab\there", "\ud800", "a\ud83db"])
 def test_a_sub_that_no_path_can_carry_is_403(api, sub):
     reply = call("POST", "/customers", body={"email": "odd@example.com", "name": "O"}, claims={"sub": sub})
@@ -47,6 +49,7 @@ def test_a_sub_that_no_path_can_carry_is_403(api, sub):
     assert reply.code == "INVALID_SUBJECT"
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_sub_at_the_limit_creates_and_reads_its_profile(api):
     sub = "é" * 128
     created = call("POST", "/customers", body={"email": "max@example.com", "name": "M"}, claims={"sub": sub})
@@ -54,6 +57,7 @@ def test_a_sub_at_the_limit_creates_and_reads_its_profile(api):
     assert call("GET", f"/customers/{sub}", claims={"sub": sub}).status == 200
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize(
     ("groups", "status"),
     [("ops,admin", 403), ("[ops,admin]", 403), ("[ops admin]", 201), (["ops", "admin"], 201)],
@@ -64,6 +68,7 @@ def test_the_groups_claim_is_read_in_api_gateways_forms_only(api, groups, status
     assert reply.status == status, reply.body
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("sub", ["auth0|123", "josé", "a b", "a+b", "a#b", "€ [x] ^{y}"])
 @pytest.mark.parametrize("raw_path", ["decoded", "encoded"])
 def test_a_customer_reads_its_profile_whatever_characters_its_sub_has(api, sub, raw_path):

@@ -126,6 +126,7 @@ def test_the_leading_keys_check_catches_a_foreign_write() -> None:
     assert outside({"PRODUCT#p1"}, ()) == set()
 
 
+@pytest.mark.dynamodb_semantics
 def test_order_events_grants_match_its_calls(store, monkeypatch):
     import time
 

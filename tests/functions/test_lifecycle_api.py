@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
+
 from shop import clock, wiring
 from shop.limits import RETURN_WINDOW_DAYS
 from shop.models import OrderStatus
@@ -22,6 +24,7 @@ def patch(order_id: str, version: int, body: dict[str, Any]) -> Any:
     return call("PATCH", f"/orders/{order_id}", claims=ADMIN, headers={"If-Match": f'"{version}"'}, body=body)
 
 
+@pytest.mark.dynamodb_semantics
 def test_shipping_needs_carrier_and_tracking_number(api):
     assert patch("00-alice-pending", 1, {"status": "CONFIRMED"}).status == 200
     for body in ({"status": "SHIPPED"}, {"status": "SHIPPED", "carrier": "DHL"}):
@@ -44,6 +47,7 @@ def test_shipping_needs_carrier_and_tracking_number(api):
     assert read["history"][-1] == last
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_owner_requests_a_return_of_a_delivered_order(api):
     assert call("POST", "/orders/00-bob-delivered/return", claims=ALICE, body={"reason": "x"}).code == "ORDER_NOT_FOUND"
     assert call("POST", "/orders/00-bob-delivered/return", claims=ADMIN, body={"reason": "x"}).code == "FORBIDDEN"
@@ -59,6 +63,7 @@ def test_the_owner_requests_a_return_of_a_delivered_order(api):
     assert (shipped.status, shipped.code) == (409, "INVALID_TRANSITION")
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_return_window_closes_thirty_days_after_delivery(api, monkeypatch):
     delivered = call("GET", "/orders/00-bob-delivered", claims=BOB).body["delivered_at"]
     later = datetime.fromisoformat(delivered) + timedelta(days=RETURN_WINDOW_DAYS, seconds=1)
@@ -71,6 +76,7 @@ def stock(product_id: str) -> int:
     return int(call("GET", f"/products/{product_id}").body["stock"])
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_accepted_return_restocks_every_line_in_one_transaction(api):
     before = stock("prod-mouse")
     with counting(api.client) as calls:
@@ -84,6 +90,7 @@ def test_an_accepted_return_restocks_every_line_in_one_transaction(api):
     assert stock("prod-mouse") == before + 1
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_rejected_return_needs_a_reason_and_goes_back_to_delivered(api):
     before = stock("prod-mouse")
     missing = patch("00-bob-return", 5, {"status": "DELIVERED"})
@@ -119,6 +126,7 @@ def confirmed_sales(api: Any, product_id: str, day: str, units: int, price: int)
     SalesService(SalesRepository(Table(api.client, api.table_name))).record(order, [line], "PENDING", None)
 
 
+@pytest.mark.dynamodb_semantics
 def test_product_sales_by_day_are_one_query(api):
     confirmed_sales(api, "prod-mouse", "2026-01-02", 3, 2900)
     confirmed_sales(api, "prod-mouse", "2026-01-04", 1, 2900)
@@ -152,6 +160,7 @@ def test_product_sales_by_day_are_one_query(api):
         assert call("GET", "/products/prod-mouse/sales", claims=ADMIN, query=query).status == 422
 
 
+@pytest.mark.dynamodb_semantics
 def test_top_sellers_of_a_day_most_units_first(api):
     confirmed_sales(api, "prod-mouse", "2026-01-02", 3, 2900)
     confirmed_sales(api, "prod-cable", "2026-01-02", 7, 900)
@@ -170,5 +179,6 @@ def test_top_sellers_of_a_day_most_units_first(api):
     assert call("GET", "/sales/top", claims=ADMIN, query={"date": "2026-13-01"}).status == 422
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_stream_processor_is_built_with_the_sales_rules(api):
     assert isinstance(wiring.order_events_service(Table(api.client, api.table_name)).sales, SalesService)

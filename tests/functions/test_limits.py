@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from shop import limits
 from tests.functions.apigw import ADMIN, ALICE, call
 
@@ -27,6 +29,7 @@ def assert_invalid(reply, field: str) -> None:
     assert [d["field"] for d in reply.body["error"]["details"]] == [field]
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_name_whose_fold_outgrows_a_sort_key_is_201_and_listed(api):
     created = call("POST", "/products", claims=ADMIN, body={"name": LONGEST_FOLD, "category": "x", "price_cents": 1})
     assert created.status == 201, created.body
@@ -42,6 +45,7 @@ def test_a_name_whose_fold_outgrows_a_sort_key_is_201_and_listed(api):
     assert (renamed.status, renamed.body["name"]) == (200, LONGEST_FOLD)
 
 
+@pytest.mark.dynamodb_semantics
 def test_stock_past_its_maximum_is_422(api):
     pid = new_product(stock=limits.MAX_STOCK)
     assert_invalid(call("POST", f"/products/{pid}/stock", claims=ADMIN, body={"delta": 1}), "delta")
@@ -51,6 +55,7 @@ def test_stock_past_its_maximum_is_422(api):
     )
 
 
+@pytest.mark.dynamodb_semantics
 def test_duplicate_lines_past_the_line_maximum_are_422(api):
     pid = new_product(stock=500)
     half = {"product_id": pid, "quantity": 50}

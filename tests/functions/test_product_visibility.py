@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.functions.apigw import ADMIN, ALICE, REPO, call
 from tests.functions.test_document_exactness import admitted
 
@@ -15,6 +17,7 @@ OPERATIONS = {"low_stock_threshold", "stock_shards"}
 DOCUMENT = json.loads((REPO / "openapi.json").read_text())
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_public_read_of_a_product_leaves_out_operations_data(api):
     created = call(
         "POST", "/products", claims=ADMIN, body={"name": "Hub", "category": "cables", "price_cents": 1, "stock": 9}
@@ -50,6 +53,7 @@ def test_the_document_says_which_answers_carry_operations_data():
 BLANK_OR_CONTROL = [" ", "   ", "\t", "\n", "\x00", "Mugs\n", "Mu\tgs", "\u3000", "\x7f", "\x85"]
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_category_name_needs_a_visible_character_and_no_control_character(api):
     for name in BLANK_OR_CONTROL:
         created = call("POST", "/categories", claims=ADMIN, body={"slug": "mugs", "name": name})

@@ -39,6 +39,7 @@ def emulator(store: Any, deletions: TtlDeletions, now: float = NOW) -> TtlEmulat
     )
 
 
+@pytest.mark.dynamodb_semantics
 def test_only_items_whose_numeric_ttl_passed_are_deleted(store):
     put(store, "past", expires_at={"N": str(NOW - 10)})
     put(store, "now", expires_at={"N": str(NOW)})
@@ -50,6 +51,7 @@ def test_only_items_whose_numeric_ttl_passed_are_deleted(store):
     assert keys(store) == {"future", "no-ttl", "text-ttl", "ancient"}
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_item_whose_ttl_moved_meanwhile_is_kept(store):
     put(store, "renewed", expires_at={"N": str(NOW - 10)})
     deletions = TtlDeletions()
@@ -62,6 +64,7 @@ def test_an_item_whose_ttl_moved_meanwhile_is_kept(store):
     assert len(deletions) == 0
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_emulators_removes_carry_the_ttl_service_identity_and_a_holders_do_not(store):
     deletions = TtlDeletions()
     reader = StreamReader(store, ttl_deletions=deletions)
@@ -76,6 +79,7 @@ def test_the_emulators_removes_carry_the_ttl_service_identity_and_a_holders_do_n
     assert len(deletions) == 0  # each delete marks one REMOVE, once
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_later_holders_delete_of_the_same_key_is_not_taken_for_ttl(store):
     deletions = TtlDeletions()
     reader = StreamReader(store, ttl_deletions=deletions)

@@ -40,6 +40,7 @@ def quantities(cart) -> list[tuple[str, int]]:
     return [(line.product_id, line.quantity) for line in cart.cart]
 
 
+@pytest.mark.dynamodb_semantics
 def test_cart_lines_are_set_read_removed_and_emptied(store):
     signed_up(store, ALICE)
     carts = wiring.cart_service(store.table)
@@ -65,6 +66,7 @@ def test_cart_lines_are_set_read_removed_and_emptied(store):
     carts.delete(ALICE, "alice")  # nothing left: still fine
 
 
+@pytest.mark.dynamodb_semantics
 def test_lines_show_current_prices_like_session_carts(store):
     signed_up(store, ALICE)
     carts = wiring.cart_service(store.table)
@@ -75,6 +77,7 @@ def test_lines_show_current_prices_like_session_carts(store):
     assert (line.unit_price_cents, line.added_unit_price_cents, line.price_changed) == (1700, 1500, True)
 
 
+@pytest.mark.dynamodb_semantics
 def test_only_the_customer_writes_and_only_with_a_profile(store):
     signed_up(store, ALICE)
     carts = wiring.cart_service(store.table)
@@ -92,6 +95,7 @@ def test_only_the_customer_writes_and_only_with_a_profile(store):
     assert cart_item(store, "bob") is None
 
 
+@pytest.mark.dynamodb_semantics
 def test_cart_holds_at_most_25_lines(store):
     signed_up(store, ALICE)
     carts = wiring.cart_service(store.table)
@@ -103,6 +107,7 @@ def test_cart_holds_at_most_25_lines(store):
     assert len(carts.set_quantity(ALICE, "alice", ids[0], 5).cart) == 25, "changing a line still works"
 
 
+@pytest.mark.dynamodb_semantics
 def test_every_change_slides_the_expiry_30_days(store, monkeypatch):
     signed_up(store, ALICE)
     carts = wiring.cart_service(store.table)
@@ -117,6 +122,7 @@ def test_every_change_slides_the_expiry_30_days(store, monkeypatch):
     assert carts.set_quantity(ALICE, "alice", pid, 2).expires_at > first.expires_at
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_expired_cart_is_never_served_nor_revived(store, monkeypatch):
     signed_up(store, ALICE)
     carts = wiring.cart_service(store.table)
@@ -139,6 +145,7 @@ def test_an_expired_cart_is_never_served_nor_revived(store, monkeypatch):
 # -- merge ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.dynamodb_semantics
 def test_merge_adds_up_quantities_and_deletes_the_session(store):
     signed_up(store, ALICE)
     carts = wiring.cart_service(store.table)
@@ -156,6 +163,7 @@ def test_merge_adds_up_quantities_and_deletes_the_session(store):
     assert carts.get(ALICE, "alice").cart == merged.cart
 
 
+@pytest.mark.dynamodb_semantics
 def test_merge_caps_lines_at_99_and_carts_at_25_and_reports_the_rest(store):
     signed_up(store, ALICE)
     carts = wiring.cart_service(store.table)
@@ -174,6 +182,7 @@ def test_merge_caps_lines_at_99_and_carts_at_25_and_reports_the_rest(store):
     ]
 
 
+@pytest.mark.dynamodb_semantics
 def test_repeated_merge_is_a_no_op_answering_the_same_cart(store):
     signed_up(store, ALICE)
     carts = wiring.cart_service(store.table)
@@ -189,6 +198,7 @@ def test_repeated_merge_is_a_no_op_answering_the_same_cart(store):
     assert int(cart_item(store)["cart_version"]["N"]) == 2
 
 
+@pytest.mark.dynamodb_semantics
 def test_merge_of_an_unknown_expired_or_foreign_session_is_session_not_found(store, monkeypatch):
     signed_up(store, ALICE, BOB)
     carts = wiring.cart_service(store.table)
@@ -208,6 +218,7 @@ def test_merge_of_an_unknown_expired_or_foreign_session_is_session_not_found(sto
         carts.merge(ALICE, "alice", stale)
 
 
+@pytest.mark.dynamodb_semantics
 def test_merge_retries_when_the_cart_moves_between_read_and_write(store, monkeypatch):
     signed_up(store, ALICE)
     carts = wiring.cart_service(store.table)
@@ -234,6 +245,7 @@ def test_merge_retries_when_the_cart_moves_between_read_and_write(store, monkeyp
 # -- checkout -------------------------------------------------------------------------------------
 
 
+@pytest.mark.dynamodb_semantics
 def test_checkout_from_the_customer_cart_empties_it_in_the_same_transaction(store):
     signed_up(store, ALICE)
     carts, orders = wiring.cart_service(store.table), wiring.order_service(store.table)
@@ -250,6 +262,7 @@ def test_checkout_from_the_customer_cart_empties_it_in_the_same_transaction(stor
         orders.place(ALICE, address=ADDRESS, customer_cart=True, idempotency_key="k2")
 
 
+@pytest.mark.dynamodb_semantics
 def test_checkout_that_fails_keeps_the_cart(store):
     signed_up(store, ALICE)
     carts, orders = wiring.cart_service(store.table), wiring.order_service(store.table)
@@ -260,6 +273,7 @@ def test_checkout_that_fails_keeps_the_cart(store):
     assert quantities(carts.get(ALICE, "alice")) == [(pid, 2)]
 
 
+@pytest.mark.dynamodb_semantics
 def test_checkout_reprices_a_line_whose_price_changed(store):
     signed_up(store, ALICE)
     carts, orders = wiring.cart_service(store.table), wiring.order_service(store.table)
@@ -271,6 +285,7 @@ def test_checkout_reprices_a_line_whose_price_changed(store):
     assert carts.get(ALICE, "alice").cart == []
 
 
+@pytest.mark.dynamodb_semantics
 def test_checkout_refuses_a_cart_that_changed_after_it_was_read(store, monkeypatch):
     signed_up(store, ALICE)
     carts, orders = wiring.cart_service(store.table), wiring.order_service(store.table)

@@ -78,6 +78,7 @@ def drive_moves(store: Any, reader: StreamReader) -> int:
     raise AssertionError("the move never finished")
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_tree_with_breadcrumbs_children_and_its_limits(store):
     service = tree(store.table)
     with counting(store.client) as calls:
@@ -108,6 +109,7 @@ def test_a_tree_with_breadcrumbs_children_and_its_limits(store):
         service.detail("nowhere")
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_subtree_lists_each_product_once_by_name_and_price(store):
     tree(store.table)
     add(store.table, "Ristretto", ["espresso"], 900)
@@ -126,6 +128,7 @@ def test_a_subtree_lists_each_product_once_by_name_and_price(store):
         add(store.table, "Ghost", ["nowhere", "tea"])
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_product_item_is_not_indexed_and_orders_leave_listings_alone(store):
     """Issue 11: stock lives on the product item only, so a stock change writes no index entry."""
     tree(store.table)
@@ -143,6 +146,7 @@ def test_the_product_item_is_not_indexed_and_orders_leave_listings_alone(store):
     assert all("stock" not in entry for entry in entries)
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_archived_product_leaves_every_listing_and_stays_readable(store):
     tree(store.table)
     kept = add(store.table, "Kept", ["espresso"])
@@ -162,6 +166,7 @@ def test_an_archived_product_leaves_every_listing_and_stays_readable(store):
         catalog.archive(ALICE, kept)
 
 
+@pytest.mark.dynamodb_semantics
 def test_editing_categories_refiles_the_product(store):
     tree(store.table)
     pid = add(store.table, "Mug", ["cups"], 500)
@@ -173,6 +178,7 @@ def test_editing_categories_refiles_the_product(store):
     assert catalog.list_by_category("beans", limit=5, next_token=None).items[0].price_cents == 800
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_rename_changes_breadcrumbs_without_touching_products(store):
     service = tree(store.table)
     pid = add(store.table, "Ristretto", ["espresso"])
@@ -186,6 +192,7 @@ def test_a_rename_changes_breadcrumbs_without_touching_products(store):
     assert wiring.catalog_service(store.table).get(pid) == before
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_move_into_its_own_subtree_is_refused(store):
     service = tree(store.table)
     with pytest.raises(errors.InvalidMove):
@@ -199,6 +206,7 @@ def test_a_move_into_its_own_subtree_is_refused(store):
         service.update(ADMIN, "beans", {"parent": "t3"})
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_move_moves_the_subtree_and_its_products(store):
     service = tree(store.table)
     ristretto = add(store.table, "Ristretto", ["espresso"])
@@ -242,6 +250,7 @@ def test_a_move_moves_the_subtree_and_its_products(store):
     assert [c.slug for c in service.top_level(limit=10, next_token=None).items] == ["beans", "coffee", "tea"]
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_archived_product_cannot_be_ordered_or_carted_and_past_orders_keep_it(store):
     from shop.services.orders import RequestedLine
     from tests.support.factories import ADDRESS

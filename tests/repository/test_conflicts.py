@@ -34,6 +34,7 @@ def test_the_budget_is_the_documented_one():
     assert worst < 3.5, "the sleeps alone must stay well inside the API functions' 10 s timeout"
 
 
+@pytest.mark.dynamodb_semantics
 def test_stock_adjustment_colliding_twice_is_applied_once(store):
     pid = product(store.table, stock=10)
     with injected(store.client, "conflict", {"UpdateItem"}, times=2) as injector:
@@ -42,6 +43,7 @@ def test_stock_adjustment_colliding_twice_is_applied_once(store):
     assert wiring.catalog_service(store.table).get(pid).stock == 15
 
 
+@pytest.mark.dynamodb_semantics
 def test_product_update_colliding_twice_is_applied(store):
     """A product edit is a transaction (the product and its listing entries): its conflicts are retried."""
     pid = product(store.table, price_cents=1000)
@@ -51,6 +53,7 @@ def test_product_update_colliding_twice_is_applied(store):
     assert wiring.catalog_service(store.table).get(pid).price_cents == 1200
 
 
+@pytest.mark.dynamodb_semantics
 def test_cart_line_colliding_twice_is_applied(store):
     pid = product(store.table)
     service = wiring.session_service(store.table, ttl_seconds=600)
@@ -61,6 +64,7 @@ def test_cart_line_colliding_twice_is_applied(store):
     assert [(line.product_id, line.quantity) for line in service.get(session.session_id).cart] == [(pid, 3)]
 
 
+@pytest.mark.dynamodb_semantics
 def test_status_change_colliding_twice_is_applied_once(store):
     pid = product(store.table)
     service = wiring.order_service(store.table)
@@ -71,6 +75,7 @@ def test_status_change_colliding_twice_is_applied_once(store):
     assert service.get(ADMIN, order.order_id).version == 2
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("operation", ["PutItem", "UpdateItem", "DeleteItem"])
 def test_single_item_write_colliding_past_the_budget_is_unavailable(store, operation):
     pid = product(store.table, stock=10)
@@ -88,6 +93,7 @@ def test_single_item_write_colliding_past_the_budget_is_unavailable(store, opera
     assert sessions.get(session.session_id).session_id == session.session_id
 
 
+@pytest.mark.dynamodb_semantics
 def test_transactions_cancelled_for_a_conflict_are_retried(store):
     pid = product(store.table, stock=10)
     with cancelled(store.client, "TransactionConflict", times=2) as injector:
@@ -107,6 +113,7 @@ def test_transactions_cancelled_for_a_conflict_are_retried(store):
     assert wiring.catalog_service(store.table).get(pid).stock == 10
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("what", ["customer", "customer-update", "review", "order", "cancel"])
 def test_transactions_colliding_past_the_budget_are_unavailable_and_write_nothing(store, what):
     pid = product(store.table, stock=10)
@@ -139,6 +146,7 @@ def test_transactions_colliding_past_the_budget_are_unavailable_and_write_nothin
         assert orders.list_for_customer(ALICE, "alice", limit=5, next_token=None).items == []
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_failed_condition_is_never_retried(store):
     pid = product(store.table)
     with cancelled(store.client, "ConditionalCheckFailed", index=1) as injector, pytest.raises(errors.ProductNotFound):
@@ -146,6 +154,7 @@ def test_a_failed_condition_is_never_retried(store):
     assert injector.injected == 1
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_failed_condition_the_caller_does_not_name_is_a_conflict_not_unavailable(store):
     """The old email's marker is deleted on condition that it is still ours: if not, the data moved."""
     customers = wiring.customer_service(store.table)
@@ -158,6 +167,7 @@ def test_a_failed_condition_the_caller_does_not_name_is_a_conflict_not_unavailab
     assert (injector.injected, raised.value.code) == (1, "CONFLICT")
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("reason", ["ValidationError", "ItemCollectionSizeLimitExceeded", "AReasonAddedLater"])
 def test_a_transaction_the_store_refuses_as_invalid_is_rejected_not_retried(store, reason):
     with cancelled(store.client, reason) as injector, pytest.raises(errors.StoreRejected) as raised:
@@ -167,12 +177,14 @@ def test_a_transaction_the_store_refuses_as_invalid_is_rejected_not_retried(stor
     assert "Key" not in raised.value.message
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("reason", ["ThrottlingError", "ProvisionedThroughputExceeded"])
 def test_a_transaction_throttled_item_by_item_is_unavailable(store, reason):
     with cancelled(store.client, reason), pytest.raises(errors.ServiceUnavailable):
         wiring.customer_service(store.table).create(ALICE, email="alice@example.com", name="Alice")
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_single_write_the_store_refuses_as_invalid_is_rejected_not_retried(store):
     pid = product(store.table, stock=10)
     with injected(store.client, "invalid", {"UpdateItem"}) as injector, pytest.raises(errors.StoreRejected):
@@ -181,6 +193,7 @@ def test_a_single_write_the_store_refuses_as_invalid_is_rejected_not_retried(sto
     assert wiring.catalog_service(store.table).get(pid).stock == 10
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_key_over_dynamodbs_limit_in_a_transaction_is_rejected_not_unavailable(store):
     """No injection: a sort key over 1,024 bytes cancels the review's transaction for ValidationError,
     which can never succeed, so it may not be a retryable 503. (Input validation keeps such keys from

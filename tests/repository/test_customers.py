@@ -9,6 +9,7 @@ from tests.support.calls import counting
 from tests.support.factories import ADMIN, ALICE, BOB
 
 
+@pytest.mark.dynamodb_semantics
 def test_create_and_get_profile(store):
     service = wiring.customer_service(store.table)
     created = service.create(ALICE, email="Alice@Example.com", name="Alice")
@@ -19,6 +20,7 @@ def test_create_and_get_profile(store):
     assert calls.operations == ["GetItem"]
 
 
+@pytest.mark.dynamodb_semantics
 def test_profile_is_created_once(store):
     service = wiring.customer_service(store.table)
     service.create(ALICE, email="alice@example.com", name="Alice")
@@ -26,6 +28,7 @@ def test_profile_is_created_once(store):
         service.create(ALICE, email="other@example.com", name="Alice again")
 
 
+@pytest.mark.dynamodb_semantics
 def test_email_is_unique_case_insensitively(store):
     service = wiring.customer_service(store.table)
     service.create(ALICE, email="shared@example.com", name="Alice")
@@ -35,6 +38,7 @@ def test_email_is_unique_case_insensitively(store):
         service.get(BOB, "bob")
 
 
+@pytest.mark.dynamodb_semantics
 def test_find_by_email_is_one_query(store):
     service = wiring.customer_service(store.table)
     service.create(ALICE, email="alice@example.com", name="Alice")
@@ -46,6 +50,7 @@ def test_find_by_email_is_one_query(store):
         service.find_by_email(ADMIN, "nobody@example.com")
 
 
+@pytest.mark.dynamodb_semantics
 def test_changing_email_moves_the_marker(store):
     service = wiring.customer_service(store.table)
     service.create(ALICE, email="old@example.com", name="Alice")
@@ -60,6 +65,7 @@ def test_changing_email_moves_the_marker(store):
     assert service.find_by_email(ADMIN, "old@example.com").customer_id == "bob"
 
 
+@pytest.mark.dynamodb_semantics
 def test_only_self_or_admin(store):
     service = wiring.customer_service(store.table)
     service.create(ALICE, email="alice@example.com", name="Alice")
@@ -71,6 +77,7 @@ def test_only_self_or_admin(store):
         service.find_by_email(ALICE, "alice@example.com")
 
 
+@pytest.mark.dynamodb_semantics
 def test_profiles_start_at_version_1_and_each_change_adds_one(store):
     service = wiring.customer_service(store.table)
     assert service.create(ALICE, email="alice@example.com", name="Alice").version == 1
@@ -97,6 +104,7 @@ def _interleaving(store, monkeypatch, service, *, change, times=1):
     return landed
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_change_landing_between_read_and_write_is_kept(store, monkeypatch):
     service = wiring.customer_service(store.table)
     service.create(ALICE, email="old@example.com", name="Alice")
@@ -110,6 +118,7 @@ def test_a_change_landing_between_read_and_write_is_kept(store, monkeypatch):
         fresh.find_by_email(ADMIN, "old@example.com")
 
 
+@pytest.mark.dynamodb_semantics
 def test_expected_version_is_checked_before_and_during_the_write(store, monkeypatch):
     service = wiring.customer_service(store.table)
     service.create(ALICE, email="old@example.com", name="Alice")
@@ -129,6 +138,7 @@ def test_expected_version_is_checked_before_and_during_the_write(store, monkeypa
     wiring.customer_service(store.table).create(BOB, email="new@example.com", name="Bob")  # and the new one is free
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_profile_that_keeps_changing_is_a_conflict_not_a_lost_update(store, monkeypatch):
     service = wiring.customer_service(store.table)
     service.create(ALICE, email="alice@example.com", name="Alice")
@@ -143,6 +153,7 @@ def test_a_profile_that_keeps_changing_is_a_conflict_not_a_lost_update(store, mo
     assert (after.name, after.email, after.version) == (f"Other {UPDATE_ATTEMPTS - 1}", "alice@example.com", 6)
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_profile_written_before_versions_reads_as_version_1(store):
     service = wiring.customer_service(store.table)
     service.create(ALICE, email="alice@example.com", name="Alice")

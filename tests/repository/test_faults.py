@@ -21,6 +21,7 @@ def _no_backoff_sleep(monkeypatch):
     monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, context: 0)
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("fault", ["throttle", "capacity", "internal", "unavailable"])
 def test_reads_retry_then_report_unavailable(store, fault):
     pid = product(store.table)

@@ -51,6 +51,7 @@ def batch_gets(client: Any) -> Iterator[list[dict[str, Any]]]:
         client.meta.events.unregister("provide-client-params.dynamodb.BatchGetItem", record)
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_hot_product_read_again_within_the_ttl_makes_no_call(store, clock):
     pid = hot_product(store.table)
     catalog = wiring.catalog_service(store.table, hot=HotProductCache(TTL, now=clock))
@@ -67,6 +68,7 @@ def test_a_hot_product_read_again_within_the_ttl_makes_no_call(store, clock):
     assert calls.operations == ["GetItem", "BatchGetItem"]
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_ordinary_product_is_read_every_time(store, clock):
     pid = product(store.table, stock=5)
     catalog = wiring.catalog_service(store.table, hot=HotProductCache(TTL, now=clock))
@@ -76,6 +78,7 @@ def test_an_ordinary_product_is_read_every_time(store, clock):
     assert calls.operations == ["GetItem", "GetItem"]
 
 
+@pytest.mark.dynamodb_semantics
 def test_two_tables_never_share_an_entry(store, clock):
     from local_runtime.dynamodb_local import create_table
     from shop.repository import Table
@@ -93,6 +96,7 @@ def test_two_tables_never_share_an_entry(store, clock):
         store.client.delete_table(TableName=other.name)
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("change", ["price", "archive"])
 def test_an_admin_change_on_the_instance_drops_its_entry(store, clock, change):
     pid = hot_product(store.table)
@@ -108,6 +112,7 @@ def test_an_admin_change_on_the_instance_drops_its_entry(store, clock, change):
     assert (read.price_cents, read.listed) == ((1500, True) if change == "price" else (1000, False))
 
 
+@pytest.mark.dynamodb_semantics
 def test_placement_reads_a_hot_price_once_per_ttl(store, clock):
     pid = hot_product(store.table)
     orders = wiring.order_service(store.table, hot=HotProductCache(TTL, now=clock))
@@ -122,6 +127,7 @@ def test_placement_reads_a_hot_price_once_per_ttl(store, clock):
     assert calls.operations == ["BatchGetItem", "TransactWriteItems"]
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_stale_cached_price_places_the_order_at_the_current_price(store, clock):
     pid = hot_product(store.table, price_cents=1000)
     orders = wiring.order_service(store.table, hot=HotProductCache(TTL, now=clock))

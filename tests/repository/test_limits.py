@@ -24,6 +24,7 @@ def all_pages(service: CatalogService, category: str, limit: int) -> list[str]:
             return ids
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_name_whose_fold_outgrows_a_sort_key_is_created_listed_and_renamed(store):
     service = wiring.catalog_service(store.table)
     category = "\U0010ffff" * limits.MAX_CATEGORY_LENGTH
@@ -39,6 +40,7 @@ def test_a_name_whose_fold_outgrows_a_sort_key_is_created_listed_and_renamed(sto
     assert all_pages(service, category, limit=2) == [before, *sorted([first, second, after])]
 
 
+@pytest.mark.dynamodb_semantics
 def test_stock_never_goes_past_its_maximum(store):
     pid = product(store.table, stock=limits.MAX_STOCK - 5)
     service = wiring.catalog_service(store.table)
@@ -73,6 +75,7 @@ def test_concurrent_increases_stop_at_the_maximum_together(local_store):
     assert service.get(pid).stock == limits.MAX_STOCK
 
 
+@pytest.mark.dynamodb_semantics
 def test_duplicate_order_lines_add_up_to_at_most_the_line_maximum(store):
     hammer = product(store.table, stock=500)
     nails = product(store.table, stock=500)

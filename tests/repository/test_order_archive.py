@@ -27,6 +27,7 @@ def ttl_of(store: Any, order_id: str) -> int | None:
     return int(item["expires_at"]["N"]) if "expires_at" in item else None
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_status_change_sets_or_clears_the_ttl_in_its_own_write(store):
     orders = OrderRepository(store.table)
     order = placed(store)
@@ -39,6 +40,7 @@ def test_a_status_change_sets_or_clears_the_ttl_in_its_own_write(store):
     assert cancelled.status is OrderStatus.CANCELLED
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_ttl_is_cleared_by_a_change_without_one(store):
     orders = OrderRepository(store.table)
     order = placed(store)
@@ -53,6 +55,7 @@ def remove_order_item(store: Any, order_id: str) -> None:
     store.client.delete_item(TableName=store.table_name, Key={"PK": {"S": f"ORDER#{order_id}"}, "SK": {"S": "ORDER"}})
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_archived_order_reads_as_archived_with_its_key_and_owner(store):
     order = placed(store)
     archival = OrderArchivalRepository(store.table)
@@ -65,6 +68,7 @@ def test_an_archived_order_reads_as_archived_with_its_key_and_owner(store):
     assert (archived.value.archive_key, archived.value.customer_id) == (key, "alice")
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_order_between_its_removal_and_its_archive_is_unavailable_not_missing(store):
     order = placed(store)
     store.client.put_item(
@@ -78,6 +82,7 @@ def test_an_order_between_its_removal_and_its_archive_is_unavailable_not_missing
         OrderRepository(store.table).get("no-such-order")
 
 
+@pytest.mark.dynamodb_semantics
 def test_history_is_deleted_in_batches(store):
     order = placed(store)
     history = [{"SK": f"HISTORY#{v:06d}"} for v in range(2, 60)]

@@ -19,6 +19,7 @@ def place(table, actor=ALICE, **lines):
     )
 
 
+@pytest.mark.dynamodb_semantics
 def test_placement_prices_from_catalogue_and_takes_stock(store):
     hammer = product(store.table, name="Hammer", price_cents=1500, stock=5)
     nails = product(store.table, name="Nails", price_cents=250, stock=100)
@@ -44,6 +45,7 @@ def test_placement_prices_from_catalogue_and_takes_stock(store):
     assert [h.status for h in fetched.history] == [OrderStatus.PENDING]
 
 
+@pytest.mark.dynamodb_semantics
 def test_out_of_stock_names_the_products_and_writes_nothing(store):
     hammer = product(store.table, name="Hammer", stock=1)
     nails = product(store.table, name="Nails", stock=100)
@@ -54,6 +56,7 @@ def test_out_of_stock_names_the_products_and_writes_nothing(store):
     assert wiring.order_service(store.table).list_for_customer(ALICE, "alice", limit=10, next_token=None).items == []
 
 
+@pytest.mark.dynamodb_semantics
 def test_unknown_product(store):
     hammer = product(store.table)
     with pytest.raises(errors.ProductNotFound) as raised:
@@ -61,6 +64,7 @@ def test_unknown_product(store):
     assert raised.value.product_ids == ["ghost"]
 
 
+@pytest.mark.dynamodb_semantics
 def test_price_changed_meanwhile_is_detected_and_repriced(store, monkeypatch):
     hammer = product(store.table, price_cents=1000, stock=5)
     repository = OrderRepository(store.table)
@@ -91,6 +95,7 @@ def test_price_changed_meanwhile_is_detected_and_repriced(store, monkeypatch):
     assert calls["n"] == 2
 
 
+@pytest.mark.dynamodb_semantics
 def test_checkout_from_session_clears_the_cart(store):
     hammer = product(store.table, name="Hammer", price_cents=1500, stock=5)
     sessions = wiring.session_service(store.table)
@@ -107,6 +112,7 @@ def test_checkout_from_session_clears_the_cart(store):
         wiring.order_service(store.table).place(ALICE, address=ADDRESS, session_id="missing")
 
 
+@pytest.mark.dynamodb_semantics
 def test_session_changed_during_keyed_checkout_is_session_not_found(store):
     """With an Idempotency-Key the placement claim is the transaction's last item; the session's own item
     is the one checked."""
@@ -128,6 +134,7 @@ def test_session_changed_during_keyed_checkout_is_session_not_found(store):
     assert wiring.catalog_service(store.table).get(hammer).stock == 5
 
 
+@pytest.mark.dynamodb_semantics
 def test_other_customers_order_reads_as_not_found(store):
     order = place(store.table, **{product(store.table): 1})
     with pytest.raises(errors.OrderNotFound):
@@ -137,6 +144,7 @@ def test_other_customers_order_reads_as_not_found(store):
         wiring.order_service(store.table).get(ADMIN, "missing")
 
 
+@pytest.mark.dynamodb_semantics
 def test_customer_orders_newest_first(store):
     pid = product(store.table, stock=100)
     placed = [place(store.table, **{pid: 1}).order_id for _ in range(5)]
@@ -153,6 +161,7 @@ def test_customer_orders_newest_first(store):
     assert seen == list(reversed(placed))
 
 
+@pytest.mark.dynamodb_semantics
 def test_status_change_is_conditional_on_version(store):
     order = place(store.table, **{product(store.table): 1})
     service = wiring.order_service(store.table)
@@ -171,6 +180,7 @@ def test_status_change_is_conditional_on_version(store):
         service.change_status(ALICE, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
 
 
+@pytest.mark.dynamodb_semantics
 def test_cancel_restocks_every_line(store):
     hammer = product(store.table, stock=5)
     nails = product(store.table, stock=50)
@@ -204,6 +214,7 @@ def walk_status(store, service, status, limit, shards):
             return seen, pages
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("shards", [1, 4, 64])
 def test_every_order_once_in_shard_order_reading_only_what_is_returned(store, shards):
     pid = product(store.table, stock=100)
@@ -221,6 +232,7 @@ def test_every_order_once_in_shard_order_reading_only_what_is_returned(store, sh
             assert seen == newest_first
 
 
+@pytest.mark.dynamodb_semantics
 def test_status_index_merges_shards_newest_first_and_paginates(store):
     pid = product(store.table, stock=100)
     service = wiring.order_service(store.table, shards=4)
@@ -244,6 +256,7 @@ def test_status_index_merges_shards_newest_first_and_paginates(store):
         service.list_by_status(ADMIN, OrderStatus.CONFIRMED, limit=1, next_token=first.next_token)
 
 
+@pytest.mark.dynamodb_semantics
 def test_orders_written_under_fewer_shards_stay_listed_after_the_count_grows(store):
     """The shard count may only grow: entries keep the shard they were written to, and the listing
     reads every shard below the current count."""
@@ -265,6 +278,7 @@ def test_orders_written_under_fewer_shards_stay_listed_after_the_count_grows(sto
     assert pages <= 4
 
 
+@pytest.mark.dynamodb_semantics
 def test_restore_writes_an_order_without_touching_stock_once(store):
     pid = product(store.table, stock=5)
     service = wiring.order_service(store.table)
@@ -279,6 +293,7 @@ def test_restore_writes_an_order_without_touching_stock_once(store):
         OrderRepository(store.table).restore(order)
 
 
+@pytest.mark.dynamodb_semantics
 def test_history_ends_with_the_current_status_before_the_stream_records_it(store):
     order = place(store.table, **{product(store.table): 1})
     service = wiring.order_service(store.table)
@@ -288,6 +303,7 @@ def test_history_ends_with_the_current_status_before_the_stream_records_it(store
     assert fetched.history[-1].at == fetched.updated_at
 
 
+@pytest.mark.dynamodb_semantics
 def test_status_patch_whose_answer_was_lost_answers_the_changed_order(store):
     order = place(store.table, **{product(store.table): 1})
     service = wiring.order_service(store.table)
@@ -312,6 +328,7 @@ def test_status_patch_whose_answer_was_lost_answers_the_changed_order(store):
         service.change_status(ADMIN, order.order_id, OrderStatus.PENDING, expected_version=2)
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_if_match_of_a_version_before_the_first_is_a_mismatch_not_a_lost_answer(store):
     """An order starts at version 1: If-Match 0 names no version it ever had."""
     order = place(store.table, **{product(store.table): 1})
@@ -319,6 +336,7 @@ def test_an_if_match_of_a_version_before_the_first_is_a_mismatch_not_a_lost_answ
         wiring.order_service(store.table).change_status(ADMIN, order.order_id, OrderStatus.PENDING, expected_version=0)
 
 
+@pytest.mark.dynamodb_semantics
 def test_cancel_whose_answer_was_lost_answers_the_cancelled_order_and_restocks_once(store):
     hammer = product(store.table, stock=5)
     order = place(store.table, **{hammer: 2})
@@ -343,6 +361,7 @@ def test_cancel_whose_answer_was_lost_answers_the_cancelled_order_and_restocks_o
         wiring.order_service(store.table).cancel(ALICE, order.order_id)
 
 
+@pytest.mark.dynamodb_semantics
 def test_status_change_tokens_fit_dynamodb_and_name_one_write(store):
     from shop.repository.orders import status_change_token
 
@@ -372,6 +391,7 @@ def test_status_change_tokens_fit_dynamodb_and_name_one_write(store):
     assert [r["ClientRequestToken"] for r in requests] == [token]
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_placement_run_again_under_its_idempotency_key_returns_the_first_order_once(store):
     """The first run's Lambda died after its transaction (its idempotency lock then expires): the re-run
     must not place a second order."""
@@ -388,6 +408,7 @@ def test_a_placement_run_again_under_its_idempotency_key_returns_the_first_order
     assert wiring.catalog_service(store.table).get(hammer).stock == 2
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_lost_answer_is_recognised_by_the_stored_details_not_only_the_status(store):
     """Two requests for SHIPPED from one version: the one whose shipment is stored is answered as done (a
     re-send after a lost answer), the other is a mismatch, at the door and in the failed write alike."""
@@ -432,6 +453,7 @@ def test_a_lost_answer_is_recognised_by_the_stored_details_not_only_the_status(s
     assert (stored.version, stored.shipment.tracking_number) == (3, "A-1")
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_return_request_is_recognised_by_its_stored_reason(store):
     from shop.models import StatusDetails
 
@@ -457,6 +479,7 @@ def test_a_return_request_is_recognised_by_its_stored_reason(store):
     assert service.get(ALICE, order.order_id).history[-1].reason == "too small"
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_shipment_whose_answer_was_lost_is_answered_with_the_stored_shipment(store):
     """The write is sent again after it applied (its answer lost): the re-send's condition fails, and the
     stored change is this one (same carrier and tracking number): 200 with the order as stored."""

@@ -38,6 +38,7 @@ def test_an_event_is_marked_once(log):
     assert log.mark_applied(_event("evt_2"), expires_at=EXPIRES_AT)
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_mark_expires_with_the_tables_ttl(store):
     PaymentEventRepository(store.table).mark_applied(_event(), expires_at=EXPIRES_AT)
 
@@ -58,10 +59,12 @@ def _key(event_id: str) -> dict:
     return {name: {"S": value} for name, value in keys.webhook_event_key("stripe", event_id).items()}
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_longest_event_id_fits(store):
     assert PaymentEventRepository(store.table).mark_applied(_event("e" * MAX_PAYMENT_EVENT_ID_LENGTH), expires_at=1)
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_transaction_holding_the_mark_of_an_applied_event_writes_nothing(store):
     repository = PaymentEventRepository(store.table)
     other = {"Put": {"TableName": store.table_name, "Item": {"PK": {"S": "SIDE#1"}, "SK": {"S": "SIDE"}}}}

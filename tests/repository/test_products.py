@@ -9,6 +9,7 @@ from tests.support.faults import first_answer_lost
 from tests.support.reads import reading
 
 
+@pytest.mark.dynamodb_semantics
 def test_product_read_is_one_get_item(store):
     pid = product(store.table, name="Hammer", price_cents=1999, stock=3)
     service = wiring.catalog_service(store.table)
@@ -21,6 +22,7 @@ def test_product_read_is_one_get_item(store):
         service.get("missing")
 
 
+@pytest.mark.dynamodb_semantics
 def test_category_listing_is_by_name_and_paginates(store):
     for name in ["Pliers", "anvil", "Chisel", "bolt", "Drill"]:
         product(store.table, name=name, category="tools")
@@ -40,6 +42,7 @@ def test_category_listing_is_by_name_and_paginates(store):
     assert pages >= 3
 
 
+@pytest.mark.dynamodb_semantics
 def test_tampered_or_foreign_tokens_are_rejected(store):
     for name in ["a", "b", "c"]:
         product(store.table, name=name, category="tools")
@@ -56,6 +59,7 @@ def test_tampered_or_foreign_tokens_are_rejected(store):
         service.list_by_category("tools", limit=1, next_token="not-a-token")
 
 
+@pytest.mark.dynamodb_semantics
 def test_update_renames_and_moves_category(store):
     pid = product(store.table, name="Hammer", category="tools")
     category(store.table, "garden")
@@ -68,6 +72,7 @@ def test_update_renames_and_moves_category(store):
         service.update(ALICE, pid, {"name": "Nope"})
 
 
+@pytest.mark.dynamodb_semantics
 def test_stock_adjustment_never_goes_negative(store):
     pid = product(store.table, stock=2)
     service = wiring.catalog_service(store.table)
@@ -80,6 +85,7 @@ def test_stock_adjustment_never_goes_negative(store):
     assert service.get(pid).stock == 0
 
 
+@pytest.mark.dynamodb_semantics
 def test_stock_adjustment_whose_answer_was_lost_applies_once(store):
     """botocore re-sends an UpdateItem whose answer timed out; the ADD must not land twice."""
     pid = product(store.table, stock=2)
@@ -94,6 +100,7 @@ def test_stock_adjustment_whose_answer_was_lost_applies_once(store):
     assert service.adjust_stock(ADMIN, pid, 3) == 3  # a new request is a new adjustment
 
 
+@pytest.mark.dynamodb_semantics
 def test_reviews_once_per_customer_with_rating_summary(store):
     pid = product(store.table)
     service = wiring.catalog_service(store.table)
@@ -107,6 +114,7 @@ def test_reviews_once_per_customer_with_rating_summary(store):
         service.review(ALICE, "missing", rating=3, title="?", body="?")
 
 
+@pytest.mark.dynamodb_semantics
 def test_product_reviews_highest_rating_then_newest(store):
     pid = product(store.table)
     service = wiring.catalog_service(store.table)
@@ -134,6 +142,7 @@ def test_product_reviews_highest_rating_then_newest(store):
     assert calls.operations == ["Query", "GetItem"]
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("limit", [5, 20])
 def test_product_reviews_read_only_what_they_return(store, limit):
     """Amplification 1.00 on every page with reviews, and the capacity DynamoDB Local reports against the
@@ -175,6 +184,7 @@ def test_product_reviews_read_only_what_they_return(store, limit):
         print(f"limit {limit}: first page {pages[0]} RCU, the single Query with the product item {reads.capacity} RCU")
 
 
+@pytest.mark.dynamodb_semantics
 def test_customer_reviews_newest_first(store):
     service = wiring.catalog_service(store.table)
     first, second = product(store.table, name="a"), product(store.table, name="b")
@@ -186,6 +196,7 @@ def test_customer_reviews_newest_first(store):
     assert [r.product_id for r in page.items] == [second, first]
 
 
+@pytest.mark.dynamodb_semantics
 def test_creating_an_existing_product_is_a_conflict(store):
     from shop.repository import ProductRepository
 
@@ -197,6 +208,7 @@ def test_creating_an_existing_product_is_a_conflict(store):
         )
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_create_whose_answer_was_lost_is_the_product_it_created(store):
     """botocore re-sends a transaction whose answer timed out: the product item it finds is the first attempt's."""
     with first_answer_lost(store.client, "TransactWriteItems"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from shop import wiring
 from shop.models import OrderStatus
 from shop.services.orders import RequestedLine
@@ -9,6 +11,7 @@ from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 
 
+@pytest.mark.dynamodb_semantics
 def test_no_read_scans_and_each_is_one_call(store):
     table = store.table
     customers, catalog = wiring.customer_service(table), wiring.catalog_service(table)

@@ -38,6 +38,7 @@ def rank(store, product_id: str, day: str = DAY) -> dict:
     return read(store, keys.sales_rank_key(product_id, day))
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_version_counts_once_in_one_transaction_then_moves_its_products_in_the_top_list(store):
     sales = SalesRepository(store.table)
     with counting(store.client) as calls:
@@ -62,6 +63,7 @@ def test_concurrent_counts_of_one_product_and_day_are_all_kept(local_store):
     assert (rank(store, "hammer")["units"], rank(store, "hammer")["changes"]) == (16, 16)
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_top_list_is_sharded_by_product_and_sparse(store):
     sales = SalesRepository(store.table)
     sales.apply(change("o-1", ("hammer", 2, 3000), ("nails", 10, 2500), ("saw", 10, 9000)))
@@ -73,6 +75,7 @@ def test_the_top_list_is_sharded_by_product_and_sparse(store):
     assert [(t.product_id, t.units) for t in sales.top(DAY, 5)] == [("saw", 10), ("hammer", 2)]
 
 
+@pytest.mark.dynamodb_semantics
 def test_days_reads_one_range_of_one_product(store):
     sales = SalesRepository(store.table)
     for n, day in enumerate(("2026-02-28", "2026-03-01", "2026-03-02", "2026-03-03")):
@@ -84,6 +87,7 @@ def test_days_reads_one_range_of_one_product(store):
     assert [(d.date, d.units) for d in days] == [("2026-03-01", 2), ("2026-03-02", 3)]
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_late_refresh_never_moves_a_product_back(store):
     sales = SalesRepository(store.table)
     sales.apply(change("o-1", ("hammer", 2, 3000)))
@@ -98,6 +102,7 @@ def hot(order_id: str, units: int, shard: int, version: int = 2, day: str = DAY)
     return SalesChange(order_id, version, day, (SalesLine("flash", units, units * 100, shard),))
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_flash_sale_products_lines_land_on_the_counter_shards_of_their_stock_shards(store):
     sales = SalesRepository(store.table)
     assert sales.apply(hot("o-1", 2, 7))
@@ -109,6 +114,7 @@ def test_a_flash_sale_products_lines_land_on_the_counter_shards_of_their_stock_s
     assert sorted(read(store, keys.sales_sharded_key("flash", DAY))["shards"]) == [7, 21]
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_flash_sale_products_days_sum_the_base_counter_and_the_shards_named_by_the_markers(store):
     sales = SalesRepository(store.table)
     sales.apply(change("o-0", ("flash", 4, 400)))  # before it had stock shards: the base counter
@@ -121,6 +127,7 @@ def test_a_flash_sale_products_days_sum_the_base_counter_and_the_shards_named_by
     assert [(d.date, d.units, d.revenue_cents) for d in days] == [("2026-03-02", 9, 900), ("2026-03-03", 1, 100)]
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_flash_sale_products_rank_is_refreshed_at_most_once_a_second_and_sums_every_counter(store, monkeypatch):
     from shop.repository import sales as module
 
@@ -138,6 +145,7 @@ def test_a_flash_sale_products_rank_is_refreshed_at_most_once_a_second_and_sums_
     assert [(t.product_id, t.units) for t in sales.top(DAY, 1)] == [("flash", 10)]
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_order_of_several_flash_sale_products_refreshes_each_rank_from_every_counter(store):
     # Three hot products: each rank refresh reads its entry, its base counter and 32 counter shards (102 keys).
     sales = SalesRepository(store.table)

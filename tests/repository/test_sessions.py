@@ -9,6 +9,7 @@ from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.faults import first_answer_lost
 
 
+@pytest.mark.dynamodb_semantics
 def test_session_cart_lifecycle(store):
     service = wiring.session_service(store.table, ttl_seconds=600)
     session = service.create()
@@ -31,6 +32,7 @@ def test_session_cart_lifecycle(store):
         service.get(session.session_id)
 
 
+@pytest.mark.dynamodb_semantics
 def test_unknown_product_or_session(store):
     service = wiring.session_service(store.table)
     session = service.create()
@@ -40,6 +42,7 @@ def test_unknown_product_or_session(store):
         service.set_quantity("no-such-session", product(store.table), 1)
 
 
+@pytest.mark.dynamodb_semantics
 def test_every_change_slides_expiry(store, monkeypatch):
     from shop import clock
 
@@ -53,6 +56,7 @@ def test_every_change_slides_expiry(store, monkeypatch):
     assert updated.expires_at > session.expires_at
 
 
+@pytest.mark.dynamodb_semantics
 def test_expired_session_is_absent_before_ttl_deletes_it(store):
     repository = SessionRepository(store.table)
     repository.create("expired-session-id", created_at="2026-01-01T00:00:00.000000Z", expires_at=1000)
@@ -67,6 +71,7 @@ def test_expired_session_is_absent_before_ttl_deletes_it(store):
         service.set_quantity("expired-session-id", product(store.table), 1)
 
 
+@pytest.mark.dynamodb_semantics
 def test_cart_holds_at_most_25_lines(store):
     service = wiring.session_service(store.table)
     session = service.create()
@@ -79,6 +84,7 @@ def test_cart_holds_at_most_25_lines(store):
     assert len(service.get(session.session_id).cart) == 25
 
 
+@pytest.mark.dynamodb_semantics
 def test_cart_shows_current_prices_and_marks_the_lines_whose_price_changed(store):
     service = wiring.session_service(store.table)
     session = service.create()
@@ -107,6 +113,7 @@ def test_cart_shows_current_prices_and_marks_the_lines_whose_price_changed(store
     assert (reset.cart[0].added_unit_price_cents, reset.cart[0].price_changed) == (1800, False)
 
 
+@pytest.mark.dynamodb_semantics
 def test_checkout_charges_the_subtotal_the_cart_shows(store):
     service = wiring.session_service(store.table)
     session = service.create()
@@ -118,6 +125,7 @@ def test_checkout_charges_the_subtotal_the_cart_shows(store):
     assert order.total_cents == shown.subtotal_cents == 2 * 1200
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_line_whose_product_is_gone_is_unavailable_and_left_out_of_the_subtotal(store):
     service = wiring.session_service(store.table)
     session = service.create()
@@ -137,6 +145,7 @@ def test_a_line_whose_product_is_gone_is_unavailable_and_left_out_of_the_subtota
         wiring.order_service(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
 
 
+@pytest.mark.dynamodb_semantics
 def test_current_prices_read_only_what_a_cart_shows(store):
     pid = product(store.table, name="Hammer", price_cents=1500)
     requests = []
@@ -158,6 +167,7 @@ def test_current_prices_read_only_what_a_cart_shows(store):
     assert not table_request.get("ConsistentRead")
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_create_whose_answer_was_lost_is_the_session_it_created(store):
     """botocore re-sends a PutItem whose answer timed out (a store stall): the id is new and random,
     so the item the re-sent write finds is the first attempt's own, not a clash."""

@@ -36,6 +36,7 @@ def always_shard(monkeypatch, shard: int) -> None:
     monkeypatch.setattr(stock_rules.random, "randrange", lambda _count: shard)
 
 
+@pytest.mark.dynamodb_semantics
 def test_marking_hot_spreads_the_stock_evenly_and_repeating_it_changes_nothing(store):
     pid = product(store.table, stock=50)
     with counting(store.client) as calls:
@@ -56,6 +57,7 @@ def test_marking_hot_spreads_the_stock_evenly_and_repeating_it_changes_nothing(s
     assert product_read.stock_shards == 8
 
 
+@pytest.mark.dynamodb_semantics
 def test_shards_are_their_own_partition_keys_outside_the_index(store):
     pid = hot_product(store.table, stock=10, shards=4)
     for shard in range(4):
@@ -71,6 +73,7 @@ def test_shards_are_their_own_partition_keys_outside_the_index(store):
     assert product_item["stock_shards"] == 4
 
 
+@pytest.mark.dynamodb_semantics
 def test_reading_a_hot_product_sums_its_shards_in_one_more_call(store):
     pid = hot_product(store.table, stock=10, shards=4)
     with counting(store.client) as calls:
@@ -79,6 +82,7 @@ def test_reading_a_hot_product_sums_its_shards_in_one_more_call(store):
     assert calls.operations == ["GetItem", "BatchGetItem"]
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_order_takes_from_one_random_shard_without_reading_the_shards(store, monkeypatch):
     pid = hot_product(store.table, stock=8, shards=4)
     always_shard(monkeypatch, 2)
@@ -90,6 +94,7 @@ def test_an_order_takes_from_one_random_shard_without_reading_the_shards(store, 
     assert "stock_taken" not in order.model_dump()  # recorded on the item, never shown
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_customer_whose_shard_is_empty_still_gets_the_order(store, monkeypatch):
     pid = hot_product(store.table, stock=4, shards=4)
     always_shard(monkeypatch, 0)
@@ -106,6 +111,7 @@ def test_a_customer_whose_shard_is_empty_still_gets_the_order(store, monkeypatch
     assert layout(store.table, pid).total == 2
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_line_bigger_than_any_shard_is_split_over_the_shards(store, monkeypatch):
     pid = hot_product(store.table, stock=6, shards=3)  # 2, 2, 2
     always_shard(monkeypatch, 1)
@@ -115,6 +121,7 @@ def test_a_line_bigger_than_any_shard_is_split_over_the_shards(store, monkeypatc
     assert wiring.order_service(store.table).get(ALICE, order.order_id).lines[0].quantity == 5
 
 
+@pytest.mark.dynamodb_semantics
 def test_out_of_stock_only_when_all_shards_together_hold_too_little(store, monkeypatch):
     pid = hot_product(store.table, stock=3, shards=3)
     always_shard(monkeypatch, 0)
@@ -125,6 +132,7 @@ def test_out_of_stock_only_when_all_shards_together_hold_too_little(store, monke
     assert layout(store.table, pid).shards == (1, 1, 1)
 
 
+@pytest.mark.dynamodb_semantics
 def test_cancel_returns_the_stock_to_the_shards_it_came_from(store, monkeypatch):
     pid = hot_product(store.table, stock=6, shards=3)
     always_shard(monkeypatch, 1)
@@ -135,6 +143,7 @@ def test_cancel_returns_the_stock_to_the_shards_it_came_from(store, monkeypatch)
     assert layout(store.table, pid).shards == (2, 2, 2)
 
 
+@pytest.mark.dynamodb_semantics
 def test_cancel_after_the_shard_is_gone_returns_the_stock_to_the_product_item(store, monkeypatch):
     pid = hot_product(store.table, stock=6, shards=3)
     always_shard(monkeypatch, 2)
@@ -147,6 +156,7 @@ def test_cancel_after_the_shard_is_gone_returns_the_stock_to_the_product_item(st
     assert wiring.catalog_service(store.table).get(pid).stock == 6
 
 
+@pytest.mark.dynamodb_semantics
 def test_unmarking_moves_every_unit_back_onto_the_product_item(store, monkeypatch):
     pid = hot_product(store.table, stock=9, shards=3)
     always_shard(monkeypatch, 0)
@@ -163,6 +173,7 @@ def test_unmarking_moves_every_unit_back_onto_the_product_item(store, monkeypatc
     assert wiring.catalog_service(store.table).get(pid).stock == 0
 
 
+@pytest.mark.dynamodb_semantics
 def test_adjusted_stock_on_the_product_item_is_sold_and_spread_again(store, monkeypatch):
     pid = hot_product(store.table, stock=2, shards=2)  # 1, 1
     wiring.catalog_service(store.table).adjust_stock(ADMIN, pid, 3)  # onto the product item
@@ -175,6 +186,7 @@ def test_adjusted_stock_on_the_product_item_is_sold_and_spread_again(store, monk
     assert wiring.catalog_service(store.table).set_stock_shards(ADMIN, pid, 2).shards == (3, 3)
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_new_price_reaches_the_shards_with_the_product(store, monkeypatch):
     pid = hot_product(store.table, stock=4, shards=2, price_cents=1000)
     wiring.catalog_service(store.table).update(ADMIN, pid, {"price_cents": 1500})
@@ -184,6 +196,7 @@ def test_a_new_price_reaches_the_shards_with_the_product(store, monkeypatch):
     assert order.total_cents == 1500
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_price_edit_racing_a_spread_is_refused_rather_than_leaving_a_shard_at_the_old_price(store):
     pid = product(store.table, stock=4, price_cents=1000)
     stale = wiring.catalog_service(store.table).get(pid)  # read before the product became hot
@@ -194,6 +207,7 @@ def test_a_price_edit_racing_a_spread_is_refused_rather_than_leaving_a_shard_at_
         )
 
 
+@pytest.mark.dynamodb_semantics
 def test_session_checkout_of_a_hot_product_finds_its_shards(store, monkeypatch):
     pid = hot_product(store.table, stock=4, shards=2)
     sessions = wiring.session_service(store.table)
@@ -204,6 +218,7 @@ def test_session_checkout_of_a_hot_product_finds_its_shards(store, monkeypatch):
     assert layout(store.table, pid).total == 2
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_next_cart_checkout_goes_to_a_shard_at_once(store, monkeypatch):
     """The first cart checkout of a hot product learns its shards from a refused attempt; the instance's next
     one takes from a shard in its first transaction."""
@@ -220,6 +235,7 @@ def test_the_next_cart_checkout_goes_to_a_shard_at_once(store, monkeypatch):
         assert calls.operations == expected
 
 
+@pytest.mark.dynamodb_semantics
 def test_spreading_refuses_what_changed_since_it_was_read(store):
     pid = hot_product(store.table, stock=4, shards=2)
     seen = layout(store.table, pid)
@@ -229,6 +245,7 @@ def test_spreading_refuses_what_changed_since_it_was_read(store):
     assert layout(store.table, pid).total == 3
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_archived_hot_product_is_sold_from_no_shard_and_not_spread_again(store, monkeypatch):
     """The archive copies the status onto the shards: a cart that still holds the product cannot take from them."""
     pid = hot_product(store.table, stock=4, shards=2)
@@ -245,6 +262,7 @@ def test_an_archived_hot_product_is_sold_from_no_shard_and_not_spread_again(stor
     assert layout(store.table, pid).shards == (2, 2)
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_hint_learnt_before_the_product_was_archived_still_finds_it_unavailable(store):
     """The instance's shard hint outlives the product's sale: the next checkout is refused, not sold."""
     pid = hot_product(store.table, stock=4, shards=2)

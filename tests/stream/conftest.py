@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
 import pytest
 
 from local_runtime.functions import lambda_context
@@ -140,12 +139,10 @@ class Bucket:
 
 
 @pytest.fixture
-def s3(store: Any, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bucket]:
-    """A fresh archive bucket (ARCHIVE_BUCKET) and the S3 client every archive call of the test uses."""
-    if store.backend == "moto":
-        client = boto3.client("s3", region_name="us-east-1")  # inside moto_store's mock
-    else:
-        client = request.getfixturevalue("local_s3").client("s3")
+def s3(store: Any, local_s3: LocalAws, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bucket]:
+    """A fresh archive bucket (ARCHIVE_BUCKET) and the S3 client every archive call of the test uses
+    (moto's S3 server beside DynamoDB Local, where `store` is)."""
+    client = local_s3.client("s3")
     bucket = f"archive-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=bucket)
     monkeypatch.setenv("ARCHIVE_BUCKET", bucket)

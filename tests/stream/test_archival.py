@@ -63,6 +63,7 @@ def cancelled_order(store: Any, invoke: Any, reader: StreamReader, monkeypatch: 
     return order_id
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_finished_order_removed_by_ttl_is_archived_whole_and_its_remains_removed(
     store, s3, invoke, deletions, monkeypatch
 ):
@@ -101,6 +102,7 @@ def test_a_finished_order_removed_by_ttl_is_archived_whole_and_its_remains_remov
     assert wiring.order_service(store.table).get(ADMIN, order_id).archived is True
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_replayed_removal_changes_nothing(store, s3, invoke, deletions, monkeypatch):
     reader = StreamReader(store, ttl_deletions=deletions)
     cancelled_order(store, invoke, reader, monkeypatch)
@@ -112,6 +114,7 @@ def test_a_replayed_removal_changes_nothing(store, s3, invoke, deletions, monkey
     assert (dump(store), s3.objects()) == (table, archived)
 
 
+@pytest.mark.dynamodb_semantics
 def test_when_s3_fails_the_record_fails_and_nothing_is_lost(store, s3, invoke, deletions, monkeypatch):
     reader = StreamReader(store, ttl_deletions=deletions)
     order_id = cancelled_order(store, invoke, reader, monkeypatch)
@@ -131,6 +134,7 @@ def test_when_s3_fails_the_record_fails_and_nothing_is_lost(store, s3, invoke, d
     assert wiring.order_service(store.table).get(ALICE, order_id).archived is True
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_crash_after_the_marker_finishes_the_deletes_on_retry(store, s3, invoke, deletions, monkeypatch):
     reader = StreamReader(store, ttl_deletions=deletions)
     order_id = cancelled_order(store, invoke, reader, monkeypatch)
@@ -153,6 +157,7 @@ def test_a_crash_after_the_marker_finishes_the_deletes_on_retry(store, s3, invok
     assert not [i for i in dump(store) if i["PK"] == f"ORDER#{order_id}" and i["SK"].startswith("HISTORY#")]
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_holders_delete_of_an_order_is_not_archived(store, s3, invoke, deletions, monkeypatch):
     reader = StreamReader(store, ttl_deletions=deletions)
     order_id = cancelled_order(store, invoke, reader, monkeypatch)

@@ -78,6 +78,7 @@ def order_partition(store: Any, order_id: str) -> list[str]:
     return [item["SK"] for item in dump(store) if item["PK"] == keys.order_pk(order_id)]
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.usefixtures("s3")
 def test_a_replayed_cancellation_counts_no_sales_and_leaves_no_markers(store, invoke, deletions, monkeypatch):
     order = archived_order(store, invoke, deletions)
@@ -89,6 +90,7 @@ def test_a_replayed_cancellation_counts_no_sales_and_leaves_no_markers(store, in
     assert order_partition(store, order.order_id) == ["ARCHIVED"]  # no SALES#, no HISTORY# beside it
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.usefixtures("s3")
 def test_a_replayed_confirmation_counts_no_sales_again(store, invoke, deletions, monkeypatch):
     order = archived_order(store, invoke, deletions)
@@ -99,6 +101,7 @@ def test_a_replayed_confirmation_counts_no_sales_again(store, invoke, deletions,
     assert order_partition(store, order.order_id) == ["ARCHIVED"]
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.usefixtures("s3")
 def test_a_replayed_record_writes_no_history(store, invoke, deletions, monkeypatch):
     order = archived_order(store, invoke, deletions)
@@ -110,6 +113,7 @@ def test_a_replayed_record_writes_no_history(store, invoke, deletions, monkeypat
     assert wiring.order_service(store.table).get(ADMIN, order.order_id).archived is True
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.usefixtures("s3")
 def test_a_replayed_record_does_not_write_its_notification_again(store, invoke, deletions, monkeypatch):
     order = archived_order(store, invoke, deletions)
@@ -123,6 +127,7 @@ def test_a_replayed_record_does_not_write_its_notification_again(store, invoke, 
     assert not [i for i in dump(store) if i["PK"] == "CUSTOMER#alice" and i.get("type") == "ORDER_STATUS_CHANGED"]
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.usefixtures("s3")
 def test_a_replayed_record_does_not_move_the_customers_list(store, invoke, deletions, monkeypatch):
     order = archived_order(store, invoke, deletions)
@@ -141,6 +146,7 @@ def test_a_replayed_record_does_not_move_the_customers_list(store, invoke, delet
     assert (entry["status"]["S"], entry["version"]["N"]) == ("CONFIRMED", "2")
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.usefixtures("s3")
 def test_a_replayed_record_publishes_nothing(store, invoke, deletions, monkeypatch, recorded_bus):
     order = archived_order(store, invoke, deletions)
@@ -152,6 +158,7 @@ def test_a_replayed_record_publishes_nothing(store, invoke, deletions, monkeypat
     assert recorded_bus.events == []
 
 
+@pytest.mark.dynamodb_semantics
 def test_every_record_of_an_archived_order_replayed_changes_nothing(store, s3, invoke, deletions, recorded_bus):
     order = archived_order(store, invoke, deletions)
     table, archive = dump(store), s3.objects()
@@ -166,6 +173,7 @@ def test_every_record_of_an_archived_order_replayed_changes_nothing(store, s3, i
     assert recorded_bus.events == []
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.usefixtures("s3")
 def test_a_replay_racing_archival_leaves_nothing_beside_the_marker(store, invoke, deletions, monkeypatch):
     """The cancellation's record failed for good (it waits in the failure store); the TTL removes the order;
@@ -217,6 +225,7 @@ def test_a_replay_racing_archival_leaves_nothing_beside_the_marker(store, invoke
     assert (counted.units, counted.revenue_cents) == (0, 0)
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.usefixtures("s3")
 def test_a_replayed_return_takes_back_no_sales_and_publishes_no_refund(store, invoke, deletions, recorded_bus):
     reader = StreamReader(store, ttl_deletions=deletions)

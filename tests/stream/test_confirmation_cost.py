@@ -17,6 +17,7 @@ from tests.support.streams import StreamReader, only
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_confirmations_modify_reads_once_and_writes_nothing(store, invoke):
     orders = wiring.order_service(store.table)
     order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
@@ -30,6 +31,7 @@ def test_the_confirmations_modify_reads_once_and_writes_nothing(store, invoke):
     assert orders.get(ALICE, order.order_id).status is OrderStatus.CONFIRMED
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_confirmation_by_hand_is_recorded_by_its_modify(store, invoke):
     orders = wiring.order_service(store.table)
     order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])

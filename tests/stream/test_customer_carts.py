@@ -39,6 +39,7 @@ def alice_cart(store) -> CartService:
     return carts
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_customer_cart_removed_by_ttl_publishes_cart_abandoned(store, recorded_bus, alice_cart, invoke, capsys):
     reader = StreamReader(store)
     reader.read()
@@ -60,6 +61,7 @@ def test_a_customer_cart_removed_by_ttl_publishes_cart_abandoned(store, recorded
     assert emitted_metrics(capsys.readouterr().out) == {"CartsAbandoned": 2}
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_emptied_cart_or_a_merge_marker_removed_by_ttl_publishes_nothing(store, recorded_bus, alice_cart, invoke):
     session_id = wiring.session_service(store.table).create().session_id
     alice_cart.merge(ALICE, "alice", session_id)
@@ -75,6 +77,7 @@ def test_an_emptied_cart_or_a_merge_marker_removed_by_ttl_publishes_nothing(stor
     assert recorded_bus.calls == []
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_cart_removed_by_a_caller_publishes_nothing(store, recorded_bus, alice_cart, invoke):
     reader = StreamReader(store)
     reader.read()

@@ -38,6 +38,7 @@ def pump(invoke: Any, reader: StreamReader) -> None:
         assert invoke(lambda_event(records)) == {"batchItemFailures": []}
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_shipment_reaches_history_notification_and_event(store, invoke, recorded_bus):
     reader = StreamReader(store)
     order_id, orders = deliver(store, invoke, reader)
@@ -53,6 +54,7 @@ def test_the_shipment_reaches_history_notification_and_event(store, invoke, reco
     assert event["shipment"]["tracking_number"] == "JD014600006281234567"
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_accepted_return_publishes_the_refund_once(store, invoke, recorded_bus):
     reader = StreamReader(store)
     order_id, orders = deliver(store, invoke, reader)
@@ -68,6 +70,7 @@ def test_an_accepted_return_publishes_the_refund_once(store, invoke, recorded_bu
     assert requested.reason == "Too small."
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_rejected_return_tells_the_customer_why(store, invoke, recorded_bus):
     reader = StreamReader(store)
     order_id, orders = deliver(store, invoke, reader)

@@ -43,6 +43,7 @@ def no_failures(response: dict[str, Any]) -> None:
     assert response == {"batchItemFailures": []}
 
 
+@pytest.mark.dynamodb_semantics
 def test_new_order_is_confirmed_with_notification_and_history_once(store, invoke, capsys):
     order_id = place(store)
     reader = StreamReader(store)
@@ -85,6 +86,7 @@ def test_new_order_is_confirmed_with_notification_and_history_once(store, invoke
     assert "StatusChanges" not in metrics
 
 
+@pytest.mark.dynamodb_semantics
 def test_admin_status_change_records_history_notification_and_index(store, invoke):
     order_id = place(store)
     reader = StreamReader(store)
@@ -111,6 +113,7 @@ def test_admin_status_change_records_history_notification_and_index(store, invok
     assert dump(store) == before
 
 
+@pytest.mark.dynamodb_semantics
 def test_order_cancelled_before_confirmation_is_not_confirmed(store, invoke):
     order_id = place(store)
     wiring.order_service(store.table).cancel(ALICE, order_id)
@@ -136,6 +139,7 @@ def poison_of(record: dict[str, Any]) -> dict[str, Any]:
     return poison
 
 
+@pytest.mark.dynamodb_semantics
 def test_poison_record_in_the_middle_fails_alone(store, invoke, capsys, logs):
     first, second = place(store), place(store, BOB, quantity=3)
     records = StreamReader(store).read()
@@ -186,6 +190,7 @@ def nearly_timed_out() -> Any:
     return context
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("failure", ["throttled", "out_of_time"])
 def test_poison_and_a_store_failure_only_the_poison_counts_for_the_version(store, invoke, capsys, monkeypatch, failure):
     """The canary judges a release by the records it fails: not the ones the store throttled or stalled."""
@@ -206,6 +211,7 @@ def test_poison_and_a_store_failure_only_the_poison_counts_for_the_version(store
     assert emitted_metrics(output, ("service", "function_version")) == {"RecordsFailed": 1}
 
 
+@pytest.mark.dynamodb_semantics
 def test_store_failures_alone_count_nothing_for_the_version(store, invoke, capsys, monkeypatch):
     place(store)
     [insert] = only(StreamReader(store).read(), entity="ORDER", event_name="INSERT")
@@ -223,6 +229,7 @@ class Crash(BaseException):
     """The function dying mid-batch (timeout, out of memory): not an Exception the processor catches."""
 
 
+@pytest.mark.dynamodb_semantics
 def test_crash_after_half_the_batch_then_full_retry_confirms_each_order_once(store, invoke, monkeypatch):
     order_ids = [place(store, quantity=q) for q in (1, 2, 3, 4)]
     reader = StreamReader(store)
@@ -256,6 +263,7 @@ def test_crash_after_half_the_batch_then_full_retry_confirms_each_order_once(sto
     assert sorted(confirmations) == sorted(order_ids)
 
 
+@pytest.mark.dynamodb_semantics
 def test_crash_between_confirming_and_notifying_is_completed_by_the_modify_record(store, invoke, monkeypatch):
     order_id = place(store)
     reader = StreamReader(store)
@@ -288,6 +296,7 @@ def session_with_cart(store: Any) -> str:
     return session_id
 
 
+@pytest.mark.dynamodb_semantics
 def test_session_deleted_by_its_holder_publishes_nothing(store, invoke, recorded_bus):
     session_id = session_with_cart(store)
     reader = StreamReader(store)
@@ -301,6 +310,7 @@ def test_session_deleted_by_its_holder_publishes_nothing(store, invoke, recorded
     assert recorded_bus.calls == []
 
 
+@pytest.mark.dynamodb_semantics
 def test_session_removed_by_ttl_with_a_cart_publishes_cart_abandoned(store, invoke, recorded_bus, capsys):
     session_id = session_with_cart(store)
     reader = StreamReader(store)
@@ -320,6 +330,7 @@ def test_session_removed_by_ttl_with_a_cart_publishes_cart_abandoned(store, invo
     assert emitted_metrics(capsys.readouterr().out) == {"CartsAbandoned": 1}
 
 
+@pytest.mark.dynamodb_semantics
 def test_ttl_removal_of_an_empty_cart_publishes_nothing(store, invoke, recorded_bus):
     session_id = wiring.session_service(store.table).create().session_id
     reader = StreamReader(store)
@@ -335,6 +346,7 @@ class NoStore:
         raise AssertionError(f"store call {name} for a record that is not ours")
 
 
+@pytest.mark.dynamodb_semantics
 def test_records_that_are_not_ours_cost_no_store_call(store, monkeypatch):
     place(store)
     records = StreamReader(store).read()
@@ -352,6 +364,7 @@ def test_records_that_are_not_ours_cost_no_store_call(store, monkeypatch):
         assert service.handle(StreamRecord.from_lambda(record)).action is Action.SKIPPED
 
 
+@pytest.mark.dynamodb_semantics
 def test_order_modify_without_a_status_change_is_skipped_without_store_calls(store, invoke, monkeypatch):
     place(store)
     reader = StreamReader(store)

@@ -60,6 +60,7 @@ def crossing_twice(store: Any) -> tuple[str, list[dict[str, Any]]]:
     return pid, reader.read()
 
 
+@pytest.mark.dynamodb_semantics
 def test_two_crossings_are_two_alerts_and_stock_moves_publish_nothing(store, invoke, recorded_bus):
     pid, records = crossing_twice(store)
     assert len(only(records, entity="PRODUCT", event_name="MODIFY")) == 4
@@ -78,6 +79,7 @@ def test_two_crossings_are_two_alerts_and_stock_moves_publish_nothing(store, inv
     assert all(a["product_id"] == pid and a["name"] == "Espresso beans" for a in listed)
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize(
     "delivery",
     [
@@ -102,6 +104,7 @@ def test_replays_write_and_publish_each_alert_and_event_once(store, invoke, reco
     assert product_events(recorded_bus) == events
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_products_own_threshold_decides_the_crossing(store, invoke, recorded_bus):
     pid = product(store.table, stock=30)
     store.client.update_item(  # what an admin's threshold edit leaves on the item
@@ -119,6 +122,7 @@ def test_a_products_own_threshold_decides_the_crossing(store, invoke, recorded_b
     assert (alert["previous_stock"], alert["stock"], alert["low_stock_threshold"]) == (20, 19, 20)
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_catalogue_edit_publishes_product_updated(store, invoke, recorded_bus):
     pid = product(store.table, stock=30)
     reader = StreamReader(store)
@@ -130,6 +134,7 @@ def test_a_catalogue_edit_publishes_product_updated(store, invoke, recorded_bus)
     assert (updated["type"], updated["changed"], updated["price_cents"]) == ("ProductUpdated", ["price_cents"], 1999)
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_filter_lets_in_product_records_and_each_order_line_costs_one_skipped_record(store, invoke, monkeypatch):
     """What the mapping's filter admits per 3-line order (docs/performance.md, "Product events")."""
 

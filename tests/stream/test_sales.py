@@ -97,6 +97,7 @@ def expected(history: dict[str, Any]) -> dict[tuple[str, str], tuple[int, int, s
     }
 
 
+@pytest.mark.dynamodb_semantics
 def test_sales_are_counted_once_per_order_version(store, history):
     assert totals(store) == expected(history)
     top = SalesRepository(store.table).top(history["day"], 10)
@@ -105,18 +106,21 @@ def test_sales_are_counted_once_per_order_version(store, history):
     assert len(counted) == 5  # o1, o2 and o3 confirmed; o2 cancelled; o3 returned (o4 never confirmed)
 
 
+@pytest.mark.dynamodb_semantics
 def test_the_same_records_replayed_change_nothing(store, history, invoke):
     before = dump(store)
     assert invoke(lambda_event(history["records"] + history["records"])) == {"batchItemFailures": []}
     assert dump(store) == before
 
 
+@pytest.mark.dynamodb_semantics
 def test_records_counted_again_in_reverse_order_give_the_same_totals(store, history, invoke):
     wipe_sales(store)
     assert invoke(lambda_event(list(reversed(history["records"])))) == {"batchItemFailures": []}
     assert totals(store) == expected(history)
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_processor_dying_half_way_and_retried_gives_the_same_totals(store, history, invoke, monkeypatch):
     wipe_sales(store)
     records = history["records"]
@@ -141,6 +145,7 @@ def test_a_processor_dying_half_way_and_retried_gives_the_same_totals(store, his
     assert totals(store) == expected(history)
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_count_failing_is_retried_alone_and_counts_once(store, history, invoke, monkeypatch):
     """A record whose count fails (the store is throttling) is reported failed; redelivered, it counts once."""
     from shop import errors
@@ -165,6 +170,7 @@ def test_a_count_failing_is_retried_alone_and_counts_once(store, history, invoke
     assert totals(store) == expected(history)
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_processor_dying_between_the_count_and_the_top_list_catches_up_on_redelivery(
     store, history, invoke, monkeypatch
 ):
@@ -207,6 +213,7 @@ def sales_of(store: Any, pid: str, day: str) -> list[tuple[str, int, int]]:
     return [(d.date, d.units, d.revenue_cents) for d in SalesRepository(store.table).days(pid, day, day)]
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_flash_sale_products_lines_land_on_counter_shards_and_its_read_sums_them(store, flash_history):
     f, a, day = flash_history["f"], flash_history["a"], flash_history["day"]
     shards = [i for i in dump(store) if i.get("entity") == "SALES_DAY_SHARD"]
@@ -219,6 +226,7 @@ def test_a_flash_sale_products_lines_land_on_counter_shards_and_its_read_sums_th
     assert calls.operations == ["Query"]  # an ordinary product: one Query
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_flash_sale_products_counts_are_exactly_once_replayed_reversed_and_redelivered(store, flash_history, invoke):
     f, day, records = flash_history["f"], flash_history["day"], flash_history["records"]
     assert invoke(lambda_event(records + records)) == {"batchItemFailures": []}

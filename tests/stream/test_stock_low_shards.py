@@ -53,6 +53,7 @@ def spread_product(store: Any, invoke: Any, shards: int = 8, stock: int = 40) ->
     return pid, reader
 
 
+@pytest.mark.dynamodb_semantics
 def test_spreading_the_stock_over_shards_alerts_nothing(store, invoke, recorded_bus):
     pid, reader = spread_product(store, invoke)
     assert alerts(store) == []  # not "stock 0, previous 40"
@@ -67,6 +68,7 @@ def test_spreading_the_stock_over_shards_alerts_nothing(store, invoke, recorded_
     assert [e for e in product_events(recorded_bus).values() if e["type"] == "StockLow"] == []
 
 
+@pytest.mark.dynamodb_semantics
 def test_selling_36_of_40_over_8_shards_alerts_once_at_4(store, invoke, recorded_bus):
     pid, reader = spread_product(store, invoke)
     for _ in range(9):
@@ -83,6 +85,7 @@ def test_selling_36_of_40_over_8_shards_alerts_once_at_4(store, invoke, recorded
     assert (low["id"], low["stock"]) == (alert["alert_id"], 4)
 
 
+@pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize(
     "delivery",
     [
@@ -136,6 +139,7 @@ def test_concurrent_crossings_on_two_shards_alert_once(local_store, invoke, reco
     assert alert["stock"] == 4
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_restock_above_the_threshold_then_a_new_crossing_is_a_second_alert(store, invoke, recorded_bus):
     pid, reader = spread_product(store, invoke, shards=4, stock=8)  # 2 + 2 + 2 + 2
     orders = [sell(store, pid, 2), sell(store, pid, 2)]  # 8 -> 4: low
@@ -155,6 +159,7 @@ def test_a_restock_above_the_threshold_then_a_new_crossing_is_a_second_alert(sto
     assert [a["stock"] for a in alerts(store)] == [4, 4]
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_product_low_before_it_is_spread_is_not_alerted_again(store, invoke, recorded_bus):
     pid = product(store.table, name="Headphones", stock=10)
     reader = StreamReader(store)
@@ -220,6 +225,7 @@ def gather(store: Any, pid: str, source: int, quantity: int) -> None:
     )
 
 
+@pytest.mark.dynamodb_semantics
 def test_an_orders_gathering_alerts_nothing_and_reads_nothing(store, invoke, recorded_bus, monkeypatch):
     """An order's gathering (issue 23, item 5) moves units between shards: the total (6, just above the
     threshold 5) is unchanged, so its shard records decide nothing and read nothing. Were they to read the
@@ -237,6 +243,7 @@ def test_an_orders_gathering_alerts_nothing_and_reads_nothing(store, invoke, rec
     assert torn.reads == 0  # a gathering draining 32 shards costs the stream no read of the total
 
 
+@pytest.mark.dynamodb_semantics
 def test_a_sale_reads_the_total_whole_while_a_gathering_commits(store, invoke, recorded_bus, monkeypatch):
     """A sale takes the total from 6 to 5 (the threshold: not low) while a gathering moves a shard's units
     into shard 0: read item by item, the total would lack them (a false StockLow); read as one
