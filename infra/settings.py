@@ -122,9 +122,11 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # BatchGetItem: cart prices, a customer cart with its profile; TransactWriteItems: merging a session into a cart
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
-    # issue 25: a webhook event reads its order (Query) and writes one transaction: the order's change, the
-    # event's mark (PutItem), the PAYMENT_DUE item's delete, the stock a failed payment releases (UpdateItem)
-    "payments": ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem", "TransactWriteItems"),
+    # issue 25: a webhook event reads its order (GetItem) and writes one transaction: the order's change, the
+    # event's mark (PutItem), the PAYMENT_DUE item's delete, the stock a failed payment releases (UpdateItem);
+    # an event that changes no order is its mark alone (PutItem), a dead order's cancelled intent is recorded
+    # (UpdateItem)
+    "payments": ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps (issue 12); BatchGetItem +
     # TransactWriteItems also: the daily sales counters and their once-per-order-version marker (issue 13);
     # Query and BatchWriteItem: archiving an order reads and deletes what is left of it (shop.services.archival);

@@ -285,3 +285,56 @@ def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
     from infra.settings import PAYMENT_STEPS_FUNCTION
 
     assert outside(recorder.written_keys, PAYMENT_STEPS_FUNCTION.write_leading_keys) == set()
+
+
+def test_payments_grants_match_its_calls(moto_api, monkeypatch):
+    """The webhook's function (issue 25) through its route: an authorisation, a failure, an authorisation of the
+    failed (dead) order (its intent cancelled and recorded), a duplicate, an unknown order and an ignored type."""
+    import sys
+    import time
+
+    from shop import config, wiring
+    from tests.functions.apigw import API, call
+    from tests.functions.generate_payment_events import signature
+    from tests.support.factories import product
+    from tests.support.fake_payments import FakePayments
+    from tests.support.unpaid_orders import place_unpaid
+
+    secret = "whsec_least_privilege"
+    monkeypatch.setenv("PAYMENTS", "stripe")
+    monkeypatch.setenv("STRIPE_SECRET_KEY", "sk_test_least_privilege")
+    monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", secret)
+    config.payment_settings.cache_clear()
+    try:
+        API.handler("payments")
+        fake = FakePayments()
+        monkeypatch.setattr(
+            sys.modules["_in_process_payments_handler"],
+            "_service",
+            wiring.payment_service(moto_api.table, provider=fake),
+        )
+        pid = product(moto_api.table, name="Kettle", price_cents=2500, stock=9)
+        paid, failed = (place_unpaid(moto_api.table, fake, [(pid, "Kettle", 2500, 1)]) for _ in range(2))
+        fake.authorise(paid.intent_id)
+        recorder = record(moto_api.client)
+
+        def deliver(event_id: str, event_type: str, intent_id: str, order_id: str) -> None:
+            obj = {"id": intent_id, "object": "payment_intent", "metadata": {"order_id": order_id}}
+            body = json.dumps(
+                {"id": event_id, "object": "event", "type": event_type, "created": 1, "data": {"object": obj}}
+            )
+            headers = {"Stripe-Signature": signature(body, secret, int(time.time()))}
+            assert call("POST", "/webhooks/stripe", raw_body=body, headers=headers).status == 200
+
+        deliver("evt_lp_1", "payment_intent.amount_capturable_updated", paid.intent_id, paid.order_id)
+        deliver("evt_lp_1", "payment_intent.amount_capturable_updated", paid.intent_id, paid.order_id)  # again
+        deliver("evt_lp_2", "payment_intent.payment_failed", failed.intent_id, failed.order_id)
+        deliver("evt_lp_3", "payment_intent.succeeded", failed.intent_id, failed.order_id)  # a dead order's
+        deliver("evt_lp_4", "payment_intent.succeeded", "pi_nobody", "no-such-order")
+        deliver("evt_lp_5", "customer.created", "cus_1", "")
+        assert [op for op, _ in fake.calls].count("cancel") == 1
+        actions, uses_index = granted("payments")
+        assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
+        assert recorder.uses_index == uses_index
+    finally:
+        config.payment_settings.cache_clear()
