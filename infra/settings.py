@@ -122,9 +122,11 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # BatchGetItem: cart prices, a customer cart with its profile; TransactWriteItems: merging a session into a cart
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
-    # issue 25: a webhook event reads its order (Query) and writes one transaction: the order's change, the
-    # event's mark (PutItem), the PAYMENT_DUE item's delete, the stock a failed payment releases (UpdateItem)
-    "payments": ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem", "TransactWriteItems"),
+    # issue 25: a webhook event reads its order (GetItem) and writes one transaction: the order's change, the
+    # event's mark (PutItem), the PAYMENT_DUE item's delete, the stock a failed payment releases (UpdateItem);
+    # an event that changes no order is its mark alone (PutItem), a dead order's cancelled intent is recorded
+    # (UpdateItem)
+    "payments": ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps (issue 12); BatchGetItem +
     # TransactWriteItems also: the daily sales counters and their once-per-order-version marker (issue 13);
     # Query and BatchWriteItem: archiving an order reads and deletes what is left of it (shop.services.archival);
@@ -227,13 +229,10 @@ def iam_actions(operations: tuple[str, ...]) -> list[str]:
 # the payment window), a second consumer of the table stream, built only with `-c payments=stripe`. Its own
 # mapping, filters, failure store and alarm: a Stripe outage never holds back order_events' records.
 DYNAMODB_ACTIONS["payment_steps"] = (
-    "GetItem",
-    "Query",
-    "PutItem",
-    "UpdateItem",
-    "DeleteItem",
-    "ConditionCheckItem",
-    "TransactWriteItems",
+    "GetItem",  # the order as it is now (consistent)
+    "UpdateItem",  # a step's record on the order's payment; the stock an expiry gives back (in the transaction)
+    "DeleteItem",  # the PAYMENT_DUE item, in an expiry's transaction
+    "TransactWriteItems",  # an expiry: the order, its PAYMENT_DUE and the restocks, all or nothing
 )
 PAYMENT_STEPS_FUNCTION = FunctionSpec(
     "payment_steps",
@@ -243,32 +242,44 @@ PAYMENT_STEPS_FUNCTION = FunctionSpec(
     timeout_s=60,  # a batch of Stripe calls, each with the library's retries
     failure_metric="RecordsFailed",
     calls_stripe=True,
+    # it writes only orders (the order item, its PAYMENT_DUE) and the stock an expiry gives back
+    write_leading_keys=("ORDER#*", "PRODUCT#*", "STOCK#*"),
 )
-# The records payment_steps needs, as Lambda filters (at most 5 per mapping): an order item with a payment whose
-# status is one a step acts on (the step skips a MODIFY whose status did not change: a filter cannot compare
-# OldImage with NewImage), and a payment window's TTL removal.
+# The records payment_steps needs, as Lambda filters (at most 5 per mapping; docs/payments.md, "The payment
+# steps"): an order item with a payment whose status changed to one a step acts on, each pattern naming the status
+# it came from (a filter cannot compare OldImage with NewImage, so the steps' own records on the payment, which
+# leave the status as it is, never invoke the function); `exists` matches leaves only, so the payment is
+# recognised by its currency; and a payment window's removal by TTL.
 PAYMENT_STEP_STATUSES = ("SHIPPED", "CANCELLED", "PAYMENT_FAILED", "EXPIRED", "RETURNED")
-PAYMENT_STEP_FILTERS: tuple[dict[str, Any], ...] = (
-    {
+_PAID = {"payment": {"M": {"currency": {"S": [{"exists": True}]}}}}
+
+
+def _paid_order_moved(to: list[str], came_from: list[str]) -> dict[str, Any]:
+    return {
         "eventName": ["MODIFY"],
         "dynamodb": {
-            "NewImage": {
-                "entity": {"S": ["ORDER"]},
-                "status": {"S": list(PAYMENT_STEP_STATUSES)},
-                "payment": {"M": {"provider": {"S": [{"exists": True}]}}},
-            }
+            "Keys": {"SK": {"S": ["ORDER"]}},
+            "NewImage": {"status": {"S": to}, **_PAID},
+            "OldImage": {"status": {"S": came_from}},
         },
-    },
+    }
+
+
+PAYMENT_STEP_FILTERS: tuple[dict[str, Any], ...] = (
+    _paid_order_moved(["SHIPPED"], ["CONFIRMED"]),  # capture
+    _paid_order_moved(["CANCELLED", "PAYMENT_FAILED", "EXPIRED"], ["PENDING_PAYMENT", "CONFIRMED"]),  # cancel
+    _paid_order_moved(["RETURNED"], ["RETURN_REQUESTED"]),  # refund
     {
         "eventName": ["REMOVE"],
         "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
-        "dynamodb": {"OldImage": {"entity": {"S": ["ORDER_PAYMENT_DUE"]}}},
+        "dynamodb": {"Keys": {"SK": {"S": ["PAYMENT_DUE"]}}},
     },
 )
 
-# payment_steps joins ALL_FUNCTIONS (packaging, monitoring, the local runtime's tables) with its handler,
-# functions/payment_steps/handler.py (pay-stream's half of issue 25); until then it is built by nothing.
-ALL_FUNCTIONS: tuple[FunctionSpec, ...] = (*API_FUNCTIONS, STREAM_FUNCTION)
+# Every function the code holds. payment_steps is deployed only with `-c payments=stripe` (EventsStack builds it
+# then); monitoring, packaging and the local runtime know it always (the local runtime runs it under
+# `dev --payments stripe`).
+ALL_FUNCTIONS: tuple[FunctionSpec, ...] = (*API_FUNCTIONS, STREAM_FUNCTION, PAYMENT_STEPS_FUNCTION)
 
 
 # The routes are declared once, in the shared layer, where each API function's resolver checks its

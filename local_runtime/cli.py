@@ -318,6 +318,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _replay_locally(args: argparse.Namespace) -> failures.ReplayReport | None:
+    from local_runtime import payments as local_payments
     from local_runtime.functions import Functions
     from local_runtime.template import TemplateError, load_app
 
@@ -326,13 +327,19 @@ def _replay_locally(args: argparse.Namespace) -> failures.ReplayReport | None:
     except TemplateError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
-    mapping = next((m for m in app.mappings if m.table is not None), None)
+    streamed = [m for m in app.mappings if m.table is not None]
+    # a batch of a mapping the templates no longer hold goes to order_events (the table's first consumer)
+    mapping = next((m for m in streamed if m.function == "order_events"), streamed[0] if streamed else None)
     if mapping is None:
         print("error: no stream mapping in the templates", file=sys.stderr)
         return None
     state_dir = pathlib.Path(args.data_dir).resolve()
     endpoint = args.endpoint or f"http://127.0.0.1:{args.dynamodb_port}"
-    functions = Functions(app, table_name=_table_name(app), endpoint=endpoint, state_dir=state_dir, concurrency=1)
+    # Under a running `make dev` with payments, payment_steps' batches are applied against its localstripe.
+    paying = local_payments.running_environment(state_dir)
+    functions = Functions(
+        app, table_name=_table_name(app), endpoint=endpoint, state_dir=state_dir, concurrency=1, overrides=paying
+    )
     try:
         store = failures.DirectoryStore(state_dir / failures.LOCAL_DIR)
         routes = {m.logical_id: functools.partial(functions.invoke, m.function) for m in app.mappings if m.table}

@@ -68,6 +68,22 @@ def start(state_dir: pathlib.Path, gateway_url: str) -> LocalPayments:
     return running
 
 
+def running_environment(state_dir: pathlib.Path) -> dict[str, str] | None:
+    """The payment variables of the running `make dev` (its payments.json), None when it runs without payments:
+    what `make replay` gives the functions so a payment step's kept batch is applied against that localstripe."""
+    path = state_dir / STATE_FILE
+    if not path.exists():
+        return None
+    state = json.loads(path.read_text())
+    return {
+        "PAYMENTS": "stripe",
+        "STRIPE_API_BASE": state["stripe"],
+        "STRIPE_SECRET_KEY": TEST_SECRET_KEY,
+        "STRIPE_WEBHOOK_SECRET": state["webhook_secret"],
+        "STRIPE_SECRET_ARN": "",
+    }
+
+
 def forget(state_dir: pathlib.Path) -> None:
     (state_dir / STATE_FILE).unlink(missing_ok=True)
 

@@ -77,7 +77,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         )
     failures = len(response.get("batchItemFailures", []))
     if failures:
-        metrics.add_metric(name="PaymentStepsFailed", unit=MetricUnit.Count, value=failures)
+        metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=failures)  # its alarm: Monitoring
     return dict(response)
 
 

@@ -124,6 +124,7 @@ class PaymentSteps(Construct):
         config: DeployConfig,
         table: dynamodb.ITable,
         stripe_secret: secretsmanager.ISecret,
+        bus: events.IEventBus,
     ) -> None:
         super().__init__(scope, construct_id)
         self.failures = s3.Bucket(
@@ -138,7 +139,16 @@ class PaymentSteps(Construct):
         )
         layers = Layers(self, "Layers", config=config, payments=True)
         self.function = build_function(
-            self, PAYMENT_STEPS_FUNCTION, config=config, table=table, layers=layers, stripe_secret=stripe_secret
+            self,
+            PAYMENT_STEPS_FUNCTION,
+            config=config,
+            table=table,
+            layers=layers,
+            stripe_secret=stripe_secret,
+            environment={"EVENT_BUS_NAME": bus.event_bus_name},  # OrderRefunded
+        )
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["events:PutEvents"], resources=[bus.event_bus_arn])
         )
         self.alias = live_alias(self, self.function, config=config)
         self.alias.add_event_source(

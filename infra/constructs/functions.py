@@ -24,7 +24,6 @@ from infra.settings import (
     LOCAL_PAGINATION_KEY,
     LOCAL_TABLE_NAME,
     LOG_LEVEL,
-    PAYMENT_STEPS_FUNCTION,
     POWERTOOLS_NAMESPACE,
     ROOT,
     RUNTIME_NAME,
@@ -335,7 +334,7 @@ VERSION_DIMENSION = "function_version"  # shop.version_metrics.VERSION_DIMENSION
 def version_failures(function: lambda_.Function, config: DeployConfig) -> cloudwatch.Metric:
     """The function's failures counted by the version being published (shop.version_metrics): an API function's
     5xx answers, order_events' failed records. Lambda's Errors misses both (handled, not raised)."""
-    (spec,) = [spec for spec in (*ALL_FUNCTIONS, PAYMENT_STEPS_FUNCTION) if spec.construct_id == function.node.id]
+    (spec,) = [spec for spec in ALL_FUNCTIONS if spec.construct_id == function.node.id]
     return cloudwatch.Metric(
         namespace=metrics_namespace(config),
         metric_name=spec.failure_metric,

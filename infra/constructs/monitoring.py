@@ -6,6 +6,8 @@ one datapoint, and its description links its runbook section in docs/operations.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from aws_cdk import Duration
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_cloudwatch as cw
@@ -18,7 +20,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from infra.constructs.functions import metrics_namespace
-from infra.settings import ALL_FUNCTIONS, STREAM_FUNCTION, DeployConfig, runbook_anchor
+from infra.settings import ALL_FUNCTIONS, PAYMENT_STEPS_FUNCTION, STREAM_FUNCTION, DeployConfig, runbook_anchor
 
 PERIOD = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
@@ -48,6 +50,16 @@ STORE_UNAVAILABLE_PER_MINUTE = 5
 API_STATUS_FIELD = "$.status"
 
 
+class PaymentStepsTarget(Protocol):
+    """What Monitoring watches of payment_steps (infra.constructs.events.PaymentSteps)."""
+
+    @property
+    def function(self) -> lambda_.IFunction: ...
+
+    @property
+    def mapping_id(self) -> str: ...
+
+
 class Monitoring(Construct):
     """Alarms on what pages someone, a dashboard for what explains it."""
 
@@ -63,6 +75,7 @@ class Monitoring(Construct):
         api: apigw.IHttpApi,
         access_logs: logs.ILogGroup,
         table: dynamodb.ITable,
+        payment_steps: PaymentStepsTarget | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         namespace = metrics_namespace(config)
@@ -105,6 +118,9 @@ class Monitoring(Construct):
         # Functions: errors, duration near the timeout; throttles only where no reserved
         # concurrency caps the function on purpose (-c order_events_concurrency=N protects the table).
         every = {**functions, STREAM_FUNCTION.name: stream_function}
+        if payment_steps is not None:
+            every[PAYMENT_STEPS_FUNCTION.name] = payment_steps.function
+        consumers = {STREAM_FUNCTION.name, PAYMENT_STEPS_FUNCTION.name}  # stream consumers answer no request
         timeouts = {spec.name: spec.timeout_s for spec in ALL_FUNCTIONS}
         for name, function in sorted(every.items()):
             label = "".join(part.title() for part in name.split("_"))
@@ -123,7 +139,7 @@ class Monitoring(Construct):
                 "Duration near timeout",
                 f"{name}: p99 duration above {int(NEAR_TIMEOUT * 100)}% of its {timeouts[name]} s timeout",
             )
-            if name != STREAM_FUNCTION.name:
+            if name not in consumers:
                 # answered 500 (handled: Lambda's Errors misses it), every version (shop.version_metrics)
                 alarm(
                     f"{label}ServerErrors",
@@ -176,6 +192,42 @@ class Monitoring(Construct):
             "given-up stream records could not be written to the failure bucket",
             once=True,
         )
+
+        if payment_steps is not None:
+            # payment_steps' own mapping (-c payments=stripe): its records behind, failing (Stripe down, a cancel
+            # Stripe refuses on a captured intent), given up into its failure bucket (make replay).
+            steps = PAYMENT_STEPS_FUNCTION.name
+            alarm(
+                "PaymentStepsIteratorAge",
+                payment_steps.function.metric("IteratorAge", period=PERIOD, statistic="Maximum"),
+                STREAM_BEHIND.to_milliseconds(),
+                "Stream iterator age",
+                "payment_steps is more than 5 minutes behind the table stream (captures, cancels, refunds, expiries)",
+            )
+            alarm(
+                "PaymentStepsRecordsFailed",
+                shop_metric(namespace, "RecordsFailed", steps, PERIOD),
+                1,
+                "Stream records failed",
+                "payment_steps keeps reporting failed records (the payment provider down, or a step it refuses)",
+            )
+            alarm(
+                "PaymentStepsStreamRecordsDropped",
+                _mapping_metric("DroppedEventCount", payment_steps.mapping_id),
+                1,
+                "Stream records dropped",
+                "payment step records were given up after retries or age: replay them from payment_steps' "
+                "failure bucket",
+                once=True,
+            )
+            alarm(
+                "PaymentStepsStreamFailuresNotArchived",
+                payment_steps.function.metric("DestinationDeliveryFailures", period=PERIOD, statistic="Sum"),
+                1,
+                "Stream failures not archived",
+                "given-up payment step records could not be written to payment_steps' failure bucket",
+                once=True,
+            )
 
         # The API: rates over the requests of the minute (ignored below API_RATE_MIN_REQUESTS), latency.
         requests = api.metric_count(period=PERIOD, statistic="Sum")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Annotations, CfnOutput, Stack, Tags
+from aws_cdk import CfnOutput, Stack, Tags
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
@@ -12,7 +12,7 @@ from infra.constructs.edge import Edge
 from infra.constructs.events import OrderEventsProcessing, PaymentSteps
 from infra.constructs.functions import Layers, build_function, live_alias
 from infra.constructs.monitoring import Monitoring
-from infra.settings import API_FUNCTIONS, ROOT, DeployConfig, EdgeSettings
+from infra.settings import API_FUNCTIONS, DeployConfig, EdgeSettings
 
 
 class DataStack(Stack):
@@ -87,16 +87,15 @@ class EventsStack(Stack):
             table=data.table.table,
         )
         self.payment_steps: PaymentSteps | None = None
-        if data.stripe is not None:
-            if not (ROOT / "functions" / "payment_steps" / "handler.py").exists():
-                # pay-stream's handler (issue 25) lands with the merge; until then the stack says what is missing.
-                Annotations.of(self).add_warning_v2(
-                    "shop:payment-steps-missing", "functions/payment_steps/handler.py is missing: no payment steps"
-                )
-            else:
-                self.payment_steps = PaymentSteps(
-                    self, "PaymentSteps", config=config, table=data.table.table, stripe_secret=data.stripe.secret
-                )
+        if data.stripe is not None:  # -c payments=stripe: the stream's second consumer
+            self.payment_steps = PaymentSteps(
+                self,
+                "PaymentSteps",
+                config=config,
+                table=data.table.table,
+                stripe_secret=data.stripe.secret,
+                bus=self.processing.bus,
+            )
         CfnOutput(self, "EventBusName", value=self.processing.bus.event_bus_name)
         CfnOutput(
             self,
@@ -129,6 +128,7 @@ class MonitoringStack(Stack):
             functions=api.functions,
             stream_function=events.processing.function,
             stream_mapping_id=events.processing.mapping_id,
+            payment_steps=events.payment_steps,
             api=api.http.api,
             access_logs=api.http.access_logs,
             table=data.table.table,

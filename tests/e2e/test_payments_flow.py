@@ -1,22 +1,40 @@
-"""The paid checkout over HTTP on `make dev`'s stack with localstripe (`--payments stripe`, make dev's default).
+"""Payments over HTTP on `make dev`'s stack with localstripe (`--payments stripe`, make dev's default): one stack,
+booted once for the module, with a one-minute payment window (`--env PAYMENT_WINDOW_MINUTES=1`, what
+`make dev FUNCTION_ENV=PAYMENT_WINDOW_MINUTES=1` passes).
 
 The stack starts localstripe on a free port, points every function at it and registers the gateway's
-/webhooks/stripe with a fresh secret (local_runtime.payments). Nothing reaches the internet.
+/webhooks/stripe with a fresh secret (local_runtime.payments); payment_steps consumes the table's stream beside
+order_events with its deployed filters. The customer's browser is `make -s pay` (`local_runtime pay`). Nothing
+reaches the internet.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
+import pytest
 import requests
 
 from local_runtime.payments import STATE_FILE, post_event, signed
-from tests.e2e.conftest import Stack, create_product, eventually, expect, order_lines, place_order
+from tests.e2e.conftest import (
+    REPO_ROOT,
+    Stack,
+    create_product,
+    eventually,
+    expect,
+    order_lines,
+    place_order,
+    stack_env,
+)
 
-PAYMENTS = ("--payments", "stripe")
+PAYMENTS = ("--payments", "stripe", "--env", "PAYMENT_WINDOW_MINUTES=1", "--ttl-interval", "1")
+WINDOW_S = 60
 
 
 def _state(stack: Stack) -> dict[str, Any]:
@@ -33,11 +51,68 @@ def _intents_of(state: dict[str, Any], order_id: str) -> list[dict[str, Any]]:
     return [i for i in intents if (i.get("metadata") or {}).get("order_id") == order_id]
 
 
-def test_a_paid_checkout_holds_one_intent_and_the_webhook_verifies_deliveries(new_stack: Callable[..., Stack]) -> None:
-    stack = new_stack(options=PAYMENTS)
-    api, admin = stack.api, stack.admin_token()
-    customer = stack.token("e2e-payer")
-    state = _state(stack)
+@dataclass
+class Paying:
+    """The module's stack, its localstripe state, and an order left unpaid from the start (its window runs while
+    the other tests do)."""
+
+    stack: Stack
+    state: dict[str, Any]
+    admin: str
+    customer: str
+    unpaid: dict[str, Any]
+    unpaid_product: str
+
+    def pay(self, order_id: str, card: str = "visa") -> str:
+        """`make -s pay ORDER=<id> [CARD=declined]` against this stack's data directory."""
+        command = [sys.executable, "-m", "local_runtime", "pay", "--order", order_id, "--card", card]
+        done = subprocess.run(
+            [*command, "--data-dir", str(self.stack.data_dir)],
+            cwd=REPO_ROOT,
+            env=stack_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def order(self, order_id: str) -> dict[str, Any]:
+        return expect(self.stack.api.get(f"/orders/{order_id}", token=self.customer), 200)
+
+    def payment(self, order_id: str) -> dict[str, Any]:
+        return expect(self.stack.api.get(f"/orders/{order_id}/payment", token=self.customer), 200)
+
+    def stock(self, product_id: str) -> int:
+        return int(expect(self.stack.api.get(f"/products/{product_id}"), 200)["stock"])
+
+    def intent(self, order_id: str) -> dict[str, Any]:
+        (intent,) = _intents_of(self.state, order_id)
+        return intent
+
+
+@pytest.fixture(scope="module")
+def paying(e2e_workdir, cdk_out) -> Iterator[Paying]:
+    stack = Stack(
+        data_dir=e2e_workdir / "paying",
+        cdk_out=cdk_out,
+        log_path=e2e_workdir / "paying.log",
+        options=PAYMENTS,
+    ).start()
+    try:
+        admin, customer = stack.admin_token(), stack.token("e2e-payer")
+        product = create_product(stack.api, admin, category="e2e-pay-late", name="Tamper", price_cents=1900, stock=4)
+        unpaid = expect(place_order(stack.api, customer, "pay-late", order_lines(product["product_id"], 3)), 201)
+        yield Paying(stack, _state(stack), admin, customer, unpaid, product["product_id"])
+        stack.stop_cleanly()
+    finally:
+        stack.kill()
+
+
+def test_a_paid_checkout_holds_one_intent_and_the_webhook_verifies_deliveries(paying: Paying) -> None:
+    stack, admin, customer, state = paying.stack, paying.admin, paying.customer, paying.state
+    api = stack.api
     product = create_product(api, admin, category="e2e-pay", name="Grinder", price_cents=4500, stock=5)
 
     placed = expect(place_order(api, customer, "pay-1", order_lines(product["product_id"], 2)), 201)
@@ -85,4 +160,60 @@ def test_a_paid_checkout_holds_one_intent_and_the_webhook_verifies_deliveries(ne
 
     eventually(delivered, timeout=30, what="localstripe's signed customer.created answered 200")
     assert expect(api.get(f"/orders/{placed['order_id']}", token=customer), 200)["status"] == "PENDING_PAYMENT"
-    stack.stop_cleanly()
+
+
+def test_a_paid_order_is_confirmed_by_the_webhook_and_captured_when_shipped(paying: Paying) -> None:
+    api = paying.stack.api
+    product = create_product(api, paying.admin, category="e2e-pay", name="Scale", price_cents=3200, stock=5)
+    placed = expect(place_order(api, paying.customer, "pay-ship", order_lines(product["product_id"], 2)), 201)
+    order_id = placed["order_id"]
+    assert "authorised 6400 usd" in paying.pay(order_id)  # the real signed webhook, over the gateway
+    confirmed = eventually(
+        lambda: (o := paying.order(order_id))["status"] == "CONFIRMED" and o, timeout=30, what="CONFIRMED"
+    )
+    assert confirmed["version"] == 2
+    assert paying.payment(order_id)["status"] == "AUTHORISED"
+    assert "client_secret" not in paying.payment(order_id)  # the order no longer waits for a payment
+    assert paying.stock(product["product_id"]) == 3  # sold
+
+    shipment = {"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"}
+    ship = api.patch(f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"2"'}, json=shipment)
+    assert expect(ship, 200)["status"] == "SHIPPED"
+    captured = eventually(
+        lambda: (p := paying.payment(order_id))["status"] == "CAPTURED" and p, timeout=30, what="captured"
+    )
+    assert (captured["captured_cents"], captured["amount_cents"]) == (6400, 6400)
+    intent = paying.intent(order_id)  # one intent, captured at localstripe for the stored total
+    assert (intent["status"], intent["amount"]) == ("succeeded", 6400)
+
+
+def test_a_declined_card_fails_the_payment_and_gives_the_stock_back(paying: Paying) -> None:
+    api = paying.stack.api
+    product = create_product(api, paying.admin, category="e2e-pay", name="Jug", price_cents=1500, stock=5)
+    placed = expect(place_order(api, paying.customer, "pay-declined", order_lines(product["product_id"], 2)), 201)
+    order_id = placed["order_id"]
+    assert paying.stock(product["product_id"]) == 3
+    assert paying.pay(order_id, "declined").startswith("declined")  # localstripe posts payment_failed itself
+    failed = eventually(
+        lambda: (o := paying.order(order_id))["status"] == "PAYMENT_FAILED" and o, timeout=30, what="PAYMENT_FAILED"
+    )
+    assert failed["version"] == 2
+    assert paying.stock(product["product_id"]) == 5  # back, once
+    # the stream's CANCEL step releases the intent
+    eventually(lambda: paying.payment(order_id)["status"] == "CANCELED", timeout=30, what="intent cancelled")
+    assert paying.intent(order_id)["status"] == "canceled"
+
+
+def test_an_unpaid_order_expires_through_the_ttl_emulator(paying: Paying) -> None:
+    order_id = paying.unpaid["order_id"]
+    assert paying.unpaid["status"] == "PENDING_PAYMENT"
+    expired = eventually(
+        lambda: (o := paying.order(order_id))["status"] == "EXPIRED" and o,
+        timeout=WINDOW_S + 90,  # the window (placed when the stack started), then a sweep and the stream
+        interval=1,
+        what="EXPIRED",
+    )
+    assert expired["version"] == 2
+    assert paying.stock(paying.unpaid_product) == 4  # the three held units back
+    eventually(lambda: paying.payment(order_id)["status"] == "CANCELED", timeout=30, what="intent cancelled")
+    assert paying.intent(order_id)["status"] == "canceled"

@@ -215,3 +215,127 @@ def test_exactly_the_functions_serving_next_tokens_are_granted_the_key():
     }
     serving = {route.function for route in ROUTES if route.route_key in paginated}
     assert serving == {spec.name for spec in ALL_FUNCTIONS if spec.paginates}
+
+
+def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
+    """payment_steps (issue 25) on DynamoDB Local's stream: a capture at SHIPPED, a refund at RETURNED, the cancel
+    after a failed payment and an expiry by TTL. Its writes stay on orders and stock (its LeadingKeys)."""
+    import time
+
+    from functions.payment_steps.handler import handler
+    from local_runtime.events import stream_event
+    from local_runtime.ttl import TtlDeletions, TtlEmulator
+    from shop import publishing, wiring
+    from shop.models import OrderStatus
+    from shop.repository.store import dynamodb_client
+    from tests.stream.conftest import RecordingEvents
+    from tests.stream.conftest import order_events_context as FakeContext
+    from tests.support.factories import ADMIN, ALICE, parcel, product
+    from tests.support.fake_payments import FakePayments
+    from tests.support.streams import StreamReader
+    from tests.support.unpaid_orders import AUTHORISED, FAILED, WINDOW_S, event, place_unpaid
+
+    monkeypatch.setenv("EVENT_BUS_NAME", "shop-test-bus")
+    monkeypatch.setattr(publishing, "events_client", RecordingEvents)
+    publishing.reset_client()
+    fake = FakePayments()
+    monkeypatch.setattr(wiring, "payments", lambda: fake)
+    table = local_store.table
+    pid = product(table, name="Kettle", price_cents=2500, stock=9)
+    paid, failed, unpaid = (place_unpaid(table, fake, [(pid, "Kettle", 2500, 1)]) for _ in range(3))
+    deletions = TtlDeletions("expires_at")
+    reader = StreamReader(local_store, ttl_deletions=deletions)
+    reader.read()  # the placements: nothing for the steps
+    rules, orders = wiring.payment_service(table, provider=fake), wiring.order_service(table)
+    fake.authorise(paid.intent_id)
+    rules.apply_event(event(AUTHORISED, paid))  # the webhook's (the payments function's grant)
+    rules.apply_event(event(FAILED, failed))
+    recorder = record(dynamodb_client())  # the handler's client
+
+    def steps() -> None:
+        records: list[dict[str, Any]] = []
+        for _ in range(50):  # DynamoDB Local can show a change's record a moment after it
+            records += reader.read()
+            if records:
+                break
+            time.sleep(0.1)
+        assert handler(stream_event(records), FakeContext()) == {"batchItemFailures": []}
+
+    steps()  # the confirmation (skipped) and the failure (cancel)
+    orders.change_status(ADMIN, paid.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    steps()  # capture
+    orders.change_status(ADMIN, paid.order_id, OrderStatus.DELIVERED, expected_version=3)
+    orders.request_return(ALICE, paid.order_id, "too loud")
+    orders.change_status(ADMIN, paid.order_id, OrderStatus.RETURNED, expected_version=5)
+    steps()  # refund
+    ttl = TtlEmulator(
+        local_store.client,
+        local_store.table_name,
+        attribute="expires_at",
+        key_names=("PK", "SK"),
+        deletions=deletions,
+        now=lambda: time.time() + WINDOW_S + 5,
+    )
+    assert ttl.sweep() >= 1  # the unpaid order's window
+    steps()  # expiry: the order, its PAYMENT_DUE, the restock in one transaction
+    assert wiring.order_service(table).get(ADMIN, unpaid.order_id).status is OrderStatus.EXPIRED
+    assert [op for op, _ in fake.calls].count("capture") == 1
+    actions, uses_index = iam_actions(DYNAMODB_ACTIONS["payment_steps"]), False
+    assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
+    assert recorder.uses_index == uses_index
+    from infra.settings import PAYMENT_STEPS_FUNCTION
+
+    assert outside(recorder.written_keys, PAYMENT_STEPS_FUNCTION.write_leading_keys) == set()
+
+
+def test_payments_grants_match_its_calls(moto_api, monkeypatch):
+    """The webhook's function (issue 25) through its route: an authorisation, a failure, an authorisation of the
+    failed (dead) order (its intent cancelled and recorded), a duplicate, an unknown order and an ignored type."""
+    import sys
+    import time
+
+    from shop import config, wiring
+    from tests.functions.apigw import API, call
+    from tests.functions.generate_payment_events import signature
+    from tests.support.factories import product
+    from tests.support.fake_payments import FakePayments
+    from tests.support.unpaid_orders import place_unpaid
+
+    secret = "whsec_least_privilege"
+    monkeypatch.setenv("PAYMENTS", "stripe")
+    monkeypatch.setenv("STRIPE_SECRET_KEY", "sk_test_least_privilege")
+    monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", secret)
+    config.payment_settings.cache_clear()
+    try:
+        API.handler("payments")
+        fake = FakePayments()
+        monkeypatch.setattr(
+            sys.modules["_in_process_payments_handler"],
+            "_service",
+            wiring.payment_service(moto_api.table, provider=fake),
+        )
+        pid = product(moto_api.table, name="Kettle", price_cents=2500, stock=9)
+        paid, failed = (place_unpaid(moto_api.table, fake, [(pid, "Kettle", 2500, 1)]) for _ in range(2))
+        fake.authorise(paid.intent_id)
+        recorder = record(moto_api.client)
+
+        def deliver(event_id: str, event_type: str, intent_id: str, order_id: str) -> None:
+            obj = {"id": intent_id, "object": "payment_intent", "metadata": {"order_id": order_id}}
+            body = json.dumps(
+                {"id": event_id, "object": "event", "type": event_type, "created": 1, "data": {"object": obj}}
+            )
+            headers = {"Stripe-Signature": signature(body, secret, int(time.time()))}
+            assert call("POST", "/webhooks/stripe", raw_body=body, headers=headers).status == 200
+
+        deliver("evt_lp_1", "payment_intent.amount_capturable_updated", paid.intent_id, paid.order_id)
+        deliver("evt_lp_1", "payment_intent.amount_capturable_updated", paid.intent_id, paid.order_id)  # again
+        deliver("evt_lp_2", "payment_intent.payment_failed", failed.intent_id, failed.order_id)
+        deliver("evt_lp_3", "payment_intent.succeeded", failed.intent_id, failed.order_id)  # a dead order's
+        deliver("evt_lp_4", "payment_intent.succeeded", "pi_nobody", "no-such-order")
+        deliver("evt_lp_5", "customer.created", "cus_1", "")
+        assert [op for op, _ in fake.calls].count("cancel") == 1
+        actions, uses_index = granted("payments")
+        assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
+        assert recorder.uses_index == uses_index
+    finally:
+        config.payment_settings.cache_clear()

@@ -1,8 +1,7 @@
-"""POST /webhooks/stripe through the payments function: signed deliveries are applied once, forged or stale ones
-are 400, unknown types are 200 and apply nothing; a real localstripe delivery verifies through the handler.
-
-Until pay-stream's PaymentService is merged, `apply` is a minimal one of this test (the event's mark only, as the
-rule writes it for an event that changes no order); the route, verification and answers are the production code.
+"""POST /webhooks/stripe through the payments function and the real rule (PaymentService.apply_event) on moto:
+a signed authorisation confirms the order, a failure releases its stock, each event is applied once whatever the
+redeliveries, forged or stale deliveries are 400 and change nothing, unknown types and unknown orders are 200 and
+change nothing, a transient failure is 503 and the redelivery applies it. The provider is the in-memory fake.
 """
 
 from __future__ import annotations
@@ -13,56 +12,81 @@ import json
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from shop import config, errors
-from shop.limits import WEBHOOK_EVENT_TTL_SECONDS
+from shop import config, errors, keys, wiring
 from shop.models.payments import PaymentEvent
+from shop.services.payments import PaymentService
 from tests.functions.apigw import API, call
+from tests.support.factories import product
+from tests.support.fake_payments import FakePayments
+from tests.support.unpaid_orders import Unpaid, item, place_unpaid, stock
 
 SECRET = "whsec_test_route"
 
 
-class MarkOnly:
-    """A test's stand-in for PaymentService.apply_event: records each event and marks it once."""
+class Flaky:
+    """The real rule, failing its next call for a transient cause when asked (the store throttled)."""
 
-    def __init__(self, table: Any) -> None:
-        from shop.repository.payment_events import PaymentEventRepository
-
-        self.marks = PaymentEventRepository(table)
-        self.applied: list[PaymentEvent] = []
+    def __init__(self, service: PaymentService) -> None:
+        self.service = service
         self.fail_next = False
 
     def apply_event(self, event: PaymentEvent) -> None:
         if self.fail_next:
             self.fail_next = False
             raise errors.ServiceUnavailable("the store is throttled")
-        if self.marks.mark_applied(event, expires_at=int(time.time()) + WEBHOOK_EVENT_TTL_SECONDS):
-            self.applied.append(event)
+        self.service.apply_event(event)
+
+
+@dataclass
+class Webhook:
+    table: Any
+    payments: FakePayments
+    service: Flaky
+
+    def order(self, order_id: str) -> dict[str, Any]:
+        found = item(self.table, keys.order_key(order_id))
+        assert found is not None
+        return found
+
+    def marked(self, event_id: str) -> bool:
+        return item(self.table, keys.webhook_event_key("stripe", event_id)) is not None
+
+    def unpaid(self, quantity: int = 2) -> tuple[Unpaid, str]:
+        pid = product(self.table, name="Kettle", price_cents=2500, stock=5)
+        return place_unpaid(self.table, self.payments, [(pid, "Kettle", 2500, quantity)]), pid
 
 
 @pytest.fixture
-def webhook(moto_api, monkeypatch) -> Iterator[MarkOnly]:
+def webhook(moto_api, monkeypatch) -> Iterator[Webhook]:
     monkeypatch.setenv("PAYMENTS", "stripe")
     monkeypatch.setenv("STRIPE_SECRET_KEY", "sk_test_route")
     monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", SECRET)
     config.payment_settings.cache_clear()
     API.handler("payments")
-    service = MarkOnly(moto_api.table)
+    fake = FakePayments()
+    service = Flaky(wiring.payment_service(moto_api.table, provider=fake))
     monkeypatch.setattr(sys.modules["_in_process_payments_handler"], "_service", service)
-    yield service
+    yield Webhook(moto_api.table, fake, service)
     config.payment_settings.cache_clear()
 
 
-def stripe_event(event_type: str = "payment_intent.succeeded", event_id: str = "evt_route_1") -> dict[str, Any]:
+def stripe_event(
+    event_type: str = "payment_intent.succeeded",
+    event_id: str = "evt_route_1",
+    unpaid: Unpaid | None = None,
+) -> dict[str, Any]:
+    intent, order_id = (unpaid.intent_id, unpaid.order_id) if unpaid else ("pi_1", "ord-1")
     return {
         "id": event_id,
         "object": "event",
         "type": event_type,
         "created": int(time.time()),
-        "data": {"object": {"id": "pi_1", "object": "payment_intent", "metadata": {"order_id": "ord-1"}}},
+        "data": {"object": {"id": intent, "object": "payment_intent", "metadata": {"order_id": order_id}}},
     }
 
 
@@ -77,19 +101,60 @@ def deliver(body: str, sig: str | None, **kwargs: Any) -> Any:
     return call("POST", "/webhooks/stripe", raw_body=body, headers=headers, **kwargs)
 
 
-def test_a_signed_delivery_is_applied_once_whatever_the_redeliveries(webhook):
-    body = json.dumps(stripe_event())
+def test_an_authorisation_confirms_the_order_once_whatever_the_redeliveries(webhook):
+    unpaid, pid = webhook.unpaid()
+    webhook.payments.authorise(unpaid.intent_id)
+    body = json.dumps(stripe_event("payment_intent.amount_capturable_updated", "evt_route_auth", unpaid))
     for _ in range(3):
         answer = deliver(body, signature(body))
         assert answer.status == 200
-        assert answer.body == {"received": True, "event_id": "evt_route_1", "kind": "authorised"}
-    assert [(e.event_id, e.order_id, e.intent_id) for e in webhook.applied] == [("evt_route_1", "ord-1", "pi_1")]
+        assert answer.body == {"received": True, "event_id": "evt_route_auth", "kind": "authorised"}
+    order = webhook.order(unpaid.order_id)
+    assert (order["status"], order["version"], order["payment"]["status"]) == ("CONFIRMED", 2, "AUTHORISED")
+    assert "payment_expires_at" not in order
+    assert item(webhook.table, keys.payment_due_key(unpaid.order_id)) is None  # the window closed with it
+    assert stock(webhook.table, pid) == 3  # sold: the stock stays taken
+    assert webhook.marked("evt_route_auth")
+    late = json.dumps(stripe_event("payment_intent.payment_failed", "evt_route_late_failure", unpaid))
+    assert deliver(late, signature(late)).status == 200  # a late failure after the confirmation: marked only
+    assert webhook.order(unpaid.order_id) == order
+    assert stock(webhook.table, pid) == 3
+    assert webhook.marked("evt_route_late_failure")
+
+
+def test_a_failed_payment_releases_the_stock_once_whatever_the_redeliveries(webhook):
+    unpaid, pid = webhook.unpaid()
+    body = json.dumps(stripe_event("payment_intent.payment_failed", "evt_route_failed", unpaid))
+    for _ in range(3):
+        answer = deliver(body, signature(body))
+        assert (answer.status, answer.body["kind"]) == (200, "failed")
+    order = webhook.order(unpaid.order_id)
+    assert (order["status"], order["version"], order["payment"]["status"]) == ("PAYMENT_FAILED", 2, "FAILED")
+    assert stock(webhook.table, pid) == 5  # back, once
+    assert item(webhook.table, keys.payment_due_key(unpaid.order_id)) is None
+    assert order["expires_at"] > time.time()  # final: archived later
+    authorised = json.dumps(stripe_event("payment_intent.succeeded", "evt_route_after_failure", unpaid))
+    assert deliver(authorised, signature(authorised)).status == 200  # an authorisation for a dead order
+    assert webhook.order(unpaid.order_id)["status"] == "PAYMENT_FAILED"
+    assert stock(webhook.table, pid) == 5
+
+
+def test_an_unknown_order_is_200_and_changes_nothing_but_the_mark(webhook):
+    unpaid, pid = webhook.unpaid()
+    before = webhook.order(unpaid.order_id)
+    body = json.dumps(stripe_event(event_id="evt_route_nobody"))  # pi_1 of ord-1: not the shop's order
+    answer = deliver(body, signature(body))
+    assert (answer.status, answer.body["kind"]) == (200, "authorised")
+    assert webhook.marked("evt_route_nobody")
+    assert webhook.order(unpaid.order_id) == before
+    assert stock(webhook.table, pid) == 3
 
 
 def test_a_base64_encoded_body_is_verified_as_its_bytes(webhook):
-    body = json.dumps(stripe_event(event_id="evt_route_b64"), ensure_ascii=False)
+    unpaid, _ = webhook.unpaid()
+    body = json.dumps(stripe_event(event_id="evt_route_b64", unpaid=unpaid), ensure_ascii=False)
     assert deliver(body, signature(body), base64_body=True).status == 200
-    assert [e.event_id for e in webhook.applied] == ["evt_route_b64"]
+    assert webhook.order(unpaid.order_id)["status"] == "CONFIRMED"
 
 
 @pytest.mark.parametrize(
@@ -102,20 +167,26 @@ def test_a_base64_encoded_body_is_verified_as_its_bytes(webhook):
         pytest.param(lambda body: "t=1,v1=zz", id="malformed"),
     ],
 )
-def test_a_forged_or_stale_delivery_is_400_and_applies_nothing(webhook, forge):
-    body = json.dumps(stripe_event())
+def test_a_forged_or_stale_delivery_is_400_and_changes_nothing(webhook, forge):
+    unpaid, pid = webhook.unpaid()
+    before = webhook.order(unpaid.order_id)
+    body = json.dumps(stripe_event(unpaid=unpaid))
     answer = deliver(body, forge(body))
     assert answer.status == 400
     assert answer.code == "WEBHOOK_SIGNATURE_INVALID"
-    assert webhook.applied == []
+    assert webhook.order(unpaid.order_id) == before
+    assert stock(webhook.table, pid) == 3
+    assert not webhook.marked("evt_route_1")
 
 
-def test_an_unknown_event_type_is_200_and_applies_nothing(webhook):
-    body = json.dumps(stripe_event("customer.created", "evt_route_unknown"))
+def test_an_unknown_event_type_is_200_and_changes_nothing(webhook):
+    unpaid, _ = webhook.unpaid()
+    before = webhook.order(unpaid.order_id)
+    body = json.dumps(stripe_event("customer.created", "evt_route_unknown", unpaid))
     answer = deliver(body, signature(body))
     assert answer.status == 200
     assert answer.body["kind"] == "ignored"
-    assert webhook.applied == []
+    assert webhook.order(unpaid.order_id) == before
 
 
 def test_a_signed_body_that_is_no_event_is_400(webhook):
@@ -126,13 +197,17 @@ def test_a_signed_body_that_is_no_event_is_400(webhook):
 
 
 def test_a_transient_failure_to_apply_is_503_and_the_redelivery_applies_it(webhook):
-    body = json.dumps(stripe_event(event_id="evt_route_retry"))
-    webhook.fail_next = True
+    unpaid, _ = webhook.unpaid()
+    body = json.dumps(stripe_event(event_id="evt_route_retry", unpaid=unpaid))
+    webhook.service.fail_next = True
     first = deliver(body, signature(body))
     assert first.status == 503
     assert "retry-after" in first.headers
+    assert webhook.order(unpaid.order_id)["status"] == "PENDING_PAYMENT"
+    assert not webhook.marked("evt_route_retry")
     assert deliver(body, signature(body)).status == 200
-    assert [e.event_id for e in webhook.applied] == ["evt_route_retry"]
+    order = webhook.order(unpaid.order_id)
+    assert (order["status"], order["version"]) == ("CONFIRMED", 2)
 
 
 def test_with_payments_off_the_route_is_not_there(moto_api, monkeypatch):

@@ -25,6 +25,7 @@ NEAR_TIMEOUT_MS = {
     "sessions": 8000,
     "payments": 8000,
     "order_events": 24000,
+    "payment_steps": 48000,
 }
 
 
@@ -101,6 +102,30 @@ def test_function_alarms_errors_duration_and_throttles_without_the_designed_cap(
             function_id = props["Dimensions"][0]["Value"]["Fn::ImportValue"]
             name = next(n for lid, n in names.items() if lid in function_id)
             assert props["Threshold"] == NEAR_TIMEOUT_MS[name], name
+
+
+def test_payment_steps_has_its_own_stream_alarms_with_payments_on(arm64, payments_on) -> None:
+    assert not [logical_id for logical_id in _alarms(arm64) if "PaymentSteps" in logical_id]
+    alarms = {logical_id: a["Properties"] for logical_id, a in _alarms(payments_on).items()}
+    (_, function_id, _) = payments_on.functions()["payment_steps"]
+    on_function = {
+        props["MetricName"]: props
+        for props in alarms.values()
+        if any(
+            d["Name"] == "FunctionName" and function_id in json.dumps(d["Value"]) for d in props.get("Dimensions", [])
+        )
+    }
+    assert set(on_function) == {"Errors", "Duration", "Throttles", "IteratorAge", "DestinationDeliveryFailures"}
+    assert on_function["Duration"]["Threshold"] == NEAR_TIMEOUT_MS["payment_steps"]
+    (failed,) = _by_id(payments_on, "PaymentStepsRecordsFailed")["Metrics"]
+    assert failed["MetricStat"]["Metric"]["MetricName"] == "RecordsFailed"  # what functions/payment_steps counts
+    assert failed["MetricStat"]["Metric"]["Dimensions"] == [{"Name": "service", "Value": "payment_steps"}]
+    dropped = _by_id(payments_on, "PaymentStepsStreamRecordsDropped")
+    (dimension,) = dropped["Dimensions"]
+    assert dimension["Name"] == "EventSourceMappingUUID"
+    assert "PaymentStepsLiveDynamoDBEventSource" in json.dumps(dimension["Value"])  # its own mapping
+    assert (dropped["EvaluationPeriods"], dropped["DatapointsToAlarm"]) == (1, 1)
+    assert not [lid for lid in alarms if "PaymentSteps" in lid and "ServerErrors" in lid]  # it answers no request
 
 
 def test_api_rates_and_latency(arm64) -> None:

@@ -68,6 +68,7 @@ def _placeholder_env(variables: dict[str, Any]) -> dict[str, str]:
         "PAGINATION_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:111111111111:secret:shop-pagination-AbCdEf",
         "EVENT_BUS_NAME": "shop-packaging-test-bus",
         "ARCHIVE_BUCKET": "shop-packaging-test-order-archive",
+        "STRIPE_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:111111111111:secret:shop-stripe-AbCdEf",
     }
     env = {}
     for key, value in variables.items():
@@ -81,7 +82,9 @@ def test_every_function_declared_in_infra_has_a_handler() -> None:
 
 
 @pytest.mark.parametrize("name", [spec.name for spec in ALL_FUNCTIONS])
-def test_handler_imports_from_the_bundle_alone(x86_64, tmp_path, name) -> None:
+def test_handler_imports_from_the_bundle_alone(request, tmp_path, name) -> None:
+    # payment_steps is built only with -c payments=stripe (x86_64 too)
+    x86_64 = request.getfixturevalue("payments_on" if name == "payment_steps" else "x86_64")
     stack_id, _, function = x86_64.functions()[name]
     resources = x86_64.templates[stack_id]["Resources"]
     task = tmp_path / "task"

@@ -1,17 +1,20 @@
 """`-c payments=none|stripe` in the templates: Stripe's layer, variables and secret only where Stripe is called.
 
 The default (payments off) ships version 2's flow: no function carries the payments layer, PAYMENTS or the
-Stripe secret. With payments on, the orders and payments functions (and payment_steps once merged) get the
-layer, PAYMENTS=stripe and the secret's ARN with GetSecretValue on that secret alone; the others nothing.
+Stripe secret. With payments on, the orders, payments and payment_steps functions get the layer, PAYMENTS=stripe
+and the secret's ARN with GetSecretValue on that secret alone; the others nothing. payment_steps is the table
+stream's second consumer: its own filtered mapping, failure bucket and least-privilege role.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from aws_cdk.assertions import Template
 
-from infra.settings import PAYMENT_STEP_FILTERS, DeployConfig
+from infra.settings import DYNAMODB_ACTIONS, PAYMENT_STEP_FILTERS, DeployConfig, iam_actions
 from local_runtime.filters import matches_any
 
 STRIPE_CALLERS = {"orders", "payments", "payment_steps"}
@@ -88,15 +91,19 @@ def test_bad_payment_context_is_refused(context, message) -> None:
         DeployConfig.from_context(context.get)
 
 
-def _order_record(status: str, *, payment: bool = True) -> dict[str, Any]:
-    image: dict[str, Any] = {"entity": {"S": "ORDER"}, "status": {"S": status}}
+def _order_record(status: str, *, was: str = "CONFIRMED", payment: bool = True) -> dict[str, Any]:
+    new: dict[str, Any] = {"entity": {"S": "ORDER"}, "status": {"S": status}}
     if payment:
-        image["payment"] = {"M": {"provider": {"S": "stripe"}, "status": {"S": "AUTHORISED"}}}
-    return {"eventName": "MODIFY", "dynamodb": {"NewImage": image}}
+        new["payment"] = {"M": {"provider": {"S": "stripe"}, "currency": {"S": "usd"}, "status": {"S": "AUTHORISED"}}}
+    old = {**new, "status": {"S": was}}
+    keys = {"PK": {"S": "ORDER#o-1"}, "SK": {"S": "ORDER"}}
+    return {"eventName": "MODIFY", "dynamodb": {"Keys": keys, "NewImage": new, "OldImage": old}}
 
 
-def _removal(entity: str, *, by_ttl: bool = True) -> dict[str, Any]:
-    record: dict[str, Any] = {"eventName": "REMOVE", "dynamodb": {"OldImage": {"entity": {"S": entity}}}}
+def _removal(sk: str, *, by_ttl: bool = True) -> dict[str, Any]:
+    image = {"entity": {"S": "ORDER_PAYMENT_DUE" if sk == "PAYMENT_DUE" else sk}}
+    keys = {"PK": {"S": "ORDER#o-1"}, "SK": {"S": sk}}
+    record: dict[str, Any] = {"eventName": "REMOVE", "dynamodb": {"Keys": keys, "OldImage": image}}
     if by_ttl:
         record["userIdentity"] = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
     return record
@@ -105,18 +112,93 @@ def _removal(entity: str, *, by_ttl: bool = True) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("record", "passes"),
     [
-        (_order_record("SHIPPED"), True),
+        (_order_record("SHIPPED"), True),  # capture
+        (_order_record("CANCELLED", was="PENDING_PAYMENT"), True),  # cancel the intent
         (_order_record("CANCELLED"), True),
-        (_order_record("PAYMENT_FAILED"), True),
-        (_order_record("EXPIRED"), True),
-        (_order_record("RETURNED"), True),
-        (_order_record("CONFIRMED"), False),  # the webhook's own change: nothing to do on the stream
-        (_order_record("DELIVERED"), False),
+        (_order_record("PAYMENT_FAILED", was="PENDING_PAYMENT"), True),
+        (_order_record("EXPIRED", was="PENDING_PAYMENT"), True),
+        (_order_record("RETURNED", was="RETURN_REQUESTED"), True),  # refund
+        (_order_record("CONFIRMED", was="PENDING_PAYMENT"), False),  # the webhook's own change: nothing to do
+        (_order_record("DELIVERED", was="SHIPPED"), False),
+        (_order_record("SHIPPED", was="SHIPPED"), False),  # the capture's own record on the payment
+        (_order_record("RETURNED", was="RETURNED"), False),  # the refund's own record
         (_order_record("SHIPPED", payment=False), False),  # version 2's orders never reach payment_steps
-        (_removal("ORDER_PAYMENT_DUE"), True),  # the payment window closed
-        (_removal("ORDER_PAYMENT_DUE", by_ttl=False), False),  # settled first: deleted by a transaction
+        (_removal("PAYMENT_DUE"), True),  # the payment window closed
+        (_removal("PAYMENT_DUE", by_ttl=False), False),  # settled first: deleted by a transaction
         (_removal("ORDER"), False),
     ],
 )
 def test_payment_steps_filters_let_in_exactly_the_records_a_step_needs(record, passes) -> None:
     assert matches_any(PAYMENT_STEP_FILTERS, record) is passes
+
+
+def test_payment_steps_is_built_only_with_payments_on(arm64, payments_on) -> None:
+    assert "payment_steps" not in arm64.functions()
+    stack_id, _, function = payments_on.functions()["payment_steps"]
+    assert stack_id == "ShopEvents"
+    props = function["Properties"]
+    assert (props["MemorySize"], props["Timeout"]) == (256, 60)
+    assert "EVENT_BUS_NAME" in props["Environment"]["Variables"]  # OrderRefunded
+
+
+def _mappings(assembly) -> dict[str, dict[str, Any]]:
+    """ShopEvents' event source mappings by the function their alias invokes."""
+    template = assembly.templates["ShopEvents"]
+    resources = template["Resources"]
+    found = {}
+    for mapping in Template.from_json(template).find_resources("AWS::Lambda::EventSourceMapping").values():
+        (alias_id,) = _refs(mapping["Properties"]["FunctionName"])
+        function_id = resources[alias_id]["Properties"]["FunctionName"]["Ref"]
+        found[resources[function_id]["Metadata"]["shop:function"]] = mapping["Properties"]
+    return found
+
+
+def _refs(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return [value["Ref"]]
+        return [ref for inner in value.values() for ref in _refs(inner)]
+    if isinstance(value, list):
+        return [ref for inner in value for ref in _refs(inner)]
+    return []
+
+
+def test_payment_steps_is_a_second_consumer_with_its_filters_and_own_failure_bucket(payments_on) -> None:
+    mappings = _mappings(payments_on)
+    assert set(mappings) == {"order_events", "payment_steps"}
+    steps, events = mappings["payment_steps"], mappings["order_events"]
+    assert steps["EventSourceArn"] == events["EventSourceArn"]  # the same table stream
+    patterns = [json.loads(f["Pattern"]) for f in steps["FilterCriteria"]["Filters"]]
+    assert patterns == list(PAYMENT_STEP_FILTERS)
+    assert len(patterns) <= 5
+    assert steps["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert steps["MetricsConfig"] == {"Metrics": ["EventCount"]}
+    bucket = steps["DestinationConfig"]["OnFailure"]["Destination"]
+    assert bucket != events["DestinationConfig"]["OnFailure"]["Destination"]
+    (bucket_id,) = _refs(bucket) or [bucket["Fn::GetAtt"][0]]
+    assert payments_on.templates["ShopEvents"]["Resources"][bucket_id]["Type"] == "AWS::S3::Bucket"
+
+
+def test_payment_steps_role_is_least_privilege(payments_on) -> None:
+    stack_id, _, function = payments_on.functions()["payment_steps"]
+    statements = _policies_of(payments_on, stack_id, function)
+    table = [
+        s
+        for s in statements
+        if any(
+            a.startswith("dynamodb:") and "Stream" not in a and "Records" not in a and "ShardIterator" not in a
+            for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+        )
+    ]
+    granted = sorted(a for s in table for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
+    assert granted == iam_actions(DYNAMODB_ACTIONS["payment_steps"])
+    assert granted == ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:UpdateItem"]  # no PutItem: no marks
+    writes = [s for s in table if "Condition" in s]
+    assert [s["Condition"] for s in writes] == [
+        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ORDER#*", "PRODUCT#*", "STOCK#*"]}}
+    ]
+    for statement in table:
+        assert "index" not in json.dumps(statement["Resource"])
+    actions = {a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
+    assert "events:PutEvents" in actions
+    assert not [a for a in actions if a.endswith("*")]

@@ -181,3 +181,21 @@ def test_make_dev_and_synth_local_share_the_dynamodb_port() -> None:
     output = re.search(r"--output (\S+)", synth_local)
     assert output is not None
     assert Path(output.group(1)).name != "cdk.out"
+
+
+@pytest.fixture(scope="module")
+def sam_local_paying(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """`make synth-local` with `-c payments=stripe`: the local template with payment_steps, its second consumer."""
+    from tests.infra.conftest import _synth
+
+    return _synth(tmp_path_factory, "local-payments", {"arch": "x86_64", "local": "true", "payments": "stripe"})
+
+
+def test_with_payments_payment_steps_is_local_too_and_cannot_reach_aws(
+    sam_local_paying: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    functions = sam_local_paying.functions()
+    assert set(functions) == FUNCTIONS | {"payment_steps"}
+    for name in ("payment_steps", "order_events"):
+        stack_id, _, resource = functions[name]
+        assert unreachable_aws(sam_local_paying.templates[stack_id], resource, monkeypatch) == [], name

@@ -61,7 +61,15 @@ def test_events_and_replays_for_an_archived_failed_order_change_nothing(store, m
     archiving = removals(reader)
     assert run_order_events(archiving) == {"batchItemFailures": []}
     assert run_payment_steps(archiving) == {"batchItemFailures": []}
-    assert wiring.order_service(store.table).get(ADMIN, unpaid.order_id).archived is True
+    archived = wiring.order_service(store.table).get(ADMIN, unpaid.order_id)
+    assert archived.archived is True
+    # the archive keeps the payment (GET /orders/{id}/payment reads it there), never its client secret
+    assert archived.payment is not None
+    assert (archived.payment.status.value, archived.payment.amount_cents) == ("CANCELED", 5000)
+    assert archived.payment.intent_id == unpaid.intent_id
+    assert archived.payment.client_secret is None
+    payment, secret_shown = wiring.order_service(store.table).payment_of(ADMIN, unpaid.order_id)
+    assert (payment.status.value, secret_shown) == ("CANCELED", False)
     table = dump(store)
 
     late = event(AUTHORISED, unpaid)

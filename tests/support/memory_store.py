@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from shop import clock, errors, keys
 from shop.limits import MAX_CART_LINES, MAX_CHILDREN, MAX_STOCK, MAX_TRANSACTION_ITEMS
@@ -24,7 +24,8 @@ from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, O
 from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
 from shop.models.carts import CartClaim, CartOwnerKind, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category, path_slugs
-from shop.models.orders import NO_DETAILS, Placement, StatusDetails
+from shop.models.orders import NO_DETAILS, PaymentStatus, Placement, StatusDetails
+from shop.models.payments import PaymentEvent, Settled
 from shop.models.products import CataloguePrice, ProductListing, ProductStatus
 from shop.models.sales import DaySales, SalesChange, TopSeller
 from shop.models.sessions import StoredLine
@@ -35,8 +36,12 @@ from shop.services.catalog import CatalogService
 from shop.services.categories import CategoryService
 from shop.services.customers import CustomerService
 from shop.services.orders import OrderService
+from shop.services.payments import PaymentService
 from shop.services.sales import SalesService
 from shop.services.sessions import SessionService
+
+if TYPE_CHECKING:
+    from shop.services.ports import Payments
 
 T = TypeVar("T")
 
@@ -123,6 +128,8 @@ class MemoryState:
     # (product, day, counter shard) a flash-sale product's lines counted on (the totals above include them)
     sales_shards: set[tuple[str, str, int]] = field(default_factory=set)
     order_ttls: dict[str, int] = field(default_factory=dict)  # order id -> expires_at (epoch s), when set
+    payment_due: dict[str, int] = field(default_factory=dict)  # unpaid order id -> its window's end (PAYMENT_DUE)
+    payment_marks: dict[str, int] = field(default_factory=dict)  # webhook event id -> its mark's expires_at
     archive: dict[str, Order] = field(default_factory=dict)  # archive key -> the archived order
     archived: dict[str, tuple[str, str]] = field(default_factory=dict)  # order id -> (customer id, archive key)
     move: dict[str, Any] | None = None  # the category move under way, as its item (MemoryStore(streamed_moves=True))
@@ -467,8 +474,32 @@ class MemoryOrders:
             emptied.version += 1
         if placement is not None:
             self.state.placements[(order.customer_id, placement.key)] = (order.order_id, placement.expires_at)
+        if order.payment_expires_at is not None:  # PAYMENTS=stripe: the payment window, as its own item
+            self.state.payment_due[order.order_id] = order.payment_expires_at
         self.state.orders[order.order_id] = order
         return order
+
+    def placed_under(self, customer_id: str, placement_key: str) -> Order | None:
+        claimed = self.state.placements.get((customer_id, placement_key))
+        return self.get(claimed[0]) if claimed is not None else None
+
+    def attach_intent(self, order: Order, intent_id: str, client_secret: str) -> Order:
+        current = self.state.orders.get(order.order_id)
+        if current is None:
+            raise errors.OrderNotFound("order not found")
+        stored = current.payment.intent_id if current.payment is not None else None
+        if current.status is not OrderStatus.PENDING_PAYMENT or current.payment is None or stored is not None:
+            if stored == intent_id:
+                return current
+            raise errors.PaymentRejected(
+                "the order no longer waits for this payment",
+                {"order_id": order.order_id, "status": current.status.value, "intent_id": stored},
+            )
+        attached = current.payment.model_copy(update={"intent_id": intent_id, "client_secret": client_secret})
+        self.state.orders[order.order_id] = current.model_copy(update={"payment": attached})
+        assert order.payment is not None
+        payment = order.payment.model_copy(update={"intent_id": intent_id, "client_secret": client_secret})
+        return order.model_copy(update={"payment": payment})
 
     def get(self, order_id: str) -> Order:
         order = self.state.orders.get(order_id)
@@ -523,7 +554,20 @@ class MemoryOrders:
             raise errors.VersionMismatch("the order changed meanwhile", {"current_version": current.version})
         if any(line.product_id not in self.state.products for line in restock):
             raise errors.Conflict("the data changed meanwhile, retry")
-        for line in restock:
+        self.restock(order, restock)
+        changed = self._advanced(current, new_status, order.version + 1, updated_at, details)
+        self.state.orders[order.order_id] = changed
+        if order.status is OrderStatus.PENDING_PAYMENT:
+            self.state.payment_due.pop(order.order_id, None)  # an unpaid order cancelled: its window closes with it
+        if expires_at is None:
+            self.state.order_ttls.pop(order.order_id, None)
+        else:
+            self.state.order_ttls[order.order_id] = expires_at
+        return self._advanced(order, new_status, order.version + 1, updated_at, details)
+
+    def restock(self, order: Order, lines: Sequence[OrderLine]) -> None:
+        """`lines`' quantities back where the order took them (a shard gone: the product item)."""
+        for line in lines:
             stored = self.state.products[line.product_id]
             left = line.quantity
             for label, quantity in sorted(order.stock_taken.get(line.product_id, {}).items()):
@@ -532,13 +576,6 @@ class MemoryOrders:
                 stored.move(int(label) if int(label) < len(stored.shards) else None, back)
                 left -= back
             stored.move(None, left)
-        changed = self._advanced(current, new_status, order.version + 1, updated_at, details)
-        self.state.orders[order.order_id] = changed
-        if expires_at is None:
-            self.state.order_ttls.pop(order.order_id, None)
-        else:
-            self.state.order_ttls[order.order_id] = expires_at
-        return self._advanced(order, new_status, order.version + 1, updated_at, details)
 
     @staticmethod
     def _advanced(order: Order, status: OrderStatus, version: int, updated_at: str, details: StatusDetails) -> Order:
@@ -549,6 +586,93 @@ class MemoryOrders:
         if details.delivered_at:
             changed["delivered_at"] = details.delivered_at
         return order.model_copy(update=changed)
+
+
+class MemoryOrderPayments:
+    """OrderPayments (shop.repository.order_payments) on MemoryOrders' state: `settle` all or nothing (the order,
+    its PAYMENT_DUE, the restock, the event's mark), `record_payment` conditional on the payment as read."""
+
+    def __init__(self, state: MemoryState, orders: MemoryOrders) -> None:
+        self.state = state
+        self.orders = orders
+
+    def current(self, order_id: str) -> Order | None:
+        return self.state.orders.get(order_id)
+
+    def mark_only(self, event: PaymentEvent, *, expires_at: int) -> bool:
+        if event.event_id in self.state.payment_marks:
+            return False
+        self.state.payment_marks[event.event_id] = expires_at
+        return True
+
+    def settle(
+        self,
+        order: Order,
+        new_status: OrderStatus,
+        *,
+        payment_status: PaymentStatus,
+        updated_at: str,
+        archive_at: int | None,
+        release_stock: bool,
+        event: PaymentEvent | None = None,
+        event_expires_at: int = 0,
+    ) -> Settled:
+        if event is not None and event.event_id in self.state.payment_marks:
+            return Settled.DUPLICATE
+        current = self.state.orders.get(order.order_id)
+        if (
+            current is None
+            or current.status is not order.status
+            or current.version != order.version
+            or (order.payment is not None and current.payment is None)
+        ):
+            return Settled.STALE
+        if release_stock:
+            if any(line.product_id not in self.state.products for line in order.lines):
+                raise errors.Conflict("the data changed meanwhile, retry")
+            self.orders.restock(current, current.lines)
+        confirmed = StatusDetails(confirmed_at=updated_at) if new_status is OrderStatus.CONFIRMED else NO_DETAILS
+        changed = MemoryOrders._advanced(current, new_status, order.version + 1, updated_at, confirmed)
+        update: dict[str, Any] = {"payment_expires_at": None}
+        if new_status is OrderStatus.CONFIRMED:
+            update["confirmed_at"] = updated_at
+        if current.payment is not None:
+            update["payment"] = current.payment.model_copy(update={"status": payment_status})
+        self.state.orders[order.order_id] = changed.model_copy(update=update)
+        self.state.payment_due.pop(order.order_id, None)
+        if archive_at is not None:
+            self.state.order_ttls[order.order_id] = archive_at
+        if event is not None:
+            self.state.payment_marks[event.event_id] = event_expires_at
+        return Settled.DONE
+
+    def record_payment(
+        self,
+        order_id: str,
+        *,
+        expected: PaymentStatus | None,
+        status: PaymentStatus | None = None,
+        captured_cents: int | None = None,
+        refunded_cents: int | None = None,
+        expected_refunded_cents: int | None = None,
+    ) -> bool:
+        current = self.state.orders.get(order_id)
+        payment = current.payment if current is not None else None
+        if current is None or payment is None:
+            return False
+        if expected is not None and payment.status is not expected:
+            return False
+        if expected_refunded_cents is not None and (payment.refunded_cents or 0) != expected_refunded_cents:
+            return False
+        update: dict[str, Any] = {}
+        if status is not None:
+            update["status"] = status
+        if captured_cents is not None:
+            update["captured_cents"] = captured_cents
+        if refunded_cents is not None:
+            update["refunded_cents"] = refunded_cents
+        self.state.orders[order_id] = current.model_copy(update={"payment": payment.model_copy(update=update)})
+        return True
 
 
 class MemorySales:
@@ -958,6 +1082,7 @@ class MemoryStore:
         self.carts = MemoryCarts(self.state)
         self.sales = MemorySales(self.state)
         self.archive = MemoryArchive(self.state)
+        self.order_payments = MemoryOrderPayments(self.state, self.orders)
 
     def reset(self) -> None:
         """Empty, as a fresh store is, keeping these objects: services built on them (a handler's, at import)
@@ -974,14 +1099,23 @@ class MemoryStore:
     def customer_service(self) -> CustomerService:
         return CustomerService(customers=self.customers)
 
-    def order_service(self) -> OrderService:
+    def order_service(self, payments: Callable[[], Payments | None] | None = None) -> OrderService:
+        """`payments` gives the provider at each checkout (None: PAYMENTS=none's flow)."""
         return OrderService(
             orders=self.orders,
             products=self.products,
             sessions=self.sessions,
             carts=self.carts,
             archive=self.archive,
+            payments=payments,
         )
+
+    def payment_service(self, provider: Payments | None) -> PaymentService:
+        """The payment rules (the webhook's, the payment steps') on this store and `provider`; the archive delay
+        from the settings, as shop.wiring's."""
+        from shop.config import settings
+
+        return PaymentService(self.order_payments, provider, archive_after_days=lambda: settings().archive_after_days)
 
     def alert_service(self) -> AlertService:
         return AlertService(alerts=self.alerts)

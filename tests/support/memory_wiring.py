@@ -45,9 +45,11 @@ from shop.services.categories import CategoryService
 from shop.services.customers import CustomerService
 from shop.services.order_events import OrderEventsService
 from shop.services.orders import OrderService
+from shop.services.payments import PaymentService
 from shop.services.sales import SalesService
 from shop.services.sessions import SessionService
 from tests.functions.apigw import event
+from tests.support.fake_payments import FakePayments
 from tests.support.memory_store import MemoryStore
 from tests.support.memory_stream import MemoryChange, MemoryStream, lambda_event, order_events_service
 
@@ -181,6 +183,8 @@ class MemoryWiring:
         self.stream = MemoryStream(self.store)
         self.idempotency = MemoryIdempotencyRecords()
         self.migrations = MemoryMigrations(self.store)
+        # The payment provider under PAYMENTS=stripe (checkout's intents, the steps' captures, cancels, refunds).
+        self.payments = FakePayments()
 
     def reset(self) -> None:
         """Every store empty, and the instance-wide memos of the rules forgotten (a fresh Lambda instance's)."""
@@ -188,6 +192,7 @@ class MemoryWiring:
         self.stream.reset()
         self.idempotency.reset()
         self.migrations.reset()
+        self.payments.__dict__.update(vars(FakePayments()))  # emptied in place: the payments handler keeps its service
         hot_products.clear_all()
         product_events._thresholds.clear()  # per instance: a product's threshold and shard count as last read
         product_events._shard_counts.clear()
@@ -205,7 +210,10 @@ class MemoryWiring:
         return self.store.customer_service()
 
     def order_service(self) -> OrderService:
-        return self.store.order_service()
+        return self.store.order_service(payments=lambda: self.payments)
+
+    def payment_service(self) -> PaymentService:
+        return self.store.payment_service(self.payments)
 
     def sales_service(self) -> SalesService:
         return self.store.sales_service()
@@ -338,6 +346,16 @@ class Handlers:
             name="migrations",
             code_dir=FUNCTIONS / "migrations",
             timeout_s=900,  # as deployed (infra/stacks/operations.py)
+        )
+        self.functions.functions.setdefault(  # the stream's second consumer under PAYMENTS=stripe (issue 25)
+            "payment_steps",
+            replace(
+                self.functions.functions["order_events"],
+                logical_id="payment_steps",
+                name="payment_steps",
+                code_dir=FUNCTIONS / "payment_steps",
+                timeout_s=60,
+            ),
         )
 
     def load(self) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from shop import publishing
+from shop import config, payment_secrets, publishing
+from tests.functions.generate_payment_events import SAMPLE_SECRET
 from tests.support.factories import ADMIN
 from tests.support.memory_wiring import Handlers, MemoryWiring
 
@@ -57,3 +59,17 @@ def bus(monkeypatch: pytest.MonkeyPatch) -> RecordedBus:
     monkeypatch.setenv("EVENT_BUS_NAME", "shop-test-bus")
     monkeypatch.setattr(publishing, "events_client", lambda: recorded)
     return recorded
+
+
+@pytest.fixture
+def paying(handlers: Handlers, monkeypatch: pytest.MonkeyPatch) -> Iterator[Handlers]:
+    """The handlers with PAYMENTS=stripe and the samples' webhook secret (literal, as locally)."""
+    monkeypatch.setenv("PAYMENTS", "stripe")
+    monkeypatch.setenv("STRIPE_SECRET_KEY", "sk_test_fast_lane")
+    monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", SAMPLE_SECRET)
+    monkeypatch.setenv("PAYMENT_WINDOW_MINUTES", "30")
+    config.payment_settings.cache_clear()
+    payment_secrets.clear()
+    yield handlers
+    config.payment_settings.cache_clear()
+    payment_secrets.clear()

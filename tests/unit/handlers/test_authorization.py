@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.functions.test_authorization import CALLERS, CASES, MATRIX, _route_of
+from tests.functions.test_authorization import CALLERS, CASES, MATRIX, NOT_FOUND_CODES, _route_of
 
 
 @pytest.mark.parametrize(("method", "path", "kwargs", "caller", "expected"), CASES)
@@ -15,6 +15,7 @@ def test_authorization_matrix(handlers, method, path, kwargs, caller, expected):
     reply = handlers.call(method, path, claims=CALLERS[caller], **kwargs)
     assert reply.status == expected, reply.body
     codes = {401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "ORDER_NOT_FOUND"}
+    codes[404] = NOT_FOUND_CODES.get((method, path), {}).get(caller, codes[404])
     if expected in codes:
         assert reply.code == codes[expected]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from tests.functions.apigw import ALICE, BOB, routes_on
 from tests.functions.test_sample_events import EVENT_FILES, STATUS
 
 # The refusals of the routes whose samples are all successes (POST /sessions takes no input: nothing to refuse).
-REFUSALS = [
+REFUSALS: list[tuple[str, str, dict[str, Any], int, str]] = [
     ("DELETE", "/customers/alice/cart", {"claims": BOB}, 403, "FORBIDDEN"),
     ("DELETE", f"/sessions/{'s' * (MAX_ID_LENGTH + 1)}", {}, 422, "VALIDATION_ERROR"),
     ("GET", "/categories", {"query": {"limit": "0"}}, 422, "VALIDATION_ERROR"),
@@ -28,6 +29,17 @@ REFUSALS = [
         400,
         "INVALID_NEXT_TOKEN",
     ),
+]
+# issue 25's routes: an order placed with payments off has no payment; with payments off the webhook is not there.
+REFUSALS += [
+    ("GET", "/orders/00-alice-pending/payment", {"claims": ALICE}, 404, "PAYMENT_NOT_FOUND"),
+    ("POST", "/webhooks/stripe", {"raw_body": "{}", "headers": {"Stripe-Signature": "t=1,v1=00"}}, 404, "NOT_FOUND"),
+]
+# Their successes need PAYMENTS=stripe and an order placed under it (the `paying` fixture):
+# (method, path with {order_id}, what answers 200).
+PAID_SUCCESSES = [
+    ("GET", "/orders/{order_id}/payment", "the owner reads the payment"),
+    ("POST", "/webhooks/stripe", "a signed authorisation of the order's intent"),
 ]
 TAKES_NO_INPUT = {"POST /sessions"}
 
@@ -50,8 +62,24 @@ def test_a_refusal(handlers, method, path, kwargs, status, code):  # noqa: PLR09
     assert (reply.status, reply.code) == (status, code), reply.body
 
 
+@pytest.mark.parametrize(("method", "path", "what"), PAID_SUCCESSES, ids=[f"{m} {p}" for m, p, _ in PAID_SUCCESSES])
+def test_a_paid_success(paying, method, path, what):
+    from tests.unit.handlers.test_payment_handlers import deliver, place
+
+    order = place(paying, f"paid-success-{method}")
+    if method == "GET":
+        reply = paying.call(method, path.format(order_id=order["order_id"]), claims=ALICE)
+    else:
+        intent = order["payment"]["intent_id"]
+        reply = deliver(paying, "evt_paid_success", "payment_intent.succeeded", intent, order["order_id"])
+    assert reply.status == 200, (what, reply.body)
+
+
 def test_every_route_is_answered_with_a_success_and_a_refusal():
     answered: dict[str, set[int]] = {route: {400} for route in TAKES_NO_INPUT}
+    for method, url, _ in PAID_SUCCESSES:
+        (route,) = [route for route in routes_on(url.format(order_id="o-1")) if route.method == method]
+        answered.setdefault(route.route_key, set()).add(200)
     for path in EVENT_FILES:
         event = json.loads(path.read_text())
         answered.setdefault(event["routeKey"], set()).add(int(STATUS.search(path.name).group(1)))  # type: ignore[union-attr]

@@ -58,6 +58,7 @@ class InjectedStore(Protocol):
         ...
 
     def order_events_service(self) -> OrderEventsService: ...
+    def payment_service(self) -> PaymentService: ...
     def migration_store(self) -> Any:  # shop.migrations.runner.MigrationStore
         ...
 
@@ -305,6 +306,8 @@ def payment_service(
 ) -> PaymentService:
     """The payment rules (the webhook's, the payment steps') on the table and the provider PAYMENTS names
     (`provider` replaces it: the tests' fake). Built per call; the provider's client is made lazily by it."""
+    if table is None and provider is None and _injected is not None:
+        return _injected.payment_service()
     from shop.config import settings
     from shop.repository.order_payments import OrderPaymentRepository
     from shop.services.payments import PaymentService

@@ -38,6 +38,11 @@ def object_key(order_id: str, created_at: str) -> str:
 def archive_document(order: Order, archived_at: str) -> bytes:
     """The object's body: the order with its history and when it was archived, one line of JSON."""
     body = {**order.model_dump(mode="json", exclude={"archived"}), "archived_at": archived_at}
+    if order.payment is not None:
+        # The payment is excluded from the model's dumps (answers show it through their own schemas), but an
+        # archived order is what GET /orders/{id} and /payment read: it is kept, without the client secret (a
+        # final order waits for no payment).
+        body["payment"] = order.payment.model_dump(mode="json", exclude_none=True, exclude={"client_secret"})
     return (json.dumps(body, separators=(",", ":"), sort_keys=True) + "\n").encode()
 
 
