@@ -11,7 +11,7 @@ from infra.settings import ROOT, DeployConfig
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
-FUNCTIONS = {"customers", "products", "orders", "sessions", "order_events"}
+FUNCTIONS = {"customers", "products", "orders", "sessions", "order_events", "payments"}
 ON_PUBLISHED_VERSIONS = {"ApplyOn": "PublishedVersions"}
 # SnapStart for Python starts at this runtime; /tmp beyond the default 512 MB, EFS, container
 # images and provisioned concurrency cannot be combined with it.
