@@ -174,6 +174,9 @@ OPERATIONS = [
     ("POST", "/orders/{order_id}/return"),
     ("GET", "/products/{product_id}/sales"),
     ("GET", "/sales/top"),
+    # issue 25: an order's payment, and Stripe's webhook
+    ("GET", "/orders/{order_id}/payment"),
+    ("POST", "/webhooks/stripe"),
 ]
 
 
