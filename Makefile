@@ -181,7 +181,7 @@ clean:
 # resumes at its checkpoints when run again. NAME=0001-list-version-1-products [DRY_RUN=1] [RATE=200] [SEGMENTS=4]
 # 0002-move-status-shards reads STATUS_SHARDS, STATUS_SHARDS_NEXT and STATUS_SHARDS_WRITERS=next from the
 # environment, as the functions do ([LOAD_ORDERS=N]: first write N orders under STATUS_SHARDS).
-.PHONY: migrate migrate-10k archive-query
+.PHONY: migrate migrate-10k archive-query scale fuzz
 NAME ?=
 RATE ?= 200
 SEGMENTS ?= 4
@@ -193,6 +193,19 @@ migrate: setup
 # after 50,000 writes DynamoDB Local's stream bookkeeping slows every later write of the same instance.
 migrate-10k: setup
 	MIGRATION_V1_PRODUCTS=10000 $(PY) -m pytest tests/repository/test_migrations.py -n 0 -k listed_exactly_once $(PYTEST_ARGS)
+
+# The heavy tests at full size (docs/testing.md, "Full size"), outside `make test`, which runs each at the
+# smallest size that proves the same property: migration 0001 at 10,000 products (migrate-10k), then, on a
+# DynamoDB Local of its own, a category of 5,000 products moved in the deployed steps of 100 (make test: 600
+# in steps of 25).
+scale: migrate-10k
+	CATEGORY_MOVE_PRODUCTS=5000 CATEGORY_MOVE_TEST_STEP=100 \
+	  $(PY) -m pytest tests/integration/test_category_move.py -n 0 -k many_products $(PYTEST_ARGS)
+
+# schemathesis with the config's max-examples (schemathesis.toml: 15 per operation; make test: 5), every
+# operation, phase and check as in make test, on the local stack.
+fuzz: setup synth
+	E2E_FUZZ_MAX_EXAMPLES=config $(PY) -m pytest tests/e2e/test_fuzz.py -n 0 -k schemathesis_finds_nothing $(PYTEST_ARGS)
 
 # A named query of the order archive (infra/archive_queries.py) run by DuckDB over `make dev`'s saved archive
 # (.local/s3/<bucket>/, written when make dev stops) or ARCHIVE_DIR: NAME=revenue-by-day|top-products-by-units|return-rate-by-product

@@ -1,10 +1,16 @@
 """A category holding 5,000 products moves under another parent, on DynamoDB Local, its rewrite driven
 by the table's real stream records while readers page through the listings: no page walk ever shows
 a product twice, the moved subtree's own listing never loses one, and afterwards every product is
-listed once under the new path and no longer under the old ancestors."""
+listed once under the new path and no longer under the old ancestors.
+
+`make test` runs it at 600 products moved in steps of 25 (CATEGORY_MOVE_STEP_PRODUCTS): 24 steps, each
+its own transactions, while every walk reads 6 pages of 100, so pages and steps interleave as at full
+size. `make scale` runs it at 5,000 products in the deployed steps of 100 (CATEGORY_MOVE_PRODUCTS=5000,
+CATEGORY_MOVE_TEST_STEP=100)."""
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -24,12 +30,14 @@ from tests.support.streams import StreamReader
 
 pytestmark = pytest.mark.integration
 
-PRODUCTS = 5_000
-ALSO_IN_CUPS = 500  # these stay under coffee through cups after the move
+PRODUCTS = int(os.environ.get("CATEGORY_MOVE_PRODUCTS", "600"))
+ALSO_IN_CUPS = PRODUCTS // 10  # these stay under coffee through cups after the move
+# products one step of the move re-files: fewer than the deployed 100 so that the small run takes many steps
+STEP = os.environ.get("CATEGORY_MOVE_TEST_STEP", "25")
 
 
 def bulk_catalogue(store: Any, paths: dict[str, str]) -> list[str]:
-    """5,000 products under espresso or filter (every tenth also in cups), written as the repository
+    """PRODUCTS products under espresso or filter (every tenth also in cups), written as the repository
     writes them (product item and listing entries), in BatchWriteItems from a few threads."""
     now = clock.iso_now()
     items: list[dict[str, Any]] = []
@@ -73,7 +81,8 @@ def walk(catalog: CatalogService, category: str | None) -> list[str]:
             return seen
 
 
-def test_moving_a_category_of_5000_products_lists_each_once_throughout(local_store):
+def test_moving_a_category_of_many_products_lists_each_once_throughout(local_store, monkeypatch):
+    monkeypatch.setenv("CATEGORY_MOVE_STEP_PRODUCTS", STEP)
     store = local_store
     tree = wiring.category_service(store.table)
     for slug, parent in [("coffee", None), ("beans", "coffee"), ("espresso", "beans"), ("filter", "beans")]:
