@@ -26,6 +26,9 @@ ASSUMPTIONS = [
     "sales_aggregation: order_events counting the confirmed order's sales per product and UTC day (the marker "
     "and counter transaction, the consistent read of counters and top-list entries, the top-list puts with "
     "their GSI1 moves), split out of the confirmation's stream calls",
+    "with payments (PAYMENTS=stripe, the route scenario against its own localstripe): the order is confirmed by "
+    "the provider's webhook (payment_webhook: the route's order read and its paid-transition transaction with the "
+    "event's mark) and captured by payment_steps at SHIPPED (payment_capture); the calls to Stripe are not priced",
     "not included: DynamoDB Streams reads by Lambda (free), storage, Lambda, API Gateway, EventBridge, PITR or backups",
 ]
 LIFE_PARTS = (
@@ -67,6 +70,7 @@ def life_parts(parts: dict[str, Any]) -> tuple[str, ...]:
 def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]) -> dict[str, Any]:
     life: dict[str, Any] = {}
     missing = []
+    paid = any(name in parts for name in PAYMENT_PARTS)
     total_w = total_r = reported_w = wasted = 0.0
     for name in life_parts(parts):
         m = parts.get(name)
@@ -89,10 +93,16 @@ def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]
         }
     return {
         "order_life": {
-            "order": "3 lines, placed from a line list with an Idempotency-Key; confirmed by order_events, "
-            "which also counts its sales per product and day; one status change (CONFIRMED -> SHIPPED) "
-            "with its stream effects; read by the customer: "
-            "the order, their order list, their notifications",
+            "order": "3 lines, placed from a line list with an Idempotency-Key; "
+            + (
+                "PENDING_PAYMENT until paid: confirmed by the provider's signed webhook, order_events then writing "
+                "its effects and counting its sales per product and day; one status change (CONFIRMED -> SHIPPED) "
+                "with its stream effects and its capture by payment_steps; "
+                if paid
+                else "confirmed by order_events, which also counts its sales per product and day; one status "
+                "change (CONFIRMED -> SHIPPED) with its stream effects; "
+            )
+            + "read by the customer: the order, their order list, their notifications",
             "parts": life,
             "total_wcu": round(total_w, 2),
             "total_rcu": round(total_r, 2),
@@ -130,7 +140,7 @@ def cost(cap: dict[str, Any]) -> dict[str, Any]:
         if with_payments
         else round(COST_TARGET_USD - value - usd_per_million(PAYMENTS_BUDGET_WRU, 0), 4),
         "scope": "full life: placement + confirmation + its sales aggregation + one status change with its "
-        "stream effects + 3 reads",
+        "stream effects + 3 reads" + (" + the payment's webhook and capture" if with_payments else ""),
         "sales_aggregation_units_per_order": units(("sales_aggregation",)),
         "placing_confirming_reading": usd_per_million(*place_confirm_read),
         "units_per_order": {"wru": full[0], "rru": full[1]},

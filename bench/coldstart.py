@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from typing import Any
 
 from bench.stats import median
@@ -177,6 +178,60 @@ def _stream_request(ctx: dict[str, Any], table: str) -> dict[str, Any]:
     }
 
 
+WEBHOOK_SECRET = "whsec_bench_cold_start"  # not a secret: the bench signs its own deliveries
+PAYMENT_ENV = {
+    "PAYMENTS": "stripe",
+    "STRIPE_SECRET_KEY": "sk_test_bench",
+    "STRIPE_WEBHOOK_SECRET": WEBHOOK_SECRET,
+    "STRIPE_API_BASE": "http://127.0.0.1:9",  # never called: an event for an unknown order only gets its mark
+}
+
+
+def _webhook_request(ctx: dict[str, Any], table: str) -> dict[str, Any]:
+    """A fresh signed delivery (its own event id: each sample applies one) of an authorisation for an order the
+    table does not hold: the payments function verifies it, reads the order and writes the event's mark."""
+    from local_runtime.payments import signed
+    from shop import keys
+    from shop.repository.store import to_item
+
+    order_id = f"bench-cold-{uuid.uuid4()}"
+    event = {
+        "id": f"evt_bench_{uuid.uuid4().hex}",
+        "object": "event",
+        "type": "payment_intent.amount_capturable_updated",
+        "created": int(time.time()),
+        "livemode": False,
+        "data": {
+            "object": {
+                "id": f"pi_bench_{uuid.uuid4().hex[:16]}",
+                "object": "payment_intent",
+                "amount": 1000,
+                "amount_capturable": 1000,
+                "currency": "usd",
+                "status": "requires_capture",
+                "metadata": {"order_id": order_id},
+            }
+        },
+    }
+    body = json.dumps(event)
+    headers = {"Stripe-Signature": signed(body.encode(), WEBHOOK_SECRET)}
+    return {
+        "event": ctx["functions"].http_event("POST", "/webhooks/stripe", body=event, headers=headers),
+        "bare": {
+            "operation": "get_item",
+            "params": {"TableName": table, "Key": to_item(keys.order_key(order_id)), "ConsistentRead": True},
+        },
+    }
+
+
+def _request(function: str, ctx: dict[str, Any], table: str, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    if function == "order_events":
+        return _stream_request(ctx, table)
+    if function == "payments":
+        return _webhook_request(ctx, table)
+    return requests[function]
+
+
 def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     scenario = ctx.get("scenario")
     if scenario is None:
@@ -194,7 +249,7 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     results: dict[str, Any] = {}
     misses: list[str] = []
     functions = ctx["functions"]
-    for function in ("customers", "products", "orders", "sessions", "order_events"):
+    for function in ("customers", "products", "orders", "sessions", "order_events", "payments"):
         if not functions.has(function):
             results[function] = {"skipped": functions.errors[function]}
             misses.append(f"{function}: not measured")
@@ -206,11 +261,12 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
             "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
             "TZ": ":UTC",
+            **(PAYMENT_ENV if function == "payments" else {}),
         }
         fn_samples: list[dict[str, Any]] = []
         bare_samples: list[dict[str, Any]] = []
         for i in range(config.cold_samples):
-            request = _stream_request(ctx, table) if function == "order_events" else requests[function]
+            request = _request(function, ctx, table, requests)
             fn_request = _child_request(fn, fn.code_dir, [str(SHARED_LAYER)], request["event"])
             bare_request = _child_request(fn, bare_dir, [], request["bare"])
             pair = [(fn_samples, fn_request), (bare_samples, bare_request)]
@@ -254,7 +310,7 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
         if ratio is None or ratio > TARGET:
             misses.append(f"{function}: {ratio}x")
         if (ratio is None or ratio > TARGET) and config.profile:
-            request = _stream_request(ctx, table) if function == "order_events" else requests[function]
+            request = _request(function, ctx, table, requests)
             profile_request = _child_request(fn, fn.code_dir, [str(SHARED_LAYER)], request["event"])
             _, stderr = _run_child(profile_request, env, importtime=True)
             entry["heaviest_imports"] = top_imports(stderr)
@@ -290,5 +346,6 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
         "wall_* includes interpreter start (the same for both); the deps layer is built for Lambda's Python 3.13, "
         "so the venv's site-packages stand in for it (as in the local runtime)",
         "env": "TABLE_NAME, PAGINATION_SECRET, STATUS_SHARDS, POWERTOOLS_SERVICE_NAME/METRICS_NAMESPACE/LOG_LEVEL=INFO, "
-        "POWERTOOLS_TRACE_DISABLED=true, AWS_ENDPOINT_URL_DYNAMODB -> DynamoDB Local",
+        "POWERTOOLS_TRACE_DISABLED=true, AWS_ENDPOINT_URL_DYNAMODB -> DynamoDB Local; payments also PAYMENTS=stripe and "
+        "the local Stripe variables (its first event: a signed delivery for an order the table does not hold)",
     }

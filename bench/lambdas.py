@@ -50,3 +50,12 @@ def order_events_reader(dynamodb: Any, streams: Any, table_name: str) -> StreamR
     from the synthesized template, as the local runtime reads them (`make bench` synthesizes first)."""
     mapping = next(m for m in load_app().mappings if m.function == "order_events")
     return StreamReader(dynamodb, streams, table_name, mapping=mapping)
+
+
+def payment_steps_reader(dynamodb: Any, streams: Any, table_name: str) -> StreamReader | None:
+    """The table's stream as payment_steps' mapping delivers it (its four from-status filters); None when the
+    synthesized template has no payment_steps (synthesized with -c payments=none)."""
+    mapping = next((m for m in load_app().mappings if m.function == "payment_steps"), None)
+    if mapping is None:
+        return None
+    return StreamReader(dynamodb, streams, table_name, mapping=mapping)

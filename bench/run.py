@@ -61,6 +61,7 @@ def _phase_routes(config: Config, results: dict[str, Any], ctx: dict[str, Any]) 
     from bench.capacity import capacity, cost
     from bench.hooks import Recorder
     from bench.lambdas import Functions
+    from bench.payments import payments_on
     from bench.routes import Scenario
     from bench.store import quiet_stdout
 
@@ -73,8 +74,10 @@ def _phase_routes(config: Config, results: dict[str, Any], ctx: dict[str, Any]) 
     with Recorder() as recorder:
         scenario = Scenario(functions, recorder, table, store.client(), store.client("dynamodbstreams"))
         with quiet_stdout(ctx["log"]):
-            scenario.setup()
-            scenario.run()
+            scenario.setup()  # payments off: the history and alerts come through the services
+            with payments_on() as paying:  # the scenario's orders take their payment (docs/payments.md)
+                scenario.payments = paying
+                scenario.run()
     ctx["scenario"] = scenario
     results["round_trips"] = scenario.round_trips()
     results["scans"] = scenario.scans()

@@ -126,6 +126,25 @@ def post_event(webhook_url: str, secret: str, event: dict[str, Any]) -> tuple[in
         return refused.code, refused.read().decode()
 
 
+def authorised_event(endpoint: str, order_id: str, card: str = "visa") -> dict[str, Any]:
+    """The customer's browser at localstripe `endpoint`: attach a test card to the order's intent and confirm it;
+    the event Stripe would send for the authorisation (unsigned). stripe.CardError for a declining card."""
+    client = _stripe(endpoint)
+    intent = _intent_of(client, order_id)
+    client.v1.payment_intents.update(intent.id, params={"payment_method": CARDS[card]})
+    confirmed = client.v1.payment_intents.confirm(intent.id)
+    if confirmed.status != "requires_capture":
+        raise PayError(f"the intent is {confirmed.status}, not authorised")
+    return {
+        "id": f"evt_local_{secrets.token_hex(12)}",
+        "object": "event",
+        "type": "payment_intent.amount_capturable_updated",
+        "created": int(time.time()),
+        "livemode": False,
+        "data": {"object": confirmed.to_dict()},
+    }
+
+
 def pay(state_dir: pathlib.Path, order_id: str, card: str = "visa") -> str:
     """Pay the order of the running `make dev` with a test card; a line saying what happened."""
     import stripe
@@ -136,25 +155,16 @@ def pay(state_dir: pathlib.Path, order_id: str, card: str = "visa") -> str:
     state = json.loads(path.read_text())
     if card not in CARDS:
         raise PayError(f"CARD must be one of {', '.join(CARDS)}, got {card!r}")
-    client = _stripe(state["stripe"])
-    intent = _intent_of(client, order_id)
-    client.v1.payment_intents.update(intent.id, params={"payment_method": CARDS[card]})
     try:
-        confirmed = client.v1.payment_intents.confirm(intent.id)
+        event = authorised_event(state["stripe"], order_id, card)
     except stripe.CardError as declined:
         # localstripe posts payment_intent.payment_failed to the gateway itself (about a second later).
         return f"declined: {declined.code or 'card_declined'}; localstripe delivers payment_intent.payment_failed"
-    if confirmed.status != "requires_capture":
-        raise PayError(f"the intent is {confirmed.status}, not authorised")
-    event = {
-        "id": f"evt_local_{secrets.token_hex(12)}",
-        "object": "event",
-        "type": "payment_intent.amount_capturable_updated",
-        "created": int(time.time()),
-        "livemode": False,
-        "data": {"object": confirmed.to_dict()},
-    }
     status, body = post_event(state["webhook_url"], state["webhook_secret"], event)
     if status != 200:
         raise PayError(f"the webhook answered {status}: {body}")
-    return f"authorised {confirmed.amount} {confirmed.currency} on {intent.id}; webhook {event['id']} -> {status}"
+    confirmed = event["data"]["object"]
+    return (
+        f"authorised {confirmed['amount']} {confirmed['currency']} on {confirmed['id']}; "
+        f"webhook {event['id']} -> {status}"
+    )
