@@ -51,6 +51,15 @@ def _intents_of(state: dict[str, Any], order_id: str) -> list[dict[str, Any]]:
     return [i for i in intents if (i.get("metadata") or {}).get("order_id") == order_id]
 
 
+def _refunds_of(state: dict[str, Any], intent_id: str) -> list[dict[str, Any]]:
+    """localstripe's refunds of the intent (it ignores idempotency keys: count them)."""
+    import stripe
+
+    client = stripe.StripeClient("sk_test_e2e", base_addresses={"api": state["stripe"]}, max_network_retries=0)
+    listed = client.v1.refunds.list(params={"payment_intent": intent_id, "limit": 100})
+    return [r.to_dict() for r in listed.auto_paging_iter()]
+
+
 @dataclass
 class Paying:
     """The module's stack, its localstripe state, and an order left unpaid from the start (its window runs while
@@ -185,6 +194,25 @@ def test_a_paid_order_is_confirmed_by_the_webhook_and_captured_when_shipped(payi
     assert (captured["captured_cents"], captured["amount_cents"]) == (6400, 6400)
     intent = paying.intent(order_id)  # one intent, captured at localstripe for the stored total
     assert (intent["status"], intent["amount"]) == ("succeeded", 6400)
+
+    # delivered, returned by the customer, accepted by the admin: the stored total refunded once, stock back
+    delivered = api.patch(
+        f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"3"'}, json={"status": "DELIVERED"}
+    )
+    assert expect(delivered, 200)["status"] == "DELIVERED"
+    asked = api.post(f"/orders/{order_id}/return", token=paying.customer, json={"reason": "Too heavy for me."})
+    assert expect(asked, 200)["status"] == "RETURN_REQUESTED"
+    accepted = api.patch(
+        f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"5"'}, json={"status": "RETURNED"}
+    )
+    assert expect(accepted, 200)["status"] == "RETURNED"
+    refunded = eventually(
+        lambda: (p := paying.payment(order_id))["refunded_cents"] == 6400 and p, timeout=30, what="refunded"
+    )
+    assert (refunded["captured_cents"], refunded["refunded_cents"]) == (6400, 6400)
+    refunds = _refunds_of(paying.state, intent["id"])  # one refund at localstripe, of the stored total
+    assert [r["amount"] for r in refunds] == [6400]
+    assert paying.stock(product["product_id"]) == 5  # restocked by the return
 
 
 def test_a_declined_card_fails_the_payment_and_gives_the_stock_back(paying: Paying) -> None:
