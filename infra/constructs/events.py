@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
@@ -62,16 +62,7 @@ class OrderEventsProcessing(Construct):
             event_pattern=events.EventPattern(account=[Stack.of(self).account]),
             retention=Duration.days(EVENT_ARCHIVE_RETENTION_DAYS),
         )
-        self.failures = s3.Bucket(
-            self,
-            "StreamFailures",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(STREAM_FAILURE_RETENTION_DAYS))],
-            removal_policy=removal,
-        )
+        self.failures = _failure_bucket(self, "StreamFailures", removal)
         layers = Layers(self, "Layers", config=config)
         concurrency = config.order_events_concurrency or None
         self.function = build_function(
@@ -89,24 +80,7 @@ class OrderEventsProcessing(Construct):
             iam.PolicyStatement(actions=["events:PutEvents"], resources=[self.bus.event_bus_arn])
         )
         self.alias = live_alias(self, self.function, config=config)
-        starting = lambda_.StartingPosition[STREAM.starting_position]
-        self.alias.add_event_source(
-            sources.DynamoEventSource(
-                table,
-                starting_position=starting,
-                batch_size=STREAM.batch_size,
-                max_batching_window=Duration.seconds(STREAM.max_batching_window_s),
-                report_batch_item_failures=STREAM.report_batch_item_failures,
-                bisect_batch_on_error=STREAM.bisect_batch_on_error,
-                retry_attempts=STREAM.retry_attempts,
-                max_record_age=Duration.seconds(STREAM.max_record_age_s),
-                on_failure=FailureArchive(self.failures),
-                filters=[_pattern(f) for f in STREAM_FILTERS],
-                metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
-            )
-        )
-        mappings = [c for c in self.alias.node.children if isinstance(c, lambda_.EventSourceMapping)]
-        self.mapping_id = mappings[0].event_source_mapping_id
+        self.mapping_id = _consume_stream(self.alias, table, self.failures, STREAM_FILTERS)
 
 
 class PaymentSteps(Construct):
@@ -127,16 +101,7 @@ class PaymentSteps(Construct):
         bus: events.IEventBus,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.failures = s3.Bucket(
-            self,
-            "StepFailures",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(STREAM_FAILURE_RETENTION_DAYS))],
-            removal_policy=removal_policy(config),
-        )
+        self.failures = _failure_bucket(self, "StepFailures", removal_policy(config))
         layers = Layers(self, "Layers", config=config, payments=True)
         self.function = build_function(
             self,
@@ -151,23 +116,7 @@ class PaymentSteps(Construct):
             iam.PolicyStatement(actions=["events:PutEvents"], resources=[bus.event_bus_arn])
         )
         self.alias = live_alias(self, self.function, config=config)
-        self.alias.add_event_source(
-            sources.DynamoEventSource(
-                table,
-                starting_position=lambda_.StartingPosition[STREAM.starting_position],
-                batch_size=STREAM.batch_size,
-                max_batching_window=Duration.seconds(STREAM.max_batching_window_s),
-                report_batch_item_failures=STREAM.report_batch_item_failures,
-                bisect_batch_on_error=STREAM.bisect_batch_on_error,
-                retry_attempts=STREAM.retry_attempts,
-                max_record_age=Duration.seconds(STREAM.max_record_age_s),
-                on_failure=FailureArchive(self.failures),
-                filters=[_pattern(f) for f in PAYMENT_STEP_FILTERS],
-                metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
-            )
-        )
-        mappings = [c for c in self.alias.node.children if isinstance(c, lambda_.EventSourceMapping)]
-        self.mapping_id = mappings[0].event_source_mapping_id
+        self.mapping_id = _consume_stream(self.alias, table, self.failures, PAYMENT_STEP_FILTERS)
 
 
 @jsii.implements(lambda_.IEventSourceDlq)
@@ -197,3 +146,41 @@ class FailureArchive:
 def _pattern(pattern: Mapping[str, Any]) -> Mapping[str, Any]:
     """A filter as CDK wants it: {"pattern": "<json>"} (the template carries the JSON text)."""
     return lambda_.FilterCriteria.filter(pattern)
+
+
+def _failure_bucket(scope: Construct, construct_id: str, removal: RemovalPolicy) -> s3.Bucket:
+    """Where Lambda writes a stream consumer's given-up batches (whole invocation records, for `make replay`)."""
+    return s3.Bucket(
+        scope,
+        construct_id,
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        enforce_ssl=True,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(STREAM_FAILURE_RETENTION_DAYS))],
+        removal_policy=removal,
+    )
+
+
+def _consume_stream(
+    alias: lambda_.Alias, table: dynamodb.ITable, failures: s3.IBucket, filters: Sequence[Mapping[str, Any]]
+) -> str:
+    """The alias on the table stream with the shared STREAM settings, only the records `filters` match, its
+    given-up batches to `failures`; the mapping's id (what `make replay` and the alarms name)."""
+    alias.add_event_source(
+        sources.DynamoEventSource(
+            table,
+            starting_position=lambda_.StartingPosition[STREAM.starting_position],
+            batch_size=STREAM.batch_size,
+            max_batching_window=Duration.seconds(STREAM.max_batching_window_s),
+            report_batch_item_failures=STREAM.report_batch_item_failures,
+            bisect_batch_on_error=STREAM.bisect_batch_on_error,
+            retry_attempts=STREAM.retry_attempts,
+            max_record_age=Duration.seconds(STREAM.max_record_age_s),
+            on_failure=FailureArchive(failures),
+            filters=[_pattern(f) for f in filters],
+            metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
+        )
+    )
+    mappings = [c for c in alias.node.children if isinstance(c, lambda_.EventSourceMapping)]
+    return mappings[0].event_source_mapping_id
