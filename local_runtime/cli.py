@@ -59,7 +59,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
     ddb_dir = state_dir / "dynamodb"
     if args.fresh:
         shutil.rmtree(ddb_dir, ignore_errors=True)
-        (state_dir / "stream-checkpoints.json").unlink(missing_ok=True)
+        for checkpoints in state_dir.glob("stream-checkpoints*.json"):
+            checkpoints.unlink(missing_ok=True)
         shutil.rmtree(state_dir / failures.LOCAL_DIR, ignore_errors=True)
         shutil.rmtree(state_dir / S3_DIR, ignore_errors=True)
     try:

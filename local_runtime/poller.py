@@ -47,7 +47,9 @@ class StreamPoller:
         self.region = region
         self.ttl_deletions = ttl_deletions  # the TTL emulator's deletes: their REMOVEs get the service's identity
         self.failures = failures.DirectoryStore(self.state_dir / failures.LOCAL_DIR)
-        self.checkpoint_path = self.state_dir / "stream-checkpoints.json"
+        # One file per consumer: two functions on one stream (order_events, payment_steps) each resume from their own
+        # position; a shared file let one consumer's checkpoint skip records the other had not processed.
+        self.checkpoint_path = self.state_dir / f"stream-checkpoints-{mapping.function}.json"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._checkpoints: dict[str, str] = self._load_checkpoints()

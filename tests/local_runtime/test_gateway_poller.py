@@ -245,7 +245,7 @@ def test_poller_filters_batches_retries_and_dead_letters(app, tmp_path):
     assert failed[0]["requestContext"]["condition"] == "RetryAttemptsExhausted"
     records = failures.event_of(failed[0])["Records"]
     assert [r["dynamodb"]["Keys"]["PK"]["S"] for r in records] == ["ORDER#1", "ORDER#2"]
-    assert json.loads((tmp_path / "stream-checkpoints.json").read_text())
+    assert json.loads((tmp_path / "stream-checkpoints-order_events.json").read_text())
 
 
 def _order(client, n: int) -> None:
