@@ -115,28 +115,7 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
             continue
         except errors.OrderNotFound:
             pass
-        lines = [
-            OrderLine(
-                product_id=line["product_id"],
-                name=catalogue[line["product_id"]].name,
-                unit_price_cents=catalogue[line["product_id"]].price_cents,
-                quantity=line["quantity"],
-                line_total_cents=catalogue[line["product_id"]].price_cents * line["quantity"],
-            )
-            for line in entry["lines"]
-        ]
-        order = Order(
-            order_id=entry["order_id"],
-            customer_id=entry["customer_id"],
-            status=OrderStatus.PENDING,
-            version=1,
-            lines=lines,
-            total_cents=sum(line.line_total_cents for line in lines),
-            shipping_address=address,
-            created_at=now,
-            updated_at=now,
-            history=[],
-        )
+        order = seed_order(entry, catalogue, address, now)
         orders.restore(order)
         for status in _PATH_TO_STATUS[OrderStatus(entry.get("status", "PENDING"))]:
             at = clock.iso_now()
@@ -183,3 +162,30 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
                 expires_at=clock.epoch(moment) + CART_TTL_SECONDS,
             )
     return seed
+
+
+def seed_order(entry: dict[str, Any], catalogue: dict[str, Any], address: ShippingAddress, now: str) -> Order:
+    """A seed file's order as first placed (PENDING, version 1), priced from the catalogue; its later statuses are
+    the caller's to apply."""
+    lines = [
+        OrderLine(
+            product_id=line["product_id"],
+            name=catalogue[line["product_id"]].name,
+            unit_price_cents=catalogue[line["product_id"]].price_cents,
+            quantity=line["quantity"],
+            line_total_cents=catalogue[line["product_id"]].price_cents * line["quantity"],
+        )
+        for line in entry["lines"]
+    ]
+    return Order(
+        order_id=entry["order_id"],
+        customer_id=entry["customer_id"],
+        status=OrderStatus.PENDING,
+        version=1,
+        lines=lines,
+        total_cents=sum(line.line_total_cents for line in lines),
+        shipping_address=address,
+        created_at=now,
+        updated_at=now,
+        history=[],
+    )

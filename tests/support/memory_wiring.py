@@ -30,12 +30,12 @@ from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import S
 
 from local_runtime import worker
 from local_runtime.in_process import InProcessFunctions, Reply
-from local_runtime.sample_data import _PATH_TO_STATUS, _seed_details, read_seed
+from local_runtime.sample_data import _PATH_TO_STATUS, _seed_details, read_seed, seed_order
 from local_runtime.template import REPO_ROOT
 from shop import clock, errors, wiring
 from shop.migrations.changes import Change, Put
 from shop.migrations.runner import AlreadyApplied, Checkpoint, Progress, ScanPage
-from shop.models import Customer, Order, OrderLine, OrderStatus, Product, Review, ShippingAddress
+from shop.models import Customer, OrderStatus, Product, Review, ShippingAddress
 from shop.models.categories import Category, category_path, listing_scopes, path_slugs
 from shop.services import hot_products, product_events
 from shop.services.alerts import AlertService
@@ -260,28 +260,7 @@ class MemoryWiring:
             store.products.add_review(Review(**entry, created_at=now))
         address = ShippingAddress(**seed["shipping_address"])
         for entry in seed["orders"]:
-            lines = [
-                OrderLine(
-                    product_id=line["product_id"],
-                    name=catalogue[line["product_id"]].name,
-                    unit_price_cents=catalogue[line["product_id"]].price_cents,
-                    quantity=line["quantity"],
-                    line_total_cents=catalogue[line["product_id"]].price_cents * line["quantity"],
-                )
-                for line in entry["lines"]
-            ]
-            order = Order(
-                order_id=entry["order_id"],
-                customer_id=entry["customer_id"],
-                status=OrderStatus.PENDING,
-                version=1,
-                lines=lines,
-                total_cents=sum(line.line_total_cents for line in lines),
-                shipping_address=address,
-                created_at=now,
-                updated_at=now,
-                history=[],
-            )
+            order = seed_order(entry, catalogue, address, now)
             store.state.orders[order.order_id] = order  # restored as written: no stock taken
             for status in _PATH_TO_STATUS[OrderStatus(entry.get("status", "PENDING"))]:
                 at = clock.iso_now()
