@@ -35,9 +35,11 @@ export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
 setup: $(VENV)/.installed node_modules/.installed
 
+# --no-compile: byte-compiling every installed module (aws-cdk-lib's, moto's, duckdb's...) took most of a fresh
+# venv's install; Python compiles what is imported, once, on first use.
 $(VENV)/.installed: requirements/dev.txt requirements/runtime.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -r requirements/dev.txt
+	$(PY) -m pip install -q --no-compile -r requirements/dev.txt
 	$(PY) -m pip check >/dev/null
 	touch $@
 
