@@ -236,8 +236,8 @@ def on_localstripe(stripe_on, localstripe, monkeypatch):  # noqa: F811
     monkeypatch.setattr(StripePayments, "create_intent", recorded)
 
     def intents_of(order_id: str) -> list[Any]:
-        listed = client.v1.payment_intents.list(params={"limit": 100})
-        return [i for i in listed.data if i.to_dict().get("metadata", {}).get("order_id") == order_id]
+        listed = client.v1.payment_intents.list(params={"limit": 100})  # every page: the server is the session's
+        return [i for i in listed.auto_paging_iter() if i.to_dict().get("metadata", {}).get("order_id") == order_id]
 
     return intents_of, asked
 
