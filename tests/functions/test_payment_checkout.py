@@ -363,6 +363,30 @@ def test_on_localstripe_concurrent_placements_under_one_key_are_one_order_with_o
     assert held.to_dict()["metadata"]["order_id"] == order_id
 
 
+@pytest.mark.integration
+@pytest.mark.dynamodb_semantics
+def test_on_localstripe_parallel_repeats_of_one_key_over_http_are_one_order_with_one_confirmable_intent(
+    api, on_localstripe
+):
+    """The same checkout sent 8 times at once through the orders function (its Idempotency-Key record in play):
+    one order, one answer, and of the intents any run created, one confirmable: the order's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    intents_of, asked = on_localstripe
+    before = call("GET", "/customers/alice/orders", claims=ALICE).body["items"]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        replies = list(pool.map(lambda _: place(LINES, key="k-parallel"), range(8)))
+    assert {r.status for r in replies} == {201}, [(r.status, r.code) for r in replies]
+    (order_id,) = {r.body["order_id"] for r in replies}
+    assert len(call("GET", "/customers/alice/orders", claims=ALICE).body["items"]) == len(before) + 1
+    assert call("GET", "/products/prod-cable").body["stock"] == 100 - 2
+    intents = [intent for asked_for in set(asked) for intent in intents_of(asked_for)]
+    assert len(intents) == len(asked) >= 1
+    (held,) = [intent for intent in intents if intent.status != "canceled"]
+    assert held.id == replies[0].body["payment"]["intent_id"]
+    assert held.to_dict()["metadata"]["order_id"] == order_id
+
+
 def test_a_checkout_without_the_providers_configuration_writes_nothing(api, stripe_on, monkeypatch):
     monkeypatch.delenv("STRIPE_SECRET_KEY", raising=False)
     monkeypatch.delenv("STRIPE_SECRET_ARN", raising=False)
