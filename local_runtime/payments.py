@@ -110,7 +110,10 @@ def _intent_of(client: Any, order_id: str) -> Any:
     found = [i for i in listed.auto_paging_iter() if (i.to_dict().get("metadata") or {}).get("order_id") == order_id]
     if not found:
         raise PayError(f"no payment intent for order {order_id} on localstripe (placed with payments on?)")
-    return found[-1]
+    # A checkout repriced while it was placed made an intent for the old total too, cancelled at once: the
+    # order holds the other one (docs/payments.md, "Checkout").
+    live = [i for i in found if i.status != "canceled"]
+    return (live or found)[-1]
 
 
 def post_event(webhook_url: str, secret: str, event: dict[str, Any]) -> tuple[int, str]:

@@ -100,8 +100,8 @@ placement = IdempotentOperation("orders", _place)
     summary="Place an order from lines, a session's cart or the caller's cart (idempotent per Idempotency-Key)",
     description="With payments on (PAYMENTS=stripe) the order is PENDING_PAYMENT, its stock held for the "
     "payment window, and `payment` carries the Stripe client secret to confirm the card with; the order is "
-    "CONFIRMED when Stripe reports the amount authorised. A 503 PAYMENT_PROVIDER_UNAVAILABLE may leave the "
-    "order placed without its payment: repeat the request with the same Idempotency-Key to complete it.",
+    "CONFIRMED when Stripe reports the amount authorised. A 503 PAYMENT_PROVIDER_UNAVAILABLE writes nothing: "
+    "repeat the request with the same Idempotency-Key.",
     responses=declare(
         201,
         s.PlacedOrder,
@@ -113,8 +113,8 @@ placement = IdempotentOperation("orders", _place)
         links=NEXT_STEPS,
         errors_described={
             404: "PRODUCT_NOT_FOUND or SESSION_NOT_FOUND",
-            503: "SERVICE_UNAVAILABLE (see Retry-After), PAYMENT_PROVIDER_UNAVAILABLE (Stripe could not be reached: "
-            "repeat with the same Idempotency-Key, which completes an order placed without its payment)",
+            503: "SERVICE_UNAVAILABLE (see Retry-After), PAYMENT_PROVIDER_UNAVAILABLE (Stripe could not be reached, "
+            "nothing was written: repeat with the same Idempotency-Key)",
             409: "OUT_OF_STOCK (details.product_ids), CART_EMPTY, CART_CHANGED (the customer cart changed during "
             "checkout), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED, PRODUCT_UNAVAILABLE (an archived product), "
             "STOCK_TOO_SCATTERED (the stock kept moving while it was gathered into one write: retry later or split "

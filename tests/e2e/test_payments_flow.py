@@ -41,14 +41,18 @@ def _state(stack: Stack) -> dict[str, Any]:
     return json.loads((stack.data_dir / STATE_FILE).read_text())
 
 
-def _intents_of(state: dict[str, Any], order_id: str) -> list[dict[str, Any]]:
-    """localstripe's intents whose metadata names the order (it ignores idempotency keys: count them)."""
+def _intents(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every intent at localstripe (it ignores idempotency keys: the shop's calls are counted by its objects)."""
     import stripe
 
     client = stripe.StripeClient("sk_test_e2e", base_addresses={"api": state["stripe"]}, max_network_retries=0)
     listed = client.v1.payment_intents.list(params={"limit": 100})
-    intents = [i.to_dict() for i in listed.auto_paging_iter()]
-    return [i for i in intents if (i.get("metadata") or {}).get("order_id") == order_id]
+    return [i.to_dict() for i in listed.auto_paging_iter()]
+
+
+def _intents_of(state: dict[str, Any], order_id: str) -> list[dict[str, Any]]:
+    """localstripe's intents whose metadata names the order."""
+    return [i for i in _intents(state) if (i.get("metadata") or {}).get("order_id") == order_id]
 
 
 def _refunds_of(state: dict[str, Any], intent_id: str) -> list[dict[str, Any]]:
@@ -133,6 +137,11 @@ def test_a_paid_checkout_holds_one_intent_and_the_webhook_verifies_deliveries(pa
     (intent,) = _intents_of(state, placed["order_id"])
     assert (intent["id"], intent["amount"], intent["capture_method"]) == (payment["intent_id"], 9000, "manual")
     assert expect(api.get(f"/products/{product['product_id']}"), 200)["stock"] == 3  # held while unpaid
+    # The intent comes after the read: a checkout the read already refuses never reaches Stripe.
+    before = len(_intents(state))
+    expect(place_order(api, customer, "pay-short", order_lines(product["product_id"], 4)), 409, "OUT_OF_STOCK")
+    expect(place_order(api, customer, "pay-ghost", order_lines("prod-e2e-ghost", 1)), 404, "PRODUCT_NOT_FOUND")
+    assert len(_intents(state)) == before
 
     path = f"/orders/{placed['order_id']}/payment"
     mine = expect(api.get(path, token=customer), 200)

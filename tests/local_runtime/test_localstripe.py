@@ -53,3 +53,20 @@ def test_a_webhook_needs_an_http_url_and_a_secret():
         with pytest.raises(urllib.error.HTTPError) as refused:
             server.register_webhook("shop", "not-a-url", "whsec_x")
         assert refused.value.code == 400
+
+
+def test_make_pay_finds_the_intent_the_order_holds_not_one_its_reprice_cancelled():
+    """A checkout repriced while placed made an intent for the old total (cancelled) before the order's own:
+    `make pay` confirms the live one, whichever localstripe lists last."""
+    from local_runtime.payments import _intent_of, _stripe
+    from shop.payments.stripe_adapter import StripePayments
+
+    with LocalStripe() as server:
+        provider = StripePayments("sk_test_local", api_base=server.endpoint)
+        old = provider.create_intent("order-r", 1000, "usd", idempotency_key="shop-order-order-r-authorise")
+        held = provider.create_intent("order-r", 1100, "usd", idempotency_key="shop-order-order-r-authorise-reprice-1")
+        provider.cancel(old.intent_id, idempotency_key=f"shop-order-order-r-cancel-{old.intent_id}")
+        assert _intent_of(_stripe(server.endpoint), "order-r").id == held.intent_id
+        provider.cancel(held.intent_id, idempotency_key=f"shop-order-order-r-cancel-{held.intent_id}")
+        newer = provider.create_intent("order-r", 1100, "usd", idempotency_key="shop-order-order-r-authorise-reprice-2")
+        assert _intent_of(_stripe(server.endpoint), "order-r").id == newer.intent_id

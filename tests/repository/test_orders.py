@@ -78,18 +78,17 @@ def test_price_changed_meanwhile_is_detected_and_repriced(store, monkeypatch):
     assert wiring.catalog_service(store.table).get(hammer).stock == 5
 
     service = wiring.order_service(store.table)
-    original_price = service._price
+    original_catalogue = service._catalogue
     calls = {"n": 0}
 
     def stale_first(quantities, **options):
         calls["n"] += 1
-        lines, shards = original_price(quantities, **options)
-        if calls["n"] == 1:
-            stale = [line.model_copy(update={"unit_price_cents": 1000, "line_total_cents": 1000}) for line in lines]
-            return stale, shards
-        return lines, shards
+        catalogue = original_catalogue(quantities, **options)
+        if calls["n"] == 1:  # the first read (the placement's) still shows the old price
+            return {pid: found.model_copy(update={"price_cents": 1000}) for pid, found in catalogue.items()}
+        return catalogue
 
-    monkeypatch.setattr(service, "_price", stale_first)
+    monkeypatch.setattr(service, "_catalogue", stale_first)
     placed = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 1)])
     assert placed.total_cents == 1200
     assert calls["n"] == 2

@@ -405,6 +405,7 @@ class MemoryOrders:
         *,
         placement: Placement | None = None,
         takes: Mapping[str, Sequence[StockTake]] | None = None,
+        attempt: int = 0,
     ) -> Order:
         takes = takes or {}
         taken: dict[str, dict[str, int]] = {}
@@ -482,24 +483,6 @@ class MemoryOrders:
     def placed_under(self, customer_id: str, placement_key: str) -> Order | None:
         claimed = self.state.placements.get((customer_id, placement_key))
         return self.get(claimed[0]) if claimed is not None else None
-
-    def attach_intent(self, order: Order, intent_id: str, client_secret: str) -> Order:
-        current = self.state.orders.get(order.order_id)
-        if current is None:
-            raise errors.OrderNotFound("order not found")
-        stored = current.payment.intent_id if current.payment is not None else None
-        if current.status is not OrderStatus.PENDING_PAYMENT or current.payment is None or stored is not None:
-            if stored == intent_id:
-                return current
-            raise errors.PaymentRejected(
-                "the order no longer waits for this payment",
-                {"order_id": order.order_id, "status": current.status.value, "intent_id": stored},
-            )
-        attached = current.payment.model_copy(update={"intent_id": intent_id, "client_secret": client_secret})
-        self.state.orders[order.order_id] = current.model_copy(update={"payment": attached})
-        assert order.payment is not None
-        payment = order.payment.model_copy(update={"intent_id": intent_id, "client_secret": client_secret})
-        return order.model_copy(update={"payment": payment})
 
     def get(self, order_id: str) -> Order:
         order = self.state.orders.get(order_id)

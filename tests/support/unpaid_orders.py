@@ -1,10 +1,9 @@
 """PENDING_PAYMENT orders as PAYMENTS=stripe's checkout leaves them, for the payment rules' tests.
 
-Until the checkout (issue 25's other half) is on this branch, an unpaid order is written here the way it will
-write it: the order PENDING_PAYMENT with its stock taken, the PAYMENT_DUE item whose TTL is the window's end,
-the provider's intent (AUTHORISE key, the stored total), then the intent and its client secret on the order's
-`payment`. Three writes instead of the checkout's placement transaction and conditional update; the items are
-the same.
+An unpaid order is written here the way the checkout writes it (docs/payments.md, "Checkout"): the provider's
+intent first (AUTHORISE key, the order's total), then the order PENDING_PAYMENT with that intent and its client
+secret on its `payment`, its stock taken, and the PAYMENT_DUE item whose TTL is the window's end, in the
+placement's one transaction (without the catalogue read and the price and cart rules the service adds).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from shop.models import Order, OrderLine, OrderStatus
 from shop.models.orders import OrderPayment
 from shop.models.payments import PaymentEvent, PaymentStep, event_kind, idempotency_key
 from shop.repository.orders import OrderRepository
-from shop.repository.store import to_item, values
+from shop.repository.store import to_item
 from tests.support.factories import ADDRESS, ALICE
 
 WINDOW_S = 1800  # PAYMENT_WINDOW_MINUTES' default
@@ -45,8 +44,13 @@ def place_unpaid(
     at = clock.iso(now)
     order_lines = [OrderLine.priced(pid, name, price, quantity) for pid, name, price, quantity in lines]
     total = sum(line.line_total_cents for line in order_lines)
+    order_id = ids.new_id()
+    intent = payments.create_intent(
+        order_id, total, currency, idempotency_key=idempotency_key(order_id, PaymentStep.AUTHORISE)
+    )
+    expires_at = clock.epoch(now) + window_s
     order = Order(
-        order_id=ids.new_id(),
+        order_id=order_id,
         customer_id=customer_id,
         status=OrderStatus.PENDING_PAYMENT,
         version=1,
@@ -56,38 +60,12 @@ def place_unpaid(
         lines=order_lines,
         shipping_address=ADDRESS,
         history=[],
+        payment=OrderPayment(
+            intent_id=intent.intent_id, client_secret=intent.client_secret, amount_cents=total, currency=currency
+        ),
+        payment_expires_at=expires_at,
     )
     OrderRepository(table).place(order)
-    expires_at = clock.epoch(now) + window_s
-    table.client.put_item(
-        TableName=table.name,
-        Item=to_item(
-            {
-                **keys.payment_due_key(order.order_id),
-                "entity": "ORDER_PAYMENT_DUE",
-                "order_id": order.order_id,
-                keys.TTL_ATTRIBUTE: expires_at,
-            }
-        ),
-    )
-    intent = payments.create_intent(
-        order.order_id, total, currency, idempotency_key=idempotency_key(order.order_id, PaymentStep.AUTHORISE)
-    )
-    payment = OrderPayment(
-        intent_id=intent.intent_id, client_secret=intent.client_secret, amount_cents=total, currency=currency
-    )
-    table.client.update_item(
-        TableName=table.name,
-        Key=to_item(keys.order_key(order.order_id)),
-        UpdateExpression="SET payment = :payment, payment_expires_at = :expires",
-        ConditionExpression="#status = :pending",
-        ExpressionAttributeNames={"#status": "status"},
-        ExpressionAttributeValues=values(
-            payment=payment.model_dump(mode="json", exclude_none=True),
-            expires=expires_at,
-            pending=OrderStatus.PENDING_PAYMENT.value,
-        ),
-    )
     return Unpaid(order.order_id, intent.intent_id, total, expires_at)
 
 

@@ -185,6 +185,11 @@ class ServiceUnavailable(DomainError):
     code = "SERVICE_UNAVAILABLE"
 
 
+class WriteCancelled(ServiceUnavailable):
+    """A transaction the store cancelled for a passing reason (another transaction on its items, an item
+    throttled): unlike a call that failed without an answer, it is known that nothing was written. Retry."""
+
+
 class InvalidRequest(DomainError):
     """A request that breaks the schema (details list the fields) or a rule the schema cannot express."""
 

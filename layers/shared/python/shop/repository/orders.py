@@ -55,8 +55,9 @@ def order_item(order: Order, shards: int) -> dict[str, Any]:
         "entity": "ORDER",
         **order.model_dump(mode="json", exclude={"history", "archived"}, exclude_none=True),
         "stock_taken": order.stock_taken or None,  # excluded from answers, kept for the restock
-        # PAYMENTS=stripe: a map with OrderPayment's field names (intent_id and client_secret absent until the
-        # intent is attached) and the payment window's end; both excluded from answers, absent under PAYMENTS=none.
+        # PAYMENTS=stripe: a map with OrderPayment's field names (the intent, created before the placement's
+        # transaction, written with it) and the payment window's end; both excluded from answers, absent under
+        # PAYMENTS=none.
         "payment": order.payment.model_dump(mode="json", exclude_none=True) if order.payment else None,
         "payment_expires_at": order.payment_expires_at,
     }
@@ -181,6 +182,12 @@ def _taken_from_shards(takes: Mapping[str, Sequence[StockTake]]) -> dict[str, di
     return taken
 
 
+def _request_token(order_id: str, attempt: int) -> str:
+    """The placement transaction's ClientRequestToken (at most 36 characters; an order id is a 26-character
+    ULID): DynamoDB refuses one token reused with other items within its 10 minutes."""
+    return order_id if attempt == 0 else f"{order_id}-{attempt}"
+
+
 class OrderRepository:
     """`shards` fixes the status index's count (tests, tools); `switch` a shard-count switch under way;
     neither: the settings (STATUS_SHARDS, STATUS_SHARDS_NEXT, STATUS_SHARDS_WRITERS)."""
@@ -205,11 +212,13 @@ class OrderRepository:
         *,
         placement: Placement | None = None,
         takes: Mapping[str, Sequence[StockTake]] | None = None,
+        attempt: int = 0,
     ) -> Order:
         """Order, stock decrements (checked against stock and price), customer index, cart: one transaction.
 
-        The order id is the ClientRequestToken, so an SDK retry of a transaction that
-        already succeeded is answered as a success instead of a conflict. With a placement (the
+        The order id (with the placement's attempt after the first: a placement keeps one order id across its
+        reprice and stock attempts, each a different transaction) is the ClientRequestToken, so an SDK retry
+        of a transaction that already succeeded is answered as a success instead of a conflict. With a placement (the
         customer's Idempotency-Key) the transaction also claims it: a placement re-run after its
         first run died (its idempotency lock expired) returns the order that run placed, once.
         A line's stock comes from its product item, or from the places `takes` names for its product
@@ -281,7 +290,7 @@ class OrderRepository:
         if len(items) > MAX_TRANSACTION_ITEMS:  # DynamoDB would refuse it as invalid: a 422 that says never retry
             raise errors.StockTooScattered(len(items), MAX_TRANSACTION_ITEMS)
         try:
-            transact_write(self.table, items, ClientRequestToken=order.order_id)
+            transact_write(self.table, items, ClientRequestToken=_request_token(order.order_id, attempt))
         except TransactionCancelled as cancelled:
             if placement is not None and cancelled.failed_condition(len(items) - 1):
                 return self.get(self._placed_order_id(order.customer_id, placement))
@@ -301,42 +310,6 @@ class OrderRepository:
         if "Item" not in response:
             return None
         return self.get(str(from_item(response["Item"])["order_id"]))
-
-    def attach_intent(self, order: Order, intent_id: str, client_secret: str) -> Order:
-        """The provider's intent onto a PENDING_PAYMENT order that has none yet (one conditional update; the
-        order's version does not move: no status changed, and answers do not show the payment).
-
-        Already attached (a retry whose answer was lost): the order as stored. The order moved on meanwhile
-        (cancelled or expired before its intent existed) or holds another intent: PaymentRejected with the
-        stored order's status and intent, for the caller to cancel the intent it created."""
-        try:
-            with conditional_write():
-                self.table.client.update_item(
-                    TableName=self.table.name,
-                    Key=to_item(keys.order_key(order.order_id)),
-                    UpdateExpression="SET payment.intent_id = :intent, payment.client_secret = :secret",
-                    ConditionExpression="#status = :pending AND attribute_exists(payment) "
-                    "AND attribute_not_exists(payment.intent_id)",
-                    ExpressionAttributeNames={"#status": "status"},
-                    ExpressionAttributeValues=values(
-                        intent=intent_id, secret=client_secret, pending=OrderStatus.PENDING_PAYMENT.value
-                    ),
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                )
-        except ConditionFailed as failed:
-            current = failed.item
-            if current is None:
-                raise errors.OrderNotFound("order not found") from failed
-            stored = (current.get("payment") or {}).get("intent_id")
-            if stored == intent_id:
-                return self.get(order.order_id)
-            raise errors.PaymentRejected(
-                "the order no longer waits for this payment",
-                {"order_id": order.order_id, "status": current["status"], "intent_id": stored},
-            ) from failed
-        assert order.payment is not None
-        payment = order.payment.model_copy(update={"intent_id": intent_id, "client_secret": client_secret})
-        return order.model_copy(update={"payment": payment})
 
     def _placed_order_id(self, customer_id: str, placement: Placement) -> str:
         with translated_errors():

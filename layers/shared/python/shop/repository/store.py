@@ -161,7 +161,7 @@ class TransactionCancelled(Exception):
             return errors.StoreRejected()
         if "ConditionalCheckFailed" in codes:
             return errors.Conflict("the data changed meanwhile, retry")
-        return errors.ServiceUnavailable("the store is busy with these items, retry later")
+        return errors.WriteCancelled("the store is busy with these items, retry later")
 
 
 BATCH_GET_LIMIT = 100  # keys per BatchGetItem request

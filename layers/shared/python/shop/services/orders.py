@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from shop.models import (
 )
 from shop.models.carts import CartClaim, CartOwner, CartOwnerKind
 from shop.models.orders import OrderPayment, Placement
-from shop.models.payments import PaymentStep, idempotency_key
+from shop.models.payments import PaymentIntent, PaymentStep, idempotency_key
 from shop.models.pricing import subtotal
 from shop.models.sessions import StoredLine
 from shop.services.actor import Actor
@@ -42,6 +43,8 @@ SHARD_HINT_SECONDS = 60.0
 # Reads and conditional writes one cancel (or return request) tries before answering 503 (the order keeps changing).
 CANCEL_ATTEMPTS = 3
 RETURN_WINDOW = timedelta(days=RETURN_WINDOW_DAYS)
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,68 @@ def _empty(owner: CartOwner) -> errors.CartEmpty:
     return errors.CartEmpty("your cart is empty", {"cart": "customer"})
 
 
+def _priced(quantities: dict[str, int], catalogue: dict[str, Product]) -> tuple[list[OrderLine], dict[str, int]]:
+    """The lines at the catalogue's prices, and the stock shard count of each product that has shards."""
+    lines = [
+        OrderLine.priced(pid, catalogue[pid].name, catalogue[pid].price_cents, qty) for pid, qty in quantities.items()
+    ]
+    return lines, {pid: product.stock_shards for pid, product in catalogue.items() if product.stock_shards > 1}
+
+
+class _Intents:
+    """The provider's intents one placement creates for its order id, before its transaction.
+
+    The first is created under the order's AUTHORISE key (`shop-order-<id>-authorise`); a reprice that moves
+    the total (a cart's price met the catalogue's) cancels it and creates one for the new total under a key of
+    its own (`...-authorise-reprice-<n>`). Whatever the placement does not end up holding is cancelled under
+    `shop-order-<id>-cancel-<intent id>` (best effort: a failed cancel leaves an intent nobody can confirm, its
+    client secret never having been given out, and is logged)."""
+
+    def __init__(self, provider: Payments, order_id: str) -> None:
+        self.provider = provider
+        self.order_id = order_id
+        self.current: PaymentIntent | None = None
+        self.created = 0
+
+    def for_total(self, total_cents: int) -> PaymentIntent:
+        if self.current is not None and self.current.amount_cents == total_cents:
+            return self.current
+        if self.current is not None:
+            self._cancel(self.current, "the order was repriced")
+            self.current = None
+        part = f"reprice-{self.created}" if self.created else None
+        self.current = self.provider.create_intent(
+            self.order_id,
+            total_cents,
+            payment_settings().currency,
+            idempotency_key=idempotency_key(self.order_id, PaymentStep.AUTHORISE, part),
+        )
+        self.created += 1
+        return self.current
+
+    def cancel_all(self, why: str) -> None:
+        if self.current is not None:
+            self._cancel(self.current, why)
+            self.current = None
+
+    def log_unconfirmed(self) -> None:
+        if self.current is not None:
+            logger.warning(
+                "checkout_intent_left_unconfirmed",
+                extra={"order_id": self.order_id, "intent_id": self.current.intent_id},
+            )
+
+    def _cancel(self, intent: PaymentIntent, why: str) -> None:
+        key = idempotency_key(self.order_id, PaymentStep.CANCEL, intent.intent_id)
+        try:
+            self.provider.cancel(intent.intent_id, idempotency_key=key)
+        except errors.DomainError as failed:
+            logger.warning(
+                "checkout_intent_cancel_failed",
+                extra={"order_id": self.order_id, "intent_id": intent.intent_id, "why": why, "error": failed.code},
+            )
+
+
 class OrderService:
     def __init__(
         self,
@@ -118,34 +183,20 @@ class OrderService:
         self._shard_hints: dict[tuple[str, str], tuple[float, int]] = {}
 
     def _price(self, quantities: dict[str, int], *, fresh: bool = False) -> tuple[list[OrderLine], dict[str, int]]:
-        """The lines at catalogue prices, and the stock shard count of each product that has shards.
+        """The lines at catalogue prices, and the stock shard count of each product that has shards."""
+        return _priced(quantities, self._catalogue(quantities, fresh=fresh))
 
-        A hot product's entry may come from this instance's cache (the placement's conditions re-check its
-        price and status); `fresh` reads every product consistently, past the cache (a reprice)."""
-        scope = self.products.cache_scope()
-        catalogue: dict[str, Product] = {}
-        if not fresh:
-            for pid in quantities:
-                cached = self.hot.get(scope, Kind.CATALOGUE, pid)
-                if cached is not None:
-                    catalogue[pid] = cached
-        wanted = [pid for pid in quantities if pid not in catalogue]
-        if wanted:
-            found = self.products.get_many(wanted, consistent=fresh)
-            catalogue.update({pid: self.hot.keep(scope, Kind.CATALOGUE, product) for pid, product in found.items()})
-        missing = [pid for pid in quantities if pid not in catalogue]
-        if missing:
-            raise errors.ProductNotFound(missing)
-        archived = [pid for pid in quantities if not catalogue[pid].listed]
-        if archived:
-            raise errors.ProductUnavailable(archived)
-        lines = [
-            OrderLine.priced(pid, catalogue[pid].name, catalogue[pid].price_cents, qty)
-            for pid, qty in quantities.items()
-        ]
-        return lines, {pid: product.stock_shards for pid, product in catalogue.items() if product.stock_shards > 1}
-
-    def _new_order(self, actor: Actor, lines: list[OrderLine], address: ShippingAddress) -> Order:
+    def _new_order(
+        self,
+        actor: Actor,
+        lines: list[OrderLine],
+        address: ShippingAddress,
+        *,
+        order_id: str | None = None,
+        intent: PaymentIntent | None = None,
+    ) -> Order:
+        """The order to place (a new id unless given: one id per placement, kept across its attempts), with
+        its payment under PAYMENTS=stripe: the intent created for it, when there is one."""
         moment = clock.now()
         now = clock.iso(moment)
         total = subtotal(lines)
@@ -153,10 +204,16 @@ class OrderService:
         paying = payment_settings()
         if paying.enabled:  # PAYMENTS=stripe: unpaid until the provider says the amount is authorised
             status = OrderStatus.PENDING_PAYMENT
-            payment = OrderPayment(provider=paying.provider, amount_cents=total, currency=paying.currency)
+            payment = OrderPayment(
+                provider=paying.provider,
+                amount_cents=total,
+                currency=paying.currency,
+                intent_id=intent.intent_id if intent is not None else None,
+                client_secret=intent.client_secret if intent is not None else None,
+            )
             payment_expires_at = clock.epoch(moment) + paying.payment_window_minutes * 60
         return Order(
-            order_id=ids.new_id(),
+            order_id=order_id or ids.new_id(),
             customer_id=actor.sub,
             status=status,
             version=1,
@@ -184,13 +241,18 @@ class OrderService:
 
         With an idempotency_key, placing again under it returns the order placed first (at most one).
 
-        PAYMENTS=stripe (docs/payments.md, "Checkout"): the order is written PENDING_PAYMENT with its stock, its
-        payment (REQUIRES_PAYMENT, the stored total) and its payment window in that one transaction; then the
-        provider's intent is created under the order's AUTHORISE key and attached to the order (conditional).
-        A provider outage between the two is PaymentProviderUnavailable (503): the order holds its stock only
-        until its window closes, and nothing can be charged. Placing again under the same idempotency_key
-        completes it: the order placed first gets its intent (the same one at Stripe, by the key)."""
-        if not payment_settings().enabled:
+        PAYMENTS=stripe (docs/payments.md, "Checkout"): after the read, and only if the read shows nothing
+        refused, the provider's intent is created for the order id this placement chose (its AUTHORISE key),
+        and the order is written PENDING_PAYMENT with that intent, its stock and its payment window in the one
+        transaction. A provider outage is PaymentProviderUnavailable (503) with nothing written. A transaction
+        refused after the intent exists cancels the intent (best effort) and answers the refusal. A placement
+        claim found taken answers the order placed first and cancels this run's intent."""
+        provider = None
+        if payment_settings().enabled:
+            # The provider first: a missing configuration or an unreadable secret refuses the checkout before
+            # anything is written (the adapter loads here, at an instance's first checkout).
+            provider = self._provider()
+        try:
             return self._place(
                 actor,
                 address=address,
@@ -198,54 +260,24 @@ class OrderService:
                 session_id=session_id,
                 customer_cart=customer_cart,
                 idempotency_key=idempotency_key,
-            )
-        # The provider first: a missing configuration or an unreadable secret refuses the checkout before
-        # anything is written (the adapter loads here, at an instance's first checkout).
-        provider = self._provider()
-        try:
-            order = self._place(
-                actor,
-                address=address,
-                lines=lines,
-                session_id=session_id,
-                customer_cart=customer_cart,
-                idempotency_key=idempotency_key,
+                provider=provider,
             )
         except errors.DomainError:
-            # A repeat of a half-done checkout finds its cart emptied (or a product gone, out of stock) by the
-            # placement it repeats: that placement, if there was one, is the answer (one read, only on failure).
+            if provider is None:
+                raise
+            # A repeat of a placement that completed (its answer lost) finds its cart emptied (or a product
+            # gone, out of stock, the provider down) because of the placement it repeats: that placement, if
+            # there was one, is the answer, complete with its intent (one read, only on a failure).
             placed = self.orders.placed_under(actor.sub, idempotency_key) if idempotency_key is not None else None
             if placed is None:
                 raise
-            order = placed
-        return self._with_intent(order, provider)
+            return placed
 
     def _provider(self) -> Payments:
         provider = self._payments() if self._payments is not None else None
         if provider is None:
             raise errors.PaymentMisconfigured("PAYMENTS is on but no payment provider is configured")
         return provider
-
-    def _with_intent(self, order: Order, provider: Payments) -> Order:
-        """The order with its provider intent: created (AUTHORISE key) and attached when it has none yet."""
-        payment = order.payment
-        if payment is None or payment.intent_id is not None or order.status is not OrderStatus.PENDING_PAYMENT:
-            return order
-        intent = provider.create_intent(
-            order.order_id,
-            payment.amount_cents,
-            payment.currency,
-            idempotency_key=idempotency_key(order.order_id, PaymentStep.AUTHORISE),
-        )
-        try:
-            return self.orders.attach_intent(order, intent.intent_id, intent.client_secret)
-        except errors.PaymentRejected:
-            # The order was cancelled (or expired) before its intent existed, or holds another one: this intent
-            # must never be paid. Cancelled under the order's CANCEL key; the order is answered as it is.
-            # A key of its own (the intent's id as its part): the CANCEL key belongs to the order's stored intent.
-            key = idempotency_key(order.order_id, PaymentStep.CANCEL, intent.intent_id)
-            provider.cancel(intent.intent_id, idempotency_key=key)
-            return self.orders.get(order.order_id)
 
     def _place(
         self,
@@ -256,6 +288,7 @@ class OrderService:
         session_id: str | None,
         customer_cart: bool,
         idempotency_key: str | None,
+        provider: Payments | None = None,
     ) -> Order:
         cart_claim: CartClaim | None = None
         shards: dict[str, int] = {}  # a cart's checkout (session or customer): what this instance learnt lately
@@ -276,13 +309,25 @@ class OrderService:
                 raise errors.InvalidRequest("an order needs at least one line")
             if len(quantities) > MAX_ORDER_LINES:
                 raise errors.InvalidRequest(f"an order holds at most {MAX_ORDER_LINES} products")
-            priced, shards = self._price(quantities)
+            catalogue = self._catalogue(quantities)
+            priced, shards = _priced(quantities, catalogue)
             # After pricing: an unknown product is a 404 whatever its quantities.
             over = lines_over_the_limit(lines or [])
             if over:
                 raise errors.InvalidRequest(
                     f"an order holds at most {MAX_QUANTITY} of one product (lines of one product add up)", over
                 )
+            if provider is not None:
+                # Before an intent exists: a product whose own item (no flash-sale shards) visibly holds too
+                # little is refused as the transaction would refuse it (an eventually consistent read: a restock
+                # a moment ago may not show yet, as if the customer had come a moment earlier).
+                short = [
+                    pid
+                    for pid, quantity in quantities.items()
+                    if catalogue[pid].stock_shards <= 1 and catalogue[pid].stock < quantity
+                ]
+                if short:
+                    raise errors.OutOfStock(short)
 
         placement = None
         if idempotency_key is not None:
@@ -295,6 +340,7 @@ class OrderService:
             shards=shards,
             cart_claim=cart_claim,
             placement=placement,
+            provider=provider,
         )
 
     def _reserve_and_place(
@@ -307,9 +353,11 @@ class OrderService:
         shards: dict[str, int],
         cart_claim: CartClaim | None,
         placement: Placement | None,
+        provider: Payments | None = None,
     ) -> Order:
         """One transaction per attempt: a moved price re-reads the catalogue (REPRICE_ATTEMPTS in all), a
-        flash-sale shard that held too little sends the line to another (shop.services.stock)."""
+        flash-sale shard that held too little sends the line to another (shop.services.stock). The order id
+        is chosen once, so every attempt (and the provider's intent, with a provider) names the same order."""
         stock = StockReservation(
             quantities,
             shards,
@@ -321,21 +369,74 @@ class OrderService:
         # it empties, the Idempotency-Key it claims (shop.repository.orders.OrderRepository.place).
         room = MAX_TRANSACTION_ITEMS - 2 - sum(part is not None for part in (cart_claim, placement))
         room -= 1 if payment_settings().enabled else 0  # the PAYMENT_DUE item
+        order_id = ids.new_id()
+        intents = _Intents(provider, order_id) if provider is not None else None
         reprices = 0
-        for _ in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS):
-            order = self._new_order(actor, priced, address)
-            try:
-                takes = stock.takes(room)
-                return self.orders.place(order, cart_claim, placement=placement, takes=takes)
-            except errors.StockSourceShort as short:
-                stock.learn(short)
-                self._remember_shards(stock.shards)
-            except errors.PriceChanged:
-                reprices += 1
-                if reprices == REPRICE_ATTEMPTS:
-                    raise
-                priced, _ = self._price(quantities, fresh=True)
+        try:
+            for attempt in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS):
+                intent = intents.for_total(subtotal(priced)) if intents is not None else None
+                order = self._new_order(actor, priced, address, order_id=order_id, intent=intent)
+                try:
+                    takes = stock.takes(room)
+                    placed = self.orders.place(order, cart_claim, placement=placement, takes=takes, attempt=attempt)
+                except errors.StockSourceShort as short:
+                    stock.learn(short)
+                    self._remember_shards(stock.shards)
+                    continue
+                except errors.PriceChanged:
+                    reprices += 1
+                    if reprices == REPRICE_ATTEMPTS:
+                        raise
+                    priced, _ = self._price(quantities, fresh=True)
+                    continue
+                if intents is not None and placed.order_id != order_id:
+                    # The placement claim was taken (a repeat of a placement that completed, or a concurrent
+                    # one): the order placed first is the answer, with its own intent; this run's is cancelled.
+                    intents.cancel_all("the Idempotency-Key's order was placed by another run")
+                return placed
+        except errors.WriteCancelled:
+            # The store cancelled the transaction (a concurrent one on its items, throttled): nothing written.
+            if intents is not None:
+                intents.cancel_all("the store cancelled the placement's transaction")
+            raise
+        except errors.ServiceUnavailable:
+            # The store did not answer (or the provider, for a repriced total): whether the transaction was
+            # written is unknown, so the intent stays. If it was not, the intent is an orphan no one can pay
+            # (its client secret was never given out); the repeat places under a new order id and intent.
+            if intents is not None:
+                intents.log_unconfirmed()
+            raise
+        except errors.DomainError as refused:
+            # Refused with nothing written (out of stock, a price that kept moving, the cart changed, stock
+            # too scattered): the intent made for this order must never be paid.
+            if intents is not None:
+                intents.cancel_all(refused.code)
+            raise
         raise AssertionError("unreachable")
+
+    def _catalogue(self, quantities: dict[str, int], *, fresh: bool = False) -> dict[str, Product]:
+        """The products of `quantities` (ProductNotFound, ProductUnavailable).
+
+        A hot product's entry may come from this instance's cache (the placement's conditions re-check its
+        price and status); `fresh` reads every product consistently, past the cache (a reprice)."""
+        scope = self.products.cache_scope()
+        catalogue: dict[str, Product] = {}
+        if not fresh:
+            for pid in quantities:
+                cached = self.hot.get(scope, Kind.CATALOGUE, pid)
+                if cached is not None:
+                    catalogue[pid] = cached
+        wanted = [pid for pid in quantities if pid not in catalogue]
+        if wanted:
+            found = self.products.get_many(wanted, consistent=fresh)
+            catalogue.update({pid: self.hot.keep(scope, Kind.CATALOGUE, product) for pid, product in found.items()})
+        missing = [pid for pid in quantities if pid not in catalogue]
+        if missing:
+            raise errors.ProductNotFound(missing)
+        archived = [pid for pid in quantities if not catalogue[pid].listed]
+        if archived:
+            raise errors.ProductUnavailable(archived)
+        return catalogue
 
     def _hinted_shards(self, quantities: dict[str, int]) -> dict[str, int]:
         """The shard counts this instance learnt of the cart's products, so a flash-sale line goes to a shard at

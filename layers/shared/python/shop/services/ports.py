@@ -163,6 +163,7 @@ class OrderStore(Protocol):
         *,
         placement: Placement | None = None,
         takes: Mapping[str, Sequence[StockTake]] | None = None,
+        attempt: int = 0,
     ) -> Order:
         """The order, its stock taken and the claimed cart (a session's or a customer's) emptied, all or nothing.
 
@@ -171,6 +172,8 @@ class OrderStore(Protocol):
         ProductNotFound, OutOfStock, StockSourceShort (a place of a product with shards held too little),
         PriceChanged (a line's unit price is no longer the catalogue's); the cart no longer at `cart`'s
         version, or expired: SessionNotFound for a session's, CartChanged for a customer's. Under a placement already claimed: the order placed under it.
+        `attempt` numbers a placement's attempts at one order id (each a different write: a retry of the same
+        attempt is the same write).
         """
 
     def get(self, order_id: str) -> Order:
@@ -179,10 +182,6 @@ class OrderStore(Protocol):
 
     def placed_under(self, customer_id: str, placement_key: str) -> Order | None:
         """The order the customer placed under this Idempotency-Key, None when none was (or its claim expired)."""
-
-    def attach_intent(self, order: Order, intent_id: str, client_secret: str) -> Order:
-        """The provider's intent recorded on a PENDING_PAYMENT order that has none (no version change); the
-        stored order when this intent is already there; PaymentRejected when the order moved on or holds another."""
 
     def list_for_customer(self, customer_id: str, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
         """Newest first."""
