@@ -337,5 +337,6 @@ def test_payments_grants_match_its_calls(moto_api, monkeypatch):
         actions, uses_index = granted("payments")
         assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
         assert recorder.uses_index == uses_index
+        assert outside(recorder.written_keys, spec_of("payments").write_leading_keys) == set()
     finally:
         config.payment_settings.cache_clear()
