@@ -1,5 +1,5 @@
 """What a paid order's payment writes cost the table: the calls each makes (docs/payments.md, "What a paid
-order's stream steps cost"), and the order item's size through its paid life (under 1 KB: issue 26), on
+order's payment writes cost"), and the order item's size through its paid life (under 1 KB: issue 26), on
 DynamoDB Local."""
 
 from __future__ import annotations
