@@ -245,6 +245,8 @@ class PaymentService:
             # the first look is eventually consistent (0.5 RRU). A stale read can only show PENDING_PAYMENT (an
             # order never returns to it), and settling is conditional on the status and version: safe.
             order = self.store.current(order_id, consistent=attempt > 0)
+            if order is None and attempt == 0:  # absent at a first look (archived since): make sure
+                order = self.store.current(order_id)
             if order is None or order.status is not OrderStatus.PENDING_PAYMENT:
                 return SKIPPED_STEP  # settled before the window closed (or archived since)
             payment = order.payment
