@@ -70,7 +70,7 @@ EXPECTED = {
     "GET /products/{product_id}/sales": 1,
     "GET /sales/top": 64,
     # Payments (issue 25): the owner's payment is on the order item (GetItem); the webhook reads its order
-    # (GetItem) and writes the paid transition with the event's mark in one transaction.
+    # (GetItem) and writes the paid transition (one conditional UpdateItem: issue 26).
     "GET /orders/{order_id}/payment": 1,
     "POST /webhooks/stripe": 2,
 }
