@@ -308,3 +308,32 @@ def test_the_window_closing_after_the_webhook_settled_the_order_reads_once_and_w
 
     assert unchanged(store, before)
     assert [op for op, _ in fake.calls if op in ("get_intent", "cancel")] == []
+
+
+def test_an_authorisation_for_an_expired_order_whose_cancel_failed_releases_the_money(store, fake, monkeypatch):
+    """The window closed (EXPIRED, stock back) but its cancel at the provider failed; the customer then paid: the
+    authorisation's delivery finds a dead order and cancels the intent itself, once."""
+    pid, unpaid = unpaid_kettles(store, fake)
+    service = wiring.payment_service(store.table, provider=fake)
+    real_cancel = fake.cancel
+
+    def down(*args, **kwargs):
+        raise errors.PaymentProviderUnavailable("payment provider unavailable")
+
+    monkeypatch.setattr(fake, "cancel", down)
+    with pytest.raises(errors.PaymentProviderUnavailable):
+        service.expire(unpaid.order_id)
+    monkeypatch.setattr(fake, "cancel", real_cancel)
+    assert order_item(store, unpaid.order_id)["status"] == "EXPIRED"
+    fake.authorise(unpaid.intent_id)
+
+    authorised = event(AUTHORISED, unpaid)
+    service.apply_event(authorised)
+    after = dump(store)
+    service.apply_event(authorised)  # redelivered
+
+    expired = order_item(store, unpaid.order_id)
+    assert (expired["status"], expired["payment"]["status"]) == ("EXPIRED", "CANCELED")
+    assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
+    assert stock(store.table, pid) == 5
+    assert unchanged(store, after)
