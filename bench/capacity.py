@@ -27,8 +27,10 @@ ASSUMPTIONS = [
     "and counter transaction, the consistent read of counters and top-list entries, the top-list puts with "
     "their GSI1 moves), split out of the confirmation's stream calls",
     "with payments (PAYMENTS=stripe, the route scenario against its own localstripe): the order is confirmed by "
-    "the provider's webhook (payment_webhook: the route's order read and its paid-transition transaction with the "
-    "event's mark) and captured by payment_steps at SHIPPED (payment_capture); the calls to Stripe are not priced",
+    "the provider's webhook (payment_webhook: the route's order read and its paid transition, one conditional "
+    "UpdateItem), captured by payment_steps at SHIPPED (payment_capture), and its PAYMENT_DUE item, left to its TTL, "
+    "is removed at the window's end (free) and payment_steps reads the settled order once (payment_window); the "
+    "calls to Stripe are not priced",
     "not included: DynamoDB Streams reads by Lambda (free), storage, Lambda, API Gateway, EventBridge, PITR or backups",
 ]
 LIFE_PARTS = (
@@ -45,8 +47,9 @@ LIFE_PARTS = (
 # Scenario.capacity_parts) measures these parts too and they join the order's life: from then on a missing
 # one is reported like any other missing part. Without payments none is measured and none is counted.
 PAYMENT_PARTS = (
-    "payment_webhook",  # the provider's webhook: the order's paid transition and its event mark
+    "payment_webhook",  # the provider's webhook: the order's paid transition
     "payment_capture",  # the capture record
+    "payment_window",  # the PAYMENT_DUE item's removal by TTL: payment_steps reads the settled order
 )
 # The issue's ceiling for the full life (issue 26), and what is kept free of it for the payment parts
 # (~6-8 WRU at $0.625 a million each: up to $5); docs/performance.md, "The life of a 3-line order".
@@ -140,7 +143,7 @@ def cost(cap: dict[str, Any]) -> dict[str, Any]:
         if with_payments
         else round(COST_TARGET_USD - value - usd_per_million(PAYMENTS_BUDGET_WRU, 0), 4),
         "scope": "full life: placement + confirmation + its sales aggregation + one status change with its "
-        "stream effects + 3 reads" + (" + the payment's webhook and capture" if with_payments else ""),
+        "stream effects + 3 reads" + (" + the payment's webhook, capture and window" if with_payments else ""),
         "sales_aggregation_units_per_order": units(("sales_aggregation",)),
         "placing_confirming_reading": usd_per_million(*place_confirm_read),
         "units_per_order": {"wru": full[0], "rru": full[1]},

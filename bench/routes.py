@@ -71,7 +71,7 @@ EXPECTED = {
     "GET /products/{product_id}/sales": 1,
     "GET /sales/top": 64,
     # Payments (issue 25): the owner's payment is on the order item (GetItem); the webhook reads its order
-    # (GetItem) and writes the paid transition with the event's mark in one transaction.
+    # (GetItem) and writes the paid transition (one conditional UpdateItem: issue 26).
     "GET /orders/{order_id}/payment": 1,
     "POST /webhooks/stripe": 2,
 }
@@ -158,6 +158,7 @@ class Scenario:
     pay_reader: Any = None  # payment_steps' view of the stream, with payments on
     accountant: Any = None
     payments: Any = None  # bench.payments.BenchPayments while the scenario runs with payments on
+    ttl_deletions: Any = None  # local_runtime.ttl.TtlDeletions: the payment window removed as TTL removes it
 
     # -- plumbing --------------------------------------------------------------------------------
     def call(
@@ -230,6 +231,25 @@ class Scenario:
                 self.problems.append(f"{payment_label}: payment_steps wrote nothing")
         return total
 
+    def close_window(self, order_id: str) -> None:
+        """The paid order's PAYMENT_DUE item removed as TTL removes it at the window's end (30 minutes after the
+        checkout; TTL deletes are free, so the delete is not measured), and payment_steps' step for that REMOVE
+        measured: the webhook leaves the window to its TTL (issue 26), so every paid order pays this read."""
+        from shop import keys
+        from shop.repository.store import to_item
+
+        if self.payments is None or self.pay_reader is None:
+            return
+        key = to_item(keys.payment_due_key(order_id))
+        self.accountant.skip()
+        found = self.dynamodb.get_item(TableName=self.table_name, Key=key, ConsistentRead=True).get("Item")
+        if found is None:
+            self.problems.append("payment_window: the paid order's PAYMENT_DUE item is not there")
+            return
+        self.ttl_deletions.add(key, found[keys.TTL_ATTRIBUTE]["N"])
+        self.dynamodb.delete_item(TableName=self.table_name, Key=key)
+        self.drain(None, "payment_window")
+
     def etag_of(self, order_id: str) -> str:
         """The order's current ETag, read unmeasured (a payment step may have moved its version)."""
         got = self.functions.request("GET", f"/orders/{order_id}", sub=ALICE[0], groups=ALICE[1])
@@ -264,7 +284,10 @@ class Scenario:
         from shop.services.orders import RequestedLine
 
         self.reader = order_events_reader(self.dynamodb, self.streams, self.table_name)
-        self.pay_reader = payment_steps_reader(self.dynamodb, self.streams, self.table_name)
+        from local_runtime.ttl import TtlDeletions
+
+        self.ttl_deletions = TtlDeletions("expires_at")
+        self.pay_reader = payment_steps_reader(self.dynamodb, self.streams, self.table_name, self.ttl_deletions)
         self.accountant = Accountant(self.dynamodb, self.streams, self.table_name)
         table = Table()
         admin, alice = Actor(ADMIN[0], is_admin=True), Actor(ALICE[0])
@@ -417,6 +440,7 @@ class Scenario:
             headers={"If-Match": etag},
         )
         self.drain("status_change_effects", "payment_capture")
+        self.close_window(order_id)
         self.call("reads: GET /orders/{order_id}", "GET", f"/orders/{order_id}", ALICE, 200)
         self.call(
             "reads: GET /customers/{customer_id}/orders",
@@ -626,6 +650,7 @@ class Scenario:
         if self.payments is not None:  # the paid order's own writes (bench.capacity.PAYMENT_PARTS)
             parts["payment_webhook"] = step("POST /webhooks/stripe")
             parts["payment_capture"] = self.stream_steps.get("payment_capture")
+            parts["payment_window"] = self.stream_steps.get("payment_window")
         return parts
 
     def per_operation(self) -> dict[str, Any]:

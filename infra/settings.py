@@ -122,11 +122,11 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # BatchGetItem: cart prices, a customer cart with its profile; TransactWriteItems: merging a session into a cart
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
-    # issue 25: a webhook event reads its order (GetItem) and writes one transaction: the order's change, the
-    # event's mark (PutItem), the PAYMENT_DUE item's delete, the stock a failed payment releases (UpdateItem);
-    # an event that changes no order is its mark alone (PutItem), a dead order's cancelled intent is recorded
-    # (UpdateItem)
-    "payments": ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
+    # issue 25: a webhook event reads its order (GetItem); an authorisation confirms it (one UpdateItem), a failure
+    # is one transaction of the order's change and the stock it releases (UpdateItem each), a dead order's
+    # cancelled intent is recorded (UpdateItem). Issue 26: no event marks (PutItem) and no PAYMENT_DUE delete
+    # (DeleteItem) any more: the order's state guards every effect, the window is left to its TTL
+    "payments": ("GetItem", "UpdateItem", "TransactWriteItems"),
     # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps (issue 12); BatchGetItem +
     # TransactWriteItems also: the daily sales counters and their once-per-order-version marker (issue 13);
     # Query and BatchWriteItem: archiving an order reads and deletes what is left of it (shop.services.archival);
@@ -181,6 +181,8 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Stripe's webhook: payment events applied to orders",
         DYNAMODB_ACTIONS["payments"],
         calls_stripe=True,  # verifies deliveries with the webhook secret (the library's signature check)
+        # it writes only orders and the stock a failed payment gives back (no webhook marks since issue 26)
+        write_leading_keys=("ORDER#*", "PRODUCT#*", "STOCK#*"),
     ),
 )
 
@@ -230,9 +232,8 @@ def iam_actions(operations: tuple[str, ...]) -> list[str]:
 # mapping, filters, failure store and alarm: a Stripe outage never holds back order_events' records.
 DYNAMODB_ACTIONS["payment_steps"] = (
     "GetItem",  # the order as it is now (consistent)
-    "UpdateItem",  # a step's record on the order's payment; the stock an expiry gives back (in the transaction)
-    "DeleteItem",  # the PAYMENT_DUE item, in an expiry's transaction
-    "TransactWriteItems",  # an expiry: the order, its PAYMENT_DUE and the restocks, all or nothing
+    "UpdateItem",  # a step's record on the order's payment; an expiry's order update and restocks
+    "TransactWriteItems",  # an expiry: the order and the restocks, all or nothing (its PAYMENT_DUE is gone: TTL)
 )
 PAYMENT_STEPS_FUNCTION = FunctionSpec(
     "payment_steps",
@@ -242,7 +243,7 @@ PAYMENT_STEPS_FUNCTION = FunctionSpec(
     timeout_s=60,  # a batch of Stripe calls, each with the library's retries
     failure_metric="RecordsFailed",
     calls_stripe=True,
-    # it writes only orders (the order item, its PAYMENT_DUE) and the stock an expiry gives back
+    # it writes only orders (the order item) and the stock an expiry gives back
     write_leading_keys=("ORDER#*", "PRODUCT#*", "STOCK#*"),
 )
 # The records payment_steps needs, as Lambda filters (at most 5 per mapping; docs/payments.md, "The payment

@@ -40,7 +40,7 @@ class WebhookReceived(Model):
 
 
 def apply_event(event: Any) -> None:
-    """The payment rule for one verified event: one transaction of the order's change and the event's mark."""
+    """The payment rule for one verified event: the order's conditional change, guarded by its own state."""
     global _service
     if _service is None:
         _service = wiring.payment_service()

@@ -277,7 +277,7 @@ def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
         now=lambda: time.time() + WINDOW_S + 5,
     )
     assert ttl.sweep() >= 1  # the unpaid order's window
-    steps()  # expiry: the order, its PAYMENT_DUE, the restock in one transaction
+    steps()  # expiry: the order and the restock in one transaction (its PAYMENT_DUE is gone: TTL)
     assert wiring.order_service(table).get(ADMIN, unpaid.order_id).status is OrderStatus.EXPIRED
     assert [op for op, _ in fake.calls].count("capture") == 1
     actions, uses_index = iam_actions(DYNAMODB_ACTIONS["payment_steps"]), False
@@ -337,5 +337,6 @@ def test_payments_grants_match_its_calls(moto_api, monkeypatch):
         actions, uses_index = granted("payments")
         assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
         assert recorder.uses_index == uses_index
+        assert outside(recorder.written_keys, spec_of("payments").write_leading_keys) == set()
     finally:
         config.payment_settings.cache_clear()

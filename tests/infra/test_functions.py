@@ -129,7 +129,7 @@ def test_dynamodb_actions_come_from_the_single_declaration(arm64) -> None:
         ]
         granted = sorted(a for s in table_statements for a in _as_list(s["Action"]))
         assert granted == iam_actions(DYNAMODB_ACTIONS[name]), name
-        if name == "sessions":  # reads and key-limited writes: test_sessions_writes_only_its_own_keys
+        if name in ("sessions", "payments"):  # reads and key-limited writes: test_only_sessions_and_payments_...
             continue
         assert len(table_statements) == 1, (name, table_statements)
         (statement,) = table_statements
@@ -226,9 +226,14 @@ def test_sessions_writes_only_its_own_keys(arm64) -> None:
         assert "index" not in json.dumps(statement["Resource"])
 
 
-def test_only_sessions_is_limited_to_leading_keys(arm64) -> None:
-    for name in FUNCTIONS - {"sessions"}:
+def test_only_sessions_and_payments_are_limited_to_leading_keys(arm64) -> None:
+    for name in FUNCTIONS - {"sessions", "payments"}:
         assert all("Condition" not in s for s in _table_statements(arm64, name)), name
+    # the webhook's function writes orders and the stock a failed payment gives back, nothing else (issue 26)
+    writes = [s for s in _table_statements(arm64, "payments") if "Condition" in s]
+    assert [s["Condition"] for s in writes] == [
+        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ORDER#*", "PRODUCT#*", "STOCK#*"]}}
+    ]
 
 
 @pytest.mark.parametrize("assembly_name", ["arm64", "prod_external"])

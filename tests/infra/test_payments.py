@@ -192,7 +192,7 @@ def test_payment_steps_role_is_least_privilege(payments_on) -> None:
     ]
     granted = sorted(a for s in table for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
     assert granted == iam_actions(DYNAMODB_ACTIONS["payment_steps"])
-    assert granted == ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:UpdateItem"]  # no PutItem: no marks
+    assert granted == ["dynamodb:GetItem", "dynamodb:UpdateItem"]  # no PutItem (no marks), no DeleteItem (TTL)
     writes = [s for s in table if "Condition" in s]
     assert [s["Condition"] for s in writes] == [
         {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ORDER#*", "PRODUCT#*", "STOCK#*"]}}
@@ -202,3 +202,21 @@ def test_payment_steps_role_is_least_privilege(payments_on) -> None:
     actions = {a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
     assert "events:PutEvents" in actions
     assert not [a for a in actions if a.endswith("*")]
+
+
+def test_payments_role_writes_orders_and_stock_only(payments_on) -> None:
+    """The webhook's function (issue 26): no event marks and no PAYMENT_DUE deletes, so no PutItem or DeleteItem,
+    and its writes are held to the order's and the stock's partitions."""
+    stack_id, _, function = payments_on.functions()["payments"]
+    statements = _policies_of(payments_on, stack_id, function)
+    table = [
+        s
+        for s in statements
+        if any(a.startswith("dynamodb:") for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
+    ]
+    granted = sorted(a for s in table for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
+    assert granted == iam_actions(DYNAMODB_ACTIONS["payments"]) == ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    writes = [s for s in table if "Condition" in s]
+    assert [s["Condition"] for s in writes] == [
+        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ORDER#*", "PRODUCT#*", "STOCK#*"]}}
+    ]

@@ -25,10 +25,10 @@ from shop.models import OrderStatus
 from shop.models.payments import IntentStatus
 from shop.repository.order_payments import OrderPaymentRepository
 from tests.payments.conftest import _stripe_authorise
-from tests.stream.conftest import RecordingEvents, order_events_context
+from tests.stream.conftest import RecordingEvents, dump, order_events_context
 from tests.support.factories import ADMIN, ALICE, parcel, product
 from tests.support.fake_payments import FakePayments
-from tests.support.streams import StreamReader, ttl_removal
+from tests.support.streams import StreamReader
 from tests.support.unpaid_orders import AUTHORISED, FAILED, WINDOW_S, event, item, place_unpaid, stock
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
@@ -205,8 +205,11 @@ def test_an_authorisation_racing_a_failure_leaves_one_outcome_and_no_money_held(
         assert after["status"] == "PAYMENT_FAILED"
         assert stock(local_store.table, pid) == 5
         assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
-    for delivered in (authorised, failed):
-        assert item(local_store.table, keys.webhook_event_key("stripe", delivered.event_id)) is not None
+    settled = dump(local_store)
+    assert not [i for i in settled if i["PK"].startswith("WEBHOOK_EVENT#")]  # the order's state is the guard
+    for delivered in (failed, authorised):  # each delivered again later (reordered): nothing more happens
+        wiring.payment_service(local_store.table, provider=fake).apply_event(delivered)
+    assert dump(local_store) == settled
 
 
 # -- a paid order's life on localstripe ------------------------------------------------------------
@@ -410,23 +413,27 @@ def test_an_order_whose_intent_is_authorised_when_the_window_closes_is_confirmed
 
 
 def test_a_window_closing_after_the_order_was_paid_changes_nothing(local_store, bus, deletions, monkeypatch):
+    """The webhook leaves the PAYMENT_DUE item to its TTL (issue 26): its removal, 30 minutes after the checkout,
+    reaches payment_steps, which finds the order settled (confirmed or failed) and writes nothing."""
     fake = FakePayments()
     provided(monkeypatch, fake)
     pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
     unpaid = place_unpaid(local_store.table, fake, [(pid, "Kettle", 2500, 1)])
+    failed = place_unpaid(local_store.table, fake, [(pid, "Kettle", 2500, 1)])
     reader = StreamReader(local_store, ttl_deletions=deletions)
-    # The PAYMENT_DUE item is removed by TTL just as the authorisation lands: the confirmation deleted it
-    # (nothing to sweep); a REMOVE shaped as TTL's for it finds the order CONFIRMED.
     fake.authorise(unpaid.intent_id)
     wiring.payment_service(local_store.table).apply_event(event(AUTHORISED, unpaid))
-    consume(reader)
-    assert sweep_after_the_window(local_store, deletions) == 0
-    late = ttl_removal(
-        "",
-        {"PK": {"S": f"ORDER#{unpaid.order_id}"}, "SK": {"S": "PAYMENT_DUE"}},
-        item_keys={"PK": {"S": f"ORDER#{unpaid.order_id}"}, "SK": {"S": "PAYMENT_DUE"}},
-    )
-    before = order_of(local_store, unpaid.order_id)
-    assert run_payment_steps([late]) == {"batchItemFailures": []}
-    assert order_of(local_store, unpaid.order_id) == before
-    assert [call for call, _ in fake.calls if call in ("cancel", "get_intent")] == []
+    wiring.payment_service(local_store.table).apply_event(event(FAILED, failed))
+    consume(reader)  # the confirmation's and the failure's effects; the failed order's CANCEL step
+    cancels = [call for call, _ in fake.calls].count("cancel")
+    before = [order_of(local_store, o.order_id) for o in (unpaid, failed)]
+    assert sweep_after_the_window(local_store, deletions) == 2  # both windows, by TTL
+    removals = window_removals(reader)
+    assert len([r for r in removals if r["eventName"] == "REMOVE"]) >= 1
+    removals += reader.read()
+    assert run_payment_steps(removals) == {"batchItemFailures": []}
+    assert run_payment_steps(removals) == {"batchItemFailures": []}  # replayed
+    assert [order_of(local_store, o.order_id) for o in (unpaid, failed)] == before
+    assert stock(local_store.table, pid) == 4  # the failed order's unit back once, the paid one's still taken
+    assert [call for call, _ in fake.calls].count("cancel") == cancels == 1  # the failed order's, at its failure
+    assert [call for call, _ in fake.calls if call == "get_intent"] == []  # no window step asked the provider

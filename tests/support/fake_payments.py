@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shop import errors
-from shop.models.payments import IntentStatus, PaymentEvent, PaymentIntent, Refund
+from shop.models.payments import IntentStatus, PaymentIntent, Refund
 
 DECLINING_CARDS = frozenset({"pm_card_chargeCustomerFail"})
 _CANCELLABLE = {
@@ -158,16 +158,3 @@ class FakePayments:
     def _set(self, record: _Intent, status: IntentStatus) -> PaymentIntent:
         record.intent = record.intent.model_copy(update={"status": status})
         return record.intent
-
-
-@dataclass
-class MemoryPaymentEventLog:
-    """The PaymentEventLog port in memory: each event id marked once."""
-
-    marks: dict[str, int] = field(default_factory=dict)  # event id -> expires_at
-
-    def mark_applied(self, event: PaymentEvent, *, expires_at: int) -> bool:
-        if event.event_id in self.marks:
-            return False
-        self.marks[event.event_id] = expires_at
-        return True

@@ -25,7 +25,7 @@ from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
 from shop.models.carts import CartClaim, CartOwnerKind, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category, path_slugs
 from shop.models.orders import NO_DETAILS, PaymentStatus, Placement, StatusDetails
-from shop.models.payments import PaymentEvent, Settled
+from shop.models.payments import Settled
 from shop.models.products import CataloguePrice, ProductListing, ProductStatus
 from shop.models.sales import DaySales, SalesChange, TopSeller
 from shop.models.sessions import StoredLine
@@ -129,7 +129,6 @@ class MemoryState:
     sales_shards: set[tuple[str, str, int]] = field(default_factory=set)
     order_ttls: dict[str, int] = field(default_factory=dict)  # order id -> expires_at (epoch s), when set
     payment_due: dict[str, int] = field(default_factory=dict)  # unpaid order id -> its window's end (PAYMENT_DUE)
-    payment_marks: dict[str, int] = field(default_factory=dict)  # webhook event id -> its mark's expires_at
     archive: dict[str, Order] = field(default_factory=dict)  # archive key -> the archived order
     archived: dict[str, tuple[str, str]] = field(default_factory=dict)  # order id -> (customer id, archive key)
     move: dict[str, Any] | None = None  # the category move under way, as its item (MemoryStore(streamed_moves=True))
@@ -572,21 +571,15 @@ class MemoryOrders:
 
 
 class MemoryOrderPayments:
-    """OrderPayments (shop.repository.order_payments) on MemoryOrders' state: `settle` all or nothing (the order,
-    its PAYMENT_DUE, the restock, the event's mark), `record_payment` conditional on the payment as read."""
+    """OrderPayments (shop.repository.order_payments) on MemoryOrders' state: `settle` all or nothing (the order and
+    the restock; the PAYMENT_DUE window is left to its TTL), `record_payment` conditional on the payment as read."""
 
     def __init__(self, state: MemoryState, orders: MemoryOrders) -> None:
         self.state = state
         self.orders = orders
 
-    def current(self, order_id: str) -> Order | None:
+    def current(self, order_id: str, *, consistent: bool = True) -> Order | None:
         return self.state.orders.get(order_id)
-
-    def mark_only(self, event: PaymentEvent, *, expires_at: int) -> bool:
-        if event.event_id in self.state.payment_marks:
-            return False
-        self.state.payment_marks[event.event_id] = expires_at
-        return True
 
     def settle(
         self,
@@ -597,17 +590,19 @@ class MemoryOrderPayments:
         updated_at: str,
         archive_at: int | None,
         release_stock: bool,
-        event: PaymentEvent | None = None,
-        event_expires_at: int = 0,
+        intent_id: str | None = None,
     ) -> Settled:
-        if event is not None and event.event_id in self.state.payment_marks:
-            return Settled.DUPLICATE
         current = self.state.orders.get(order.order_id)
         if (
             current is None
             or current.status is not order.status
             or current.version != order.version
             or (order.payment is not None and current.payment is None)
+            or (
+                intent_id is not None
+                and current.payment is not None
+                and current.payment.intent_id not in (None, intent_id)
+            )
         ):
             return Settled.STALE
         if release_stock:
@@ -619,14 +614,11 @@ class MemoryOrderPayments:
         update: dict[str, Any] = {"payment_expires_at": None}
         if new_status is OrderStatus.CONFIRMED:
             update["confirmed_at"] = updated_at
-        if current.payment is not None:
-            update["payment"] = current.payment.model_copy(update={"status": payment_status})
+        if current.payment is not None:  # the client secret leaves the order with its window
+            update["payment"] = current.payment.model_copy(update={"status": payment_status, "client_secret": None})
         self.state.orders[order.order_id] = changed.model_copy(update=update)
-        self.state.payment_due.pop(order.order_id, None)
         if archive_at is not None:
             self.state.order_ttls[order.order_id] = archive_at
-        if event is not None:
-            self.state.payment_marks[event.event_id] = event_expires_at
         return Settled.DONE
 
     def record_payment(

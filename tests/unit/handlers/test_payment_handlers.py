@@ -103,7 +103,8 @@ def test_an_authorisation_confirms_the_order_once(paying):
     assert (stored.status, stored.version) == (OrderStatus.CONFIRMED, 2)
     assert stored.payment is not None
     assert stored.payment.status.value == "AUTHORISED"
-    assert order["order_id"] not in paying.wiring.store.state.payment_due
+    assert stored.payment.client_secret is None  # shown only while PENDING_PAYMENT: it leaves the order
+    assert order["order_id"] in paying.wiring.store.state.payment_due  # the window is left to its TTL
     late = deliver(paying, "evt_fast_late_fail", "payment_intent.payment_failed", intent, order["order_id"])
     assert late.status == 200
     assert paying.wiring.store.state.orders[order["order_id"]].status is OrderStatus.CONFIRMED

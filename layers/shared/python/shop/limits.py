@@ -99,7 +99,5 @@ MAX_PAYMENT_WINDOW_MINUTES = 24 * 60  # Stripe keeps an idempotency key 24 hours
 DEFAULT_CURRENCY = "usd"
 # Network retries the Stripe library makes on a transient failure, each with the call's idempotency key.
 STRIPE_NETWORK_RETRIES = 2
-# A webhook event's applied-marker outlives the provider's redeliveries (Stripe retries for up to 3 days).
-WEBHOOK_EVENT_TTL_SECONDS = 7 * 24 * 3600
 # The longest provider event id the shop accepts (Stripe's are about 30 characters).
 MAX_PAYMENT_EVENT_ID_LENGTH = 255

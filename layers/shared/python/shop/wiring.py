@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from shop.services.order_events import OrderEventsService
     from shop.services.orders import OrderService
     from shop.services.payments import PaymentService
-    from shop.services.ports import PaymentEventLog, Payments, PaymentWebhooks
+    from shop.services.ports import Payments, PaymentWebhooks
     from shop.services.product_events import ProductEventsService
     from shop.services.sales import SalesService
     from shop.services.sessions import SessionService
@@ -289,12 +289,6 @@ def payment_webhooks() -> PaymentWebhooks | None:
     from shop.payments.stripe_adapter import StripeWebhooks
 
     return StripeWebhooks(webhook_secret())
-
-
-def payment_event_log(table: Table | None = None) -> PaymentEventLog:
-    from shop.repository.payment_events import PaymentEventRepository
-
-    return PaymentEventRepository(_table(table))
 
 
 def payment_service(

@@ -84,9 +84,8 @@ class PaymentEvent(Model):
 class Settled(StrEnum):
     """What became of a payment's status change of an order (shop.repository.order_payments.settle)."""
 
-    DONE = "done"  # the order moved, and the event (if any) is marked applied
-    DUPLICATE = "duplicate"  # the event was applied before: nothing written
-    STALE = "stale"  # the order is no longer as it was read: nothing written, read it again
+    DONE = "done"  # the order moved
+    STALE = "stale"  # the order is no longer as it was read (or holds another intent): nothing written, read again
 
 
 def event_kind(event_type: str) -> PaymentEventKind:

@@ -1,9 +1,12 @@
 """An order's payment on the table: the status changes a payment makes, and the payment steps' records.
 
-- `settle` moves a PENDING_PAYMENT order (CONFIRMED, PAYMENT_FAILED, EXPIRED) in ONE transaction: the order's
-  update (conditional on its status and version), the PAYMENT_DUE item deleted (the window is over, whoever
-  closed it), the stock back where it was taken (PAYMENT_FAILED, EXPIRED), and the webhook event's mark
-  (conditional on its absence). A retry after a commit finds the mark (DUPLICATE) or the order moved (STALE).
+- `settle` moves a PENDING_PAYMENT order (CONFIRMED, PAYMENT_FAILED, EXPIRED) conditionally on its status and
+  version (and, for a webhook's event, on the event's intent being the order's): ONE UpdateItem when no stock
+  goes back (an authorisation, an expiry that finds the intent authorised), else ONE transaction of the order's
+  update and the stock back where it was taken (PAYMENT_FAILED, EXPIRED). The PAYMENT_DUE item is left to its TTL
+  (its removal finds the order settled and does nothing); the client secret leaves the order (it is shown only
+  while the order is PENDING_PAYMENT), which keeps a paid order's item under 1 KB. A retry after a commit finds
+  the order moved (STALE): the order's own state is the guard, no per-event mark is written.
 - `record_payment` writes one step's outcome (captured, cancelled, refunded) on the order's `payment` map,
   conditional on the payment's state as the step read it: a replayed step records nothing twice. These writes
   do not move the order's version (they are not status changes), so they never conflict with an admin's
@@ -18,9 +21,14 @@ from typing import Any
 from shop import keys
 from shop.models import Order, OrderStatus
 from shop.models.orders import PaymentStatus
-from shop.models.payments import PaymentEvent, Settled
-from shop.repository.orders import OrderRepository, _on_product_items, _stock_returns, order_from_items
-from shop.repository.payment_events import PaymentEventRepository
+from shop.models.payments import Settled
+from shop.repository.orders import (
+    STATUS_REASON,
+    OrderRepository,
+    _on_product_items,
+    _stock_returns,
+    order_from_items,
+)
 from shop.repository.stock_shards import restock_update
 from shop.repository.store import (
     ConditionFailed,
@@ -39,21 +47,17 @@ SETTLE_TOKENS = uuid.UUID("0b6f3f52-2f43-5c55-9d71-5a0c8f3e9e11")
 
 
 class OrderPaymentRepository:
-    def __init__(self, table: Table, shards: int | None = None, provider: str = "stripe") -> None:
+    def __init__(self, table: Table, shards: int | None = None) -> None:
         self.table = table
         self.orders = OrderRepository(table, shards)
-        self.marks = PaymentEventRepository(table, provider)
 
-    def current(self, order_id: str) -> Order | None:
+    def current(self, order_id: str, *, consistent: bool = True) -> Order | None:
         with translated_errors():
             response = self.table.client.get_item(
-                TableName=self.table.name, Key=to_item(keys.order_key(order_id)), ConsistentRead=True
+                TableName=self.table.name, Key=to_item(keys.order_key(order_id)), ConsistentRead=consistent
             )
         item = response.get("Item")
         return order_from_items([from_item(item)]) if item else None
-
-    def mark_only(self, event: PaymentEvent, *, expires_at: int) -> bool:
-        return self.marks.mark_applied(event, expires_at=expires_at)
 
     def settle(
         self,
@@ -64,8 +68,7 @@ class OrderPaymentRepository:
         updated_at: str,
         archive_at: int | None,
         release_stock: bool,
-        event: PaymentEvent | None = None,
-        event_expires_at: int = 0,
+        intent_id: str | None = None,
     ) -> Settled:
         name = self.table.name
         gsi = keys.order_status_gsi(new_status, order.order_id, order.created_at, self.orders.shards)
@@ -75,6 +78,7 @@ class OrderPaymentRepository:
             "updated_at = :at",
             "GSI1PK = :gpk",
         ]
+        removes = ["payment_expires_at", STATUS_REASON]
         extra: dict[str, Any] = {}
         names = {"#status": "status"}
         condition = "#status = :old AND version = :version"
@@ -83,6 +87,11 @@ class OrderPaymentRepository:
             names["#pstatus"] = "status"
             extra["pstatus"] = payment_status.value
             condition += " AND attribute_exists(payment)"
+            # Shown only while the order waits for its payment (OrderService.payment_of): never again after this.
+            removes.append("payment.client_secret")
+            if intent_id is not None:  # a webhook's event: its intent is the order's (or none is attached yet)
+                condition += " AND (attribute_not_exists(payment.intent_id) OR payment.intent_id = :intent)"
+                extra["intent"] = intent_id
         if new_status is OrderStatus.CONFIRMED:
             sets.append("confirmed_at = :at")
         if archive_at is not None:
@@ -90,49 +99,47 @@ class OrderPaymentRepository:
             extra["ttl"] = archive_at
             names["#ttl"] = keys.TTL_ATTRIBUTE
         update = {
-            "Update": {
-                "TableName": name,
-                "Key": to_item(keys.order_key(order.order_id)),
-                "UpdateExpression": "SET " + ", ".join(sets) + " REMOVE payment_expires_at, status_reason",
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values(
-                    new=new_status.value,
-                    next=order.version + 1,
-                    at=updated_at,
-                    gpk=gsi[keys.GSI1PK],
-                    old=order.status.value,
-                    version=order.version,
-                    **extra,
-                ),
-            }
+            "TableName": name,
+            "Key": to_item(keys.order_key(order.order_id)),
+            "UpdateExpression": "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values(
+                new=new_status.value,
+                next=order.version + 1,
+                at=updated_at,
+                gpk=gsi[keys.GSI1PK],
+                old=order.status.value,
+                version=order.version,
+                **extra,
+            ),
         }
-        window = {"Delete": {"TableName": name, "Key": to_item(keys.payment_due_key(order.order_id))}}
-        head: list[dict[str, Any]] = [update, window]
-        if event is not None:
-            head.append(self.marks.mark_put(event, expires_at=event_expires_at))
         returns = _stock_returns(order, order.lines) if release_stock else []
+        if not returns:
+            # One item: a retry after a lost answer finds the version moved (STALE), and the re-read shows it done.
+            try:
+                with conditional_write():
+                    self.table.client.update_item(**update)
+            except ConditionFailed:
+                return Settled.STALE
+            return Settled.DONE
         # The token names this change of this order version: a re-send after a lost answer is the same
-        # transaction to DynamoDB, never a second restock. (The event's id is part of it: another event's
-        # transaction is another request.)
+        # transaction to DynamoDB, never a second restock.
         token = str(
             uuid.uuid5(
-                SETTLE_TOKENS,
-                f"{order.order_id}|{order.version}|{new_status.value}|{updated_at}|{event.event_id if event else ''}",
+                SETTLE_TOKENS, f"{order.order_id}|{order.version}|{new_status.value}|{updated_at}|{intent_id or ''}"
             )
         )
         for attempt, stock in enumerate((returns, _on_product_items(returns))):
-            items = head + [restock_update(self.table, pid, shard, quantity) for pid, shard, quantity in stock]
+            items = [{"Update": update}] + [
+                restock_update(self.table, pid, shard, quantity) for pid, shard, quantity in stock
+            ]
             try:
                 transact_write(self.table, items, ClientRequestToken=token if attempt == 0 else _again(token))
             except TransactionCancelled as cancelled:
-                if event is not None and cancelled.failed_condition(2):
-                    return Settled.DUPLICATE
                 if cancelled.failed_condition(0):
                     return Settled.STALE
-                shard_gone = any(
-                    cancelled.failed_condition(len(head) + i) for i, (_, shard, _) in enumerate(stock) if shard
-                )
+                shard_gone = any(cancelled.failed_condition(1 + i) for i, (_, shard, _) in enumerate(stock) if shard)
                 if attempt == 0 and shard_gone:
                     # A shard the order took from is gone (the product was spread over fewer shards since): that
                     # stock goes back to the product item, as a cancel's does (shop.repository.orders).

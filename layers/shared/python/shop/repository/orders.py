@@ -15,7 +15,7 @@ from shop.config import StatusShardSwitch, settings
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_STATUS_SHARDS, MAX_TRANSACTION_ITEMS
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails, StatusEntry
 from shop.models.carts import CartClaim
-from shop.models.orders import NO_DETAILS, Placement
+from shop.models.orders import NO_DETAILS, OrderPayment, Placement
 from shop.models.products import ProductStatus
 from shop.models.stock import StockTake
 from shop.repository import pagination, status_switch
@@ -56,11 +56,24 @@ def order_item(order: Order, shards: int) -> dict[str, Any]:
         **order.model_dump(mode="json", exclude={"history", "archived"}, exclude_none=True),
         "stock_taken": order.stock_taken or None,  # excluded from answers, kept for the restock
         # PAYMENTS=stripe: a map with OrderPayment's field names (the intent, created before the placement's
-        # transaction, written with it) and the payment window's end; both excluded from answers, absent under
-        # PAYMENTS=none.
-        "payment": order.payment.model_dump(mode="json", exclude_none=True) if order.payment else None,
+        # transaction, written with it; fields at their defaults left out) and the payment window's end; both
+        # excluded from answers, absent under PAYMENTS=none.
+        "payment": payment_map(order.payment) if order.payment else None,
         "payment_expires_at": order.payment_expires_at,
     }
+
+
+# The payment map's fields left out while they hold their default (OrderPayment reads them back as it): a paid
+# order's item stays under 1 KB through its life (issue 26), where every byte over costs each later write a unit.
+# `status` is always written: the payment steps' conditions compare it.
+_PAYMENT_DEFAULTS = {"provider": "stripe", "captured_cents": 0, "refunded_cents": 0}
+
+
+def payment_map(payment: OrderPayment) -> dict[str, Any]:
+    """The order item's `payment` map: OrderPayment's fields, without None and without the defaults above. Items
+    written before (every field present) read the same."""
+    dumped = payment.model_dump(mode="json", exclude_none=True)
+    return {name: value for name, value in dumped.items() if _PAYMENT_DEFAULTS.get(name, ...) != value}
 
 
 def payment_due_item(order: Order) -> dict[str, Any]:

@@ -1,14 +1,16 @@
 """The payment rules (PAYMENTS=stripe): the webhook's rule, and the payment steps the table's stream drives.
 
-Webhook (`apply_event`), each event at most once (its mark is written in the same transaction as the order's
-change), in any order:
-- AUTHORISED on a PENDING_PAYMENT order: CONFIRMED (payment AUTHORISED, PAYMENT_DUE deleted).
-- FAILED on a PENDING_PAYMENT order: PAYMENT_FAILED (payment FAILED, stock released, PAYMENT_DUE deleted);
-  the intent is then cancelled (the CANCEL step), so a later authorisation cannot hold money for a dead order.
+Webhook (`apply_event`), in any order and any number of times: every effect is decided by the order's state, so
+a duplicate, replayed or reordered delivery finds the order moved and writes nothing (no per-event mark):
+- AUTHORISED on a PENDING_PAYMENT order: CONFIRMED (payment AUTHORISED): one conditional UpdateItem.
+- FAILED on a PENDING_PAYMENT order: PAYMENT_FAILED (payment FAILED, stock released): one transaction; the
+  intent is then cancelled (the CANCEL step), so a later authorisation cannot hold money for a dead order.
 - AUTHORISED on an order already PAYMENT_FAILED, EXPIRED or CANCELLED whose payment is not captured: the
-  intent is cancelled (the same CANCEL step), then the event is marked; the order does not move.
+  intent is cancelled (the same CANCEL step, recorded CANCELED: a second delivery finds it recorded); the order
+  does not move.
 - Anything else (CANCELED and ignored types, an order in another status, an unknown or archived order, an
-  intent of another order or of no order): the mark only. A duplicate delivery: nothing.
+  intent of another order or of no order): nothing is written.
+The PAYMENT_DUE window is left to its TTL: its removal finds the order no longer PENDING_PAYMENT and does nothing.
 Amounts never come from the event: the order's stored payment says what was authorised.
 
 Stream steps (`handle`), each by its idempotency key and a condition on the order's payment:
@@ -34,7 +36,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from shop import clock, errors
-from shop.limits import WEBHOOK_EVENT_TTL_SECONDS
 from shop.models import OrderStatus
 from shop.models.events import DetailType, Event, OrderRefunded, Source
 from shop.models.orders import PaymentStatus
@@ -109,20 +110,16 @@ class PaymentService:
     # -- the webhook's rule -----------------------------------------------------------------------
 
     def apply_event(self, event: PaymentEvent) -> None:
-        moment = self.now()
-        mark_expires = clock.epoch(moment) + WEBHOOK_EVENT_TTL_SECONDS
-        acting = event.kind in (PaymentEventKind.AUTHORISED, PaymentEventKind.FAILED)
-        if not acting or not event.order_id:
-            self.store.mark_only(event, expires_at=mark_expires)
-            return
+        if event.kind not in (PaymentEventKind.AUTHORISED, PaymentEventKind.FAILED) or not event.order_id:
+            return  # changes no order: nothing to write
+        authorised = event.kind is PaymentEventKind.AUTHORISED
         for _ in range(SETTLE_ATTEMPTS):
             order = self.store.current(event.order_id)
             payment = order.payment if order is not None else None
             if order is None or payment is None or not _same_intent(payment, event.intent_id):
-                self.store.mark_only(event, expires_at=mark_expires)  # unknown, archived, or not this order's intent
-                return
+                return  # unknown, archived, or not this order's intent: nothing to write
             if order.status is OrderStatus.PENDING_PAYMENT:
-                authorised = event.kind is PaymentEventKind.AUTHORISED
+                moment = self.now()
                 new_status = OrderStatus.CONFIRMED if authorised else OrderStatus.PAYMENT_FAILED
                 settled = self.store.settle(
                     order,
@@ -131,17 +128,15 @@ class PaymentService:
                     updated_at=clock.iso(moment),
                     archive_at=archive_at(new_status, clock.epoch(moment), self.archive_after_days()),
                     release_stock=not authorised,
-                    event=event,
-                    event_expires_at=mark_expires,
+                    intent_id=event.intent_id,
                 )
                 if settled is Settled.STALE:
-                    continue
+                    continue  # moved since it was read (another delivery, the window, the customer): read again
                 return
-            if event.kind is PaymentEventKind.AUTHORISED and order.status in DEAD_STATUSES:
-                # Money held for an order that is over: released before the event counts as applied.
+            if authorised and order.status in DEAD_STATUSES:
+                # Money held for an order that is over: released (recorded CANCELED, so a redelivery calls nothing).
                 self._cancel_intent(order.order_id, payment)
-            self.store.mark_only(event, expires_at=mark_expires)
-            return
+            return  # already settled (a duplicate, a replay, a late failure): the order's state says so
         raise errors.ServiceUnavailable("the order keeps changing, retry later")
 
     # -- the stream's steps -----------------------------------------------------------------------
@@ -245,8 +240,13 @@ class PaymentService:
         return StepOutcome(StepAction.REFUNDED, order_id, (event,))
 
     def expire(self, order_id: str) -> StepOutcome:
-        for _ in range(SETTLE_ATTEMPTS):
-            order = self.store.current(order_id)
+        for attempt in range(SETTLE_ATTEMPTS):
+            # Every paid order's window closes by TTL after its webhook settled it, so the common case is a skip:
+            # the first look is eventually consistent (0.5 RRU). A stale read can only show PENDING_PAYMENT (an
+            # order never returns to it), and settling is conditional on the status and version: safe.
+            order = self.store.current(order_id, consistent=attempt > 0)
+            if order is None and attempt == 0:  # absent at a first look (archived since): make sure
+                order = self.store.current(order_id)
             if order is None or order.status is not OrderStatus.PENDING_PAYMENT:
                 return SKIPPED_STEP  # settled before the window closed (or archived since)
             payment = order.payment

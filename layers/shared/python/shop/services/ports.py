@@ -510,23 +510,14 @@ class PaymentWebhooks(Protocol):
         tolerance; InvalidWebhookSignature (unsigned, forged, stale), InvalidWebhookPayload (not an event)."""
 
 
-class PaymentEventLog(Protocol):
-    """Which provider events were applied: shop.repository.payment_events on the table."""
-
-    def mark_applied(self, event: PaymentEvent, *, expires_at: int) -> bool:
-        """Record the event once (kept until `expires_at`, epoch seconds): False when it was recorded before.
-        The order change an event makes is to be written in the same transaction as its mark (see the
-        repository's `mark_put`), so a crash between the two never loses nor doubles the event."""
-
-
 class OrderPayments(Protocol):
     """An order's payment on the table: shop.repository.order_payments. The order's status changes that a payment
     makes (one transaction each, conditional on the order's status and version) and the steps' records on the
     order's `payment` (conditional on the payment's state, so a replayed step records nothing twice)."""
 
-    def current(self, order_id: str) -> Order | None:
-        """The order item as it is now (a strongly consistent GetItem); None when there is none (never placed, or
-        archived)."""
+    def current(self, order_id: str, *, consistent: bool = True) -> Order | None:
+        """The order item as it is now (a strongly consistent GetItem; `consistent=False`: eventually consistent,
+        for a first look that only a settled order ends); None when there is none (never placed, or archived)."""
 
     def settle(
         self,
@@ -537,15 +528,11 @@ class OrderPayments(Protocol):
         updated_at: str,
         archive_at: int | None,
         release_stock: bool,
-        event: PaymentEvent | None = None,
-        event_expires_at: int = 0,
+        intent_id: str | None = None,
     ) -> Settled:
-        """PENDING_PAYMENT (as read, at its version) -> new_status in one transaction: the order's update, the
-        PAYMENT_DUE item deleted, the stock back (release_stock), and the event's mark (event). DUPLICATE: the
-        event was applied before (nothing written); STALE: the order changed since it was read."""
-
-    def mark_only(self, event: PaymentEvent, *, expires_at: int) -> bool:
-        """The event's mark alone (an event that changes no order); False when it was applied before."""
+        """PENDING_PAYMENT (as read, at its version; holding `intent_id` or no intent yet, when given) ->
+        new_status: one conditional update of the order, in one transaction with the stock returns when
+        release_stock. The PAYMENT_DUE item is left to its TTL. STALE: the order changed since it was read."""
 
     def record_payment(
         self,
