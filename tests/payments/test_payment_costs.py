@@ -145,11 +145,10 @@ def test_a_paid_three_line_order_stays_under_1_kb_through_its_life(store):
         lines=lines,
         shipping_address=ADDRESS,
         history=[],
-        payment=OrderPayment(amount_cents=total, currency="usd"),
+        payment=OrderPayment(amount_cents=total, currency="usd", intent_id=STRIPE_INTENT, client_secret=STRIPE_SECRET),
         payment_expires_at=clock.epoch(clock.now()) + 1800,
     )
-    orders = OrderRepository(store.table)
-    placed = orders.attach_intent(orders.place(order), STRIPE_INTENT, STRIPE_SECRET)
+    placed = OrderRepository(store.table).place(order)  # with its intent, as the checkout writes it
     sizes = {"checkout": raw_size(store, order.order_id)}
     fake_intent = fake.create_intent(order.order_id, total, "usd", idempotency_key="k")
     fake.authorise(fake_intent.intent_id)

@@ -59,7 +59,8 @@ class OrderPayment(Model):
     """An order's payment as stored on the order item (PAYMENTS=stripe only; None under PAYMENTS=none).
 
     Amounts come from the order (`amount_cents` = the order's total), never from a provider event.
-    `intent_id` and `client_secret` are None while a checkout is half done (order written, intent not yet).
+    The checkout writes the intent with the order (docs/payments.md, "Checkout"); `client_secret` leaves the item when
+    the payment settles. `intent_id` is None only on orders written before the intent came first.
     """
 
     provider: str = "stripe"
