@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from local_runtime.events import stream_event as lambda_event
-from shop import wiring
+from shop import clock, wiring
 from shop.models import OrderStatus
 from shop.repository.store import dynamodb_client
 from shop.services.orders import RequestedLine
@@ -94,3 +94,25 @@ def test_a_status_change_writes_each_effect_once_with_its_archived_check(store, 
         OrderStatus.CONFIRMED,
         OrderStatus.SHIPPED,
     ]
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_confirmation_replayed_after_a_later_change_still_tells_the_customer(store, invoke):
+    """The confirmation's MODIFY arrives last (replayed from the failure bucket after the order moved on): the
+    customer's entry shows a later version, which says nothing about this version's notification."""
+    orders = wiring.order_service(store.table)
+    order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
+    stream = StreamReader(store)
+    stream.read()  # the INSERT never reaches the processor
+    orders.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    confirmed = only(stream.read(), entity="ORDER", event_name="MODIFY")
+    orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    assert invoke(lambda_event(only(stream.read(), entity="ORDER", event_name="MODIFY"))) == {"batchItemFailures": []}
+    assert invoke(lambda_event(confirmed)) == {"batchItemFailures": []}  # the confirmation, late
+    notes = wiring.customer_service(store.table).notifications(ADMIN, "alice", limit=10, next_token=None).items
+    assert sorted(note.type for note in notes) == ["ORDER_CONFIRMED", "ORDER_STATUS_CHANGED"]
+    recorded = orders.get(ALICE, order.order_id)
+    assert [h.status for h in recorded.history] == [OrderStatus.PENDING, OrderStatus.CONFIRMED, OrderStatus.SHIPPED]
+    today = clock.iso_now()[:10]
+    [day] = wiring.sales_service(store.table).product_sales(ADMIN, order.lines[0].product_id, today, today).days
+    assert day.units == 1  # counted once, by the late confirmation

@@ -214,7 +214,7 @@ class MemoryOrderEffects:
         return True
 
     def customer_index_current(self, change: OrderSummary) -> bool:
-        return self.state.indexed.get(change.order_id, 0) >= change.version
+        return self.state.indexed.get(change.order_id, 0) == change.version
 
     def _open(self, order_id: str) -> None:
         """As the table's effect writes check the order's ARCHIVED marker in the same transaction."""

@@ -123,9 +123,10 @@ class OrderEffectsRepository:
         return write_unless_archived(self.table, order_id, put)
 
     def customer_index_current(self, change: OrderSummary) -> bool:
-        """Whether the customer's order entry shows this version already (an eventually consistent read is
+        """Whether the customer's order entry shows exactly this version (an eventually consistent read is
         enough: a stale miss only costs writes that their conditions then refuse). The entry is written after
-        the notification, so it being current means both are done."""
+        the notification, so showing this version means both are done; a later version (this record replayed
+        out of order) says nothing about this version's notification, so it is not current."""
         with translated_errors():
             response = self.table.client.get_item(
                 TableName=self.table.name,
@@ -133,7 +134,7 @@ class OrderEffectsRepository:
                 ProjectionExpression="version",
             )
         item = response.get("Item")
-        return item is not None and int(item["version"]["N"]) >= change.version
+        return item is not None and int(item["version"]["N"]) == change.version
 
     def append_history(
         self, change: OrderSummary, entry: StatusEntry | None = None, sales: SalesChange | None = None

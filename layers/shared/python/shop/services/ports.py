@@ -403,7 +403,7 @@ class OrderEffects(Protocol):
         """PENDING at `version` -> CONFIRMED; False when the order moved on first (a replay, a cancel)."""
 
     def customer_index_current(self, change: OrderSummary) -> bool:
-        """Whether the customer's order entry shows this version (written after its notification)."""
+        """Whether the customer's order entry shows exactly this version (written after its notification)."""
 
     def append_history(
         self, change: OrderSummary, entry: StatusEntry | None = None, sales: SalesChange | None = None
