@@ -249,3 +249,16 @@ def test_an_order_of_several_flash_sale_products_refreshes_each_rank_from_every_
     for n in range(3):
         assert (rank(store, f"flash-{n}")["units"], rank(store, f"flash-{n}")["changes"]) == (n + 1, 1)
     assert [(t.product_id, t.units) for t in sales.top(DAY, 3)] == [("flash-2", 3), ("flash-1", 2), ("flash-0", 1)]
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_replay_is_told_from_an_older_releases_entry_even_when_the_store_does_not_return_it(store, monkeypatch):
+    """Without the refused Put's old item (ReturnValuesOnConditionCheckFailure unanswered), the entry is read."""
+    from shop.repository.store import TransactionCancelled
+
+    sales = SalesRepository(store.table)
+    counted = change("o-1", ("hammer", 2, 3000))
+    assert sales.count_once(counted, history("o-1")) == (True, True)
+    monkeypatch.setattr(TransactionCancelled, "old_item", lambda self, index: None)
+    assert sales.count_once(counted, history("o-1")) == (False, False)
+    assert sales.days("hammer", DAY, DAY)[0].units == 2
