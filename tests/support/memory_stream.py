@@ -213,6 +213,12 @@ class MemoryOrderEffects:
         self.state.confirmed_at[order_id] = confirmed_at
         return True
 
+    def begin_batch(self) -> None:
+        """The memory store's top list is computed when read: nothing waits for a batch's end."""
+
+    def settle_batch(self) -> None:
+        """Nothing waits (begin_batch)."""
+
     def customer_index_current(self, change: OrderSummary) -> bool:
         return self.state.indexed.get(change.order_id, 0) == change.version
 

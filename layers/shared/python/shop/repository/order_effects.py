@@ -122,6 +122,14 @@ class OrderEffectsRepository:
         }
         return write_unless_archived(self.table, order_id, put)
 
+    def begin_batch(self) -> None:
+        """A stream batch starts: the sales counts leave their top-list refresh to settle_batch."""
+        self.sales.begin_batch()
+
+    def settle_batch(self) -> None:
+        """The batch's deferred top-list refreshes (shop.repository.sales); raises when one failed."""
+        self.sales.settle_batch()
+
     def customer_index_current(self, change: OrderSummary) -> bool:
         """Whether the customer's order entry shows exactly this version (an eventually consistent read is
         enough: a stale miss only costs writes that their conditions then refuse). The entry is written after

@@ -13,7 +13,8 @@ Counting one order version (the stream processor, on the record that moved the o
    (and died before writing its history entry) is not counted again; its history entry is then written alone.
    A history entry there without `sales_day` was written by those releases, which counted on the marker:
    the version is counted as they did (`apply`: the marker and the ADDs in one transaction).
-2. The day's top list follows: one consistent BatchGetItem of the lines' counters, then per counter one
+2. The day's top list follows (in a stream batch, once per (product, day) at its end: begin_batch,
+   settle_batch): one consistent BatchGetItem of the lines' counters, then per counter one
    PutItem of the rank entry (`SALES#<product>` / `TOP#<day>`, in GSI1 under the padded units) conditional
    on being older (`changes` smaller): a late or repeated refresh never puts an entry back, so the rank
    entries are not read first (a refused put costs 1 WRU, on replays only; reading them cost 1 RRU each on
@@ -105,6 +106,8 @@ class SalesRepository:
         self.shards = shards
         # Check the sales markers of the releases before issue 26 (shop.config.sales_legacy_markers).
         self.legacy_markers = config.sales_legacy_markers() if legacy_markers is None else legacy_markers
+        # A stream batch in progress (begin_batch): (day -> products) whose rank entries settle_batch refreshes.
+        self._deferred: dict[str, set[str]] | None = None
         # Per instance (the module outlives an invocation's repository), per table:
         self._marked = _MARKED.setdefault(table.name, set())  # (product, day, shard) the day's marker names
         self._refreshed = _REFRESHED.setdefault(table.name, {})  # (product, day) -> its rank's last refresh
@@ -184,8 +187,22 @@ class SalesRepository:
 
     def _refresh_due(self, change: SalesChange, lines: dict[str, SalesLine]) -> None:
         due = [pid for pid, line in lines.items() if line.shard is None or self._rank_due(pid, change.day)]
-        if due:
+        if due and self._deferred is not None:
+            self._deferred.setdefault(change.day, set()).update(due)
+        elif due:
             self._refresh_ranks(due, change.day)
+
+    def begin_batch(self) -> None:
+        """From now on a count leaves its top-list refresh to settle_batch: once per (product, day) a batch."""
+        self._deferred = {}
+
+    def settle_batch(self) -> None:
+        """Refresh the rank entries of every (product, day) the batch counted (one read of their counters per
+        100 keys, a put per product), then count one by one again. Raises when a refresh failed: the caller
+        fails the batch's counting records, whose redelivery refreshes again."""
+        deferred, self._deferred = self._deferred or {}, None
+        for day, product_ids in sorted(deferred.items()):
+            self._refresh_ranks(sorted(product_ids), day)
 
     def _mark_sharded(self, product_id: str, day: str, shard: int) -> None:
         """The day's marker names the shard (a set ADD: a retry or another instance's is harmless)."""

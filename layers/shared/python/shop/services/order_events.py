@@ -174,6 +174,8 @@ class OrderEventsService:
         """`products`, `moves` and `archival` build the rules of rarer records (shop.wiring's factories)."""
         self.effects = effects
         self.now = now
+        self.counting_records: set[str] = set()  # a batch's records that counted sales (begin_batch)
+        self._batching = False
         self._build_products, self._build_moves, self._build_archival = products, moves, archival
 
     # The rules of rarer records load on their first record: a cold start confirming an order does not import them.
@@ -188,6 +190,18 @@ class OrderEventsService:
     @functools.cached_property
     def archival(self) -> ArchivalService:
         return self._build_archival()
+
+    # A stream batch (shop.stream_batch): the top list is refreshed once per (product, day) at its end.
+    def begin_batch(self) -> None:
+        self.counting_records.clear()
+        self._batching = True
+        self.effects.begin_batch()
+
+    def settle_batch(self) -> None:
+        """The batch's top-list refreshes; when this raises, the records in `counting_records` must fail
+        (redelivered, their counts are refused and their refresh runs again)."""
+        self._batching = False
+        self.effects.settle_batch()
 
     def handle(self, record: StreamChange) -> Outcome:
         entity = record.entity
@@ -238,6 +252,8 @@ class OrderEventsService:
             return SKIPPED
         order = record.new_order()
         change = sales_change(order, order.lines, before, order.confirmed_at, order.stock_taken)
+        if change is not None and self._batching:
+            self.counting_records.add(record.sequence_number)
         # The processor's own confirmation already told the customer when it confirmed (unless it died in
         # between, or an admin confirmed by hand): one read of their order entry saves two refused writes.
         told = order.status is OrderStatus.CONFIRMED and self.effects.customer_index_current(order)

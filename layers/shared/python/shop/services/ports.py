@@ -402,6 +402,12 @@ class OrderEffects(Protocol):
     def confirm(self, order_id: str, *, version: int, confirmed_at: str, created_at: str) -> bool:
         """PENDING at `version` -> CONFIRMED; False when the order moved on first (a replay, a cancel)."""
 
+    def begin_batch(self) -> None:
+        """A stream batch starts: writes that can wait for its end (the top list's refresh) wait."""
+
+    def settle_batch(self) -> None:
+        """The batch's waiting writes; raises when one failed (the batch's counting records fail with it)."""
+
     def customer_index_current(self, change: OrderSummary) -> bool:
         """Whether the customer's order entry shows exactly this version (written after its notification)."""
 
