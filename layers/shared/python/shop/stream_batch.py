@@ -1,7 +1,10 @@
 """The stream processor's batch: Powertools' partial-batch processor that publishes a batch's events once.
 
 Records are held back until the batch's events are sent; a record whose event was not accepted fails, so Lambda
-redelivers it. Powertools' documented hooks only: docs/decisions.md, "Stream processor".
+redelivers it. The writes a batch's records leave to its end (BatchEffects: the top list's refresh, once per
+(product, day)) run before the events are sent; when they fail, the records that wait for them fail with their
+error. Powertools' documented hooks only: docs/decisions.md, "Stream processor" and "Sales counted with the
+version's history entry".
 """
 
 from __future__ import annotations
