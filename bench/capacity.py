@@ -23,9 +23,9 @@ ASSUMPTIONS = [
     "a conditional write that fails still consumes 1 WRU (items under 1 KB); GSI1 writes inside a transaction are "
     "priced at the transactional rate as DynamoDB Local reports them (an upper bound)",
     "the idempotency record's writes (Powertools, same table) are included in the placement",
-    "sales_aggregation: order_events counting the confirmed order's sales per product and UTC day (the marker "
-    "and counter transaction, the consistent read of counters and top-list entries, the top-list puts with "
-    "their GSI1 moves), split out of the confirmation's stream calls",
+    "sales_aggregation: order_events counting the confirmed order's sales per product and UTC day (the "
+    "transaction of the version's history entry, which keys the count, and the counters; the consistent read "
+    "of the counters; the top-list puts with their GSI1 moves), split out of the confirmation's stream calls",
     "with payments (PAYMENTS=stripe, the route scenario against its own localstripe): the order is confirmed by "
     "the provider's webhook (payment_webhook: the route's order read and its paid transition, one conditional "
     "UpdateItem), captured by payment_steps at SHIPPED (payment_capture), and its PAYMENT_DUE item, left to its TTL, "

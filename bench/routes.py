@@ -98,8 +98,9 @@ LIST_ROUTES = (
 
 def split_sales(measurement: Measurement | None) -> tuple[Measurement | None, Measurement | None]:
     """The stream calls of a confirmation without and with its sales aggregation: the writes to `SALES#`
-    keys (counters, top-list entries, the order version's `SALES#` marker) and the counters' read (the
-    processor's only BatchGetItem)."""
+    keys (counters, top-list entries; the transaction that holds them holds the version's history entry too,
+    the count's once-only key, so its 2 WRU are the aggregation's) and the counters' read (the processor's
+    only BatchGetItem)."""
     if measurement is None:
         return None, None
 

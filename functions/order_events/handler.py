@@ -82,7 +82,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             log(outcome)
         return outcome.events
 
-    processor = PublishingBatchProcessor(EventPublisher.from_settings(), logger)
+    processor = PublishingBatchProcessor(EventPublisher.from_settings(), logger, batch=service)
     with invocation_deadline(context):  # a record the store cannot serve in time fails, and is retried
         response = process_partial_response(
             event=event, record_handler=record_handler, processor=processor, context=context

@@ -181,4 +181,5 @@ def test_top_sellers_of_a_day_most_units_first(api):
 
 @pytest.mark.dynamodb_semantics
 def test_the_stream_processor_is_built_with_the_sales_rules(api):
-    assert isinstance(wiring.order_events_service(Table(api.client, api.table_name)).sales, SalesService)
+    effects = wiring.order_events_service(Table(api.client, api.table_name)).effects
+    assert isinstance(effects.sales, SalesRepository)  # type: ignore[attr-defined]

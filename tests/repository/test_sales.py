@@ -9,6 +9,7 @@ import pytest
 
 from shop import keys
 from shop.models.sales import SalesChange, SalesLine
+from shop.repository import sales as sales_module
 from shop.repository.sales import SalesRepository, forget_instance_memo
 from shop.repository.store import from_item, to_item
 from tests.support.calls import counting
@@ -38,18 +39,112 @@ def rank(store, product_id: str, day: str = DAY) -> dict:
     return read(store, keys.sales_rank_key(product_id, day))
 
 
+def history(order_id: str, version: int = 2, **extra: object) -> dict:
+    """The version's history entry as shop.repository.order_effects.history_item builds it."""
+    return {
+        **keys.order_history_key(order_id, version),
+        "entity": "ORDER_HISTORY",
+        "status": "CONFIRMED",
+        "version": version,
+        "at": f"{DAY}T10:00:00Z",
+        **extra,
+    }
+
+
+def entities(store, order_id: str) -> list[str]:
+    items = store.client.query(
+        TableName=store.table_name,
+        KeyConditionExpression="PK = :pk",
+        ExpressionAttributeValues={":pk": {"S": keys.order_pk(order_id)}},
+        ConsistentRead=True,
+    )["Items"]
+    return sorted(from_item(i)["entity"] for i in items)
+
+
 @pytest.mark.dynamodb_semantics
-def test_a_version_counts_once_in_one_transaction_then_moves_its_products_in_the_top_list(store):
+def test_a_version_counts_once_with_its_history_entry_then_moves_its_products_in_the_top_list(store):
+    sales = SalesRepository(store.table)
+    counted = change("o-1", ("hammer", 2, 3000), ("nails", 10, 2500))
+    with counting(store.client) as calls:
+        assert sales.count_once(counted, history("o-1")) == (True, True)
+    # The transaction (history entry, 2 ADDs, the old marker's and the ARCHIVED marker's checks), the counters'
+    # read (not the rank entries: their puts are conditional), a put per rank entry.
+    assert calls.operations == ["TransactWriteItems", "BatchGetItem", "PutItem", "PutItem"]
+    assert entities(store, "o-1") == ["ORDER_HISTORY"]  # no marker of its own: the entry is the key
+    assert read(store, keys.order_history_key("o-1", 2))["sales_day"] == DAY
+    with counting(store.client) as calls:
+        assert sales.count_once(counted, history("o-1")) == (False, False)  # a replay
+    assert calls.operations == ["TransactWriteItems", "BatchGetItem", "PutItem", "PutItem"]  # the puts refused
+    assert sales.days("hammer", DAY, DAY)[0].model_dump() == {"date": DAY, "units": 2, "revenue_cents": 3000}
+    assert (rank(store, "nails")["units"], rank(store, "nails")["changes"]) == (10, 1)
+    taken_back = change("o-1", ("hammer", -2, -3000), ("nails", -10, -2500), version=3)
+    assert sales.count_once(taken_back, history("o-1", 3, status="CANCELLED")) == (True, True)
+    assert sales.days("hammer", DAY, DAY)[0].units == 0
+    assert keys.GSI1PK not in rank(store, "hammer")
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_version_a_release_before_counted_on_its_marker_is_not_counted_again(store):
+    """Deployed mid-stream: the release before counted the version (its SALES# marker) and died before the
+    history entry. The redelivered record writes the entry alone and counts nothing."""
+    sales = SalesRepository(store.table)
+    counted = change("o-1", ("hammer", 2, 3000))
+    assert sales.apply(counted)  # the release before: marker and ADDs
+    assert sales.count_once(counted, history("o-1")) == (True, False)
+    assert sales.count_once(counted, history("o-1")) == (False, False)
+    assert sales.days("hammer", DAY, DAY)[0].units == 2
+    assert entities(store, "o-1") == ["ORDER_HISTORY", "ORDER_SALES"]
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_history_entry_a_release_before_wrote_counts_the_version_on_its_marker_once(store):
+    """The release before wrote a confirmation's history entry from the INSERT and counted on the MODIFY:
+    deployed in between, the MODIFY meets an entry without `sales_day` and counts as that release did."""
+    sales = SalesRepository(store.table)
+    store.client.put_item(TableName=store.table_name, Item=to_item(history("o-1")))
+    counted = change("o-1", ("hammer", 2, 3000))
+    assert sales.count_once(counted, history("o-1")) == (False, True)
+    assert sales.count_once(counted, history("o-1")) == (False, False)  # its marker refuses the replay
+    assert sales.days("hammer", DAY, DAY)[0].units == 2
+    assert rank(store, "hammer")["units"] == 2
+
+
+@pytest.mark.dynamodb_semantics
+def test_with_the_old_markers_switched_off_the_count_checks_only_the_history_entry_and_the_archive(store, monkeypatch):
+    sent: list[list[str]] = []
+    transact = sales_module.transact_write
+
+    def seen(table, items):
+        sent.append([next(iter(item)) for item in items])
+        return transact(table, items)
+
+    monkeypatch.setattr(sales_module, "transact_write", seen)
+    assert SalesRepository(store.table).count_once(change("o-1", ("hammer", 2, 3000)), history("o-1")) == (True, True)
+    off = SalesRepository(store.table, legacy_markers=False)
+    assert off.count_once(change("o-2", ("hammer", 2, 3000)), history("o-2")) == (True, True)
+    assert sent == [["Put", "Update", "ConditionCheck", "ConditionCheck"], ["Put", "Update", "ConditionCheck"]]
+
+
+def test_concurrent_processors_counting_the_same_version_count_it_once(local_store):
+    """Real threads against DynamoDB Local: 8 processors given the same record at once."""
+    sales = SalesRepository(local_store.table)
+    counted = change("o-1", ("hammer", 2, 3000), ("nails", 1, 100))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        done = list(pool.map(lambda _: sales.count_once(counted, history("o-1")), range(8)))
+    assert sorted(done) == [(False, False)] * 7 + [(True, True)]
+    assert counter(local_store, "hammer")["units"] == 2
+    assert (rank(local_store, "hammer")["units"], rank(local_store, "nails")["units"]) == (2, 1)
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_version_counted_on_its_own_marker_counts_once(store):
+    """apply: the marker's way (a version whose history entry a release before wrote)."""
     sales = SalesRepository(store.table)
     with counting(store.client) as calls:
         assert sales.apply(change("o-1", ("hammer", 2, 3000), ("nails", 10, 2500)))
     assert calls.operations == ["TransactWriteItems", "BatchGetItem", "PutItem", "PutItem"]
-    with counting(store.client) as calls:
-        assert not sales.apply(change("o-1", ("hammer", 2, 3000), ("nails", 10, 2500)))
-    assert calls.operations == ["TransactWriteItems", "BatchGetItem"]  # a replay: refused, the top list is current
+    assert not sales.apply(change("o-1", ("hammer", 2, 3000), ("nails", 10, 2500)))
     assert sales.days("hammer", DAY, DAY)[0].model_dump() == {"date": DAY, "units": 2, "revenue_cents": 3000}
-    assert sales.apply(change("o-1", ("hammer", -2, -3000), ("nails", -10, -2500), version=3))
-    assert sales.days("hammer", DAY, DAY)[0].units == 0
 
 
 def test_concurrent_counts_of_one_product_and_day_are_all_kept(local_store):
@@ -154,3 +249,16 @@ def test_an_order_of_several_flash_sale_products_refreshes_each_rank_from_every_
     for n in range(3):
         assert (rank(store, f"flash-{n}")["units"], rank(store, f"flash-{n}")["changes"]) == (n + 1, 1)
     assert [(t.product_id, t.units) for t in sales.top(DAY, 3)] == [("flash-2", 3), ("flash-1", 2), ("flash-0", 1)]
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_replay_is_told_from_an_older_releases_entry_even_when_the_store_does_not_return_it(store, monkeypatch):
+    """Without the refused Put's old item (ReturnValuesOnConditionCheckFailure unanswered), the entry is read."""
+    from shop.repository.store import TransactionCancelled
+
+    sales = SalesRepository(store.table)
+    counted = change("o-1", ("hammer", 2, 3000))
+    assert sales.count_once(counted, history("o-1")) == (True, True)
+    monkeypatch.setattr(TransactionCancelled, "old_item", lambda self, index: None)
+    assert sales.count_once(counted, history("o-1")) == (False, False)
+    assert sales.days("hammer", DAY, DAY)[0].units == 2

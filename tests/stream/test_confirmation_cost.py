@@ -1,12 +1,13 @@
-"""The confirmation's own MODIFY record costs one read, not three refused writes (plus counting its sales:
-one transaction, one read of the lines' daily counters and top-list entries, a write per entry behind)."""
+"""The confirmation's own MODIFY record reads the customer's order entry instead of refusing two writes, and
+writes the version's history entry with its sales in one transaction (the entry is the count's once-only key),
+then reads the lines' daily counters and puts each top-list entry (issue 26)."""
 
 from __future__ import annotations
 
 import pytest
 
 from local_runtime.events import stream_event as lambda_event
-from shop import wiring
+from shop import clock, wiring
 from shop.models import OrderStatus
 from shop.repository.store import dynamodb_client
 from shop.services.orders import RequestedLine
@@ -18,17 +19,28 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 
 
 @pytest.mark.dynamodb_semantics
-def test_the_confirmations_modify_reads_once_and_writes_nothing(store, invoke):
+def test_the_confirmations_modify_reads_once_and_writes_its_history_with_its_sales(store, invoke):
     orders = wiring.order_service(store.table)
     order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
     stream = StreamReader(store)
-    invoke(lambda_event(stream.read()))  # the INSERT: confirm, index, notification, history
+    invoke(lambda_event(stream.read()))  # the INSERT: confirm, notification, customer index
     confirm_modify = only(stream.read(), entity="ORDER", event_name="MODIFY")
     assert len(confirm_modify) == 1
     with counting(dynamodb_client()) as calls:
         assert invoke(lambda_event(confirm_modify)) == {"batchItemFailures": []}
-    assert calls.operations == ["TransactWriteItems", "BatchGetItem", "PutItem", "GetItem"]
-    assert orders.get(ALICE, order.order_id).status is OrderStatus.CONFIRMED
+    assert calls.operations == [
+        "GetItem",  # the customer's order entry: current, so the notification is there too
+        "TransactWriteItems",  # the history entry and the sales counters, with the archived check
+        "BatchGetItem",  # the counters (not the top-list entries)
+        "PutItem",  # the top-list entry
+    ]
+    assert [h.status for h in orders.get(ALICE, order.order_id).history] == [
+        OrderStatus.PENDING,
+        OrderStatus.CONFIRMED,
+    ]
+    with counting(dynamodb_client()) as replayed:  # a replay: the transaction and the put refused
+        assert invoke(lambda_event(confirm_modify)) == {"batchItemFailures": []}
+    assert replayed.operations == ["GetItem", "TransactWriteItems", "BatchGetItem", "PutItem"]
 
 
 @pytest.mark.dynamodb_semantics
@@ -41,13 +53,12 @@ def test_a_confirmation_by_hand_is_recorded_by_its_modify(store, invoke):
     with counting(dynamodb_client()) as calls:
         invoke(lambda_event(only(stream.read(), entity="ORDER", event_name="MODIFY")))
     assert calls.operations == [
-        "TransactWriteItems",  # its sales
+        "GetItem",  # the customer's order entry is behind
+        "TransactWriteItems",  # notification, customer index: each checks that the order is not archived
+        "TransactWriteItems",
+        "TransactWriteItems",  # the history entry with its sales
         "BatchGetItem",
         "PutItem",
-        "GetItem",  # no history entry yet
-        "TransactWriteItems",  # customer index, notification, history: each checks that the order is not archived
-        "TransactWriteItems",
-        "TransactWriteItems",
     ]
     recorded = orders.get(ALICE, order.order_id)
     assert [h.status for h in recorded.history] == [OrderStatus.PENDING, OrderStatus.CONFIRMED]
@@ -61,7 +72,7 @@ def test_the_inserts_effects_each_carry_the_archived_check_in_their_own_transact
     placed = only(stream.read(), entity="ORDER", event_name="INSERT")
     with counting(dynamodb_client()) as calls:
         assert invoke(lambda_event(placed)) == {"batchItemFailures": []}
-    assert calls.operations == ["UpdateItem"] + ["TransactWriteItems"] * 3  # confirm; index, note, history
+    assert calls.operations == ["UpdateItem"] + ["TransactWriteItems"] * 2  # confirm; notification, index
 
 
 def test_a_status_change_writes_each_effect_once_with_its_archived_check(store, invoke):
@@ -83,3 +94,25 @@ def test_a_status_change_writes_each_effect_once_with_its_archived_check(store, 
         OrderStatus.CONFIRMED,
         OrderStatus.SHIPPED,
     ]
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_confirmation_replayed_after_a_later_change_still_tells_the_customer(store, invoke):
+    """The confirmation's MODIFY arrives last (replayed from the failure bucket after the order moved on): the
+    customer's entry shows a later version, which says nothing about this version's notification."""
+    orders = wiring.order_service(store.table)
+    order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
+    stream = StreamReader(store)
+    stream.read()  # the INSERT never reaches the processor
+    orders.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    confirmed = only(stream.read(), entity="ORDER", event_name="MODIFY")
+    orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    assert invoke(lambda_event(only(stream.read(), entity="ORDER", event_name="MODIFY"))) == {"batchItemFailures": []}
+    assert invoke(lambda_event(confirmed)) == {"batchItemFailures": []}  # the confirmation, late
+    notes = wiring.customer_service(store.table).notifications(ADMIN, "alice", limit=10, next_token=None).items
+    assert sorted(note.type for note in notes) == ["ORDER_CONFIRMED", "ORDER_STATUS_CHANGED"]
+    recorded = orders.get(ALICE, order.order_id)
+    assert [h.status for h in recorded.history] == [OrderStatus.PENDING, OrderStatus.CONFIRMED, OrderStatus.SHIPPED]
+    today = clock.iso_now()[:10]
+    [day] = wiring.sales_service(store.table).product_sales(ADMIN, order.lines[0].product_id, today, today).days
+    assert day.units == 1  # counted once, by the late confirmation

@@ -4,6 +4,8 @@ retried all leave the same totals and the same top-seller list."""
 
 from __future__ import annotations
 
+import copy
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -12,7 +14,9 @@ from local_runtime.events import stream_event as lambda_event
 from shop import clock, keys, wiring
 from shop.limits import SALES_TOP_SHARDS
 from shop.models import OrderStatus
+from shop.models.sales import SalesChange, SalesLine
 from shop.repository.sales import SalesRepository, forget_instance_memo
+from shop.repository.store import dynamodb_client, to_item
 from shop.services.orders import RequestedLine
 from tests.stream.conftest import dump
 from tests.support.calls import counting
@@ -55,8 +59,16 @@ def totals(store: Any) -> dict[tuple[str, str], tuple[int, int, str | None]]:
 
 
 def wipe_sales(store: Any) -> None:
+    """The sales items and the history entries (their once-only keys): the records count again."""
     for item in dump(store):
-        if item.get("entity") in ("SALES_DAY", "SALES_RANK", "ORDER_SALES", "SALES_DAY_SHARD", "SALES_SHARDED"):
+        if item.get("entity") in (
+            "SALES_DAY",
+            "SALES_RANK",
+            "ORDER_SALES",
+            "SALES_DAY_SHARD",
+            "SALES_SHARDED",
+            "ORDER_HISTORY",
+        ):
             store.client.delete_item(TableName=store.table_name, Key={"PK": {"S": item["PK"]}, "SK": {"S": item["SK"]}})
 
 
@@ -102,8 +114,10 @@ def test_sales_are_counted_once_per_order_version(store, history):
     assert totals(store) == expected(history)
     top = SalesRepository(store.table).top(history["day"], 10)
     assert [(t.product_id, t.units, t.revenue_cents) for t in top] == [(history["b"], 3, 750), (history["a"], 2, 2000)]
-    counted = [i for i in dump(store) if i.get("entity") == "ORDER_SALES"]
+    # The versions that counted carry their sales day on their history entry, the count's once-only key.
+    counted = [i for i in dump(store) if i.get("entity") == "ORDER_HISTORY" and "sales_day" in i]
     assert len(counted) == 5  # o1, o2 and o3 confirmed; o2 cancelled; o3 returned (o4 never confirmed)
+    assert not [i for i in dump(store) if i.get("entity") == "ORDER_SALES"]  # no marker of their own
 
 
 @pytest.mark.dynamodb_semantics
@@ -125,20 +139,22 @@ def test_a_processor_dying_half_way_and_retried_gives_the_same_totals(store, his
     wipe_sales(store)
     records = history["records"]
     counted = {"n": 0}
-    apply = SalesRepository.apply
+    apply = SalesRepository.count_once
 
-    def dies_after_the_second_count(self: SalesRepository, change: Any) -> bool:
-        done = apply(self, change)
+    def dies_after_the_second_count(self: SalesRepository, change: Any, history: Any) -> tuple[bool, bool]:
+        done = apply(self, change, history)
         counted["n"] += 1
         if counted["n"] == 2:
             raise Crash("the invocation died after its second count")
         return done
 
-    monkeypatch.setattr(SalesRepository, "apply", dies_after_the_second_count)
+    monkeypatch.setattr(SalesRepository, "count_once", dies_after_the_second_count)
     with pytest.raises(Crash):
         invoke(lambda_event(records))
-    assert not [i for i in dump(store) if i.get("entity") == "SALES_DAY"] or totals(store) != expected(history)
-    monkeypatch.setattr(SalesRepository, "apply", apply)
+    units = {(i["product_id"], i["day"]): i["units"] for i in dump(store) if i.get("entity") == "SALES_DAY"}
+    assert units != {key: value[0] for key, value in expected(history).items()}  # counted half way
+    assert not [i for i in dump(store) if i.get("entity") == "SALES_RANK"]  # the top list waits for the batch's end
+    monkeypatch.setattr(SalesRepository, "count_once", apply)
     assert invoke(lambda_event(records)) == {"batchItemFailures": []}  # Lambda delivers the batch again
     assert totals(store) == expected(history)
     assert invoke(lambda_event(records[::-1] + records)) == {"batchItemFailures": []}
@@ -152,20 +168,20 @@ def test_a_count_failing_is_retried_alone_and_counts_once(store, history, invoke
 
     wipe_sales(store)
     records = history["records"]
-    apply = SalesRepository.apply
+    apply = SalesRepository.count_once
     failed_once: set[tuple[str, int]] = set()
 
-    def throttled_once(self: SalesRepository, change: Any) -> bool:
-        done = apply(self, change)  # committed, then the answer is lost
+    def throttled_once(self: SalesRepository, change: Any, history: Any) -> tuple[bool, bool]:
+        done = apply(self, change, history)  # committed, then the answer is lost
         if (change.order_id, change.version) not in failed_once:
             failed_once.add((change.order_id, change.version))
             raise errors.ServiceUnavailable("lost answer")
         return done
 
-    monkeypatch.setattr(SalesRepository, "apply", throttled_once)
+    monkeypatch.setattr(SalesRepository, "count_once", throttled_once)
     response = invoke(lambda_event(records))
     assert response["batchItemFailures"]
-    monkeypatch.setattr(SalesRepository, "apply", apply)
+    monkeypatch.setattr(SalesRepository, "count_once", apply)
     assert invoke(lambda_event(records)) == {"batchItemFailures": []}
     assert totals(store) == expected(history)
 
@@ -236,3 +252,116 @@ def test_a_flash_sale_products_counts_are_exactly_once_replayed_reversed_and_red
     assert invoke(lambda_event(list(reversed(records)))) == {"batchItemFailures": []}
     assert invoke(lambda_event(records)) == {"batchItemFailures": []}
     assert sales_of(store, f, day) == [(day, 4, 1600)]
+
+
+def poisoned(record: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an order record whose new image the processor cannot read, under its own sequence number."""
+    bad = copy.deepcopy(record)
+    bad["eventID"] = "poison"
+    bad["dynamodb"]["SequenceNumber"] = record["dynamodb"]["SequenceNumber"] + "5"
+    bad["dynamodb"]["NewImage"]["status"] = {"S": "NOT_A_STATUS"}
+    return bad
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_poisoned_record_fails_alone_and_the_batch_around_it_counts_once(store, history, invoke):
+    wipe_sales(store)
+    records = history["records"]
+    modify = next(r for r in records if r["eventName"] == "MODIFY")
+    middle = len(records) // 2
+    batch = [*records[:middle], poisoned(modify), *records[middle:]]
+    for _ in range(3):  # Lambda retries the batch from the poisoned record: its records again, and again
+        response = invoke(lambda_event(batch))
+        assert response == {"batchItemFailures": [{"itemIdentifier": batch[middle]["dynamodb"]["SequenceNumber"]}]}
+        assert totals(store) == expected(history)
+        batch = batch[middle:]
+        middle = 0
+
+
+@pytest.mark.dynamodb_semantics
+def test_two_processors_given_the_same_batch_at_once_count_it_once(store, history, invoke):
+    """Two invocations on real threads with the same records (a retry racing a slow first attempt)."""
+    wipe_sales(store)
+    records = history["records"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        answers = list(pool.map(lambda batch: invoke(lambda_event(batch)), [records, list(reversed(records))]))
+    assert answers == [{"batchItemFailures": []}] * 2
+    assert totals(store) == expected(history)
+    assert len([i for i in dump(store) if i.get("entity") == "ORDER_HISTORY" and "sales_day" in i]) == 5
+
+
+@pytest.mark.dynamodb_semantics
+def test_records_a_release_with_sales_markers_handled_are_not_counted_again(store, invoke):
+    """Deployed mid-stream. The release before counted on a marker per version and wrote a confirmation's
+    history entry from the INSERT: o1 it counted and died before the history entry; o2's INSERT it handled
+    (history entry, no count yet). This release's MODIFYs count o2 once and o1 not again."""
+    a = product(store.table, name="A", price_cents=1000, stock=50)
+    orders = wiring.order_service(store.table)
+    reader = StreamReader(store)
+    o1 = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(a, 2)]).order_id
+    o2 = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(a, 3)]).order_id
+    assert invoke(lambda_event(reader.read())) == {"batchItemFailures": []}  # confirmed
+    modifies = only(reader.read(), entity="ORDER", event_name="MODIFY")
+    day = clock.iso_now()[:10]
+    before = SalesRepository(store.table)
+    o1_change = SalesChange(o1, 2, day, (SalesLine(a, 2, 2000),))
+    assert before.apply(o1_change)  # the release before: o1 counted on its marker, then it died
+    o2_history = {**keys.order_history_key(o2, 2), "entity": "ORDER_HISTORY", "status": "CONFIRMED", "version": 2}
+    store.client.put_item(TableName=store.table_name, Item=to_item({**o2_history, "at": f"{day}T00:00:00Z"}))
+    for _ in range(2):  # delivered, then redelivered
+        assert invoke(lambda_event(modifies)) == {"batchItemFailures": []}
+        assert [(d.units, d.revenue_cents) for d in SalesRepository(store.table).days(a, day, day)] == [(5, 5000)]
+    assert {i["SK"] for i in dump(store) if i["PK"] == keys.order_pk(o1) and i.get("entity") == "ORDER_HISTORY"}
+
+
+def four_orders_of_two_products(store: Any, invoke: Any) -> tuple[str, str, list[dict[str, Any]]]:
+    """Four orders of A x1 and B x2, confirmed; their confirmations' MODIFYs (not delivered yet)."""
+    a = product(store.table, name="A", price_cents=1000, stock=50)
+    b = product(store.table, name="B", price_cents=250, stock=50)
+    orders = wiring.order_service(store.table)
+    reader = StreamReader(store)
+    for _ in range(4):
+        orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(a, 1), RequestedLine(b, 2)])
+    assert invoke(lambda_event(reader.read())) == {"batchItemFailures": []}
+    return a, b, only(reader.read(), entity="ORDER", event_name="MODIFY")
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_batch_refreshes_each_products_top_list_entry_once(store, invoke):
+    a, b, modifies = four_orders_of_two_products(store, invoke)
+    assert len(modifies) == 4
+    with counting(dynamodb_client()) as calls:
+        assert invoke(lambda_event(modifies)) == {"batchItemFailures": []}
+    # 4 counts (each its transaction), then one read of the 2 counters and a put per product: not 4 and 8.
+    assert (calls.count("TransactWriteItems"), calls.count("BatchGetItem"), calls.count("PutItem")) == (4, 1, 2)
+    day = clock.iso_now()[:10]
+    top = SalesRepository(store.table).top(day, 10)
+    assert [(t.product_id, t.units, t.revenue_cents) for t in top] == [(b, 8, 2000), (a, 4, 4000)]
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_failed_top_list_refresh_fails_the_batchs_counting_records_and_their_redelivery_settles_it(
+    store, invoke, monkeypatch
+):
+    from shop import errors
+
+    a, b, modifies = four_orders_of_two_products(store, invoke)
+    refresh = SalesRepository._refresh_ranks
+
+    def throttled(self: SalesRepository, product_ids: list[str], day: str) -> None:
+        raise errors.ServiceUnavailable("the top list's shard is throttled")
+
+    monkeypatch.setattr(SalesRepository, "_refresh_ranks", throttled)
+    response = invoke(lambda_event(modifies))
+    failed = sorted(f["itemIdentifier"] for f in response["batchItemFailures"])
+    assert failed == sorted(r["dynamodb"]["SequenceNumber"] for r in modifies)  # every counting record
+    day = clock.iso_now()[:10]
+    assert [(d.units, d.revenue_cents) for d in SalesRepository(store.table).days(a, day, day)] == [(4, 4000)]
+    assert SalesRepository(store.table).top(day, 10) == []  # counted once; the list not refreshed
+    monkeypatch.setattr(SalesRepository, "_refresh_ranks", refresh)
+    for _ in range(2):  # Lambda redelivers from the first failed record; then once more
+        assert invoke(lambda_event(modifies)) == {"batchItemFailures": []}
+        assert totals(store) == {
+            (a, day): (4, 4000, keys.sales_top_gsi(day, a, 4, SALES_TOP_SHARDS)[keys.GSI1SK]),
+            (b, day): (8, 2000, keys.sales_top_gsi(day, b, 8, SALES_TOP_SHARDS)[keys.GSI1SK]),
+        }

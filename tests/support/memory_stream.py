@@ -34,6 +34,7 @@ from typing import Any
 from shop import clock, errors, keys
 from shop.models import Notification, Order, OrderStatus, OrderSummary, Product, Shipment, StatusEntry
 from shop.models.orders import NO_DETAILS
+from shop.models.sales import Recorded, SalesChange
 from shop.models.stream_images import CustomerCartImage, MoveImage, OrderImage, ProductImage, SessionImage
 from shop.repository.order_effects import notification_id
 from shop.repository.store import to_item
@@ -42,7 +43,6 @@ from shop.services.archival import ArchivalService
 from shop.services.category_moves import CategoryMoves
 from shop.services.order_events import OrderEventsService
 from shop.services.product_events import ProductEventsService
-from shop.services.sales import SalesService
 from tests.support.memory_store import MemoryOrders, MemoryStore
 
 MOVE = "category-move"  # the memory stream's id of the one move item
@@ -213,21 +213,31 @@ class MemoryOrderEffects:
         self.state.confirmed_at[order_id] = confirmed_at
         return True
 
-    def history_recorded(self, change: OrderSummary) -> bool:
-        return (change.order_id, change.version) in self.state.history
+    def begin_batch(self) -> None:
+        """The memory store's top list is computed when read: nothing waits for a batch's end."""
+
+    def settle_batch(self) -> None:
+        """Nothing waits (begin_batch)."""
+
+    def customer_index_current(self, change: OrderSummary) -> bool:
+        return self.state.indexed.get(change.order_id, 0) == change.version
 
     def _open(self, order_id: str) -> None:
         """As the table's effect writes check the order's ARCHIVED marker in the same transaction."""
         if order_id in self.store.state.archived:
             raise errors.OrderEffectsClosed(order_id)
 
-    def append_history(self, change: OrderSummary, entry: StatusEntry | None = None) -> bool:
+    def append_history(
+        self, change: OrderSummary, entry: StatusEntry | None = None, sales: SalesChange | None = None
+    ) -> Recorded:
+        """As the table's: the entry once, and with `sales` the version's sales counted with it (the entry is
+        their once-only key)."""
         self._open(change.order_id)
         marker = (change.order_id, change.version)
         if marker in self.state.history:
-            return False
+            return Recorded(False, False)
         self.state.history.add(marker)
-        return True
+        return Recorded(True, sales is not None and self.store.sales.apply(sales))
 
     def notify(
         self, change: OrderSummary, *, kind: str, message: str, shipment: Shipment | None = None
@@ -298,7 +308,6 @@ def order_events_service(
     step only on a store with `streamed_moves` (others apply a move at once and write no move item)."""
     return OrderEventsService(
         MemoryOrderEffects(store, stream.state),
-        SalesService(store.sales),
         products=lambda: ProductEventsService(store.alerts),
         moves=lambda: CategoryMoves(store.categories, store.products),
         archival=lambda: ArchivalService(MemoryArchival(store), MemoryArchival(store), now=now),

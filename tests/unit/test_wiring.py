@@ -41,7 +41,7 @@ def test_every_store_of_a_service_is_a_repository_on_the_table_given(table):
 def test_the_stream_processor_builds_the_rules_of_rarer_records_on_first_use(table):
     processor = wiring.order_events_service(table)
     assert processor.effects.table is table  # type: ignore[attr-defined]
-    assert processor.sales.sales.table is table  # type: ignore[attr-defined]
+    assert processor.effects.sales.table is table  # type: ignore[attr-defined]
     assert processor.products.alerts.table is table  # type: ignore[attr-defined]
     assert processor.moves.categories.table is table  # type: ignore[attr-defined]
     assert processor.archival.remains.table is table  # type: ignore[attr-defined]

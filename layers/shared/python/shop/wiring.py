@@ -212,12 +212,12 @@ def order_events_service(
     if table is None and _injected is not None:
         return _injected.order_events_service()
     from shop.repository.order_effects import OrderEffectsRepository
+    from shop.repository.sales import SalesRepository
     from shop.services.order_events import OrderEventsService
 
     table = _table(table)
     return OrderEventsService(
-        OrderEffectsRepository(table, shards),
-        sales_service(table),
+        OrderEffectsRepository(table, shards, sales=SalesRepository(table)),
         products=lambda: product_events_service(table),
         moves=lambda: category_moves(table),
         archival=lambda: archival_service(table, now=now),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from shop.models.common import Day, Model
 
@@ -23,6 +24,13 @@ class SalesChange:
     version: int
     day: str  # YYYY-MM-DD (UTC): the order's confirmation day
     lines: tuple[SalesLine, ...]
+
+
+class Recorded(NamedTuple):
+    """What writing an order version's history entry did: the entry is new; the version's sales were counted."""
+
+    history_written: bool
+    sales_counted: bool
 
 
 class DaySales(Model):

@@ -8,10 +8,11 @@ orders").
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shop import errors, keys
 from shop.models import Notification, OrderStatus, OrderSummary, Shipment, StatusEntry
+from shop.models.sales import Recorded, SalesChange
 from shop.repository.orders import OrderRepository
 from shop.repository.store import (
     ConditionFailed,
@@ -23,6 +24,9 @@ from shop.repository.store import (
     translated_errors,
     values,
 )
+
+if TYPE_CHECKING:
+    from shop.repository.sales import SalesRepository
 
 
 def notification_id(order_id: str, version: int) -> str:
@@ -55,10 +59,33 @@ def write_unless_archived(table: Table, order_id: str, write: dict[str, Any]) ->
     return True
 
 
+def history_item(change: OrderSummary, entry: StatusEntry | None = None) -> dict[str, Any]:
+    """The version's history entry; `entry` adds the change's carrier, tracking number, reason."""
+    details = entry.model_dump(include={"carrier", "tracking_number", "reason"}, exclude_none=True) if entry else {}
+    return {
+        **keys.order_history_key(change.order_id, change.version),
+        "entity": "ORDER_HISTORY",
+        "status": change.status.value,
+        "version": change.version,
+        "at": change.updated_at,
+        **details,
+    }
+
+
 class OrderEffectsRepository:
-    def __init__(self, table: Table, shards: int | None = None) -> None:
+    def __init__(self, table: Table, shards: int | None = None, sales: SalesRepository | None = None) -> None:
         self.table = table
         self.orders = OrderRepository(table, shards)
+        self._sales = sales
+
+    @property
+    def sales(self) -> SalesRepository:
+        """The sales counters a counting version's history entry is written with (shop.repository.sales)."""
+        if self._sales is None:
+            from shop.repository.sales import SalesRepository
+
+            self._sales = SalesRepository(self.table)
+        return self._sales
 
     def confirm(self, order_id: str, *, version: int, confirmed_at: str, created_at: str) -> bool:
         """PENDING at `version` -> CONFIRMED at version + 1. False when that already happened or cannot."""
@@ -95,31 +122,37 @@ class OrderEffectsRepository:
         }
         return write_unless_archived(self.table, order_id, put)
 
-    def history_recorded(self, change: OrderSummary) -> bool:
-        """Whether this version's history entry exists (an eventually consistent read is enough:
-        a stale miss only costs writes that their conditions then refuse)."""
+    def begin_batch(self) -> None:
+        """A stream batch starts: the sales counts leave their top-list refresh to settle_batch."""
+        self.sales.begin_batch()
+
+    def settle_batch(self) -> None:
+        """The batch's deferred top-list refreshes (shop.repository.sales); raises when one failed."""
+        self.sales.settle_batch()
+
+    def customer_index_current(self, change: OrderSummary) -> bool:
+        """Whether the customer's order entry shows exactly this version (an eventually consistent read is
+        enough: a stale miss only costs writes that their conditions then refuse). The entry is written after
+        the notification, so showing this version means both are done; a later version (this record replayed
+        out of order) says nothing about this version's notification, so it is not current."""
         with translated_errors():
             response = self.table.client.get_item(
                 TableName=self.table.name,
-                Key=to_item(keys.order_history_key(change.order_id, change.version)),
-                ProjectionExpression="PK",
+                Key=to_item(keys.customer_order_key(change.customer_id, change.order_id)),
+                ProjectionExpression="version",
             )
-        return "Item" in response
+        item = response.get("Item")
+        return item is not None and int(item["version"]["N"]) == change.version
 
-    def append_history(self, change: OrderSummary, entry: StatusEntry | None = None) -> bool:
-        """The version's history entry, once; `entry` adds the change's carrier, tracking number, reason."""
-        details = entry.model_dump(include={"carrier", "tracking_number", "reason"}, exclude_none=True) if entry else {}
-        return self._put_once(
-            change.order_id,
-            {
-                **keys.order_history_key(change.order_id, change.version),
-                "entity": "ORDER_HISTORY",
-                "status": change.status.value,
-                "version": change.version,
-                "at": change.updated_at,
-                **details,
-            },
-        )
+    def append_history(
+        self, change: OrderSummary, entry: StatusEntry | None = None, sales: SalesChange | None = None
+    ) -> Recorded:
+        """The version's history entry, once; with `sales`, the version's sales counted in the same transaction
+        (the entry is the count's once-only key, shop.repository.sales)."""
+        if sales is not None:
+            written, counted = self.sales.count_once(sales, history_item(change, entry))
+            return Recorded(written, counted)
+        return Recorded(self._put_once(change.order_id, history_item(change, entry)), False)
 
     def notify(
         self, change: OrderSummary, *, kind: str, message: str, shipment: Shipment | None = None

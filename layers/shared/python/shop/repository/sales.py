@@ -1,17 +1,25 @@
 """Per-product daily sales: counters written exactly once per order version, the reports admins read.
 
-Counting one order version:
+Counting one order version (the stream processor, on the record that moved the order):
 
-1. One TransactWriteItems: the version's marker (`ORDER#<id>` / `SALES#<version>`, attribute_not_exists)
-   and, per line, `ADD units, revenue_cents, changes` on the (product, day) counter (`SALES#<product>` /
-   `DAY#<day>`). The marker makes the count exactly once however often a record is replayed; ADD never
+1. One TransactWriteItems: the version's history entry (`ORDER#<id>` / `HISTORY#<version>`,
+   attribute_not_exists, carrying `sales_day`) and, per line, `ADD units, revenue_cents, changes` on the
+   (product, day) counter (`SALES#<product>` / `DAY#<day>`). The history entry is written once per version
+   anyway, so it is the count's once-only key: a replay fails its condition and changes nothing; ADD never
    loses a concurrent count of the same counter (other orders, other stream shards). A ConditionCheck that
-   the order's ARCHIVED marker is absent closes the count once archival has deleted the version markers.
-2. The day's top list follows: one consistent BatchGetItem of the lines' counters and rank entries, then
-   per counter whose rank entry is behind, one PutItem of the rank entry (`SALES#<product>` / `TOP#<day>`,
-   in GSI1 under the padded units) conditional on being older (`changes` smaller): a late or repeated
-   refresh never puts an entry back. Step 2 runs on replays too, so a processor that died between the two
-   steps catches up when the record is delivered again.
+   the order's ARCHIVED marker is absent closes the count once archival has deleted the history entries.
+   Until `SALES_LEGACY_MARKERS=off` (shop.config), a ConditionCheck that the version's sales marker of the
+   releases before (`ORDER#<id>` / `SALES#<version>`) is absent too: a version those releases counted
+   (and died before writing its history entry) is not counted again; its history entry is then written alone.
+   A history entry there without `sales_day` was written by those releases, which counted on the marker:
+   the version is counted as they did (`apply`: the marker and the ADDs in one transaction).
+2. The day's top list follows (in a stream batch, once per (product, day) at its end: begin_batch,
+   settle_batch): one consistent BatchGetItem of the lines' counters, then per counter one
+   PutItem of the rank entry (`SALES#<product>` / `TOP#<day>`, in GSI1 under the padded units) conditional
+   on being older (`changes` smaller): a late or repeated refresh never puts an entry back, so the rank
+   entries are not read first (a refused put costs 1 WRU, on replays only; reading them cost 1 RRU each on
+   every count). Step 2 runs on replays too, so a processor that died between the two steps catches up
+   when the record is delivered again. A transaction returns no values, so the new totals are read.
 
 The rank entry is a separate item so the counter's ADDs write no index entries; only a rank refresh
 moves the product in GSI1 (delete + put). A product at 0 units or below has a rank entry outside GSI1.
@@ -32,11 +40,11 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
-from shop import errors, keys
+from shop import config, errors, keys
 from shop.keys import Key
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_STOCK_SHARDS, SALES_TOP_SHARDS
 from shop.models.sales import DaySales, SalesChange, SalesLine, TopSeller
-from shop.repository.order_effects import not_archived
+from shop.repository.order_effects import not_archived, write_unless_archived
 from shop.repository.store import (
     ConditionFailed,
     Table,
@@ -93,25 +101,108 @@ def merged_lines(lines: tuple[SalesLine, ...]) -> dict[str, SalesLine]:
 
 
 class SalesRepository:
-    def __init__(self, table: Table, shards: int = SALES_TOP_SHARDS) -> None:
+    def __init__(self, table: Table, shards: int = SALES_TOP_SHARDS, *, legacy_markers: bool | None = None) -> None:
         self.table = table
         self.shards = shards
+        # Check the sales markers of the releases before issue 26 (shop.config.sales_legacy_markers).
+        self.legacy_markers = config.sales_legacy_markers() if legacy_markers is None else legacy_markers
+        # A stream batch in progress (begin_batch): (day -> products) whose rank entries settle_batch refreshes.
+        self._deferred: dict[str, set[str]] | None = None
         # Per instance (the module outlives an invocation's repository), per table:
         self._marked = _MARKED.setdefault(table.name, set())  # (product, day, shard) the day's marker names
         self._refreshed = _REFRESHED.setdefault(table.name, {})  # (product, day) -> its rank's last refresh
 
     # -- counting (the stream processor) ----------------------------------------------------------
 
+    def count_once(self, change: SalesChange, history: dict[str, Any]) -> tuple[bool, bool]:
+        """The version's history entry (`history`, a whole item) and its sales in one transaction, then the
+        top list. (history written, sales counted): (False, False) on a replay; OrderEffectsClosed when the
+        order is archived. A history entry of the releases before (no `sales_day`) counts as they did."""
+        lines = merged_lines(change.lines)
+        for line in lines.values():
+            if line.shard is not None:
+                self._mark_sharded(line.product_id, change.day, line.shard)
+        once = {
+            "Put": {
+                "TableName": self.table.name,
+                "Item": to_item({**history, "sales_day": change.day}),
+                "ConditionExpression": "attribute_not_exists(PK)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+        items = [once] + [self._counter_add(line, change.day) for line in lines.values()]
+        if self.legacy_markers:
+            items.append(self._no_legacy_marker(change))
+        items.append(not_archived(self.table, change.order_id))
+        written = counted = False
+        try:
+            transact_write(self.table, items)
+            written = counted = True
+        except TransactionCancelled as cancelled:
+            if cancelled.failed_condition(len(items) - 1):
+                raise errors.OrderEffectsClosed(change.order_id) from cancelled
+            if cancelled.failed_condition(0):
+                before = cancelled.old_item(0)
+                if before is None:  # a store that does not return it: read it (replays only)
+                    before = self._item(history)
+                if "sales_day" not in before:  # written by a release that counted on its marker
+                    counted = self._count(change, lines)
+            elif self.legacy_markers and cancelled.failed_condition(len(items) - 2):
+                # Counted by a release before, which died before the history entry: the entry alone.
+                written = write_unless_archived(self.table, change.order_id, {"Put": {**once["Put"]}})
+            else:
+                raise cancelled.unexplained() from cancelled
+        self._refresh_due(change, lines)
+        return written, counted
+
+    def _item(self, key: dict[str, Any]) -> dict[str, Any]:
+        """The item at `key`'s PK and SK, read consistently; {} when there is none."""
+        with translated_errors():
+            response = self.table.client.get_item(
+                TableName=self.table.name,
+                Key=to_item({keys.PK: key[keys.PK], keys.SK: key[keys.SK]}),
+                ConsistentRead=True,
+            )
+        return from_item(response["Item"]) if "Item" in response else {}
+
+    def _no_legacy_marker(self, change: SalesChange) -> dict[str, Any]:
+        return {
+            "ConditionCheck": {
+                "TableName": self.table.name,
+                "Key": to_item(keys.order_sales_marker_key(change.order_id, change.version)),
+                "ConditionExpression": "attribute_not_exists(PK)",
+            }
+        }
+
     def apply(self, change: SalesChange) -> bool:
+        """Count `change` under its own sales marker (`ORDER#<id>` / `SALES#<version>`), as the releases before
+        issue 26 did: for a version whose history entry such a release wrote. False on a replay."""
         lines = merged_lines(change.lines)
         for line in lines.values():
             if line.shard is not None:
                 self._mark_sharded(line.product_id, change.day, line.shard)
         counted = self._count(change, lines)
-        due = [pid for pid, line in lines.items() if line.shard is None or self._refresh_due(pid, change.day)]
-        if due:
-            self._refresh_ranks(due, change.day)
+        self._refresh_due(change, lines)
         return counted
+
+    def _refresh_due(self, change: SalesChange, lines: dict[str, SalesLine]) -> None:
+        due = [pid for pid, line in lines.items() if line.shard is None or self._rank_due(pid, change.day)]
+        if due and self._deferred is not None:
+            self._deferred.setdefault(change.day, set()).update(due)
+        elif due:
+            self._refresh_ranks(due, change.day)
+
+    def begin_batch(self) -> None:
+        """From now on a count leaves its top-list refresh to settle_batch: once per (product, day) a batch."""
+        self._deferred = {}
+
+    def settle_batch(self) -> None:
+        """Refresh the rank entries of every (product, day) the batch counted (one read of their counters per
+        100 keys, a put per product), then count one by one again. Raises when a refresh failed: the caller
+        fails the batch's counting records, whose redelivery refreshes again."""
+        deferred, self._deferred = self._deferred or {}, None
+        for day, product_ids in sorted(deferred.items()):
+            self._refresh_ranks(sorted(product_ids), day)
 
     def _mark_sharded(self, product_id: str, day: str, shard: int) -> None:
         """The day's marker names the shard (a set ADD: a retry or another instance's is harmless)."""
@@ -127,7 +218,7 @@ class SalesRepository:
             )
         self._marked.add((product_id, day, shard))
 
-    def _refresh_due(self, product_id: str, day: str) -> bool:
+    def _rank_due(self, product_id: str, day: str) -> bool:
         now = time.monotonic()
         last = self._refreshed.get((product_id, day))
         if last is not None and now - last < RANK_REFRESH_SECONDS:
@@ -190,9 +281,10 @@ class SalesRepository:
         }
 
     def _refresh_ranks(self, product_ids: list[str], day: str) -> None:
-        """Bring each product's rank entry of the day up to its counters (one read, a write per entry behind):
-        the base counter, and every counter shard of a product counted on shards in this instance."""
-        wanted = [keys.sales_rank_key(pid, day) for pid in product_ids]
+        """Bring each product's rank entry of the day up to its counters (one read of the counters, a put per
+        product that its condition refuses when the entry is current): the base counter, and every counter
+        shard of a product counted on shards in this instance."""
+        wanted: list[Key] = []
         counters: dict[str, list[Key]] = {}
         for pid in product_ids:
             counters[pid] = [keys.sales_day_key(pid, day)]
@@ -202,12 +294,10 @@ class SalesRepository:
         found = batch_get(self.table, wanted)
         for pid in product_ids:
             parts = [found[k] for k in (_pair(key) for key in counters[pid]) if k in found]
-            rank = found.get(_pair(keys.sales_rank_key(pid, day)))
-            if not parts:
-                continue
-            total = {f: sum(int(p[f]) for p in parts) for f in ("units", "revenue_cents", "changes")}
-            if rank is None or int(rank["changes"]) < total["changes"]:
-                self._put_rank(pid, day, total)
+            if parts:
+                self._put_rank(
+                    pid, day, {f: sum(int(p[f]) for p in parts) for f in ("units", "revenue_cents", "changes")}
+                )
 
     def _put_rank(self, product_id: str, day: str, counter: dict[str, int]) -> None:
         units = int(counter["units"])

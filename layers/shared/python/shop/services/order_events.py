@@ -29,6 +29,7 @@ from shop.models.events import (
 )
 from shop.models.orders import StatusEntry
 from shop.models.pricing import subtotal
+from shop.services.sales import sales_change
 from shop.services.stream_outcome import SKIPPED, Action, Outcome
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from shop.services.category_moves import CategoryMoves
     from shop.services.ports import OrderEffects, StreamChange
     from shop.services.product_events import ProductEventsService
-    from shop.services.sales import SalesService
 
 __all__ = ["Action", "OrderEventsService", "Outcome"]
 
@@ -165,7 +165,6 @@ class OrderEventsService:
     def __init__(
         self,
         effects: OrderEffects,
-        sales: SalesService,
         *,
         products: Callable[[], ProductEventsService],
         moves: Callable[[], CategoryMoves],
@@ -174,8 +173,9 @@ class OrderEventsService:
     ) -> None:
         """`products`, `moves` and `archival` build the rules of rarer records (shop.wiring's factories)."""
         self.effects = effects
-        self.sales = sales
         self.now = now
+        self.counting_records: set[str] = set()  # a batch's records that counted sales (begin_batch)
+        self._batching = False
         self._build_products, self._build_moves, self._build_archival = products, moves, archival
 
     # The rules of rarer records load on their first record: a cold start confirming an order does not import them.
@@ -190,6 +190,18 @@ class OrderEventsService:
     @functools.cached_property
     def archival(self) -> ArchivalService:
         return self._build_archival()
+
+    # A stream batch (shop.stream_batch): the top list is refreshed once per (product, day) at its end.
+    def begin_batch(self) -> None:
+        self.counting_records.clear()
+        self._batching = True
+        self.effects.begin_batch()
+
+    def settle_batch(self) -> None:
+        """The batch's top-list refreshes; when this raises, the records in `counting_records` must fail
+        (redelivered, their counts are refused and their refresh runs again)."""
+        self._batching = False
+        self.effects.settle_batch()
 
     def handle(self, record: StreamChange) -> Outcome:
         entity = record.entity
@@ -217,6 +229,8 @@ class OrderEventsService:
         return SKIPPED
 
     def order_placed(self, record: StreamChange) -> Outcome:
+        """Confirm a PENDING order and tell its customer (notification, then their order entry). The history
+        entry and the sales count are the confirmation's own MODIFY's (one transaction, see order_changed)."""
         if record.new_status != OrderStatus.PENDING.value:
             return SKIPPED
         order = record.new_order()
@@ -229,18 +243,24 @@ class OrderEventsService:
         confirmed = order.model_copy(
             update={"status": OrderStatus.CONFIRMED, "version": order.version + 1, "updated_at": confirmed_at}
         )
-        written = self._record_change(confirmed)
-        return Outcome(Action.CONFIRMED, order.order_id, confirmed.status.value, history_written=written)
+        self._tell_customer(confirmed)
+        return Outcome(Action.CONFIRMED, order.order_id, confirmed.status.value)
 
     def order_changed(self, record: StreamChange) -> Outcome:
         before = record.old_status
         if before == record.new_status:
             return SKIPPED
         order = record.new_order()
-        counted = self.sales.record(order, order.lines, before, order.confirmed_at, order.stock_taken)
-        # The processor's own confirmation already wrote these effects when it confirmed (unless it
-        # died in between, or an admin confirmed by hand): one read saves three refused writes.
-        written = self._record_change(order, unless_recorded=order.status is OrderStatus.CONFIRMED)
+        change = sales_change(order, order.lines, before, order.confirmed_at, order.stock_taken)
+        if change is not None and self._batching:
+            self.counting_records.add(record.sequence_number)
+        # The processor's own confirmation already told the customer when it confirmed (unless it died in
+        # between, or an admin confirmed by hand): one read of their order entry saves two refused writes.
+        told = order.status is OrderStatus.CONFIRMED and self.effects.customer_index_current(order)
+        if not told:
+            self._tell_customer(order)
+        # Last: the history entry, with the version's sales counted in its transaction (its once-only key).
+        recorded = self.effects.append_history(order, history_entry(order), sales=change)
         events = [order_event(order, before)]
         # A paid order's refund is the payment steps' (OrderRefunded, once the provider made it).
         if order.status is OrderStatus.RETURNED and order.payment is None:
@@ -251,8 +271,8 @@ class OrderEventsService:
             Action.STATUS_CHANGED,
             order.order_id,
             order.status.value,
-            history_written=written,
-            sales_counted=counted,
+            history_written=recorded.history_written,
+            sales_counted=recorded.sales_counted,
             events=tuple(events),
         )
 
@@ -278,17 +298,12 @@ class OrderEventsService:
             return SKIPPED
         return Outcome(Action.CART_ABANDONED, events=(customer_cart_abandoned_event(cart),))
 
-    def _record_change(self, order: OrderImage, *, unless_recorded: bool = False) -> bool:
-        """Customer index, notification, then history entry of one order version; True if the history is new.
-
-        The history entry is written last, so its presence means the other two are done as well.
-        """
-        if unless_recorded and self.effects.history_recorded(order):
-            return False
-        self.effects.update_customer_index(order)
+    def _tell_customer(self, order: OrderImage) -> None:
+        """The version's notification, then the customer's order entry: the entry being current means both
+        are done (order_changed reads it)."""
         if order.status is OrderStatus.CONFIRMED:
             self.effects.notify(order, kind=ORDER_CONFIRMED, message=confirmation_message(order))
         else:
             shipment = order.shipment if order.status is OrderStatus.SHIPPED else None
             self.effects.notify(order, kind=ORDER_STATUS_CHANGED, message=status_message(order), shipment=shipment)
-        return self.effects.append_history(order, history_entry(order))
+        self.effects.update_customer_index(order)

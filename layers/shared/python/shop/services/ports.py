@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
     from shop.models.orders import PaymentStatus, Placement, Shipment, StatusDetails, StatusEntry
     from shop.models.payments import PaymentEvent, PaymentIntent, Refund, Settled
     from shop.models.products import CataloguePrice, ProductListing
-    from shop.models.sales import DaySales, SalesChange, TopSeller
+    from shop.models.sales import DaySales, Recorded, SalesChange, TopSeller
     from shop.models.sessions import StoredLine
     from shop.models.stock import StockLayout, StockMove, StockTake
     from shop.models.stream_images import CustomerCartImage, MoveImage, OrderImage, ProductImage, SessionImage
@@ -326,7 +326,8 @@ class SalesStore(Protocol):
     def apply(self, change: SalesChange) -> bool:
         """Add the change's lines to their (product, day) totals and mark the order version counted, all or
         nothing; False (nothing written) when that version was counted before; OrderEffectsClosed (nothing
-        written) when the order is archived."""
+        written) when the order is archived. The stream processor counts through OrderEffects.append_history
+        (the history entry is the key); this marks the version on its own."""
 
     def days(self, product_id: str, first: str, last: str) -> list[DaySales]:
         """The product's days from `first` to `last` (YYYY-MM-DD, both included) that have sales, in order."""
@@ -400,10 +401,20 @@ class OrderEffects(Protocol):
     def confirm(self, order_id: str, *, version: int, confirmed_at: str, created_at: str) -> bool:
         """PENDING at `version` -> CONFIRMED; False when the order moved on first (a replay, a cancel)."""
 
-    def history_recorded(self, change: OrderSummary) -> bool: ...
+    def begin_batch(self) -> None:
+        """A stream batch starts: writes that can wait for its end (the top list's refresh) wait."""
 
-    def append_history(self, change: OrderSummary, entry: StatusEntry | None = None) -> bool:
-        """True when the entry is new."""
+    def settle_batch(self) -> None:
+        """The batch's waiting writes; raises when one failed (the batch's counting records fail with it)."""
+
+    def customer_index_current(self, change: OrderSummary) -> bool:
+        """Whether the customer's order entry shows exactly this version (written after its notification)."""
+
+    def append_history(
+        self, change: OrderSummary, entry: StatusEntry | None = None, sales: SalesChange | None = None
+    ) -> Recorded:
+        """The version's history entry, once; with `sales`, the version's sales counted in the same write, all
+        or nothing (the entry is their once-only key: a replay writes and counts nothing)."""
 
     def notify(
         self, change: OrderSummary, *, kind: str, message: str, shipment: Shipment | None = None

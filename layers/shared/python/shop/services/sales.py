@@ -4,7 +4,8 @@
   day; a cancellation of a confirmed order and a return (RETURNED) take them back. Nothing else counts.
 - The day is the order's confirmation day (UTC), for the sale and for its cancellation or return alike,
   so a day's totals net out: they are the sales confirmed that day that were not taken back since.
-- Each order version counts once (SalesStore.apply is keyed by order and version), whatever the replays.
+- Each order version counts once, whatever the replays: the stream processor writes the version's history
+  entry and its counts in one transaction (OrderEffects.append_history), the entry being the once-only key.
 - A line that took stock from a flash-sale product's stock shards counts on the counter shard of the same
   number (the first, when it took from several), so the counts spread as the stock takes do.
 """
@@ -96,7 +97,8 @@ class SalesService:
         confirmed_at: str | None,
         taken: Mapping[str, Mapping[str, int]] | None = None,
     ) -> bool:
-        """Count this order version's sales once; True when this call counted them."""
+        """Count this order version's sales once under its own marker (SalesStore.apply); True when this call
+        counted them. The stream processor counts with the version's history entry instead (order_events)."""
         change = sales_change(order, lines, previous, confirmed_at, taken)
         return change is not None and self.sales.apply(change)
 
