@@ -42,6 +42,11 @@ def _fingerprint(arch: str, layer: str = "deps") -> str:
     return digest.hexdigest()
 
 
+def trim(site: Path, layer: str = "deps") -> None:
+    """What a layer's site folder keeps: everything but what is never needed at run time (`_strip`)."""
+    _strip(site)
+
+
 def _strip(site: Path) -> None:
     """Drop what Lambda never needs: bytecode caches and bundled test suites."""
     for pattern in ("__pycache__", "tests"):
@@ -91,7 +96,7 @@ def build(arch: str, *, force: bool = False, quiet: bool = True, layer: str = "d
     if quiet:
         command.append("-q")
     subprocess.run(command, check=True)
-    _strip(site)
+    trim(site, layer)
     stamp.write_text(fingerprint + "\n")
     return target
 
