@@ -101,27 +101,42 @@ def _runtime_site() -> pathlib.Path:
     return target
 
 
-def standin() -> tuple[dict[str, pathlib.Path] | None, str]:
-    """({layer: site dir} for deps, payments and the runtime's boto3, or None: the venv then) and what was used."""
+def template_layers() -> dict[str, list[pathlib.Path]]:
+    """Each function's layer assets, as the synthesized templates give them (cdk.out: `make synth`)."""
+    from local_runtime.template import load_app
+
+    return {name: fn.layers for name, fn in load_app().functions.items()}
+
+
+def standin() -> tuple[dict[str, pathlib.Path] | None, dict[str, list[pathlib.Path]], str]:
+    """({layer: site dir} for deps, payments and the runtime's boto3, or None: the venv then), each function's
+    template layers, and what was used."""
     try:
+        layers = template_layers()
+        if not layers:
+            raise RuntimeError("no synthesized template in cdk.out (make synth)")
         sites = {layer: _build_layer(layer) for layer in LOCKS}
         sites["runtime"] = _runtime_site()
-    except (OSError, RuntimeError, subprocess.TimeoutExpired) as error:
-        return None, f"the venv's site-packages (the layers' stand-in could not be built: {error})"
-    return sites, (
-        "each side on exactly what deploys: `python -I -S` (no site-packages), sys.path = the function's code + its "
-        "template layers (the deps layer from requirements/runtime.txt and, for the functions that call Stripe, the "
-        "payments layer from requirements/payments.txt, each `pip install --target` for this Python and trimmed as "
-        "infra.build_layers trims it, cached in build/bench-site by the lock's hash) + layers/shared/python + boto3 "
-        "and its dependencies as the Lambda runtime provides them; the bare handler: its code + that boto3"
+    except (OSError, ValueError, RuntimeError, subprocess.TimeoutExpired) as error:
+        return None, {}, f"the venv's site-packages (the layers' stand-in could not be built: {error})"
+    return (
+        sites,
+        layers,
+        (
+            "each side on exactly what deploys: `python -I -S` (no site-packages), sys.path = the function's code + its "
+            "template layers (the deps layer from requirements/runtime.txt and, for the functions that call Stripe, the "
+            "payments layer from requirements/payments.txt, each `pip install --target` for this Python and trimmed as "
+            "infra.build_layers trims it, cached in build/bench-site by the lock's hash) + layers/shared/python + boto3 "
+            "and its dependencies as the Lambda runtime provides them; the bare handler: its code + that boto3"
+        ),
     )
 
 
-def function_path(fn: FunctionDef, sites: dict[str, pathlib.Path] | None) -> list[str]:
+def function_path(layers: list[pathlib.Path], sites: dict[str, pathlib.Path] | None) -> list[str]:
     """The child's sys.path after the code dir: the function's template layers, the shared layer, the runtime."""
     if sites is None:
         return [str(SHARED_LAYER)]
-    kinds = [layer_kind(asset) for asset in fn.layers]
+    kinds = [layer_kind(asset) for asset in layers]
     return [*(str(sites[kind]) for kind in kinds if kind != "shared"), str(SHARED_LAYER), str(sites["runtime"])]
 
 
@@ -340,7 +355,7 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
 
     ctx["cold_session_id"] = wiring.session_service(Table()).create().session_id
     requests = _requests(ctx, table)
-    sites, footing = (None, "the venv's site-packages (smoke run)") if config.smoke else standin()
+    sites, layers, footing = (None, {}, "the venv's site-packages (smoke run)") if config.smoke else standin()
     no_site = sites is not None
     bare_dir = pathlib.Path(tempfile.mkdtemp(prefix="bench-bare-"))
     (bare_dir / "handler.py").write_text(BARE)
@@ -365,7 +380,9 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
         bare_samples: list[dict[str, Any]] = []
         for i in range(config.cold_samples):
             request = _request(function, ctx, table, requests)
-            fn_request = _child_request(fn, fn.code_dir, function_path(fn, sites), request["event"])
+            fn_request = _child_request(
+                fn, fn.code_dir, function_path(layers.get(function, []), sites), request["event"]
+            )
             bare_request = _child_request(fn, bare_dir, bare_path(sites), request["bare"])
             pair = [(fn_samples, fn_request), (bare_samples, bare_request)]
             for samples, req in pair if i % 2 == 0 else reversed(pair):
@@ -409,7 +426,8 @@ def cold_start(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
             misses.append(f"{function}: {ratio}x")
         if config.profile:  # every function's import graph (docs/performance.md keeps them as tables)
             request = _request(function, ctx, table, requests)
-            profile_request = _child_request(fn, fn.code_dir, function_path(fn, sites), request["event"])
+            path = function_path(layers.get(function, []), sites)
+            profile_request = _child_request(fn, fn.code_dir, path, request["event"])
             profile_request["profile_first_call"] = True
             profiled, stderr = _run_child(profile_request, env, importtime=True, no_site=no_site)
             entry["heaviest_imports"] = top_imports(stderr)

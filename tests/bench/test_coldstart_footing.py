@@ -7,7 +7,6 @@ import pathlib
 
 from bench.coldstart import bare_path, function_path, layer_kind
 from local_runtime.functions import SHARED_LAYER
-from local_runtime.template import FunctionDef
 
 
 def _asset(root: pathlib.Path, name: str, package: str) -> pathlib.Path:
@@ -23,15 +22,12 @@ def test_each_function_gets_its_template_layers_and_nothing_else(tmp_path):
 
     assert [layer_kind(a) for a in (deps, payments, shared)] == ["deps", "payments", "shared"]
 
-    def fn(*layers: pathlib.Path) -> FunctionDef:
-        return FunctionDef("Fn", "fn", "handler.handler", tmp_path, {}, layers=list(layers))
-
-    assert function_path(fn(deps, shared), sites) == [
+    assert function_path([deps, shared], sites) == [
         str(sites["deps"]),
         str(SHARED_LAYER),
         str(sites["runtime"]),
     ]
-    assert function_path(fn(deps, payments, shared), sites) == [
+    assert function_path([deps, payments, shared], sites) == [
         str(sites["deps"]),
         str(sites["payments"]),
         str(SHARED_LAYER),
@@ -41,6 +37,5 @@ def test_each_function_gets_its_template_layers_and_nothing_else(tmp_path):
 
 
 def test_without_a_stand_in_the_venv_serves_both_sides(tmp_path):
-    fn = FunctionDef("Fn", "fn", "handler.handler", tmp_path, {}, layers=[])
-    assert function_path(fn, None) == [str(SHARED_LAYER)]
+    assert function_path([tmp_path], None) == [str(SHARED_LAYER)]
     assert bare_path(None) == []
