@@ -18,6 +18,19 @@ from local_runtime.worker import LambdaContext, load_handler  # noqa: E402
 sys.path.remove(REPO_ROOT)  # the handler sees Lambda's sys.path: its code dir, the layers, site-packages
 
 
+def _count_calls(calls):
+    """Every AWS API call the first invocation makes (each client goes through BaseClient._make_api_call)."""
+    from botocore.client import BaseClient
+
+    original = BaseClient._make_api_call
+
+    def counted(self, operation_name, api_params):
+        calls.append(operation_name)
+        return original(self, operation_name, api_params)
+
+    BaseClient._make_api_call = counted
+
+
 def _top(profiler, limit=25):
     """The first call's heaviest functions by cumulative time (cProfile), as "file:line(function)" -> ms."""
     import pstats
@@ -41,9 +54,11 @@ def main():
     handler = load_handler(request["code_dir"], request["handler"])
     imported = time.perf_counter()
     profiler = None
+    store_calls: list[str] = []
     if request.get("profile_first_call"):  # the profiling run only (its timings are not samples)
         import cProfile
 
+        _count_calls(store_calls)
         profiler = cProfile.Profile()
         profiler.enable()
     result = handler(request["event"], LambdaContext(**request["context"]))
@@ -62,6 +77,7 @@ def main():
                 "result": str(result)[:300],
                 "modules": len(sys.modules),
                 "first_call_profile": first_call,
+                "store_calls": store_calls if profiler is not None else None,
             },
             sink,
         )
