@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from shop import errors, keys
+from shop.config import StatusShardSwitch, settings
 from shop.models import Notification, OrderStatus, OrderSummary, Shipment, StatusEntry
-from shop.repository.orders import OrderRepository
 from shop.repository.store import (
     ConditionFailed,
     Table,
@@ -57,12 +57,20 @@ def write_unless_archived(table: Table, order_id: str, write: dict[str, Any]) ->
 
 class OrderEffectsRepository:
     def __init__(self, table: Table, shards: int | None = None) -> None:
+        """`shards` fixes the status index's count (tests, tools); else the settings, as OrderRepository reads
+        them. The checkout's repository is not imported: it is most of what a first batch would load for nothing
+        (issue 26)."""
         self.table = table
-        self.orders = OrderRepository(table, shards)
+        self._switch = StatusShardSwitch(shards) if shards is not None else None
+
+    @property
+    def shards(self) -> int:
+        """The count new and changed orders are indexed under (OrderRepository.shards)."""
+        return (self._switch if self._switch is not None else settings().status_switch).writes
 
     def confirm(self, order_id: str, *, version: int, confirmed_at: str, created_at: str) -> bool:
         """PENDING at `version` -> CONFIRMED at version + 1. False when that already happened or cannot."""
-        gsi = keys.order_status_gsi(OrderStatus.CONFIRMED, order_id, created_at, self.orders.shards)
+        gsi = keys.order_status_gsi(OrderStatus.CONFIRMED, order_id, created_at, self.shards)
         try:
             with conditional_write():
                 self.table.client.update_item(
