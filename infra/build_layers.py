@@ -39,6 +39,8 @@ def _fingerprint(arch: str, layer: str = "deps") -> str:
     digest = hashlib.sha256()
     digest.update(LAYERS[layer].read_bytes())
     digest.update(f"\0{arch}\0{LAYER_PYTHON_VERSION}\0{PLATFORMS[arch]}".encode())
+    if layer in UNUSED_AT_RUN_TIME:  # what the layer drops is part of what it holds (a change rebuilds it)
+        digest.update(f"\0{UNUSED_AT_RUN_TIME[layer]}".encode())
     return digest.hexdigest()
 
 
