@@ -179,6 +179,9 @@ def _run_child(
         return result, proc.stderr
 
 
+PROFILER_MODULES = {"cProfile", "pstats", "_lsprof", "profile"}
+
+
 def top_imports(stderr: str, limit: int = 15) -> dict[str, Any]:
     """From `-X importtime` output: self time summed per top-level package, and the heaviest direct imports."""
     by_package: dict[str, int] = {}
@@ -194,6 +197,8 @@ def top_imports(stderr: str, limit: int = 15) -> dict[str, Any]:
         name = parts[2].rstrip()
         module = name.strip()
         package = module.split(".", 1)[0]
+        if package in PROFILER_MODULES:  # the profiling run's own, not the function's
+            continue
         by_package[package] = by_package.get(package, 0) + self_us
         if len(name) - len(name.lstrip(" ")) <= 1:
             direct.append({"module": module, "cumulative_ms": round(cumulative_us / 1000, 1)})
