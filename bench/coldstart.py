@@ -97,6 +97,8 @@ def _runtime_site() -> pathlib.Path:
     target.mkdir(parents=True, exist_ok=True)
     for name in RUNTIME_PROVIDED:
         link = target / name
+        if link.is_symlink() and link.resolve() != (venv_site / name).resolve():  # a moved or rebuilt venv
+            link.unlink()
         if not link.is_symlink():
             link.symlink_to(venv_site / name)
     return target
