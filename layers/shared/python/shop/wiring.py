@@ -277,16 +277,25 @@ def _stripe_payments(secret_key: str, api_base: str | None) -> Payments:
     return StripePayments(secret_key, api_base=api_base)
 
 
+def _deferred_payments() -> Payments:
+    """payments(), looked up and built at the first call (the webhook's rule calls Stripe only to cancel a dead
+    order's intent, so its first delivery never imports stripe); PaymentMisconfigured then for PAYMENTS=none."""
+    from shop.payments.deferred import DeferredPayments
+
+    return DeferredPayments(lambda: payments())  # noqa: PLW0108 - looked up at the call, as order_service's
+
+
 def payment_webhooks() -> PaymentWebhooks | None:
-    """The provider's webhook verification; None for PAYMENTS=none. Build it per delivery: the signing secret is
-    cached by shop.payment_secrets, so a rotated one is picked up."""
+    """The provider's webhook verification (the standard library's HMAC: `stripe` is not imported); None for
+    PAYMENTS=none. Build it per delivery: the signing secret is cached by shop.payment_secrets, so a rotated one
+    is picked up."""
     from shop.config import payment_settings
 
     settings = payment_settings()
     if settings.provider == "none":
         return None
     from shop.payment_secrets import webhook_secret
-    from shop.payments.stripe_adapter import StripeWebhooks
+    from shop.payments.stripe_webhooks import StripeWebhooks
 
     return StripeWebhooks(webhook_secret())
 
@@ -308,7 +317,7 @@ def payment_service(
 
     return PaymentService(
         OrderPaymentRepository(_table(table), shards),
-        provider if provider is not None else payments(),
+        provider if provider is not None else _deferred_payments(),
         archive_after_days=lambda: settings().archive_after_days,
         now=now,
     )

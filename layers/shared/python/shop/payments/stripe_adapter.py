@@ -1,4 +1,5 @@
-"""The `Payments` and `PaymentWebhooks` ports on Stripe (the `stripe` library; localstripe under make dev).
+"""The `Payments` port on Stripe (the `stripe` library; localstripe under make dev). The `PaymentWebhooks` port
+is shop.payments.stripe_webhooks (the standard library: the webhook never imports `stripe`), re-exported here.
 
 Stripe's errors become the shop's typed errors here and nowhere else (`translate`): transient causes (no
 connection, throttling, a 5xx) are PaymentProviderUnavailable (503), a declined card PaymentDeclined, a request
@@ -8,8 +9,7 @@ transient failure itself (STRIPE_NETWORK_RETRIES), every time with the call's id
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,10 @@ import stripe
 
 from shop import errors
 from shop.limits import STRIPE_NETWORK_RETRIES
-from shop.models.payments import IntentStatus, PaymentEvent, PaymentIntent, Refund, event_kind
+from shop.models.payments import IntentStatus, PaymentIntent, Refund
+from shop.payments.stripe_webhooks import StripeWebhooks, parse_event
+
+__all__ = ["StripePayments", "StripeWebhooks", "parse_event", "translate"]
 
 if TYPE_CHECKING:
     from stripe import StripeClient
@@ -125,49 +128,3 @@ def _refund(obj: Any, intent_id: str) -> Refund:
         amount_cents=int(data["amount"]),
         status=str(data.get("status") or "pending"),
     )
-
-
-class StripeWebhooks:
-    """The PaymentWebhooks port: deliveries signed with the endpoint's secret, within Stripe's tolerance."""
-
-    def __init__(self, endpoint_secret: str, *, tolerance: int = stripe.Webhook.DEFAULT_TOLERANCE) -> None:
-        if not endpoint_secret:
-            raise errors.PaymentMisconfigured("no webhook endpoint secret")
-        self._secret = endpoint_secret
-        self._tolerance = tolerance
-
-    def verify(self, payload: bytes, signature: str | None) -> PaymentEvent:
-        if not signature:
-            raise errors.InvalidWebhookSignature("the Stripe-Signature header is missing")
-        # The check stripe.Webhook.construct_event makes, without its building of an Event object, which fails
-        # with an AttributeError on a signed body that is JSON but not an object.
-        try:
-            stripe.WebhookSignature.verify_header(payload.decode("utf-8"), signature, self._secret, self._tolerance)
-        except (stripe.SignatureVerificationError, UnicodeDecodeError) as error:
-            raise errors.InvalidWebhookSignature("the Stripe-Signature does not match the body") from error
-        try:
-            data = json.loads(payload)
-        except ValueError as error:  # json.JSONDecodeError is a ValueError
-            raise errors.InvalidWebhookPayload("the body is not JSON") from error
-        return parse_event(data)
-
-
-def parse_event(data: Any) -> PaymentEvent:
-    """The shop's view of a Stripe event (already verified); InvalidWebhookPayload when it is not one."""
-    if not isinstance(data, Mapping):
-        raise errors.InvalidWebhookPayload(f"not a Stripe event: a JSON {type(data).__name__}")
-    try:
-        event_type = str(data["type"])
-        obj = data["data"]["object"]
-        is_intent = isinstance(obj, Mapping) and obj.get("object") == "payment_intent"
-        metadata = (obj.get("metadata") or {}) if is_intent else {}
-        return PaymentEvent(
-            event_id=str(data["id"]),
-            event_type=event_type,
-            kind=event_kind(event_type),
-            created=int(data["created"]),
-            intent_id=str(obj["id"]) if is_intent else None,
-            order_id=metadata.get("order_id") if isinstance(metadata, Mapping) else None,
-        )
-    except (KeyError, TypeError, ValueError) as error:
-        raise errors.InvalidWebhookPayload(f"not a Stripe event: fields {sorted(map(str, data))}") from error

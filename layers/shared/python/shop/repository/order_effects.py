@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from shop import errors, keys
+from shop.config import StatusShardSwitch, settings
 from shop.models import Notification, OrderStatus, OrderSummary, Shipment, StatusEntry
 from shop.models.sales import Recorded, SalesChange
-from shop.repository.orders import OrderRepository
 from shop.repository.store import (
     ConditionFailed,
     Table,
@@ -74,9 +74,17 @@ def history_item(change: OrderSummary, entry: StatusEntry | None = None) -> dict
 
 class OrderEffectsRepository:
     def __init__(self, table: Table, shards: int | None = None, sales: SalesRepository | None = None) -> None:
+        """`shards` fixes the status index's count (tests, tools); else the settings, as OrderRepository reads
+        them. The checkout's repository is not imported: it is most of what a first batch would load for nothing
+        (issue 26)."""
         self.table = table
-        self.orders = OrderRepository(table, shards)
+        self._switch = StatusShardSwitch(shards) if shards is not None else None
         self._sales = sales
+
+    @property
+    def shards(self) -> int:
+        """The count new and changed orders are indexed under (OrderRepository.shards)."""
+        return (self._switch if self._switch is not None else settings().status_switch).writes
 
     @property
     def sales(self) -> SalesRepository:
@@ -89,7 +97,7 @@ class OrderEffectsRepository:
 
     def confirm(self, order_id: str, *, version: int, confirmed_at: str, created_at: str) -> bool:
         """PENDING at `version` -> CONFIRMED at version + 1. False when that already happened or cannot."""
-        gsi = keys.order_status_gsi(OrderStatus.CONFIRMED, order_id, created_at, self.orders.shards)
+        gsi = keys.order_status_gsi(OrderStatus.CONFIRMED, order_id, created_at, self.shards)
         try:
             with conditional_write():
                 self.table.client.update_item(

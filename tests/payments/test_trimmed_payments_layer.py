@@ -1,0 +1,114 @@
+"""The payments layer without what infra.build_layers trims from it (UNUSED_AT_RUN_TIME) still does everything the
+shop asks of Stripe's library: nothing in the pinned stripe imports a trimmed folder at run time, and the trimmed
+copy, alone on the path, drives an intent's whole life and a webhook against localstripe."""
+
+from __future__ import annotations
+
+import ast
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+import stripe
+
+from infra import build_layers
+from tests.support.fresh_python import REPO
+
+PINNED = next(
+    line.split("==", 1)[1].strip()
+    for line in (REPO / "requirements" / "payments.txt").read_text().splitlines()
+    if line.startswith("stripe==")
+)
+STRIPE_SITE = pathlib.Path(stripe.__file__).resolve().parent.parent
+TRIMMED = build_layers.UNUSED_AT_RUN_TIME["payments"]
+
+
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """Line numbers of the statements under `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def test_the_venv_holds_the_layers_stripe():
+    assert stripe.VERSION == PINNED
+
+
+@pytest.mark.parametrize("folder", TRIMMED)
+def test_no_module_outside_a_trimmed_folder_imports_it_at_run_time(folder):
+    trimmed = STRIPE_SITE / folder
+    module = folder.replace("/", ".")
+    found: list[str] = []
+    for path in sorted((STRIPE_SITE / "stripe").rglob("*.py")):
+        if path.is_relative_to(trimmed):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        guarded = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names = [node.value]  # import_module("stripe.params...") and lazy maps
+            hits = [n for n in names if n == module or n.startswith(module + ".")]
+            line = getattr(node, "lineno", 0)
+            if hits and line not in guarded:
+                found.append(f"{path.relative_to(STRIPE_SITE)}:{line}: {hits[0]}")
+    # the one reference left: stripe/__init__.py's lazy attribute map (`stripe.params` read as an attribute,
+    # which only type checkers do)
+    assert [f for f in found if not f.startswith("stripe/__init__.py:")] == []
+
+
+def test_the_trimmed_library_drives_an_intent_and_a_webhook_at_localstripe(tmp_path, localstripe):
+    site = tmp_path / "python"
+    shutil.copytree(STRIPE_SITE / "stripe", site / "stripe", ignore=shutil.ignore_patterns("__pycache__"))
+    build_layers.trim(site, "payments")
+    assert all(not (site / folder).exists() for folder in TRIMMED)
+    code = f"""
+import json, sys, time
+sys.path[:0] = [{str(site)!r}, {str(REPO / "layers/shared/python")!r}, {str(REPO)!r}]
+import stripe
+from local_runtime.payments import signed
+from shop.models.payments import PaymentStep, idempotency_key
+from shop.payments.stripe_adapter import StripePayments
+
+payments = StripePayments("sk_test_trimmed", api_base={localstripe.endpoint!r})
+client = stripe.StripeClient("sk_test_trimmed", base_addresses={{"api": {localstripe.endpoint!r}}})
+intent = payments.create_intent("ord-t", 1500, "eur", idempotency_key=idempotency_key("ord-t", PaymentStep.AUTHORISE))
+client.v1.payment_intents.update(intent.intent_id, params={{"payment_method": "pm_card_visa"}})
+client.v1.payment_intents.confirm(intent.intent_id)
+captured = payments.capture(intent.intent_id, idempotency_key=idempotency_key("ord-t", PaymentStep.CAPTURE))
+refund = payments.refund(intent.intent_id, 500, idempotency_key=idempotency_key("ord-t", PaymentStep.REFUND))
+other = payments.create_intent("ord-u", 700, "eur", idempotency_key=idempotency_key("ord-u", PaymentStep.AUTHORISE))
+cancelled = payments.cancel(other.intent_id, idempotency_key=idempotency_key("ord-u", PaymentStep.CANCEL))
+body = json.dumps({{"id": "evt_t", "object": "event", "type": "payment_intent.succeeded", "created": 1,
+                   "data": {{"object": {{"id": intent.intent_id, "object": "payment_intent"}}}}}})
+event = stripe.Webhook.construct_event(body, signed(body.encode(), "whsec_trimmed"), "whsec_trimmed")
+print(json.dumps({{
+    "library": stripe.__file__,
+    "statuses": [captured.status.value, cancelled.status.value],
+    "refunds": [r.amount_cents for r in payments.refunds(intent.intent_id)],
+    "refund": refund.amount_cents,
+    "event": event.id,
+    "params_loaded": any(name.startswith("stripe.params") for name in sys.modules),
+}}))
+"""
+    done = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {
+        "library": str(site / "stripe" / "__init__.py"),
+        "statuses": ["succeeded", "canceled"],
+        "refunds": [500],
+        "refund": 500,
+        "event": "evt_t",
+        "params_loaded": False,
+    }
