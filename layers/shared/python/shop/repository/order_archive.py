@@ -21,7 +21,7 @@ from shop.config import settings
 from shop.lazy_client import ProcessClient
 from shop.limits import ARCHIVE_PREFIX, BATCH_WRITE_MAX_ITEMS
 from shop.models import Order
-from shop.repository.orders import order_from_items
+from shop.repository.order_items import order_from_items
 from shop.repository.store import ConditionFailed, Table, conditional_write, from_item, to_item, translated_errors
 
 CONTENT_TYPE = "application/json"

@@ -19,16 +19,11 @@ import uuid
 from typing import Any
 
 from shop import keys
+from shop.config import StatusShardSwitch, settings
 from shop.models import Order, OrderStatus
 from shop.models.orders import PaymentStatus
 from shop.models.payments import Settled
-from shop.repository.orders import (
-    STATUS_REASON,
-    OrderRepository,
-    _on_product_items,
-    _stock_returns,
-    order_from_items,
-)
+from shop.repository.order_items import STATUS_REASON, on_product_items, order_from_items, stock_returns
 from shop.repository.stock_shards import restock_update
 from shop.repository.store import (
     ConditionFailed,
@@ -48,8 +43,15 @@ SETTLE_TOKENS = uuid.UUID("0b6f3f52-2f43-5c55-9d71-5a0c8f3e9e11")
 
 class OrderPaymentRepository:
     def __init__(self, table: Table, shards: int | None = None) -> None:
+        """`shards` fixes the status index's count (tests, tools); else the settings, as OrderRepository reads
+        them (that repository is not imported: the webhook's first delivery would load it for nothing)."""
         self.table = table
-        self.orders = OrderRepository(table, shards)
+        self._switch = StatusShardSwitch(shards) if shards is not None else None
+
+    @property
+    def shards(self) -> int:
+        """The count new and changed orders are indexed under (OrderRepository.shards)."""
+        return (self._switch if self._switch is not None else settings().status_switch).writes
 
     def current(self, order_id: str, *, consistent: bool = True) -> Order | None:
         with translated_errors():
@@ -71,7 +73,7 @@ class OrderPaymentRepository:
         intent_id: str | None = None,
     ) -> Settled:
         name = self.table.name
-        gsi = keys.order_status_gsi(new_status, order.order_id, order.created_at, self.orders.shards)
+        gsi = keys.order_status_gsi(new_status, order.order_id, order.created_at, self.shards)
         sets = [
             "#status = :new",
             "version = :next",
@@ -114,7 +116,7 @@ class OrderPaymentRepository:
                 **extra,
             ),
         }
-        returns = _stock_returns(order, order.lines) if release_stock else []
+        returns = stock_returns(order, order.lines) if release_stock else []
         if not returns:
             # One item: a retry after a lost answer finds the version moved (STALE), and the re-read shows it done.
             try:
@@ -130,7 +132,7 @@ class OrderPaymentRepository:
                 SETTLE_TOKENS, f"{order.order_id}|{order.version}|{new_status.value}|{updated_at}|{intent_id or ''}"
             )
         )
-        for attempt, stock in enumerate((returns, _on_product_items(returns))):
+        for attempt, stock in enumerate((returns, on_product_items(returns))):
             items = [{"Update": update}] + [
                 restock_update(self.table, pid, shard, quantity) for pid, shard, quantity in stock
             ]

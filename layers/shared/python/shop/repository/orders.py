@@ -13,13 +13,21 @@ from typing import Any
 from shop import errors, keys
 from shop.config import StatusShardSwitch, settings
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_STATUS_SHARDS, MAX_TRANSACTION_ITEMS
-from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails, StatusEntry
+from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails
 from shop.models.carts import CartClaim
 from shop.models.orders import NO_DETAILS, OrderPayment, Placement
 from shop.models.products import ProductStatus
 from shop.models.stock import StockTake
 from shop.repository import pagination, status_switch
 from shop.repository.carts import checkout_failed, checkout_update
+from shop.repository.order_items import (
+    STATUS_REASON,
+    Return,
+    latest_entry,
+    on_product_items,
+    order_from_items,
+    stock_returns,
+)
 from shop.repository.queries import collection_page
 from shop.repository.shard_walk import Cursor, ShardWalk
 from shop.repository.stock_shards import restock_update, shard_label, take_update
@@ -38,9 +46,6 @@ from shop.repository.store import (
 # Namespace of the status changes' client request tokens (uuid5 of the change).
 STATUS_CHANGE_TOKENS = uuid.UUID("6f0c2a4e-9a53-5b1e-8f3d-2d7c1e0b9a61")
 SUMMARY_FIELDS = ("order_id", "customer_id", "status", "version", "total_cents", "created_at", "updated_at")
-# The order item's reason for its latest status change (a return's, a rejection's); the stream
-# processor copies it into that version's history entry.
-STATUS_REASON = "status_reason"
 
 
 @cache
@@ -85,49 +90,6 @@ def payment_due_item(order: Order) -> dict[str, Any]:
         "customer_id": order.customer_id,
         keys.TTL_ATTRIBUTE: order.payment_expires_at,
     }
-
-
-def order_from_items(items: list[dict[str, Any]]) -> Order:
-    """The order with its history: the implicit PENDING entry, the recorded entries, and the
-    current version's entry if the stream processor has not recorded it yet, so the history
-    always ends with the status the order has."""
-    header = next((i for i in items if i["SK"] == keys.ORDER_SK), None)
-    if header is None:
-        raise _absence(items)
-    recorded = sorted((i for i in items if i["SK"].startswith(keys.HISTORY_PREFIX)), key=lambda i: i["SK"])
-    # The implicit first entry: the status an order is placed in (PENDING_PAYMENT when it carries a payment).
-    placed_as = OrderStatus.PENDING_PAYMENT if "payment" in header else OrderStatus.PENDING
-    history = [StatusEntry(status=placed_as, at=header["created_at"])]
-    history += [StatusEntry.model_validate(i) for i in recorded]
-    latest_recorded = int(recorded[-1]["version"]) if recorded else 1
-    if int(header["version"]) > latest_recorded:
-        history.append(_latest_entry(header))
-    return Order.model_validate({**header, "history": [h.model_dump() for h in history]})
-
-
-def _absence(items: list[dict[str, Any]]) -> errors.DomainError:
-    """Why an order's collection holds no order item: archived (the marker says where), being archived
-    (TTL removed the item, the stream processor has not finished: retry), or no such order."""
-    marker = next((i for i in items if i["SK"] == keys.ORDER_ARCHIVED_SK), None)
-    if marker is not None:
-        return errors.OrderArchived(
-            str(marker["order_id"]), customer_id=str(marker["customer_id"]), archive_key=str(marker["archive_key"])
-        )
-    if items:
-        return errors.ServiceUnavailable("the order is being archived, retry")
-    return errors.OrderNotFound("order not found")
-
-
-def _latest_entry(header: dict[str, Any]) -> StatusEntry:
-    """The history entry of the order's current version, from the order item itself."""
-    shipment = header.get("shipment") if header["status"] == OrderStatus.SHIPPED.value else None
-    return StatusEntry(
-        status=header["status"],
-        at=header["updated_at"],
-        carrier=shipment["carrier"] if shipment else None,
-        tracking_number=shipment["tracking_number"] if shipment else None,
-        reason=header.get(STATUS_REASON),
-    )
 
 
 @dataclass(frozen=True)
@@ -521,7 +483,7 @@ class OrderRepository:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         if restock:
-            returns = _stock_returns(order, restock)
+            returns = stock_returns(order, restock)
             token = status_change_token(order, new_status, updated_at, expires_at)
             try:
                 self._change_with_restock(order, update, returns, token)
@@ -537,7 +499,7 @@ class OrderRepository:
                 # items differ from the first attempt's.
                 try:
                     self._change_with_restock(
-                        order, update, _on_product_items(returns), str(uuid.uuid5(STATUS_CHANGE_TOKENS, token))
+                        order, update, on_product_items(returns), str(uuid.uuid5(STATUS_CHANGE_TOKENS, token))
                     )
                 except TransactionCancelled as again:
                     if again.failed_condition(0):
@@ -551,7 +513,7 @@ class OrderRepository:
                 return _explain_failed_change(order, new_status, failed.item, details)
         return _advanced(order, new_status, order.version + 1, updated_at, details)
 
-    def _change_with_restock(self, order: Order, update: dict[str, Any], returns: list[_Return], token: str) -> None:
+    def _change_with_restock(self, order: Order, update: dict[str, Any], returns: list[Return], token: str) -> None:
         restocks = [restock_update(self.table, pid, shard, quantity) for pid, shard, quantity in returns]
         # An unpaid order cancelled: its payment window closes with it (the PAYMENT_DUE item, after the restocks).
         window = (
@@ -584,30 +546,6 @@ def _detail_updates(details: StatusDetails) -> tuple[list[str], dict[str, Any]]:
         sets.append("confirmed_at = :confirmed")
         extra["confirmed"] = details.confirmed_at
     return sets, extra
-
-
-# (product id, shard or None for the product item, quantity) of stock going back.
-_Return = tuple[str, int | None, int]
-
-
-def _stock_returns(order: Order, lines: Sequence[OrderLine]) -> list[_Return]:
-    """Each line's quantity back where the order took it: the shards it recorded, the rest to the product item."""
-    returns: list[_Return] = []
-    for line in lines:
-        left = line.quantity
-        for label, quantity in sorted(order.stock_taken.get(line.product_id, {}).items()):
-            returns.append((line.product_id, int(label), min(quantity, left)))
-            left -= min(quantity, left)
-        if left > 0:
-            returns.append((line.product_id, None, left))
-    return returns
-
-
-def _on_product_items(returns: list[_Return]) -> list[_Return]:
-    merged: dict[str, int] = {}
-    for pid, _, quantity in returns:
-        merged[pid] = merged.get(pid, 0) + quantity
-    return [(pid, None, quantity) for pid, quantity in merged.items()]
 
 
 def status_change_token(order: Order, new_status: OrderStatus, updated_at: str, expires_at: int | None = None) -> str:
@@ -649,7 +587,7 @@ def _explain_failed_change(
         raise errors.OrderNotFound("order not found")
     version = int(current["version"])
     if current["status"] == new_status.value and version == order.version + 1:
-        made = _latest_entry(current)
+        made = latest_entry(current)
         if details.recorded_in(made):
             return Order.model_validate({**current, "history": [h.model_dump() for h in [*order.history, made]]})
     raise errors.VersionMismatch("the order changed meanwhile", {"current_version": version})
