@@ -9,6 +9,7 @@ dependencies layer (``requirements/runtime.txt``, every function) and the paymen
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import shutil
 import subprocess
@@ -77,6 +78,14 @@ def build(arch: str, *, force: bool = False, quiet: bool = True, layer: str = "d
     if layer not in LAYERS:
         raise ValueError(f"layer must be one of {sorted(LAYERS)}, got {layer!r}")
     target = layer_dir(arch, layer)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # One builder at a time per layer (two test workers may both find it stale): the second waits, then reuses.
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_locked(arch, layer, target, force=force, quiet=quiet)
+
+
+def _build_locked(arch: str, layer: str, target: Path, *, force: bool, quiet: bool) -> Path:
     stamp = _stamp_path(arch, layer)
     fingerprint = _fingerprint(arch, layer)
     if not force and stamp.exists() and stamp.read_text().strip() == fingerprint and (target / "python").is_dir():
