@@ -113,8 +113,17 @@ def moto_store(_moto_clients_session: Any, monkeypatch: pytest.MonkeyPatch) -> I
 
 
 @pytest.fixture
-def local_store(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+def local_store(
+    dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[Store]:
+    """A fresh table on the worker's DynamoDB Local, with the template's stream unless the test is marked
+    `table_without_stream` (it reads no stream record): DynamoDB Local keeps every stream record of the
+    process, deleted tables included, and each later write on any streamed table costs more CPU the more
+    there are (docs/testing.md, "Time"), so a bulk writer that reads no stream leaves it off."""
+    import dataclasses
+
     from local_runtime.dynamodb_local import create_table
+    from local_runtime.table_definition import DEFAULT_TABLE_SPEC
     from shop.aws_config import client_config
     from shop.repository import store as store_module
 
@@ -122,7 +131,10 @@ def local_store(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterato
         monkeypatch.setenv(key, value)
     client = dynamodb_local.client("dynamodb", config=client_config())
     name = _fresh_name()
-    create_table(client, name, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
+    spec = DEFAULT_TABLE_SPEC
+    if request.node.get_closest_marker("table_without_stream"):
+        spec = dataclasses.replace(spec, stream_view_type=None)
+    create_table(client, name, spec=spec, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
     monkeypatch.setenv("TABLE_NAME", name)
     store_module.reset_client()
     yield Store("local", client, dynamodb_local.client("dynamodbstreams"), name, dynamodb_local.endpoint)
