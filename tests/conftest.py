@@ -155,6 +155,23 @@ def store(local_store: Store) -> Store:
 TIER_DIRECTORIES = {"e2e": "e2e", "infra": "infra", "unit": "unit"}  # tests/<directory> -> its tier's marker
 
 
+# The files whose tests take a worker longest (worker seconds in a profile of `make test` under load,
+# docs/testing.md "Time"), longest first; every other file keeps its place after them. Data, not a rule:
+# a file missing here only starts later.
+LONGEST_FIRST = (
+    "tests/e2e/test_fuzz.py",
+    "tests/e2e/test_drills.py",
+    "tests/bench/test_bench_smoke.py",
+    "tests/integration/test_scattered_stock.py",
+    "tests/repository/test_status_migration.py",
+    "tests/repository/test_migrations.py",
+    "tests/stream/test_stock_low_shards.py",
+    "tests/e2e/test_payments_flow.py",
+    "tests/local_runtime/test_invoke_cli.py",
+    "tests/stream/test_sales.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test carries its tier's marker (docs/testing.md), whatever its author remembered.
 
@@ -174,6 +191,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             directory = item.path.relative_to(root).parts[0]
             if directory in TIER_DIRECTORIES:
                 item.add_marker(TIER_DIRECTORIES[directory])
+    # Longest first: pytest-xdist hands out work in collection order (after its groups of several tests,
+    # largest first), so a long test collected late is the run's tail on one worker while the other idles.
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: files stay whole
     if off_dynamodb_local:
         raise pytest.UsageError(
             "marked dynamodb_semantics but not run on DynamoDB Local (use store, api, local_store or local_api; "
