@@ -127,6 +127,9 @@ def test_from_4_to_16_shards_under_placements_status_changes_and_paging_readers(
     changed: set[str] = set()
     moved_during_walks: list[int] = []
     pages_read = threading.Semaphore(0)
+    # one placement per 5 moves: placements interleave with the moves at any speed of the machine (an unpaced
+    # placer placed more the slower the migration went, and every reader's walk grew with them)
+    placements_due = threading.Semaphore(0)
     counters = {"changed": 0}
     lock = threading.Lock()
 
@@ -135,6 +138,8 @@ def test_from_4_to_16_shards_under_placements_status_changes_and_paging_readers(
             with lock:
                 counters["changed"] += 1
                 changed = counters["changed"]
+            if changed % 5 == 0:
+                placements_due.release()
             if changed % 10 == 0:  # pace the migration by the readers: a reader's page between moves
                 pages_read.acquire(timeout=5)
 
@@ -153,6 +158,8 @@ def test_from_4_to_16_shards_under_placements_status_changes_and_paging_readers(
         from shop.services.orders import RequestedLine
 
         while not stop.is_set():
+            if not placements_due.acquire(timeout=0.1):
+                continue
             order = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)])
             placed.append(order.order_id)
 
@@ -201,6 +208,7 @@ def test_from_4_to_16_shards_under_placements_status_changes_and_paging_readers(
             thread.join()
     assert not failures, failures
     assert any(moved for moved in moved_during_walks), "no walk ran while orders moved"
+    assert placed, "no order was placed while orders moved"
 
     assert progress.failed == 0
     assert progress.seen == progress.changed + progress.skipped
