@@ -19,7 +19,8 @@ from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, product
 from tests.support.faults import first_answer_lost
 
-pytestmark = pytest.mark.integration
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = [pytest.mark.integration, pytest.mark.table_without_stream]
 
 
 def sharded(table, *, stock: int, shards: int = MAX_STOCK_SHARDS, name: str = "Hot") -> str:

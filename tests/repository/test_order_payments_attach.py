@@ -15,6 +15,9 @@ from shop.repository.store import from_item, to_item
 from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ALICE, product
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 
 @pytest.fixture
 def unpaid(store, monkeypatch):

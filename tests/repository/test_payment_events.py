@@ -14,6 +14,9 @@ from shop.repository.payment_events import PaymentEventRepository
 from shop.repository.store import TransactionCancelled, from_item, transact_write
 from tests.support.fake_payments import MemoryPaymentEventLog
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 EXPIRES_AT = 1_900_000_000
 
 
