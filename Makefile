@@ -92,9 +92,11 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy layers/shared/python/shop functions infra local_runtime bench app.py
 
-# The tiers (docs/testing.md). Two workers; tests of one xdist_group (a stack, a synth) share a worker.
+# The tiers (docs/testing.md). Two workers (WORKERS=3 to measure a third on a quiet machine: docs/testing.md,
+# "Time"); tests of one xdist_group (a stack, a synth) share a worker.
 # pytest exits 5 when it selected no test: that must fail the build, and it does.
-PARALLEL := -n 2 --dist loadgroup
+WORKERS ?= 2
+PARALLEL := -n $(WORKERS) --dist loadgroup
 
 # Everything: lint, types, synth, then every tier below in one run.
 test: setup lint typecheck synth

@@ -113,8 +113,17 @@ def moto_store(_moto_clients_session: Any, monkeypatch: pytest.MonkeyPatch) -> I
 
 
 @pytest.fixture
-def local_store(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+def local_store(
+    dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[Store]:
+    """A fresh table on the worker's DynamoDB Local, with the template's stream unless the test is marked
+    `table_without_stream` (it reads no stream record): DynamoDB Local keeps every stream record of the
+    process, deleted tables included, and each later write on any streamed table costs more CPU the more
+    there are (docs/testing.md, "Time"), so a bulk writer that reads no stream leaves it off."""
+    import dataclasses
+
     from local_runtime.dynamodb_local import create_table
+    from local_runtime.table_definition import DEFAULT_TABLE_SPEC
     from shop.aws_config import client_config
     from shop.repository import store as store_module
 
@@ -122,7 +131,10 @@ def local_store(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterato
         monkeypatch.setenv(key, value)
     client = dynamodb_local.client("dynamodb", config=client_config())
     name = _fresh_name()
-    create_table(client, name, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
+    spec = DEFAULT_TABLE_SPEC
+    if request.node.get_closest_marker("table_without_stream"):
+        spec = dataclasses.replace(spec, stream_view_type=None)
+    create_table(client, name, spec=spec, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
     monkeypatch.setenv("TABLE_NAME", name)
     store_module.reset_client()
     yield Store("local", client, dynamodb_local.client("dynamodbstreams"), name, dynamodb_local.endpoint)
@@ -141,6 +153,23 @@ def store(local_store: Store) -> Store:
 
 
 TIER_DIRECTORIES = {"e2e": "e2e", "infra": "infra", "unit": "unit"}  # tests/<directory> -> its tier's marker
+
+
+# The files whose tests take a worker longest (worker seconds in a profile of `make test` under load,
+# docs/testing.md "Time"), longest first; every other file keeps its place after them. Data, not a rule:
+# a file missing here only starts later.
+LONGEST_FIRST = (
+    "tests/e2e/test_fuzz.py",
+    "tests/e2e/test_drills.py",
+    "tests/bench/test_bench_smoke.py",
+    "tests/integration/test_scattered_stock.py",
+    "tests/repository/test_status_migration.py",
+    "tests/repository/test_migrations.py",
+    "tests/stream/test_stock_low_shards.py",
+    "tests/e2e/test_payments_flow.py",
+    "tests/local_runtime/test_invoke_cli.py",
+    "tests/stream/test_sales.py",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -162,6 +191,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             directory = item.path.relative_to(root).parts[0]
             if directory in TIER_DIRECTORIES:
                 item.add_marker(TIER_DIRECTORIES[directory])
+    # Longest first: pytest-xdist hands out work in collection order (after its groups of several tests,
+    # largest first), so a long test collected late is the run's tail on one worker while the other idles.
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: files stay whole
     if off_dynamodb_local:
         raise pytest.UsageError(
             "marked dynamodb_semantics but not run on DynamoDB Local (use store, api, local_store or local_api; "

@@ -1,6 +1,6 @@
 """Payments over HTTP on `make dev`'s stack with localstripe (`--payments stripe`, make dev's default): one stack,
-booted once for the module, with a one-minute payment window (`--env PAYMENT_WINDOW_MINUTES=1`, what
-`make dev FUNCTION_ENV=PAYMENT_WINDOW_MINUTES=1` passes).
+booted once for the module, with a 30-second payment window (`--env PAYMENT_WINDOW_SECONDS=30`, what
+`make dev FUNCTION_ENV=PAYMENT_WINDOW_SECONDS=30` passes).
 
 The stack starts localstripe on a free port, points every function at it and registers the gateway's
 /webhooks/stripe with a fresh secret (local_runtime.payments); payment_steps consumes the table's stream beside
@@ -33,8 +33,8 @@ from tests.e2e.conftest import (
     stack_env,
 )
 
-PAYMENTS = ("--payments", "stripe", "--env", "PAYMENT_WINDOW_MINUTES=1", "--ttl-interval", "1")
-WINDOW_S = 60
+PAYMENTS = ("--payments", "stripe", "--env", "PAYMENT_WINDOW_SECONDS=30", "--ttl-interval", "1")
+WINDOW_S = 30
 
 
 def _state(stack: Stack) -> dict[str, Any]:

@@ -10,7 +10,8 @@ import pytest
 from shop import errors, wiring
 from tests.support.factories import ADDRESS, ALICE, product
 
-pytestmark = pytest.mark.integration
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = [pytest.mark.integration, pytest.mark.table_without_stream]
 
 
 def sessions_holding(table, lines_per_session):

@@ -13,7 +13,8 @@ from shop.services.actor import Actor
 from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, parcel, product
 
-pytestmark = pytest.mark.integration
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = [pytest.mark.integration, pytest.mark.table_without_stream]
 
 
 def test_no_overselling_under_concurrent_orders(local_store):

@@ -14,7 +14,8 @@ from shop.services.actor import Actor
 from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, product
 
-pytestmark = pytest.mark.integration
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = [pytest.mark.integration, pytest.mark.table_without_stream]
 
 BUYERS = 200
 STOCK = 50

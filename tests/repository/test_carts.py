@@ -11,6 +11,9 @@ from shop.repository import CustomerCartRepository
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 DAY = 24 * 3600
 
 

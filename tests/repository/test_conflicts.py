@@ -17,6 +17,9 @@ from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.faults import cancelled, injected
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 ATTEMPTS = 12  # shop.aws_config.CONFLICT_ATTEMPTS, spelled out so a change to the budget is deliberate
 
 

@@ -8,6 +8,9 @@ from shop.services.customers import UPDATE_ATTEMPTS
 from tests.support.calls import counting
 from tests.support.factories import ADMIN, ALICE, BOB
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 
 @pytest.mark.dynamodb_semantics
 def test_create_and_get_profile(store):

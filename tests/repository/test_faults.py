@@ -13,6 +13,9 @@ from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ALICE, product
 from tests.support.faults import injected
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 
 @pytest.fixture(autouse=True)
 def _no_backoff_sleep(monkeypatch):

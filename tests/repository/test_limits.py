@@ -11,6 +11,9 @@ from shop.services.catalog import CatalogService
 from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 LONGEST_FOLD = "ΐ" * limits.MAX_PRODUCT_NAME_LENGTH  # 400 bytes; 1,200 case-folded
 
 

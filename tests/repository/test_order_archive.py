@@ -14,6 +14,9 @@ from shop.repository.order_archive import OrderArchivalRepository, object_key
 from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ALICE, product
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 
 def placed(store: Any) -> Any:
     pid = product(store.table, stock=5)

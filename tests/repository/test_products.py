@@ -8,6 +8,9 @@ from tests.support.factories import ADMIN, ALICE, BOB, category, product
 from tests.support.faults import first_answer_lost
 from tests.support.reads import reading
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 
 @pytest.mark.dynamodb_semantics
 def test_product_read_is_one_get_item(store):

@@ -10,6 +10,9 @@ from shop.services.orders import RequestedLine
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 
 @pytest.mark.dynamodb_semantics
 def test_no_read_scans_and_each_is_one_call(store):

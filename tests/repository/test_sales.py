@@ -14,6 +14,9 @@ from shop.repository.sales import SalesRepository, forget_instance_memo
 from shop.repository.store import from_item, to_item
 from tests.support.calls import counting
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 DAY = "2026-03-02"
 
 

@@ -8,6 +8,9 @@ from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.faults import first_answer_lost
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 
 @pytest.mark.dynamodb_semantics
 def test_session_cart_lifecycle(store):

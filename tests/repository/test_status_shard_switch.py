@@ -14,6 +14,9 @@ from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.reads import reading
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 BEFORE = StatusShardSwitch(4)
 DUAL_READ = StatusShardSwitch(4, 16)
 WRITERS_ON_NEXT = StatusShardSwitch(4, 16, writers_on_next=True)

@@ -14,6 +14,9 @@ from shop.services.orders import RequestedLine
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, product
 
+# Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
+pytestmark = pytest.mark.table_without_stream
+
 
 def hot_product(table, *, stock: int, shards: int, price_cents: int = 1000) -> str:
     pid = product(table, stock=stock, price_cents=price_cents)

@@ -81,8 +81,12 @@ def test_clients_are_botocore_clients_made_without_importing_boto3(monkeypatch):
     import os
     import subprocess
 
-    env = {**os.environ, "AWS_DEFAULT_REGION": "eu-west-1"}
-    assert subprocess.run([sys.executable, "-c", script], env=env, check=False).returncode == 0
+    # the child finds `shop` where this process found it: the layer's path given explicitly, since pytest's
+    # `pythonpath` setting reaches only this process (a run outside make has no PYTHONPATH to inherit)
+    layer = os.path.dirname(os.path.dirname(os.path.abspath(lazy_client.__file__)))
+    env = {**os.environ, "AWS_DEFAULT_REGION": "eu-west-1", "PYTHONPATH": layer}
+    child = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=False)
+    assert child.returncode == 0, child.stderr
 
 
 def test_an_unknown_service_is_still_refused():

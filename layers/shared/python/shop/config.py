@@ -188,6 +188,9 @@ class PaymentSettings:
     stripe_secret_arn: str | None = None  # STRIPE_SECRET_ARN
     currency: str = DEFAULT_CURRENCY  # SHOP_CURRENCY: ISO 4217, lower case
     payment_window_minutes: int = DEFAULT_PAYMENT_WINDOW_MINUTES  # PAYMENT_WINDOW_MINUTES
+    # The window in seconds, what the placement adds to its clock: PAYMENT_WINDOW_MINUTES x 60, or
+    # PAYMENT_WINDOW_SECONDS when set instead (a window under a minute: a demo, an e2e test of expiry).
+    payment_window_seconds: int = DEFAULT_PAYMENT_WINDOW_MINUTES * 60
 
     @property
     def enabled(self) -> bool:
@@ -202,9 +205,18 @@ def payment_settings() -> PaymentSettings:
     currency = os.environ.get("SHOP_CURRENCY") or DEFAULT_CURRENCY
     if not (len(currency) == 3 and currency.isascii() and currency.isalpha() and currency.islower()):
         raise ConfigurationError(f"SHOP_CURRENCY must be an ISO 4217 code in lower case, got {currency!r}")
-    window = os.environ.get("PAYMENT_WINDOW_MINUTES") or str(DEFAULT_PAYMENT_WINDOW_MINUTES)
+    minutes, seconds = os.environ.get("PAYMENT_WINDOW_MINUTES"), os.environ.get("PAYMENT_WINDOW_SECONDS")
+    if minutes and seconds:
+        raise ConfigurationError("set PAYMENT_WINDOW_MINUTES or PAYMENT_WINDOW_SECONDS, not both")
+    window = minutes or str(DEFAULT_PAYMENT_WINDOW_MINUTES)
     if not (window.isascii() and window.isdigit()) or not 1 <= int(window) <= MAX_PAYMENT_WINDOW_MINUTES:
         raise ConfigurationError(f"PAYMENT_WINDOW_MINUTES must be 1..{MAX_PAYMENT_WINDOW_MINUTES}, got {window!r}")
+    window_s = int(window) * 60
+    if seconds:
+        most = MAX_PAYMENT_WINDOW_MINUTES * 60
+        if not (seconds.isascii() and seconds.isdigit()) or not 1 <= int(seconds) <= most:
+            raise ConfigurationError(f"PAYMENT_WINDOW_SECONDS must be 1..{most}, got {seconds!r}")
+        window_s = int(seconds)
     return PaymentSettings(
         provider=provider,
         stripe_api_base=os.environ.get("STRIPE_API_BASE") or None,
@@ -212,5 +224,6 @@ def payment_settings() -> PaymentSettings:
         stripe_webhook_secret=os.environ.get("STRIPE_WEBHOOK_SECRET") or None,
         stripe_secret_arn=os.environ.get("STRIPE_SECRET_ARN") or None,
         currency=currency,
-        payment_window_minutes=int(window),
+        payment_window_minutes=-(-window_s // 60),  # whole minutes, rounded up (a seconds window: at least 1)
+        payment_window_seconds=window_s,
     )

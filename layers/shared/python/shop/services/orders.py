@@ -211,7 +211,7 @@ class OrderService:
                 intent_id=intent.intent_id if intent is not None else None,
                 client_secret=intent.client_secret if intent is not None else None,
             )
-            payment_expires_at = clock.epoch(moment) + paying.payment_window_minutes * 60
+            payment_expires_at = clock.epoch(moment) + paying.payment_window_seconds
         return Order(
             order_id=order_id or ids.new_id(),
             customer_id=actor.sub,
