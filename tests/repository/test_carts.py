@@ -201,6 +201,35 @@ def test_repeated_merge_is_a_no_op_answering_the_same_cart(store):
     assert int(cart_item(store)["cart_version"]["N"]) == 2
 
 
+def test_a_repeated_merge_that_reads_the_marker_beside_the_cart_before_it_reads_again(store, monkeypatch):
+    """BatchGetItem is not isolated from a transaction: a repeat racing the merge can read its marker beside the
+    cart as it was before (here: no cart yet). The marker names the cart version the merge wrote, so the repeat
+    reads again and answers the merged cart, not an empty one (seen under load with 4 concurrent repeats)."""
+    from shop.repository import carts as cart_repository
+
+    signed_up(store, ALICE)
+    carts = wiring.cart_service(store.table)
+    pid = product(store.table)
+    session_id = session_with(store, (pid, 3))
+    first = carts.merge(ALICE, "alice", session_id)
+    real = cart_repository.batch_get
+    reads = []
+
+    def half_of_the_merge_on_the_first_read(table, wanted, **kwargs):
+        found = real(table, wanted, **kwargs)
+        reads.append(len(found))
+        if len(reads) == 1:
+            cart = keys.customer_cart_key("alice")
+            found.pop((cart[keys.PK], cart[keys.SK]))
+        return found
+
+    monkeypatch.setattr(cart_repository, "batch_get", half_of_the_merge_on_the_first_read)
+    again = carts.merge(ALICE, "alice", session_id)
+    assert again == first
+    assert quantities(again) == [(pid, 3)]
+    assert len(reads) == 2
+
+
 @pytest.mark.dynamodb_semantics
 def test_merge_of_an_unknown_expired_or_foreign_session_is_session_not_found(store, monkeypatch):
     signed_up(store, ALICE, BOB)

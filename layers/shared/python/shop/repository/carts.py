@@ -37,6 +37,8 @@ from shop.repository.store import (
 
 # Conditional writes one line change tries when the cart is replaced under it (expired customer carts only).
 WRITE_ATTEMPTS = 3
+# Reads of a merge's items while a concurrent merge's transaction shows half of itself (read_for_merge).
+MERGE_READS = 5
 # The owners whose cart item records when it last changed (`updated_at`); a session's records its `created_at`.
 RECORDS_UPDATES = frozenset({CartOwnerKind.CUSTOMER})
 
@@ -247,7 +249,16 @@ class CustomerCartRepository(CartItems):
             keys.cart_merge_key(customer_id, session_id),
         ]
         profile, cart, session, marker = [(key[keys.PK], key[keys.SK]) for key in wanted]
-        found = batch_get(self.table, wanted)
+        for _ in range(MERGE_READS):
+            found = batch_get(self.table, wanted)
+            # BatchGetItem reads each item on its own, not isolated from a transaction: it can return a concurrent
+            # merge's marker beside the cart as it was before that merge. The marker names the cart version the
+            # merge wrote; a cart behind it is read again (markers written before it carry no version).
+            written = int(found[marker].get("cart_version", 0)) if marker in found else 0
+            if written <= (int(found[cart]["cart_version"]) if cart in found else 0):
+                break
+        else:
+            raise errors.ServiceUnavailable("the cart is being merged, retry")
         if profile not in found:
             raise errors.CustomerNotFound("customer not found")
         session_item = found.get(session)
@@ -317,6 +328,7 @@ class CustomerCartRepository(CartItems):
             "session_id": session.owner.id,
             "not_merged": [entry.model_dump(mode="json") for entry in not_merged],
             "merged_at": updated_at,
+            "cart_version": seen.cart_version + 1,  # the cart this merge wrote (read_for_merge)
             keys.TTL_ATTRIBUTE: marker_expires_at,
         }
         transaction = [
