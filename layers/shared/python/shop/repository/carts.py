@@ -241,7 +241,8 @@ class CustomerCartRepository(CartItems):
         return product_from_item(product)
 
     def read_for_merge(self, customer_id: str, session_id: str, *, now: int) -> MergeView:
-        """Profile, cart, session and merge marker in one BatchGetItem; CustomerNotFound."""
+        """Profile, cart, session and merge marker in one BatchGetItem (again only while a concurrent merge shows
+        half of itself); CustomerNotFound."""
         wanted = [
             keys.customer_key(customer_id),
             self.key(customer_id),
