@@ -89,8 +89,10 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+MYPY := $(VENV)/bin/mypy layers/shared/python/shop functions infra local_runtime bench app.py
+
 typecheck: setup
-	$(VENV)/bin/mypy layers/shared/python/shop functions infra local_runtime bench app.py
+	$(MYPY)
 
 # The tiers (docs/testing.md). Two workers (WORKERS=3 to measure a third on a quiet machine: docs/testing.md,
 # "Time"); tests of one xdist_group (a stack, a synth) share a worker.
@@ -98,9 +100,14 @@ typecheck: setup
 WORKERS ?= 2
 PARALLEL := -n $(WORKERS) --dist loadgroup
 
-# Everything: lint, types, synth, then every tier below in one run.
-test: setup lint typecheck synth
-	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
+# Everything: lint, synth, then every tier below in one run, with mypy beside it (one process on the core the
+# two workers leave idle while tests wait on stacks and streams); both must pass.
+test: setup lint synth
+	@mkdir -p .cache
+	@$(MYPY) > .cache/mypy.log 2>&1 & mypy=$$!; \
+	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS); tests=$$?; \
+	if wait $$mypy; then tail -n 1 .cache/mypy.log; else cat .cache/mypy.log; echo "mypy failed" >&2; exit 1; fi; \
+	exit $$tests
 
 # The fast lane (under 60 s): the rules on the in-memory store; tests/unit/conftest.py keeps moto and
 # DynamoDB Local out.
