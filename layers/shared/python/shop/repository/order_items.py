@@ -9,6 +9,7 @@ from typing import Any
 
 from shop import errors, keys
 from shop.models import Order, OrderLine, OrderStatus, StatusEntry
+from shop.repository.store import values
 
 # The order item's reason for its latest status change (a return's, a rejection's); the stream
 # processor copies it into that version's history entry.
@@ -80,3 +81,19 @@ def on_product_items(returns: list[Return]) -> list[Return]:
     for pid, _, quantity in returns:
         merged[pid] = merged.get(pid, 0) + quantity
     return [(pid, None, quantity) for pid, quantity in merged.items()]
+
+
+def status_move_values(
+    order: Order, new_status: OrderStatus, updated_at: str, gsi_pk: str, **extra: Any
+) -> dict[str, Any]:
+    """The values of a status change's UpdateItem: the new status, the next version, the change's time and
+    status index key, and the status and version the order must still have (`:old`, `:version`)."""
+    return values(
+        new=new_status.value,
+        next=order.version + 1,
+        at=updated_at,
+        gpk=gsi_pk,
+        old=order.status.value,
+        version=order.version,
+        **extra,
+    )

@@ -23,7 +23,13 @@ from shop.config import StatusShardSwitch, settings
 from shop.models import Order, OrderStatus
 from shop.models.orders import PaymentStatus
 from shop.models.payments import Settled
-from shop.repository.order_items import STATUS_REASON, on_product_items, order_from_items, stock_returns
+from shop.repository.order_items import (
+    STATUS_REASON,
+    on_product_items,
+    order_from_items,
+    status_move_values,
+    stock_returns,
+)
 from shop.repository.stock_shards import restock_update
 from shop.repository.store import (
     ConditionFailed,
@@ -106,15 +112,7 @@ class OrderPaymentRepository:
             "UpdateExpression": "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes),
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values(
-                new=new_status.value,
-                next=order.version + 1,
-                at=updated_at,
-                gpk=gsi[keys.GSI1PK],
-                old=order.status.value,
-                version=order.version,
-                **extra,
-            ),
+            "ExpressionAttributeValues": status_move_values(order, new_status, updated_at, gsi[keys.GSI1PK], **extra),
         }
         returns = stock_returns(order, order.lines) if release_stock else []
         if not returns:

@@ -26,6 +26,7 @@ from shop.repository.order_items import (
     latest_entry,
     on_product_items,
     order_from_items,
+    status_move_values,
     stock_returns,
 )
 from shop.repository.queries import collection_page
@@ -471,15 +472,7 @@ class OrderRepository:
             + (f" REMOVE {', '.join(removes)}" if removes else ""),
             "ConditionExpression": "#status = :old AND version = :version",
             "ExpressionAttributeNames": {"#status": "status", "#ttl": keys.TTL_ATTRIBUTE},
-            "ExpressionAttributeValues": values(
-                new=new_status.value,
-                next=order.version + 1,
-                at=updated_at,
-                gpk=gsi[keys.GSI1PK],
-                old=order.status.value,
-                version=order.version,
-                **extra,
-            ),
+            "ExpressionAttributeValues": status_move_values(order, new_status, updated_at, gsi[keys.GSI1PK], **extra),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         if restock:
