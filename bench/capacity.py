@@ -19,6 +19,10 @@ ASSUMPTIONS = [
     "a standard write is 1 WRU per started 1 KB of item, a transactional write 2 WRU per 1 KB (DynamoDB Local "
     "reports transactions doubled, GSI1 propagation included); each GSI1 entry written, rewritten or removed is "
     "a write too (an update that moves an item to another GSI1 key is a delete plus a put in the index)",
+    "each ConditionCheck of a TransactWriteItems is a transactional write of the checked item: 2 WRU per started "
+    "1 KB of its size when checked, an absent item counted as 1 KB (2 WRU); it writes nothing, so no stream record "
+    "and no GSI1 entry: bench/model.py prices it from the request and a consistent read of the item made by the "
+    "bench outside the counted calls (DynamoDB Local does not report it)",
     "reads: eventually consistent 0.5 RRU per 4 KB, strongly consistent 1 RRU, transactional 2 RRU",
     "a conditional write that fails still consumes 1 WRU (items under 1 KB); GSI1 writes inside a transaction are "
     "priced at the transactional rate as DynamoDB Local reports them (an upper bound)",
@@ -70,11 +74,23 @@ def life_parts(parts: dict[str, Any]) -> tuple[str, ...]:
     return LIFE_PARTS + PAYMENT_PARTS if with_payments else LIFE_PARTS
 
 
+def condition_checks(m: Measurement) -> dict[str, Any]:
+    """A part's ConditionChecks: how many, their write units, and each one (the checked key, its size when
+    checked, None when absent, and its units), so that docs can show the arithmetic."""
+    items = m.condition_checks()
+    return {
+        "count": len(items),
+        "wru": round(sum(item["wru"] for item in items), 2),
+        "items": [{"key": item["key"], "item_bytes": item["item_bytes"], "wru": item["wru"]} for item in items],
+    }
+
+
 def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]) -> dict[str, Any]:
     life: dict[str, Any] = {}
     missing = []
     paid = any(name in parts for name in PAYMENT_PARTS)
-    total_w = total_r = reported_w = wasted = 0.0
+    total_w = total_r = reported_w = wasted = total_check_w = 0.0
+    total_checks = 0
     for name in life_parts(parts):
         m = parts.get(name)
         if m is None or not m.calls:
@@ -87,10 +103,14 @@ def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]
         reported_w += m.wcu()
         failed = [c for c in m.calls if c.is_write and c.error == "ConditionalCheckFailedException"]
         wasted += sum(c.modelled_wru for c in failed)
+        checks = condition_checks(m)
+        total_checks += checks["count"]
+        total_check_w += checks["wru"]
         life[name] = {
             "failed_conditional_writes": len(failed),
             "wcu": wcu,
             "wcu_reported_by_dynamodb_local": round(m.wcu(), 2),
+            "condition_checks": checks,
             "rcu": rcu,
             "calls": [c.as_dict() for c in m.calls],
         }
@@ -110,8 +130,12 @@ def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]
             "total_wcu": round(total_w, 2),
             "total_rcu": round(total_r, 2),
             "total_wcu_reported_by_dynamodb_local": round(reported_w, 2),
+            "condition_checks": {"count": total_checks, "wru": round(total_check_w, 2)},
+            "total_wcu_without_condition_checks": round(total_w - total_check_w, 2),
             "wcu_source": "modelled from the stream's old/new images (bench/model.py): DynamoDB Local "
-            "undercounts multi-item transactions (one entry per operation type); reads as DynamoDB Local reports",
+            "undercounts multi-item transactions (one entry per operation type); each transaction's ConditionChecks "
+            "priced from the checked item's size (2 WRU per started KB, absent = 1 KB), which DynamoDB Local does "
+            "not report; reads as DynamoDB Local reports",
             "missing_parts": missing,
             "wru_spent_on_failed_conditional_writes": wasted,
         },
@@ -145,6 +169,9 @@ def cost(cap: dict[str, Any]) -> dict[str, Any]:
         "scope": "full life: placement + confirmation + its sales aggregation + one status change with its "
         "stream effects + 3 reads" + (" + the payment's webhook, capture and window" if with_payments else ""),
         "sales_aggregation_units_per_order": units(("sales_aggregation",)),
+        "condition_check_wru_per_order": sum(
+            parts[n].get("condition_checks", {}).get("wru", 0) for n in life_parts(parts) if parts.get(n)
+        ),
         "placing_confirming_reading": usd_per_million(*place_confirm_read),
         "units_per_order": {"wru": full[0], "rru": full[1]},
         "units_placing_confirming_reading": {"wru": place_confirm_read[0], "rru": place_confirm_read[1]},

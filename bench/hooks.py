@@ -19,6 +19,17 @@ WRITE_OPERATIONS = frozenset(
 )
 
 
+@dataclass(frozen=True)
+class TransactAction:
+    """One action of a TransactWriteItems request: Put, Update, Delete or ConditionCheck, on a table and key
+    (``key`` as ``PK|SK``, ``raw_key`` the request's own attribute values of the primary key)."""
+
+    kind: str
+    table: str
+    key: str
+    raw_key: dict[str, Any]
+
+
 @dataclass
 class Call:
     operation: str
@@ -41,6 +52,12 @@ class Call:
     # it wrote on the table and GSI1, with the write units each took (bench/heat.py reads these).
     written_items: list[dict[str, Any]] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+    # A TransactWriteItems' actions in request order, each with its kind, table and key: its ConditionChecks
+    # produce no stream record, so bench/model.py prices them from here.
+    transact_actions: list[TransactAction] = field(default_factory=list)
+    # One entry per ConditionCheck the transaction made, priced by bench/model.py: the checked key, the
+    # item's size when checked (None: absent) and the write units DynamoDB bills for it.
+    checked_items: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def transactional(self) -> bool:
@@ -49,6 +66,13 @@ class Call:
     @property
     def is_write(self) -> bool:
         return self.operation in WRITE_OPERATIONS
+
+    @property
+    def condition_checks(self) -> list[TransactAction]:
+        return [a for a in self.transact_actions if a.kind == "ConditionCheck"]
+
+    def condition_check_wru(self) -> float:
+        return float(sum(item["wru"] for item in self.checked_items))
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"operation": self.operation, "capacity": self.capacity}
@@ -65,6 +89,11 @@ class Call:
             out["gsi_capacity"] = self.gsi_capacity
         if self.transact_items:
             out["transact_items"] = self.transact_items
+        if self.checked_items:
+            out["condition_checks"] = [
+                {"key": item["key"], "item_bytes": item["item_bytes"], "wru": item["wru"]}
+                for item in self.checked_items
+            ]
         if self.count is not None:
             out["count"] = self.count
             out["scanned_count"] = self.scanned
@@ -95,6 +124,13 @@ class Measurement:
 
     def modelled_wru(self) -> float:
         return sum(c.modelled_wru for c in self.calls if c.is_write)
+
+    def condition_checks(self) -> list[dict[str, Any]]:
+        """The priced ConditionChecks of the calls' transactions (bench/model.py), in call order."""
+        return [item for c in self.calls for item in c.checked_items]
+
+    def condition_check_wru(self) -> float:
+        return sum(c.condition_check_wru() for c in self.calls)
 
     def rcu(self) -> float:
         return sum(c.capacity for c in self.calls if not c.is_write)
@@ -147,17 +183,30 @@ def key_of(item: Any) -> str | None:
     return f"{item['PK'].get('S')}|{(item.get('SK') or {}).get('S')}"
 
 
+def actions_of(params: dict[str, Any]) -> list[TransactAction]:
+    """A TransactWriteItems request's actions, in request order, with the primary key each names."""
+    actions = []
+    for entry in params.get("TransactItems", []):
+        for kind, body in entry.items():
+            item = body.get("Item") if kind == "Put" else body.get("Key")
+            key = key_of(item)
+            if key is None or not isinstance(item, dict):
+                continue
+            raw = {name: item[name] for name in ("PK", "SK") if name in item}
+            actions.append(TransactAction(kind, str(body.get("TableName", "")), key, raw))
+    return actions
+
+
 def write_keys(operation: str, params: dict[str, Any]) -> list[str]:
-    """The primary keys a write request names (for attributing stream records to it)."""
+    """The primary keys a write request changes (for attributing stream records to it): a transaction's
+    ConditionChecks write nothing, so their keys are not among them (bench/model.py prices them apart)."""
     found: list[Any] = []
     if operation == "PutItem":
         found.append(params.get("Item"))
     elif operation in ("UpdateItem", "DeleteItem"):
         found.append(params.get("Key"))
     elif operation == "TransactWriteItems":
-        for entry in params.get("TransactItems", []):
-            for kind, body in entry.items():
-                found.append(body.get("Item") if kind == "Put" else body.get("Key"))
+        return [a.key for a in actions_of(params) if a.kind != "ConditionCheck"]
     elif operation == "BatchWriteItem":
         for requests in params.get("RequestItems", {}).values():
             for request in requests:
@@ -175,6 +224,21 @@ def _capacity(consumed: Any) -> tuple[float, float, float]:
         for index in (entry.get("GlobalSecondaryIndexes") or {}).values():
             gsi += float(index.get("CapacityUnits", 0.0))
     return total, table, gsi
+
+
+_bench_own = threading.local()
+
+
+@contextmanager
+def unrecorded() -> Iterator[None]:
+    """The bench's own calls in this thread (bench/model.py reading a checked item's size): never recorded,
+    whatever measurement is open."""
+    previous = getattr(_bench_own, "active", False)
+    _bench_own.active = True
+    try:
+        yield
+    finally:
+        _bench_own.active = previous
 
 
 class Recorder:
@@ -228,7 +292,7 @@ class Recorder:
 
     def _call(self, original: Any, client: Any, operation: str, params: dict[str, Any]) -> Any:
         with self._lock:
-            listening = bool(self._active)
+            listening = bool(self._active) and not getattr(_bench_own, "active", False)
         if not listening:
             return original(client, operation, params)
         members = client.meta.service_model.operation_model(operation).input_shape.members
@@ -262,6 +326,7 @@ class Recorder:
                 write_keys=write_keys(operation, params) if operation in WRITE_OPERATIONS else [],
                 thread=threading.get_ident(),
                 params=params,
+                transact_actions=actions_of(params) if operation == "TransactWriteItems" else [],
             )
             with self._lock:
                 for measurement in self._active:

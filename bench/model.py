@@ -1,7 +1,8 @@
 """Write request units as DynamoDB bills them, from the stream's before/after images of every write.
 
 DynamoDB Local undercounts multi-item transactions, so each written item is priced from its NEW_AND_OLD_IMAGES
-stream record; the rules: docs/performance.md, "How each figure is measured".
+stream record, and each ConditionCheck of a transaction (which writes nothing, so has no record) from the checked
+item's size; the rules: docs/performance.md, "How each figure is measured".
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bench.hooks import Measurement, key_of
+from bench.hooks import Call, Measurement, TransactAction, key_of, unrecorded
 from local_runtime.streams import StreamReader
 
 KB = 1024
@@ -55,6 +56,12 @@ def _units(size: int) -> int:
     return max(1, math.ceil(size / KB))
 
 
+def condition_check_units(size: int | None) -> int:
+    """What DynamoDB bills one ConditionCheck of a TransactWriteItems: a transactional write of the checked item,
+    2 WRU per started KB of its size, an absent item (``None``) counted as 1 KB: never under 2."""
+    return 2 * _units(size or 0)
+
+
 def _gsi_key(item: dict[str, Any] | None) -> tuple[str, str] | None:
     if not item or any(k not in item for k in GSI_KEYS):
         return None
@@ -86,9 +93,11 @@ def record_partitions(record: dict[str, Any]) -> tuple[int, list[tuple[str, int]
 
 
 class Accountant:
-    """Reads every stream record (no filters) and prices it onto the call that wrote the item."""
+    """Reads every stream record (no filters) and prices it onto the call that wrote the item; then prices each
+    ConditionCheck of the calls' transactions onto its transaction."""
 
     def __init__(self, dynamodb: Any, streams: Any, table_name: str) -> None:
+        self.dynamodb = dynamodb
         self.reader = StreamReader(dynamodb, streams, table_name)
         self.unattributed = 0
 
@@ -107,6 +116,8 @@ class Accountant:
             if call.is_write and not call.error:
                 for written in dict.fromkeys(call.write_keys):
                     queues.setdefault(written, []).append(call)
+        position = {id(call): i for i, call in enumerate(measurement.calls)}
+        writes: dict[str, list[tuple[int, dict[str, Any]]]] = {}  # key -> (its writer's position, record)
         for record in records:
             key = key_of(record.get("dynamodb", {}).get("Keys"))
             owners = queues.get(key or "")
@@ -114,6 +125,7 @@ class Accountant:
                 self.unattributed += 1
                 continue
             owner = owners.pop(0) if len(owners) > 1 else owners[0]
+            writes.setdefault(key or "", []).append((position[id(owner)], record))
             table, gsi_writes = record_partitions(record)
             factor = 2 if owner.transactional else 1
             owner.modelled_wru += factor * (table + sum(units for _, units in gsi_writes))
@@ -126,3 +138,40 @@ class Accountant:
                 }
             )
             owner.written_bytes.append(max(item_size(ddb.get("OldImage")), item_size(ddb.get("NewImage"))))
+        self._price_condition_checks(measurement.calls, writes)
+
+    def _price_condition_checks(self, calls: list[Call], writes: dict[str, list[tuple[int, dict[str, Any]]]]) -> None:
+        """Each ConditionCheck of a transaction that went through, at 2 WRU per started KB of the checked item as
+        it was then (absent: 1 KB). A cancelled transaction is priced as before (its error, no check)."""
+        stored: dict[tuple[str, str], int | None] = {}
+        for position, call in enumerate(calls):
+            if not call.transactional or call.error:
+                continue
+            for check in call.condition_checks:
+                size = self._size_when_checked(check, position, writes.get(check.key, []), stored)
+                units = condition_check_units(size)
+                call.modelled_wru += units
+                call.checked_items.append(
+                    {"key": check.key, "pk": check.key.split("|", 1)[0], "item_bytes": size, "wru": units}
+                )
+
+    def _size_when_checked(
+        self,
+        check: TransactAction,
+        position: int,
+        writes: list[tuple[int, dict[str, Any]]],
+        stored: dict[tuple[str, str], int | None],
+    ) -> int | None:
+        """The checked item's size at its check: the old image of the first later write of it among the calls
+        (the item as the check saw it), else the item as stored now, read consistently by the bench itself,
+        outside the measured calls. None: no such item."""
+        later = [record for writer, record in writes if writer > position]
+        if later:
+            old = later[0].get("dynamodb", {}).get("OldImage")
+            return item_size(old) if old else None
+        cache = (check.table, check.key)
+        if cache not in stored:
+            with unrecorded():
+                found = self.dynamodb.get_item(TableName=check.table, Key=check.raw_key, ConsistentRead=True)
+            stored[cache] = item_size(found["Item"]) if found.get("Item") else None
+        return stored[cache]

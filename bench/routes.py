@@ -659,7 +659,17 @@ class Scenario:
         for key, step in self.steps.items():
             if step.measurement is not None:
                 m = step.measurement
-                out[key] = {"wru_modelled": m.modelled_wru(), "wcu_reported": m.wcu(), "rcu": m.rcu()}
+                out[key] = {
+                    "wru_modelled": m.modelled_wru(),
+                    "wcu_reported": m.wcu(),
+                    "condition_check_wru": m.condition_check_wru(),
+                    "rcu": m.rcu(),
+                }
         for label, m in self.stream_steps.items():
-            out[f"stream: {label}"] = {"wru_modelled": m.modelled_wru(), "wcu_reported": m.wcu(), "rcu": m.rcu()}
+            out[f"stream: {label}"] = {
+                "wru_modelled": m.modelled_wru(),
+                "wcu_reported": m.wcu(),
+                "condition_check_wru": m.condition_check_wru(),
+                "rcu": m.rcu(),
+            }
         return out

@@ -65,10 +65,15 @@ def summary(results: dict[str, Any]) -> str:
         f"[{_mark(targets, 'capacity')}] capacity: life of a 3-line order = "
         f"{life.get('total_wcu')} WCU + {life.get('total_rcu')} RCU"
     )
+    checked = life.get("condition_checks") or {}
+    if checked:
+        lines.append(f"        of which {checked.get('count')} ConditionChecks, {checked.get('wru')} WRU")
     for part, figure in (life.get("parts") or {}).items():
         if figure:
+            checks = figure.get("condition_checks") or {}
             lines.append(
-                f"        {part:<40} WRU {figure['wcu']:<6} (DynamoDB Local says {figure['wcu_reported_by_dynamodb_local']}) RCU {figure['rcu']}"
+                f"        {part:<40} WRU {figure['wcu']:<6} (DynamoDB Local says {figure['wcu_reported_by_dynamodb_local']}) "
+                f"RCU {figure['rcu']:<4} ConditionChecks {checks.get('count', 0)} ({checks.get('wru', 0)} WRU)"
             )
         else:
             lines.append(f"        {part:<40} not measured")
