@@ -4,8 +4,9 @@ A small sample of each request type runs through the functions on DynamoDB Local
 (bench/hooks.py) sees every call: the partition key each read names (GetItem/BatchGetItem keys, a
 Query's key condition, on the table or GSI1) with the capacity DynamoDB Local reports, and, from the
 stream's old/new images (bench/model.py), every item each write changed with its table write units
-and every GSI1 key it wrote or removed with theirs. An order's stream effects (order_events) count
-with the order.
+and every GSI1 key it wrote or removed with theirs, and every key a transaction's ConditionCheck named
+with the units DynamoDB bills for it (DynamoDB Local reports none). An order's stream effects
+(order_events) count with the order.
 
 Each key is classified into a family by replacing the parts the bench chose (product ids, category
 names, customer, session and order ids) with placeholders, pure digits with ``<n>`` (a shard) and
