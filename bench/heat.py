@@ -701,6 +701,7 @@ def partition_heat(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
                 {"space": space, "family": fam, "kind": kind, "units": round(units, 3)}
                 for (space, fam, kind), units in sorted(profile.units.get(name, {}).items())
             ],
+            "condition_check_wru": round(profile.checks.get(name, 0.0), 3),  # included in per_request's writes
         }
         for name in REQUESTS
     }
