@@ -145,7 +145,7 @@ class Accountant:
         it was then (absent: 1 KB). A cancelled transaction is priced as before (its error, no check)."""
         stored: dict[tuple[str, str], int | None] = {}
         for position, call in enumerate(calls):
-            if not call.transactional or call.error:
+            if not call.transactional or call.error or call.checked_items:  # priced once, whoever attributes again
                 continue
             for check in call.condition_checks:
                 size = self._size_when_checked(check, position, writes.get(check.key, []), stored)
