@@ -170,6 +170,26 @@ def test_the_built_layers_hold_no_trimmed_module(layers, analysis):
         assert present == [], (layer, present[:5])
     assert not (layers["deps"] / build_layers.SWAGGER_ASSETS[0]).exists()
     assert not list(layers["deps"].rglob("*.pyi"))
+    if build_layers.STRIP_DEBUG is not None:
+        compiled = [so for layer in build_layers.LAYERS for so in layers[layer].rglob("*.so")]
+        assert compiled
+        assert [so.name for so in compiled if any(name.startswith(".debug") for name in _sections(so))] == []
+
+
+def _sections(path: Path) -> list[str]:
+    """The section names of a 64-bit little-endian ELF file (both layers' architectures)."""
+    data = path.read_bytes()
+    assert data[:6] == b"\x7fELF\x02\x01", path
+    offset, size, count, names = (
+        int.from_bytes(data[0x28:0x30], "little"),
+        int.from_bytes(data[0x3A:0x3C], "little"),
+        int.from_bytes(data[0x3C:0x3E], "little"),
+        int.from_bytes(data[0x3E:0x40], "little"),
+    )
+    headers = [data[offset + i * size : offset + (i + 1) * size] for i in range(count)]
+    table = headers[names]
+    strings = data[int.from_bytes(table[0x18:0x20], "little") :][: int.from_bytes(table[0x20:0x28], "little")]
+    return [strings[int.from_bytes(h[:4], "little") :].split(b"\0", 1)[0].decode() for h in headers]
 
 
 # -- on the trimmed layers ---------------------------------------------------------------------------------------
@@ -256,6 +276,8 @@ def test_every_handler_imports_with_tracing_on(layers, tmp_path):
         request["handlers"] = {spec.name: []}
         result = _child(request, tmp_path, env)
         assert result["failed"] == {}, spec.name
+        # the X-Ray SDK's wrappers run on wrapt's compiled extension, stripped of its debug sections
+        assert result["paths"]["wrapt._wrappers"].startswith(str(layers["deps"])), spec.name
         assert _missing_of_ours(result, request["sys_path"]) == [], spec.name
 
 

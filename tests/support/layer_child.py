@@ -80,7 +80,7 @@ def main():
         result["answers"][function] = answers
     result["paths"] = {
         name: getattr(sys.modules[name], "__file__", None)
-        for name in ("pydantic_core", "aws_lambda_powertools", "stripe", "requests")
+        for name in ("pydantic_core", "aws_lambda_powertools", "stripe", "requests", "wrapt._wrappers")
         if name in sys.modules
     }
     with open(sys.argv[2], "w") as sink:
