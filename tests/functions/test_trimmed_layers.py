@@ -74,7 +74,7 @@ def _path(layers: dict[str, Path], function: str | None) -> list[str]:
 def _child(request: dict[str, Any], tmp_path: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
     (tmp_path / "request.json").write_text(json.dumps(request))
     done = subprocess.run(
-        [runtime_python(), "-I", "-S", str(CHILD), str(tmp_path / "request.json"), str(tmp_path / "result.json")],
+        [runtime_python(), "-I", "-S", "-B", str(CHILD), str(tmp_path / "request.json"), str(tmp_path / "result.json")],
         env=env or _env(),
         cwd=tmp_path,
         capture_output=True,
@@ -299,3 +299,8 @@ def test_the_check_sees_a_module_only_a_call_imports(api, layers, tmp_path):
     assert result["failed"] == {}
     assert result["answers"]["order_events"] == [{"batchItemFailures": [{"itemIdentifier": "100000000000000000001"}]}]
     assert "pydantic.plugin._loader" in _missing_of_ours(result, request["sys_path"])
+
+
+def test_the_checks_leave_the_layers_as_built(layers):
+    """The children ran with -B: no bytecode written into the folders `cdk synth` stages (last in this file)."""
+    assert [str(p) for layer in build_layers.LAYERS for p in layers[layer].rglob("__pycache__")] == []
