@@ -40,8 +40,8 @@ NOT_FOLLOWED_MAPS = {
 
 # functions that import a module by a name computed at run time
 COMPUTED_IMPORTERS = {"import_module", "__import__", "import_string", "find_spec"}
-# Modules whose computed imports are accounted for; any other reachable module with one keeps its whole top-level
-# package (aws_xray_sdk's patcher and plugins, wrapt's import hooks).
+# Modules whose computed imports are accounted for (re-read each entry when a pin moves); any other reachable
+# module with one keeps its whole top-level package (aws_xray_sdk's patcher and plugins, wrapt's import hooks).
 EXPLAINED_COMPUTED_IMPORTS = {
     # the lazy attribute maps above
     "stripe": "lazy maps",
@@ -52,8 +52,9 @@ EXPLAINED_COMPUTED_IMPORTS = {
     # import_string of an `ImportString` field's value: no model of the shop or of Powertools declares one
     # (tests/infra/test_trimmed_layers.py)
     "pydantic._internal._validators": "ImportString fields only",
-    # LazyLoader(name, globals, "module") with a literal module at each call site, followed as a string
-    "aws_lambda_powertools.shared.lazy_import": "literal call sites",
+    # LazyLoader(name, globals, module): its one call site (the Tracer) names shared.constants.XRAY_SDK_MODULE, a
+    # string literal there, followed as a string (and aws_xray_sdk is kept whole for its patcher)
+    "aws_lambda_powertools.shared.lazy_import": "a literal constant",
     # a package's `__getattr__` importing f"{__name__}.<literal>" or the submodule a literal map names
     "aws_lambda_powertools.utilities.parser": "package map",
     "aws_lambda_powertools.utilities.parser.models": "package map",
