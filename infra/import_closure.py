@@ -10,6 +10,7 @@
   `__getattr__`, as stripe's `_import_map`, `V1Services` and its services' sub-services): an entry is followed
   when any reachable module names its key (`pkg.name`, `obj.name`, `from pkg import name`, `getattr(x, "name")`);
   a module-level map (a package `__init__`'s `_import_map`) only when its key is read on that package;
+- a package's submodule read as an attribute of the package (`pkg.sub`: a lazy `__getattr__` imports it);
 - every entry of a map keyed by data rather than by a name in the code (stripe's V1 response classes,
   `FOLLOW_ALL_MAPS`); none of the V2 API's maps (`NOT_FOLLOWED_MAPS`).
 
@@ -283,6 +284,10 @@ def closure(roots: Iterable[str], sites: Sites, why: dict[str, str] | None = Non
         for text, reason in strings.items():
             if text in sites and text not in kept:
                 reach(text, reason)
+        # `pkg.sub` read on a package: a submodule that a lazy `__getattr__` imports (shop.lazy_packages does)
+        for owner, attr in package_attributes:
+            if f"{owner}.{attr}" in sites and f"{owner}.{attr}" not in kept:
+                reach(f"{owner}.{attr}", f"{owner}.{attr} read")
         for owner, map_name, lazy in maps:
             module_level = _module(owner, sites.files[owner], owner in sites.packages).module_getattr
             for key, value in lazy.items():
