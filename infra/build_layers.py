@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import fcntl
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from infra.settings import LAYER_PYTHON_VERSION, ROOT
@@ -40,24 +42,68 @@ def _fingerprint(arch: str, layer: str = "deps") -> str:
     digest = hashlib.sha256()
     digest.update(LAYERS[layer].read_bytes())
     digest.update(f"\0{arch}\0{LAYER_PYTHON_VERSION}\0{PLATFORMS[arch]}".encode())
-    if layer in UNUSED_AT_RUN_TIME:  # what the layer drops is part of what it holds (a change rebuilds it)
-        digest.update(f"\0{UNUSED_AT_RUN_TIME[layer]}".encode())
+    # what the layer drops is part of what it holds (a change rebuilds it)
+    digest.update(f"\0{UNUSED_AT_RUN_TIME.get(layer, ())}\0{NEVER_LOADED}\0{SWAGGER_ASSETS}".encode())
+    digest.update(f"\0strip-debug={STRIP_DEBUG is not None}".encode())
     return digest.hexdigest()
 
 
-# Folders no module of the layer imports at run time, dropped from it. stripe/params (5.8 MB of Stripe's 13 MB)
-# holds the TypedDicts of every API's parameters; every import of it in stripe sits under `if TYPE_CHECKING:`
-# (tests/payments/test_trimmed_payments_layer.py proves it for the pinned stripe and drives the trimmed
-# library against localstripe). `stripe.params` as an attribute would fail; only type checkers use it.
-UNUSED_AT_RUN_TIME = {"payments": ("stripe/params",)}
+# What no run-time path of the shop can import, dropped from the layers (docs/infrastructure.md, "Layers"):
+# `infra/layer_trims.json`, written by `python -m infra.build_layers --plan` from `infra.import_closure` (every module
+# reachable from the shop's code and the handlers, lazy imports included), checked against the current code by
+# tests/infra/test_trimmed_layers.py. Its digest is here so that a new plan changes this file (bench/coldstart.py
+# keys its layer stand-ins by this file's bytes) and a hand edit of the plan is caught.
+TRIMS_FILE = ROOT / "infra" / "layer_trims.json"
+TRIMS_DIGEST = "e92f53b9a528d85ff5c71969566d6555553b1b9e9471a04c72aaeacc822346a9"
+# Files no interpreter loads, dropped wherever they are: type stubs, C sources of compiled extensions.
+NEVER_LOADED = ("*.pyi", "py.typed", "*.c")
+# Swagger UI's bundled assets (1.7 MB), read only by the `/swagger` route `enable_swagger()` adds; the shop never
+# calls it (tests/infra/test_trimmed_layers.py), and its API document is served from openapi.json.
+SWAGGER_ASSETS = (
+    "aws_lambda_powertools/event_handler/openapi/swagger_ui/swagger-ui-bundle.min.js",
+    "aws_lambda_powertools/event_handler/openapi/swagger_ui/swagger-ui.min.css",
+)
+
+
+# DWARF debug sections of compiled extensions (wrapt's `_wrappers` ships them: 0.5 MB of its 0.6 MB), which the
+# dynamic loader never maps: `llvm-strip --strip-debug` removes them and nothing else (code, data and symbols stay).
+# llvm-strip handles both architectures; on a machine without it the layer keeps them (the stamp records which).
+STRIP_DEBUG = shutil.which("llvm-strip")
+
+
+def _load_trims() -> dict[str, tuple[str, ...]]:
+    data = TRIMS_FILE.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != TRIMS_DIGEST:
+        raise RuntimeError(f"{TRIMS_FILE.name} does not match TRIMS_DIGEST: run `python -m infra.build_layers --plan`")
+    return {layer: tuple(paths) for layer, paths in json.loads(data).items()}
+
+
+UNUSED_AT_RUN_TIME = _load_trims()
 
 
 def trim(site: Path, layer: str = "deps") -> None:
-    """What a layer's site folder keeps: everything but what is never needed at run time (`_strip`, and the
-    layer's UNUSED_AT_RUN_TIME folders)."""
+    """What a layer's site folder keeps: everything but what is never needed at run time (`_strip`, the files no
+    interpreter loads, the layer's UNUSED_AT_RUN_TIME modules and folders, compiled extensions' debug sections)."""
     _strip(site)
-    for folder in UNUSED_AT_RUN_TIME.get(layer, ()):
-        shutil.rmtree(site / folder, ignore_errors=True)
+    for relative in UNUSED_AT_RUN_TIME.get(layer, ()):
+        path = site / relative
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    for pattern in NEVER_LOADED:
+        for path in site.rglob(pattern):
+            if path.is_file() and ".dist-info" not in path.parent.name:
+                path.unlink()
+    for stubs in site.glob("*-stubs"):
+        shutil.rmtree(stubs, ignore_errors=True)
+    if layer == "deps":
+        for relative in SWAGGER_ASSETS:
+            (site / relative).unlink(missing_ok=True)
+    if STRIP_DEBUG is not None:
+        for path in sorted(site.rglob("*.so")):
+            subprocess.run([STRIP_DEBUG, "--strip-debug", str(path)], check=True)
 
 
 def _strip(site: Path) -> None:
@@ -122,6 +168,113 @@ def _build_locked(arch: str, layer: str, target: Path, *, force: bool, quiet: bo
     return target
 
 
+def distribution_tops(lock: Path) -> dict[str, list[str]]:
+    """{distribution: its top-level files and folders} for the pins of a lock, as installed in this environment."""
+    from importlib.metadata import distribution
+
+    out: dict[str, list[str]] = {}
+    for line in lock.read_text().splitlines():
+        name = line.split("#", 1)[0].strip().split("==", 1)[0]
+        if not name:
+            continue
+        files = distribution(name).files or []
+        out[name] = sorted(
+            {f.parts[0] for f in files if not f.parts[0].endswith((".dist-info", "..")) and f.parts[0] != "bin"}
+        )
+    return out
+
+
+@dataclass
+class Analysis:
+    """The layers' packages as installed in an environment, and what a run-time path of the shop can import."""
+
+    layer_sites: dict[str, Path]  # layer -> a copy of its packages
+    modules: dict[str, set[str]]  # layer -> its modules
+    kept: set[str]  # every module reachable from the shop's code and the handlers, the shop's own included
+
+
+def analyse(environment_site: Path, work: Path) -> Analysis:
+    """Copy the layers' packages from `environment_site` (at the locks' pins) into `work` and follow every run-time
+    path from the shop's code and the handlers through them (infra.import_closure)."""
+    from infra import import_closure
+
+    layer_sites: dict[str, Path] = {}
+    for layer, lock in LAYERS.items():
+        site = work / layer
+        site.mkdir(parents=True, exist_ok=True)
+        for tops in distribution_tops(lock).values():
+            for top in tops:
+                source = environment_site / top
+                if source.is_dir() and not (site / top).exists():  # a copy: the analysis walks real folders
+                    shutil.copytree(source, site / top, ignore=shutil.ignore_patterns("__pycache__"))
+                elif source.is_file():
+                    shutil.copy2(source, site / top)
+        layer_sites[layer] = site
+    shared = ROOT / "layers" / "shared" / "python"
+    sites = import_closure.Sites([*layer_sites.values(), shared])
+    roots = [name for name in sites.files if name == "shop" or name.startswith("shop.")]
+    for handler in sorted((ROOT / "functions").glob("*/handler.py")):
+        roots += sorted(import_closure.Module("handler", handler, False).imports)
+    kept = import_closure.closure(roots, sites)
+    modules = {
+        layer: {name for name, path in sites.files.items() if path.is_relative_to(site)}
+        for layer, site in layer_sites.items()
+    }
+    return Analysis(layer_sites, modules, kept)
+
+
+def plan(environment_site: Path, work: Path) -> dict[str, list[str]]:
+    """Per layer, the modules and folders of its packages that no run-time path of the shop can import."""
+    analysis = analyse(environment_site, work)
+    return {
+        layer: _unreachable_paths(site, analysis.modules[layer], analysis.kept)
+        for layer, site in analysis.layer_sites.items()
+    }
+
+
+def _unreachable_paths(site: Path, modules: set[str], kept: set[str]) -> list[str]:
+    """The site's unreachable modules as paths: a package's folder when none of its modules is reachable and it holds
+    nothing but Python files (no data a reachable module could read), else its unreachable modules one by one."""
+    paths: list[str] = []
+
+    def python_only(folder: Path) -> bool:
+        return all(f.suffix in (".py", ".pyi") or f.name == "py.typed" for f in folder.rglob("*") if f.is_file())
+
+    def visit(name: str) -> None:
+        path = site.joinpath(*name.split("."))
+        inside = [n for n in modules if n.startswith(name + ".")]
+        if path.is_dir():
+            if name not in kept and not any(n in kept for n in inside) and python_only(path):
+                paths.append(path.relative_to(site).as_posix())
+                return
+            for child in sorted(n for n in inside if n.count(".") == name.count(".") + 1):
+                visit(child)
+        elif name not in kept:
+            paths.append(path.with_suffix(".py").relative_to(site).as_posix())
+
+    for top in sorted(n for n in modules if "." not in n):
+        visit(top)
+    return sorted(paths)
+
+
+def write_plan() -> Path:
+    """`--plan`: infra/layer_trims.json from this environment (the dev lock holds the layers' pins), and its digest
+    in this file."""
+    import sysconfig
+    import tempfile
+
+    environment_site = Path(sysconfig.get_paths()["purelib"])
+    with tempfile.TemporaryDirectory(prefix="layer-plan-") as work:
+        trims = plan(environment_site, Path(work))
+    data = (json.dumps(trims, indent=1, sort_keys=True) + "\n").encode()
+    TRIMS_FILE.write_bytes(data)
+    source = Path(__file__)
+    text = source.read_text()
+    start = text.index('TRIMS_DIGEST = "') + len('TRIMS_DIGEST = "')
+    source.write_text(text[:start] + hashlib.sha256(data).hexdigest() + text[start + 64 :])
+    return TRIMS_FILE
+
+
 def compiled_module_name(arch: str) -> str:
     """File name of pydantic_core's extension module for ``arch`` (what the layer must hold)."""
     version = LAYER_PYTHON_VERSION.replace(".", "")
@@ -133,7 +286,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", choices=sorted(PLATFORMS), default="arm64")
     parser.add_argument("--layer", choices=sorted(LAYERS), default="deps")
     parser.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
+    parser.add_argument("--plan", action="store_true", help="write infra/layer_trims.json (what the layers drop)")
     args = parser.parse_args(argv)
+    if args.plan:
+        print(write_plan().relative_to(ROOT))
+        return 0
     target = build(args.arch, force=args.force, layer=args.layer)
     print(target.relative_to(ROOT))
     return 0
