@@ -196,3 +196,15 @@ def test_an_order_is_archived_no_sooner_than_the_grace_and_its_old_records_are_r
     assert recorded_bus.events == []
     outcomes = [line["message"] for line in logs() if line.get("order_id") == order_id]
     assert outcomes.count("order_archived") == 4  # both MODIFYs, twice; the INSERT finds nothing to confirm
+
+
+@pytest.mark.dynamodb_semantics
+@pytest.mark.parametrize("stamp", [1e300, -1e300, "2026-01-01", True, 4_102_444_800 * 10])
+def test_a_record_whose_time_is_unreadable_or_far_ahead_is_guarded_and_still_handled(store, invoke, stamp):
+    """A damaged or hand-made record (a replay edited by hand): its time says nothing, so its effects keep the
+    check; the record is handled, not failed."""
+    _, shipped = shipped_order(store, invoke)
+    shipped["dynamodb"]["ApproximateCreationDateTime"] = stamp
+    with counting(dynamodb_client()) as calls:
+        assert invoke(lambda_event([shipped])) == {"batchItemFailures": []}
+    assert calls.operations == GUARDED

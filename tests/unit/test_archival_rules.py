@@ -54,6 +54,8 @@ def test_a_record_is_fresh_only_while_younger_than_the_grace_less_the_margin():
     assert not fresh_record(written, written + timedelta(days=3), grace)  # a replay days later
     assert not fresh_record(None, written, grace)  # the record's time unknown
     assert fresh_record(written, written - timedelta(seconds=5), grace)  # a clock behind DynamoDB's: younger still
+    assert not fresh_record(written, written - timedelta(seconds=FRESH_RECORD_MARGIN_SECONDS), grace)  # no skew
+    assert not fresh_record(written, written - timedelta(days=365), grace)  # a record stamped a year ahead
 
 
 @pytest.mark.parametrize("grace", [0, 1, FRESH_RECORD_MARGIN_SECONDS])

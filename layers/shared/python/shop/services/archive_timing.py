@@ -54,7 +54,9 @@ def archive_at(status: OrderStatus, changed_at: int, archive_after_days: int, gr
 def fresh_record(record_at: datetime | None, now: datetime, grace_seconds: int) -> bool:
     """Whether a record written at `record_at` (None: unknown) and processed from `now` is young enough that
     its order cannot be archived before its effects are written (they may skip the ARCHIVED check). A record
-    exactly `grace - margin` old, of unknown age, or any record when the grace is within the margin, is not."""
+    exactly `grace - margin` old, of unknown age, or any record when the grace is within the margin, is not;
+    nor is one stamped further in the future than clock skew explains (a hand-made or damaged record)."""
     if record_at is None or grace_seconds <= FRESH_RECORD_MARGIN_SECONDS:
         return False
-    return (now - record_at).total_seconds() < grace_seconds - FRESH_RECORD_MARGIN_SECONDS
+    age = (now - record_at).total_seconds()
+    return -FRESH_RECORD_MARGIN_SECONDS < age < grace_seconds - FRESH_RECORD_MARGIN_SECONDS

@@ -241,7 +241,7 @@ class OrderEventsService:
         or unreadable included), measured when its processing starts (shop.services.archive_timing.fresh_record)."""
         try:
             written = datetime.fromisoformat(record.created_at)
-        except ValueError:  # MalformedRecord: no ApproximateCreationDateTime
+        except (ValueError, OverflowError, OSError):  # MalformedRecord (none), or a time no datetime holds
             return True
         return not fresh_record(written, datetime.fromisoformat(self.now()), self.grace_seconds())
 
