@@ -155,7 +155,7 @@ invoke: setup synth
 # BUCKET=<StreamFailureBucket> FUNCTION=<OrderEventsFunction> for a deployed stage; without them,
 # .local/stream-failures/ through the DynamoDB Local of a running `make dev`.
 replay: setup $(if $(BUCKET),,synth)
-	$(PY) -m local_runtime replay $(if $(BUCKET),--bucket "$(BUCKET)" --function "$(FUNCTION)",--dynamodb-port $(DYNAMODB_PORT))
+	$(PY) -m local_runtime replay $(if $(BUCKET),--bucket "$(BUCKET)" --function "$(FUNCTION)",--dynamodb-port $(DYNAMODB_PORT) $(foreach pair,$(FUNCTION_ENV),--env $(pair)))
 
 bench: setup synth
 	$(PY) -m bench

@@ -59,6 +59,9 @@ TABLE_INDEX = "GSI1"
 # (`-c archive_after_days=N`, passed to every function as ARCHIVE_AFTER_DAYS); then order_events writes it
 # to the archive bucket under ARCHIVE_PREFIX, where it stays in S3 Standard (infra.constructs.data.OrderArchive).
 # DEFAULT_ARCHIVE_AFTER_DAYS, MAX_ARCHIVE_AFTER_DAYS and ARCHIVE_PREFIX: shop.limits, below.
+# Never sooner than the archival grace after the change that finished it (`-c archive_grace_seconds=N`, passed to
+# every function as ARCHIVE_GRACE_SECONDS; 0..MAX_ARCHIVE_GRACE_SECONDS, default a day): order_events writes a
+# fresh record's effects without the ARCHIVED check (shop.services.archive_timing.fresh_record).
 ARCHIVE_NONCURRENT_DAYS = 90  # a protected stage's overwritten or deleted archive object, recoverable this long
 POWERTOOLS_NAMESPACE = "Shop"
 
@@ -301,6 +304,8 @@ IDEMPOTENCY_TTL_SECONDS = limits.DEFAULT_IDEMPOTENCY_TTL_SECONDS
 HOT_PRODUCT_CACHE_SECONDS = limits.DEFAULT_HOT_PRODUCT_CACHE_SECONDS
 DEFAULT_ARCHIVE_AFTER_DAYS = limits.DEFAULT_ARCHIVE_AFTER_DAYS
 MAX_ARCHIVE_AFTER_DAYS = limits.MAX_ARCHIVE_AFTER_DAYS
+DEFAULT_ARCHIVE_GRACE_SECONDS = limits.DEFAULT_ARCHIVE_GRACE_SECONDS
+MAX_ARCHIVE_GRACE_SECONDS = limits.MAX_ARCHIVE_GRACE_SECONDS
 ARCHIVE_PREFIX = limits.ARCHIVE_PREFIX
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -469,6 +474,7 @@ class DeployConfig:
     status_shards_next: int | None = None
     status_shards_writers: str = "current"
     archive_after_days: int = DEFAULT_ARCHIVE_AFTER_DAYS
+    archive_grace_seconds: int = DEFAULT_ARCHIVE_GRACE_SECONDS
     # `-c payments=none|stripe` (issue 25): none (the default) keeps version 2's flow; stripe takes the money
     # (docs/payments.md, "Deploying with payments"); `-c currency=eur` the shop's currency
     payments: str = "none"
@@ -520,6 +526,9 @@ class DeployConfig:
         archive_days = text("archive_after_days") or str(DEFAULT_ARCHIVE_AFTER_DAYS)
         if not (archive_days.isascii() and archive_days.isdigit()) or int(archive_days) > MAX_ARCHIVE_AFTER_DAYS:
             raise ValueError(f"context archive_after_days must be 0..{MAX_ARCHIVE_AFTER_DAYS}, got {archive_days!r}")
+        grace = text("archive_grace_seconds") or str(DEFAULT_ARCHIVE_GRACE_SECONDS)
+        if not (grace.isascii() and grace.isdigit()) or int(grace) > MAX_ARCHIVE_GRACE_SECONDS:
+            raise ValueError(f"context archive_grace_seconds must be 0..{MAX_ARCHIVE_GRACE_SECONDS}, got {grace!r}")
         local = (text("local") or "false").lower()
         if local not in ("true", "false"):
             raise ValueError(f"context local must be true or false, got {local!r}")
@@ -569,6 +578,7 @@ class DeployConfig:
             status_shards_next=next_shards,
             status_shards_writers=writers,
             archive_after_days=int(archive_days),
+            archive_grace_seconds=int(grace),
             payments=payments,
             currency=currency,
         )

@@ -338,8 +338,16 @@ def _replay_locally(args: argparse.Namespace) -> failures.ReplayReport | None:
     endpoint = args.endpoint or f"http://127.0.0.1:{args.dynamodb_port}"
     # Under a running `make dev` with payments, payment_steps' batches are applied against its localstripe.
     paying = local_payments.running_environment(state_dir)
+    # The variables `dev` was started with (--env): a stack run with ARCHIVE_GRACE_SECONDS=0 archives at once,
+    # and its replays must measure a record's freshness with the same grace (shop.services.archive_timing).
+    overrides = {**(paying or {}), **_overrides(args.env)}
     functions = Functions(
-        app, table_name=_table_name(app), endpoint=endpoint, state_dir=state_dir, concurrency=1, overrides=paying
+        app,
+        table_name=_table_name(app),
+        endpoint=endpoint,
+        state_dir=state_dir,
+        concurrency=1,
+        overrides=overrides or None,
     )
     try:
         store = failures.DirectoryStore(state_dir / failures.LOCAL_DIR)
@@ -446,6 +454,13 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--endpoint", default=None, help="DynamoDB endpoint (default: 127.0.0.1:<port>)")
     replay.add_argument("--bucket", default=None, help="deployed: the StreamFailureBucket output of ShopEvents")
     replay.add_argument("--function", default=None, help="deployed: the OrderEventsFunction output of ShopEvents")
+    replay.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="local: a variable of the functions overridden, as `dev --env` set it (e.g. ARCHIVE_GRACE_SECONDS=0)",
+    )
     replay.set_defaults(func=cmd_replay)
     return parser
 

@@ -267,6 +267,7 @@ def build_function(
         "TABLE_NAME": table.table_name,
         **status_shard_env(config),
         "ARCHIVE_AFTER_DAYS": str(config.archive_after_days),
+        "ARCHIVE_GRACE_SECONDS": str(config.archive_grace_seconds),
         **secret_env,
         **payment_env,
         **archive_env,

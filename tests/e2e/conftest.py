@@ -246,8 +246,10 @@ def stack(e2e_workdir: pathlib.Path, cdk_out: pathlib.Path) -> Iterator[Stack]:
         s.stop_cleanly()
 
 
-# The TTL and archive tests' settings: sessions expire after 3 s, finished orders at once, a sweep every 0.5 s.
-SHORT_TTL = ("--env", "SESSION_TTL_SECONDS=3", "--env", "ARCHIVE_AFTER_DAYS=0", "--ttl-interval", "0.5")
+# The TTL and archive tests' settings: sessions expire after 3 s, finished orders at once (no archival grace: every
+# order record's effects then check the ARCHIVED marker), a sweep every 0.5 s.
+SHORT_TTL_ENV = ("SESSION_TTL_SECONDS=3", "ARCHIVE_AFTER_DAYS=0", "ARCHIVE_GRACE_SECONDS=0")
+SHORT_TTL = (*(arg for pair in SHORT_TTL_ENV for arg in ("--env", pair)), "--ttl-interval", "0.5")
 
 
 @pytest.fixture(scope="session")

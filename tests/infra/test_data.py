@@ -234,4 +234,5 @@ def test_functions_that_use_the_archive_are_told_where_it_is_and_when_orders_exp
         if "TABLE_NAME" not in env:
             continue
         assert env["ARCHIVE_AFTER_DAYS"] == "365", lid
+        assert env["ARCHIVE_GRACE_SECONDS"] == "86400", lid
         assert ("ARCHIVE_BUCKET" in env) == lid.startswith("Orders"), lid

@@ -38,6 +38,7 @@ def test_events_and_replays_for_an_archived_failed_order_change_nothing(store, m
     from shop.config import settings
 
     monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
+    monkeypatch.setenv("ARCHIVE_GRACE_SECONDS", "0")
     settings.cache_clear()
     fake = FakePayments()
     provided(monkeypatch, fake)

@@ -265,3 +265,39 @@ def test_a_replay_is_told_from_an_older_releases_entry_even_when_the_store_does_
     monkeypatch.setattr(TransactionCancelled, "old_item", lambda self, index: None)
     assert sales.count_once(counted, history("o-1")) == (False, False)
     assert sales.days("hammer", DAY, DAY)[0].units == 2
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_fresh_records_count_leaves_the_archived_check_out_and_keeps_every_answer(store, monkeypatch):
+    """guarded=False (a fresh record: its order cannot be archived yet): the same transaction without the ARCHIVED
+    marker's check, and the same answers: counted, a replay, a version the release before counted (the entry
+    alone, a plain put), an entry the release before wrote (counted on its marker, once)."""
+    checked: list[list[str]] = []  # per transaction, the sort keys its ConditionChecks name
+    transact = sales_module.transact_write
+
+    def seen(table, items):
+        checked.append([item["ConditionCheck"]["Key"]["SK"]["S"] for item in items if "ConditionCheck" in item])
+        return transact(table, items)
+
+    monkeypatch.setattr(sales_module, "transact_write", seen)
+    sales = SalesRepository(store.table)
+    counted = change("o-1", ("hammer", 2, 3000))
+    assert sales.count_once(counted, history("o-1"), guarded=False) == (True, True)
+    assert sales.count_once(counted, history("o-1"), guarded=False) == (False, False)  # a replay
+    legacy = keys.order_sales_marker_key("o-1", 2)[keys.SK]
+    assert checked == [[legacy], [legacy]]  # the legacy marker's check only, no ARCHIVED
+
+    before = change("o-2", ("hammer", 2, 3000))
+    assert sales.apply(before)  # the release before counted o-2 on its marker, then died (guarded: its own path)
+    with counting(store.client) as calls:
+        assert sales.count_once(before, history("o-2"), guarded=False) == (True, False)
+    assert calls.operations[:2] == ["TransactWriteItems", "PutItem"]  # refused, then the entry alone
+    assert sales.count_once(before, history("o-2"), guarded=False) == (False, False)
+
+    store.client.put_item(TableName=store.table_name, Item=to_item(history("o-3")))  # the release before's entry
+    older = change("o-3", ("hammer", 2, 3000))
+    del checked[:]
+    assert sales.count_once(older, history("o-3"), guarded=False) == (False, True)
+    assert sales.count_once(older, history("o-3"), guarded=False) == (False, False)  # its marker refuses it
+    assert keys.order_archived_key("o-3")[keys.SK] not in {sk for sks in checked for sk in sks}
+    assert sales.days("hammer", DAY, DAY)[0].units == 6

@@ -51,6 +51,7 @@ def expire(store: Any, deletions: TtlDeletions, *, later_s: int = 1) -> int:
 
 def cancelled_order(store: Any, invoke: Any, reader: StreamReader, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
+    monkeypatch.setenv("ARCHIVE_GRACE_SECONDS", "0")
     from shop.config import settings
 
     settings.cache_clear()  # the setting is read once per process otherwise

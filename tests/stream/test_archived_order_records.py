@@ -41,8 +41,10 @@ class Archived:
 
 @pytest.fixture(autouse=True)
 def archive_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """ARCHIVE_AFTER_DAYS=0: a finished order's TTL is its last change."""
+    """ARCHIVE_AFTER_DAYS=0 and no grace: a finished order's TTL is its last change, and every record is guarded
+    (the safe degenerate case of the grace: no record is fresh)."""
     monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
+    monkeypatch.setenv("ARCHIVE_GRACE_SECONDS", "0")
     from shop.config import settings
 
     settings.cache_clear()

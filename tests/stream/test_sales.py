@@ -35,6 +35,19 @@ def _fresh_instance():
     forget_instance_memo()  # each test's table is new: so is the processor instance's memo
 
 
+@pytest.fixture(params=["fresh", "guarded"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which path the records take: fresh (the default archival grace: the tests' records are seconds old, so
+    their counts are transactions without the ARCHIVED check) or guarded (ARCHIVE_GRACE_SECONDS=0: no record is
+    fresh, every count checks the marker). Exactly once must hold on both."""
+    from shop.config import settings
+
+    if request.param == "guarded":
+        monkeypatch.setenv("ARCHIVE_GRACE_SECONDS", "0")
+    settings.cache_clear()
+    return str(request.param)
+
+
 def pump(store: Any, invoke: Any, reader: StreamReader, kept: list[dict[str, Any]]) -> None:
     """Deliver every new record until the stream is quiet; keep the order records delivered."""
     for _ in range(6):
@@ -121,28 +134,31 @@ def test_sales_are_counted_once_per_order_version(store, history):
 
 
 @pytest.mark.dynamodb_semantics
-def test_the_same_records_replayed_change_nothing(store, history, invoke):
+def test_the_same_records_replayed_change_nothing(path, store, history, invoke):
     before = dump(store)
     assert invoke(lambda_event(history["records"] + history["records"])) == {"batchItemFailures": []}
     assert dump(store) == before
 
 
 @pytest.mark.dynamodb_semantics
-def test_records_counted_again_in_reverse_order_give_the_same_totals(store, history, invoke):
+def test_records_counted_again_in_reverse_order_give_the_same_totals(path, store, history, invoke):
     wipe_sales(store)
     assert invoke(lambda_event(list(reversed(history["records"])))) == {"batchItemFailures": []}
     assert totals(store) == expected(history)
 
 
 @pytest.mark.dynamodb_semantics
-def test_a_processor_dying_half_way_and_retried_gives_the_same_totals(store, history, invoke, monkeypatch):
+def test_a_processor_dying_half_way_and_retried_gives_the_same_totals(path, store, history, invoke, monkeypatch):
     wipe_sales(store)
     records = history["records"]
     counted = {"n": 0}
     apply = SalesRepository.count_once
 
-    def dies_after_the_second_count(self: SalesRepository, change: Any, history: Any) -> tuple[bool, bool]:
-        done = apply(self, change, history)
+    def dies_after_the_second_count(
+        self: SalesRepository, change: Any, history: Any, **taken: bool
+    ) -> tuple[bool, bool]:
+        assert taken == {"guarded": path == "guarded"}  # the path under test, not the other
+        done = apply(self, change, history, **taken)
         counted["n"] += 1
         if counted["n"] == 2:
             raise Crash("the invocation died after its second count")
@@ -162,7 +178,7 @@ def test_a_processor_dying_half_way_and_retried_gives_the_same_totals(store, his
 
 
 @pytest.mark.dynamodb_semantics
-def test_a_count_failing_is_retried_alone_and_counts_once(store, history, invoke, monkeypatch):
+def test_a_count_failing_is_retried_alone_and_counts_once(path, store, history, invoke, monkeypatch):
     """A record whose count fails (the store is throttling) is reported failed; redelivered, it counts once."""
     from shop import errors
 
@@ -171,8 +187,9 @@ def test_a_count_failing_is_retried_alone_and_counts_once(store, history, invoke
     apply = SalesRepository.count_once
     failed_once: set[tuple[str, int]] = set()
 
-    def throttled_once(self: SalesRepository, change: Any, history: Any) -> tuple[bool, bool]:
-        done = apply(self, change, history)  # committed, then the answer is lost
+    def throttled_once(self: SalesRepository, change: Any, history: Any, **taken: bool) -> tuple[bool, bool]:
+        assert taken == {"guarded": path == "guarded"}
+        done = apply(self, change, history, **taken)  # committed, then the answer is lost
         if (change.order_id, change.version) not in failed_once:
             failed_once.add((change.order_id, change.version))
             raise errors.ServiceUnavailable("lost answer")
@@ -264,7 +281,7 @@ def poisoned(record: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.dynamodb_semantics
-def test_a_poisoned_record_fails_alone_and_the_batch_around_it_counts_once(store, history, invoke):
+def test_a_poisoned_record_fails_alone_and_the_batch_around_it_counts_once(path, store, history, invoke):
     wipe_sales(store)
     records = history["records"]
     modify = next(r for r in records if r["eventName"] == "MODIFY")
@@ -279,7 +296,7 @@ def test_a_poisoned_record_fails_alone_and_the_batch_around_it_counts_once(store
 
 
 @pytest.mark.dynamodb_semantics
-def test_two_processors_given_the_same_batch_at_once_count_it_once(store, history, invoke):
+def test_two_processors_given_the_same_batch_at_once_count_it_once(path, store, history, invoke):
     """Two invocations on real threads with the same records (a retry racing a slow first attempt)."""
     wipe_sales(store)
     records = history["records"]

@@ -1090,7 +1090,12 @@ class MemoryStore:
         from the settings, as shop.wiring's."""
         from shop.config import settings
 
-        return PaymentService(self.order_payments, provider, archive_after_days=lambda: settings().archive_after_days)
+        return PaymentService(
+            self.order_payments,
+            provider,
+            archive_after_days=lambda: settings().archive_after_days,
+            archive_grace_seconds=lambda: settings().archive_grace_seconds,
+        )
 
     def alert_service(self) -> AlertService:
         return AlertService(alerts=self.alerts)

@@ -222,17 +222,23 @@ class MemoryOrderEffects:
     def customer_index_current(self, change: OrderSummary) -> bool:
         return self.state.indexed.get(change.order_id, 0) == change.version
 
-    def _open(self, order_id: str) -> None:
-        """As the table's effect writes check the order's ARCHIVED marker in the same transaction."""
-        if order_id in self.store.state.archived:
+    def _open(self, order_id: str, guarded: bool) -> None:
+        """As the table's guarded effect writes check the order's ARCHIVED marker in the same transaction (a
+        fresh record's do not)."""
+        if guarded and order_id in self.store.state.archived:
             raise errors.OrderEffectsClosed(order_id)
 
     def append_history(
-        self, change: OrderSummary, entry: StatusEntry | None = None, sales: SalesChange | None = None
+        self,
+        change: OrderSummary,
+        entry: StatusEntry | None = None,
+        sales: SalesChange | None = None,
+        *,
+        guarded: bool = True,
     ) -> Recorded:
         """As the table's: the entry once, and with `sales` the version's sales counted with it (the entry is
         their once-only key)."""
-        self._open(change.order_id)
+        self._open(change.order_id, guarded)
         marker = (change.order_id, change.version)
         if marker in self.state.history:
             return Recorded(False, False)
@@ -240,7 +246,13 @@ class MemoryOrderEffects:
         return Recorded(True, sales is not None and self.store.sales.apply(sales))
 
     def notify(
-        self, change: OrderSummary, *, kind: str, message: str, shipment: Shipment | None = None
+        self,
+        change: OrderSummary,
+        *,
+        kind: str,
+        message: str,
+        shipment: Shipment | None = None,
+        guarded: bool = True,
     ) -> Notification:
         notification = Notification(
             notification_id=notification_id(change.order_id, change.version),
@@ -250,14 +262,14 @@ class MemoryOrderEffects:
             created_at=change.updated_at,
             shipment=shipment,
         )
-        self._open(change.order_id)
+        self._open(change.order_id, guarded)
         sent = self.store.state.notifications.get(change.customer_id, [])
         if all(note.notification_id != notification.notification_id for note in sent):
             self.store.customers.notify(change.customer_id, notification)
         return notification
 
-    def update_customer_index(self, change: OrderSummary) -> bool:
-        self._open(change.order_id)
+    def update_customer_index(self, change: OrderSummary, *, guarded: bool = True) -> bool:
+        self._open(change.order_id, guarded)
         if self.state.indexed.get(change.order_id, 0) >= change.version:
             return False
         self.state.indexed[change.order_id] = change.version

@@ -9,6 +9,7 @@ from functools import cache
 # The defaults (what a function run without the variable assumes) and bounds: one source, shop.limits.
 from shop.limits import (
     DEFAULT_ARCHIVE_AFTER_DAYS,
+    DEFAULT_ARCHIVE_GRACE_SECONDS,
     DEFAULT_CART_TTL_SECONDS,
     DEFAULT_CURRENCY,
     DEFAULT_HOT_PRODUCT_CACHE_SECONDS,
@@ -18,6 +19,7 @@ from shop.limits import (
     DEFAULT_SESSION_TTL_SECONDS,
     DEFAULT_STATUS_SHARDS,
     MAX_ARCHIVE_AFTER_DAYS,
+    MAX_ARCHIVE_GRACE_SECONDS,
     MAX_HOT_PRODUCT_CACHE_SECONDS,
     MAX_PAYMENT_WINDOW_MINUTES,
     MAX_STATUS_SHARDS,
@@ -41,6 +43,8 @@ class Settings:
     cart_ttl_seconds: int
     event_bus_name: str | None
     archive_after_days: int  # a finished order's TTL: this many days after it finished (shop.services.archival)
+    # A finished order is archivable no sooner than this after the change that finished it (ARCHIVE_GRACE_SECONDS)
+    archive_grace_seconds: int
     archive_bucket: str | None  # where archived orders are (orders function: read; order_events: write)
     hot_product_cache_seconds: float  # shop.services.hot_products: a flash-sale product's reads kept this long
     # The status index's shard-count switch (issue 28, migration 0002; docs/operations.md, "Changing the status
@@ -118,6 +122,13 @@ def _archive_after_days() -> int:
     return int(text)
 
 
+def _archive_grace_seconds() -> int:
+    text = os.environ.get("ARCHIVE_GRACE_SECONDS") or str(DEFAULT_ARCHIVE_GRACE_SECONDS)
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_ARCHIVE_GRACE_SECONDS:
+        raise ConfigurationError(f"ARCHIVE_GRACE_SECONDS must be 0..{MAX_ARCHIVE_GRACE_SECONDS}, got {text!r}")
+    return int(text)
+
+
 def _hot_product_cache_seconds() -> float:
     text = os.environ.get("HOT_PRODUCT_CACHE_SECONDS") or str(DEFAULT_HOT_PRODUCT_CACHE_SECONDS)
     try:
@@ -147,6 +158,7 @@ def settings() -> Settings:
         cart_ttl_seconds=int(os.environ.get("CART_TTL_SECONDS", str(DEFAULT_CART_TTL_SECONDS))),
         event_bus_name=os.environ.get("EVENT_BUS_NAME") or None,
         archive_after_days=_archive_after_days(),
+        archive_grace_seconds=_archive_grace_seconds(),
         archive_bucket=os.environ.get("ARCHIVE_BUCKET") or None,
         hot_product_cache_seconds=_hot_product_cache_seconds(),
         status_shards_next=next_shards,

@@ -83,6 +83,12 @@ DEFAULT_SESSION_TTL_SECONDS = 3600
 DEFAULT_CART_TTL_SECONDS = 30 * 24 * 3600  # a customer cart lives this long after its last change
 DEFAULT_IDEMPOTENCY_TTL_SECONDS = 86400
 DEFAULT_ARCHIVE_AFTER_DAYS = 365  # how long a finished order stays in the table before the archive
+# A finished order is never archivable sooner than this after the change that finished it, whatever
+# ARCHIVE_AFTER_DAYS says (shop.services.archive_timing.archive_at): a stream record younger than this grace less a
+# margin can write its effects without the ARCHIVED check (docs/decisions.md, "An archival grace"). 0: every
+# record takes the checked path.
+DEFAULT_ARCHIVE_GRACE_SECONDS = 86_400
+MAX_ARCHIVE_GRACE_SECONDS = 30 * 86_400
 # How long an instance keeps a flash-sale product's reads (0: never).
 DEFAULT_HOT_PRODUCT_CACHE_SECONDS = 1
 MAX_HOT_PRODUCT_CACHE_SECONDS = 60

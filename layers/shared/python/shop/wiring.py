@@ -319,6 +319,7 @@ def payment_service(
         OrderPaymentRepository(_table(table), shards),
         provider if provider is not None else _deferred_payments(),
         archive_after_days=lambda: settings().archive_after_days,
+        archive_grace_seconds=lambda: settings().archive_grace_seconds,
         now=now,
     )
 

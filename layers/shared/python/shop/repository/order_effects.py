@@ -1,9 +1,12 @@
 """The stream processor's writes: each keyed deterministically and conditional, so replays are no-ops.
 
-Every effect of an order record (history, notification, customer index, sales) is one transaction with a
-ConditionCheck that the order's ARCHIVED marker does not exist: archival deletes the once-per-version markers,
-so after it only the marker stops a replayed record from writing again (docs/decisions.md, "Records of archived
-orders").
+Every effect of an order record (history, notification, customer index, sales) is `guarded` by default: one
+transaction with a ConditionCheck that the order's ARCHIVED marker does not exist: archival deletes the
+once-per-version markers, so after it only the marker stops a replayed record from writing again
+(docs/decisions.md, "Records of archived orders"). A fresh record's effects (`guarded=False`, its order cannot be
+archived yet: shop.services.archive_timing.fresh_record) are the same writes without the check: a single-item
+conditional write each (1 WRU where the transaction cost 4), the sales count a transaction without that item.
+Either way a refused condition answers "done before" (False), so replays read the same answers.
 """
 
 from __future__ import annotations
@@ -42,6 +45,23 @@ def not_archived(table: Table, order_id: str) -> dict[str, Any]:
             "ConditionExpression": "attribute_not_exists(PK)",
         }
     }
+
+
+def write_once(table: Table, order_id: str, write: dict[str, Any], *, guarded: bool = True) -> bool:
+    """`write` (a transaction item, Put or Update, with its own condition): guarded, in one transaction with the
+    not-archived check (write_unless_archived); else alone, as a single-item write. False when its condition
+    failed (done before)."""
+    if guarded:
+        return write_unless_archived(table, order_id, write)
+    try:
+        with conditional_write():
+            if "Put" in write:
+                table.client.put_item(**write["Put"])
+            else:
+                table.client.update_item(**write["Update"])
+    except ConditionFailed:
+        return False
+    return True
 
 
 def write_unless_archived(table: Table, order_id: str, write: dict[str, Any]) -> bool:
@@ -120,7 +140,7 @@ class OrderEffectsRepository:
             return False
         return True
 
-    def _put_once(self, order_id: str, item: dict[str, object]) -> bool:
+    def _put_once(self, order_id: str, item: dict[str, object], *, guarded: bool) -> bool:
         put = {
             "Put": {
                 "TableName": self.table.name,
@@ -128,7 +148,7 @@ class OrderEffectsRepository:
                 "ConditionExpression": "attribute_not_exists(PK)",
             }
         }
-        return write_unless_archived(self.table, order_id, put)
+        return write_once(self.table, order_id, put, guarded=guarded)
 
     def begin_batch(self) -> None:
         """A stream batch starts: the sales counts leave their top-list refresh to settle_batch."""
@@ -153,17 +173,28 @@ class OrderEffectsRepository:
         return item is not None and int(item["version"]["N"]) == change.version
 
     def append_history(
-        self, change: OrderSummary, entry: StatusEntry | None = None, sales: SalesChange | None = None
+        self,
+        change: OrderSummary,
+        entry: StatusEntry | None = None,
+        sales: SalesChange | None = None,
+        *,
+        guarded: bool = True,
     ) -> Recorded:
         """The version's history entry, once; with `sales`, the version's sales counted in the same transaction
         (the entry is the count's once-only key, shop.repository.sales)."""
         if sales is not None:
-            written, counted = self.sales.count_once(sales, history_item(change, entry))
+            written, counted = self.sales.count_once(sales, history_item(change, entry), guarded=guarded)
             return Recorded(written, counted)
-        return Recorded(self._put_once(change.order_id, history_item(change, entry)), False)
+        return Recorded(self._put_once(change.order_id, history_item(change, entry), guarded=guarded), False)
 
     def notify(
-        self, change: OrderSummary, *, kind: str, message: str, shipment: Shipment | None = None
+        self,
+        change: OrderSummary,
+        *,
+        kind: str,
+        message: str,
+        shipment: Shipment | None = None,
+        guarded: bool = True,
     ) -> Notification:
         notification = Notification(
             notification_id=notification_id(change.order_id, change.version),
@@ -181,10 +212,11 @@ class OrderEffectsRepository:
                 "customer_id": change.customer_id,
                 **notification.model_dump(exclude_none=True),
             },
+            guarded=guarded,
         )
         return notification
 
-    def update_customer_index(self, change: OrderSummary) -> bool:
+    def update_customer_index(self, change: OrderSummary, *, guarded: bool = True) -> bool:
         """Newer versions only: an older or repeated record never moves the index backwards."""
         update = {
             "Update": {
@@ -198,4 +230,4 @@ class OrderEffectsRepository:
                 ),
             }
         }
-        return write_unless_archived(self.table, change.order_id, update)
+        return write_once(self.table, change.order_id, update, guarded=guarded)

@@ -7,7 +7,9 @@ Counting one order version (the stream processor, on the record that moved the o
    (product, day) counter (`SALES#<product>` / `DAY#<day>`). The history entry is written once per version
    anyway, so it is the count's once-only key: a replay fails its condition and changes nothing; ADD never
    loses a concurrent count of the same counter (other orders, other stream shards). A ConditionCheck that
-   the order's ARCHIVED marker is absent closes the count once archival has deleted the history entries.
+   the order's ARCHIVED marker is absent closes the count once archival has deleted the history entries;
+   a fresh record's count (`guarded=False`: its order cannot be archived yet, shop.services.archive_timing) leaves
+   it out.
    Until `SALES_LEGACY_MARKERS=off` (shop.config), a ConditionCheck that the version's sales marker of the
    releases before (`ORDER#<id>` / `SALES#<version>`) is absent too: a version those releases counted
    (and died before writing its history entry) is not counted again; its history entry is then written alone.
@@ -44,7 +46,7 @@ from shop import config, errors, keys
 from shop.keys import Key
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_STOCK_SHARDS, SALES_TOP_SHARDS
 from shop.models.sales import DaySales, SalesChange, SalesLine, TopSeller
-from shop.repository.order_effects import not_archived, write_unless_archived
+from shop.repository.order_effects import not_archived, write_once
 from shop.repository.store import (
     ConditionFailed,
     Table,
@@ -114,10 +116,11 @@ class SalesRepository:
 
     # -- counting (the stream processor) ----------------------------------------------------------
 
-    def count_once(self, change: SalesChange, history: dict[str, Any]) -> tuple[bool, bool]:
+    def count_once(self, change: SalesChange, history: dict[str, Any], *, guarded: bool = True) -> tuple[bool, bool]:
         """The version's history entry (`history`, a whole item) and its sales in one transaction, then the
         top list. (history written, sales counted): (False, False) on a replay; OrderEffectsClosed when the
-        order is archived. A history entry of the releases before (no `sales_day`) counts as they did."""
+        order is archived (`guarded`: the transaction checks its ARCHIVED marker; a fresh record's does not).
+        A history entry of the releases before (no `sales_day`) counts as they did."""
         lines = merged_lines(change.lines)
         for line in lines.values():
             if line.shard is not None:
@@ -131,25 +134,28 @@ class SalesRepository:
             }
         }
         items = [once] + [self._counter_add(line, change.day) for line in lines.values()]
-        if self.legacy_markers:
+        legacy = len(items) if self.legacy_markers else None
+        if legacy is not None:
             items.append(self._no_legacy_marker(change))
-        items.append(not_archived(self.table, change.order_id))
+        archived = len(items) if guarded else None
+        if archived is not None:
+            items.append(not_archived(self.table, change.order_id))
         written = counted = False
         try:
             transact_write(self.table, items)
             written = counted = True
         except TransactionCancelled as cancelled:
-            if cancelled.failed_condition(len(items) - 1):
+            if archived is not None and cancelled.failed_condition(archived):
                 raise errors.OrderEffectsClosed(change.order_id) from cancelled
             if cancelled.failed_condition(0):
                 before = cancelled.old_item(0)
                 if before is None:  # a store that does not return it: read it (replays only)
                     before = self._item(history)
                 if "sales_day" not in before:  # written by a release that counted on its marker
-                    counted = self._count(change, lines)
-            elif self.legacy_markers and cancelled.failed_condition(len(items) - 2):
+                    counted = self._count(change, lines, guarded=guarded)
+            elif legacy is not None and cancelled.failed_condition(legacy):
                 # Counted by a release before, which died before the history entry: the entry alone.
-                written = write_unless_archived(self.table, change.order_id, {"Put": {**once["Put"]}})
+                written = write_once(self.table, change.order_id, {"Put": {**once["Put"]}}, guarded=guarded)
             else:
                 raise cancelled.unexplained() from cancelled
         self._refresh_due(change, lines)
@@ -229,13 +235,14 @@ class SalesRepository:
     def _sharded(self, product_id: str, day: str) -> bool:
         return any(pid == product_id and d == day for pid, d, _ in self._marked)
 
-    def _count(self, change: SalesChange, lines: dict[str, SalesLine]) -> bool:
+    def _count(self, change: SalesChange, lines: dict[str, SalesLine], *, guarded: bool = True) -> bool:
         items = [self._marker_put(change)] + [self._counter_add(line, change.day) for line in lines.values()]
-        items.append(not_archived(self.table, change.order_id))
+        if guarded:
+            items.append(not_archived(self.table, change.order_id))
         try:
             transact_write(self.table, items)
         except TransactionCancelled as cancelled:
-            if cancelled.failed_condition(len(items) - 1):
+            if guarded and cancelled.failed_condition(len(items) - 1):
                 raise errors.OrderEffectsClosed(change.order_id) from cancelled
             if cancelled.failed_condition(0):
                 return False  # this version was counted before: a replay

@@ -3,13 +3,15 @@
 - A status change sets the order's TTL in the same write (`expires_at`): CANCELLED and RETURNED are
   final at once (and PAYMENT_FAILED and EXPIRED, an unpaid order's ends), DELIVERED once the return window is over, so they expire ARCHIVE_AFTER_DAYS after
   the change (DELIVERED: after the change + RETURN_WINDOW_DAYS). Any other status clears the TTL.
+- Never sooner than ARCHIVE_GRACE_SECONDS after that change. When, and which records are fresh:
+  shop.services.archive_timing (loaded without this module, which only the TTL's REMOVE needs).
 - When DynamoDB's TTL removes the order item (a REMOVE whose userIdentity is the TTL service), the
   processor reads what is left of the order (one Query: history items, the marker), writes the whole
   order with its history to S3, writes the marker (the object's key, the owner), then deletes the
   history items. Every step is idempotent: the object key follows from the order, the marker is written
   once and, once there, means the object is complete (a retry only deletes what is left).
-- Once the marker is there, no record of the order writes anything (each effect's transaction checks that
-  the marker is absent). A replayed record whose effects committed between the first read and the marker
+- Once the marker is there, no record of the order writes anything (each effect of a record that is not fresh
+  checks that the marker is absent in its transaction; a fresh record cannot meet an archived order). A replayed record whose effects committed between the first read and the marker
   is caught by a second read after the marker: its history entry is added to the object, and what it wrote
   is deleted with the rest, so nothing is left beside the marker.
   An S3 or table failure raises: the record fails, is retried, then kept by the on-failure destination.
@@ -23,24 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shop import clock
-from shop.limits import RETURN_WINDOW_DAYS
-from shop.models import OrderStatus
 
 if TYPE_CHECKING:
     from shop.services.ports import ArchivalStore, ArchiveWriter, StreamChange
-
-DAY_SECONDS = 86_400
-# Finished for good the moment they are reached; DELIVERED only after its return window.
-FINAL_STATUSES = frozenset({"CANCELLED", "RETURNED", "PAYMENT_FAILED", "EXPIRED"})
-
-
-def archive_at(status: OrderStatus, changed_at: int, archive_after_days: int) -> int | None:
-    """The TTL (epoch seconds) an order gets when it moves to `status` at `changed_at`; None: no TTL."""
-    if status.value in FINAL_STATUSES:
-        return changed_at + archive_after_days * DAY_SECONDS
-    if status is OrderStatus.DELIVERED:
-        return changed_at + (RETURN_WINDOW_DAYS + archive_after_days) * DAY_SECONDS
-    return None
 
 
 @dataclass(frozen=True)

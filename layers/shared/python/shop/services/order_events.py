@@ -3,7 +3,9 @@ product events, archive orders whose TTL passed.
 
 Delivery is at least once: every table write is conditional and keyed by order id and version, so a replayed
 record changes nothing. Once an order is archived (archival deleted those keys), each effect's transaction
-checks the order's ARCHIVED marker instead: a record of an archived order writes and publishes nothing.
+checks the order's ARCHIVED marker instead: a record of an archived order writes and publishes nothing. A fresh
+record (younger than the archival grace less a margin, shop.services.archive_timing.fresh_record) cannot meet an
+archived order: its effects are plain conditional writes, without that check.
 Each rule, by record type: docs/decisions.md, "Stream processor" and "Records of archived orders".
 """
 
@@ -11,9 +13,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from shop import clock, errors
+from shop.config import settings
 from shop.models import OrderStatus
 from shop.models.events import (
     AbandonedLine,
@@ -29,6 +33,7 @@ from shop.models.events import (
 )
 from shop.models.orders import StatusEntry
 from shop.models.pricing import subtotal
+from shop.services.archive_timing import fresh_record
 from shop.services.sales import sales_change
 from shop.services.stream_outcome import SKIPPED, Action, Outcome
 
@@ -170,10 +175,13 @@ class OrderEventsService:
         moves: Callable[[], CategoryMoves],
         archival: Callable[[], ArchivalService],
         now: Callable[[], str] = clock.iso_now,
+        grace_seconds: Callable[[], int] = lambda: settings().archive_grace_seconds,
     ) -> None:
-        """`products`, `moves` and `archival` build the rules of rarer records (shop.wiring's factories)."""
+        """`products`, `moves` and `archival` build the rules of rarer records (shop.wiring's factories);
+        `grace_seconds` is the archival grace (ARCHIVE_GRACE_SECONDS) that tells a fresh record."""
         self.effects = effects
         self.now = now
+        self.grace_seconds = grace_seconds
         self.counting_records: set[str] = set()  # a batch's records that counted sales (begin_batch)
         self._batching = False
         self._build_products, self._build_moves, self._build_archival = products, moves, archival
@@ -228,11 +236,21 @@ class OrderEventsService:
             return Outcome(Action.CATEGORY_MOVE_STEP, history_written=False) if advanced else SKIPPED
         return SKIPPED
 
+    def guarded(self, record: StreamChange) -> bool:
+        """Whether the record's effects check the ARCHIVED marker: any record but a fresh one (its time unknown
+        or unreadable included), measured when its processing starts (shop.services.archive_timing.fresh_record)."""
+        try:
+            written = datetime.fromisoformat(record.created_at)
+        except (ValueError, OverflowError, OSError):  # MalformedRecord (none), or a time no datetime holds
+            return True
+        return not fresh_record(written, datetime.fromisoformat(self.now()), self.grace_seconds())
+
     def order_placed(self, record: StreamChange) -> Outcome:
         """Confirm a PENDING order and tell its customer (notification, then their order entry). The history
         entry and the sales count are the confirmation's own MODIFY's (one transaction, see order_changed)."""
         if record.new_status != OrderStatus.PENDING.value:
             return SKIPPED
+        guarded = self.guarded(record)
         order = record.new_order()
         confirmed_at = self.now()
         won = self.effects.confirm(
@@ -243,7 +261,7 @@ class OrderEventsService:
         confirmed = order.model_copy(
             update={"status": OrderStatus.CONFIRMED, "version": order.version + 1, "updated_at": confirmed_at}
         )
-        self._tell_customer(confirmed)
+        self._tell_customer(confirmed, guarded=guarded)
         return Outcome(Action.CONFIRMED, order.order_id, confirmed.status.value)
 
     def order_changed(self, record: StreamChange) -> Outcome:
@@ -251,6 +269,7 @@ class OrderEventsService:
         if before == record.new_status:
             return SKIPPED
         order = record.new_order()
+        guarded = self.guarded(record)
         change = sales_change(order, order.lines, before, order.confirmed_at, order.stock_taken)
         if change is not None and self._batching:
             self.counting_records.add(record.sequence_number)
@@ -258,9 +277,9 @@ class OrderEventsService:
         # between, or an admin confirmed by hand): one read of their order entry saves two refused writes.
         told = order.status is OrderStatus.CONFIRMED and self.effects.customer_index_current(order)
         if not told:
-            self._tell_customer(order)
+            self._tell_customer(order, guarded=guarded)
         # Last: the history entry, with the version's sales counted in its transaction (its once-only key).
-        recorded = self.effects.append_history(order, history_entry(order), sales=change)
+        recorded = self.effects.append_history(order, history_entry(order), sales=change, guarded=guarded)
         events = [order_event(order, before)]
         # A paid order's refund is the payment steps' (OrderRefunded, once the provider made it).
         if order.status is OrderStatus.RETURNED and order.payment is None:
@@ -298,12 +317,14 @@ class OrderEventsService:
             return SKIPPED
         return Outcome(Action.CART_ABANDONED, events=(customer_cart_abandoned_event(cart),))
 
-    def _tell_customer(self, order: OrderImage) -> None:
+    def _tell_customer(self, order: OrderImage, *, guarded: bool) -> None:
         """The version's notification, then the customer's order entry: the entry being current means both
         are done (order_changed reads it)."""
         if order.status is OrderStatus.CONFIRMED:
-            self.effects.notify(order, kind=ORDER_CONFIRMED, message=confirmation_message(order))
+            self.effects.notify(order, kind=ORDER_CONFIRMED, message=confirmation_message(order), guarded=guarded)
         else:
             shipment = order.shipment if order.status is OrderStatus.SHIPPED else None
-            self.effects.notify(order, kind=ORDER_STATUS_CHANGED, message=status_message(order), shipment=shipment)
-        self.effects.update_customer_index(order)
+            self.effects.notify(
+                order, kind=ORDER_STATUS_CHANGED, message=status_message(order), shipment=shipment, guarded=guarded
+            )
+        self.effects.update_customer_index(order, guarded=guarded)

@@ -32,7 +32,7 @@ from shop.models.payments import PaymentIntent, PaymentStep, idempotency_key
 from shop.models.pricing import subtotal
 from shop.models.sessions import StoredLine
 from shop.services.actor import Actor
-from shop.services.archival import archive_at
+from shop.services.archive_timing import archive_at
 from shop.services.hot_products import HotProductCache, Kind
 from shop.services.ports import CustomerCartStore, OrderArchive, OrderStore, Payments, ProductPrices, SessionStore
 from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation
@@ -596,7 +596,9 @@ class OrderService:
             updated_at=now,
             restock=restock,
             details=details,
-            expires_at=archive_at(new_status, clock.epoch(moment), settings().archive_after_days),
+            expires_at=archive_at(
+                new_status, clock.epoch(moment), settings().archive_after_days, settings().archive_grace_seconds
+            ),
         )
 
 

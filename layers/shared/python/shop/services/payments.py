@@ -40,7 +40,7 @@ from shop.models import OrderStatus
 from shop.models.events import DetailType, Event, OrderRefunded, Source
 from shop.models.orders import PaymentStatus
 from shop.models.payments import IntentStatus, PaymentEvent, PaymentEventKind, PaymentStep, Settled, idempotency_key
-from shop.services.archival import archive_at
+from shop.services.archive_timing import archive_at
 
 if TYPE_CHECKING:
     from shop.models import Order
@@ -94,12 +94,17 @@ class PaymentService:
         payments: Payments | None,
         *,
         archive_after_days: Callable[[], int],
+        archive_grace_seconds: Callable[[], int],
         now: Callable[[], datetime] = clock.now,
     ) -> None:
         self.store = store
         self._payments = payments
         self.archive_after_days = archive_after_days
+        self.archive_grace_seconds = archive_grace_seconds
         self.now = now
+
+    def _archive_at(self, status: OrderStatus, moment: datetime) -> int | None:
+        return archive_at(status, clock.epoch(moment), self.archive_after_days(), self.archive_grace_seconds())
 
     @property
     def payments(self) -> Payments:
@@ -126,7 +131,7 @@ class PaymentService:
                     new_status,
                     payment_status=PaymentStatus.AUTHORISED if authorised else PaymentStatus.FAILED,
                     updated_at=clock.iso(moment),
-                    archive_at=archive_at(new_status, clock.epoch(moment), self.archive_after_days()),
+                    archive_at=self._archive_at(new_status, moment),
                     release_stock=not authorised,
                     intent_id=event.intent_id,
                 )
@@ -265,7 +270,7 @@ class PaymentService:
                 if authorised
                 else (payment.status if payment is not None else PaymentStatus.REQUIRES_PAYMENT),
                 updated_at=clock.iso(moment),
-                archive_at=archive_at(new_status, clock.epoch(moment), self.archive_after_days()),
+                archive_at=self._archive_at(new_status, moment),
                 release_stock=not authorised,
             )
             if settled is Settled.STALE:

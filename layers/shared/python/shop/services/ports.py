@@ -410,17 +410,31 @@ class OrderEffects(Protocol):
     def customer_index_current(self, change: OrderSummary) -> bool:
         """Whether the customer's order entry shows exactly this version (written after its notification)."""
 
+    # `guarded` (each effect below): the write also checks that the order is not archived (OrderEffectsClosed
+    # when it is); False for a fresh record, whose order cannot be archived yet (shop.services.archive_timing).
+
     def append_history(
-        self, change: OrderSummary, entry: StatusEntry | None = None, sales: SalesChange | None = None
+        self,
+        change: OrderSummary,
+        entry: StatusEntry | None = None,
+        sales: SalesChange | None = None,
+        *,
+        guarded: bool = True,
     ) -> Recorded:
         """The version's history entry, once; with `sales`, the version's sales counted in the same write, all
         or nothing (the entry is their once-only key: a replay writes and counts nothing)."""
 
     def notify(
-        self, change: OrderSummary, *, kind: str, message: str, shipment: Shipment | None = None
+        self,
+        change: OrderSummary,
+        *,
+        kind: str,
+        message: str,
+        shipment: Shipment | None = None,
+        guarded: bool = True,
     ) -> Notification: ...
 
-    def update_customer_index(self, change: OrderSummary) -> bool:
+    def update_customer_index(self, change: OrderSummary, *, guarded: bool = True) -> bool:
         """Newer versions only: an older or repeated change never moves the index backwards."""
 
 
