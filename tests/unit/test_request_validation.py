@@ -96,3 +96,31 @@ def test_a_stack_with_a_user_middleware_keeps_its_frames() -> None:
     assert powertools_private.direct_middleware_stacks(app) == 0
     assert app.resolve(_event("/products/p1"), None)["statusCode"] == 200
     assert seen == ["/products/p1"]
+
+
+def test_concurrent_requests_on_one_resolver_keep_their_own_event_and_arguments() -> None:
+    """Per-request state is per thread (ShopResolver): requests interleaved at a barrier each see their own."""
+    import threading
+
+    app = create_app("products")
+    barrier = threading.Barrier(8, timeout=10)
+
+    @app.get("/products/<product_id>")
+    def get_product(product_id: ProductId, request: Request):
+        barrier.wait()  # every request is inside its route before any answers
+        return json_response(200, {"product_id": product_id, "path": request.resolved_event.path})
+
+    answers: dict[str, Any] = {}
+
+    def call(n: int) -> None:
+        answers[f"p{n}"] = app.resolve(_event(f"/products/p{n}"), None)
+
+    threads = [threading.Thread(target=call, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+    assert sorted(answers) == [f"p{n}" for n in range(8)]
+    for product_id, answer in answers.items():
+        assert answer["statusCode"] == 200
+        assert answer["body"] == f'{{"product_id":"{product_id}","path":"/products/{product_id}"}}'
