@@ -175,7 +175,7 @@ def list_products(
     tags=TAGS,
 )
 def get_product(product_id: ProductId):
-    return json_response(200, catalog.get(product_id).public())
+    return json_response(200, catalog.get(product_id), include=s.PUBLIC_PRODUCT_FIELDS)  # PublicProduct's bytes
 
 
 @app.delete(

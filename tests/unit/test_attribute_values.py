@@ -10,7 +10,7 @@ from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shop.repository.attribute_values import deserialize, serialize
+from shop.repository.attribute_values import _plain_number, deserialize, serialize
 from shop.repository.store import from_item, to_item
 
 _boto_out = TypeSerializer()
@@ -100,3 +100,17 @@ def test_to_item_drops_top_level_none_only():
         "b": {"M": {"c": {"NULL": True}}},
         "d": {"L": [{"N": "1"}, {"S": "x"}]},
     }
+
+
+@given(st.from_regex(r"-?[0-9]{1,40}", fullmatch=True) | st.sampled_from(["1E+3", "0.0", "-0", "007", "\u0661\u0662"]))
+def test_a_number_reads_as_the_decimal_context_reads_it(text):
+    """Integers of up to 38 ASCII digits skip the decimal context (the fast path): the same value and type."""
+    try:
+        expected = _plain_number(text)
+    except Exception as refused:
+        with pytest.raises(type(refused)):
+            deserialize({"N": text})
+        return
+    got = deserialize({"N": text})
+    assert got == expected
+    assert type(got) is type(expected)

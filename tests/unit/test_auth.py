@@ -62,9 +62,10 @@ def test_subjects_within_the_limits(sub):
     ids=["129", "1100", "slash", "question", "percent", "newline", "nul", "del"],
 )
 def test_subjects_breaking_the_limits_are_refused(sub):
-    with pytest.raises(InvalidSubject) as refused:
-        actor_from_claims({"sub": sub, "cognito:groups": "[admin]"})
-    assert refused.value.code == "INVALID_SUBJECT"
+    for _ in range(2):  # the second time from the check's cache: refused the same
+        with pytest.raises(InvalidSubject) as refused:
+            actor_from_claims({"sub": sub, "cognito:groups": "[admin]"})
+        assert refused.value.code == "INVALID_SUBJECT"
 
 
 @pytest.mark.parametrize("claims", [None, {}, {"sub": ""}, {"sub": 5}, {"cognito:groups": "[admin]"}])

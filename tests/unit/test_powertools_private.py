@@ -9,20 +9,30 @@ from __future__ import annotations
 import inspect
 
 import pytest
-from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver, ApiGatewayResolver, Route
+from aws_lambda_powertools.event_handler.api_gateway import (
+    APIGatewayHttpResolver,
+    ApiGatewayResolver,
+    ResponseBuilder,
+    Route,
+)
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
 from shop import powertools_private
 from shop.http_api.resolver import create_app
 
-CLASSES = {cls.__name__: cls for cls in (ApiGatewayResolver, APIGatewayHttpResolver, Route, DynamoDBPersistenceLayer)}
+CLASSES = {
+    cls.__name__: cls
+    for cls in (ApiGatewayResolver, APIGatewayHttpResolver, Route, DynamoDBPersistenceLayer, ResponseBuilder)
+}
 PINNED = {**powertools_private.OVERRIDDEN, **powertools_private.CALLED}
 # where Powertools calls each override: the class whose source must still call it
 CALLERS = {
     "_compile_regex": [ApiGatewayResolver],
     "_convert_matches_into_route_keys": [ApiGatewayResolver],
     "_get_key": [BasePersistenceLayer, DynamoDBPersistenceLayer],
+    "_to_proxy_event": [ApiGatewayResolver],
+    "_has_compression_enabled": [ResponseBuilder],
 }
 
 
@@ -41,13 +51,15 @@ def test_powertools_still_calls_each_overridden_method(name):
 
 
 def test_the_shop_overrides_keep_powertools_parameters():
-    from shop.http_api.resolver import ShopResolver
+    from shop.http_api.resolver import ShopResolver, ShopResponseBuilder
     from shop.repository.idempotency_records import _RecordPerKey
 
     ours = {
         "_compile_regex": ShopResolver._compile_regex,
         "_convert_matches_into_route_keys": ShopResolver._convert_matches_into_route_keys,
         "_get_key": _RecordPerKey._get_key,
+        "_to_proxy_event": ShopResolver._to_proxy_event,
+        "_has_compression_enabled": ShopResponseBuilder._has_compression_enabled,
     }
     for name, method in ours.items():
         theirs = getattr(CLASSES[powertools_private.OVERRIDDEN[name][0]], name)
@@ -74,3 +86,55 @@ def test_the_private_attributes_read_are_there_and_the_stacks_get_built():
         "headers": {},
     }
     assert powertools_private.proxy_event(app, event).path == "/customers/alice"
+
+
+@pytest.mark.parametrize("name", sorted(powertools_private.VALIDATION_FUNCTIONS))
+def test_the_validation_functions_called_have_the_pinned_signature(name):
+    from aws_lambda_powertools.event_handler.middlewares import openapi_validation
+
+    function = getattr(openapi_validation, name, None)
+    assert function is not None, f"Powertools' openapi_validation has no {name} any more"
+    assert str(inspect.signature(function)) == powertools_private.VALIDATION_FUNCTIONS[name], f"{name} changed shape"
+    assert f"{name}(" in inspect.getsource(openapi_validation.OpenAPIRequestValidationMiddleware.handler), name
+    assert function in powertools_private.validation_functions()
+
+
+def test_the_request_validation_middleware_replaced_is_the_one_every_stack_starts_with():
+    from aws_lambda_powertools.event_handler.middlewares.openapi_validation import OpenAPIRequestValidationMiddleware
+
+    from shop.http_api.resolver import PathOnlyRequestValidation
+
+    app = create_app("customers")
+    replaced = getattr(app, powertools_private.REQUEST_VALIDATION)
+    assert type(replaced) is PathOnlyRequestValidation
+    assert isinstance(replaced, OpenAPIRequestValidationMiddleware)
+
+    @app.get("/customers/<customer_id>")
+    def probe(customer_id: str) -> dict:  # pragma: no cover - never called, only routed
+        return {}
+
+    powertools_private.build_middleware_stacks(app)
+    route = next(r for r in [*app._static_routes, *app._dynamic_routes] if r.func is probe)
+    assert route._middleware_stack.current_middleware is replaced  # the outermost frame: validation first
+
+
+def test_the_response_builder_replaced_is_the_one_powertools_builds_with():
+    from shop.http_api.resolver import ShopResponseBuilder
+
+    app = create_app("customers")
+    assert getattr(app, powertools_private.RESPONSE_BUILDER) is ShopResponseBuilder
+    assert "self._response_builder_class(" in inspect.getsource(ApiGatewayResolver)
+
+
+@pytest.mark.parametrize("route", [False, True, None])
+@pytest.mark.parametrize("response", [None, False, True])
+@pytest.mark.parametrize("accept", ["", "gzip, br", "br"])
+def test_compression_is_decided_as_powertools_decides_it(route, response, accept):
+    from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+
+    from shop.http_api.resolver import ShopResponseBuilder
+
+    event = APIGatewayProxyEventV2({"headers": {"Accept-Encoding": accept} if accept else {}})
+    assert ShopResponseBuilder._has_compression_enabled(
+        route, response, event
+    ) is ResponseBuilder._has_compression_enabled(route, response, event)

@@ -9,13 +9,27 @@ Overridden (subclass methods Powertools calls):
   segment, whatever its characters (Powertools' own pattern refuses some that API Gateway passes).
 - ``ApiGatewayResolver._convert_matches_into_route_keys`` (shop.http_api.resolver): the values API Gateway
   decoded in ``pathParameters`` rather than the raw path's.
+- ``ResponseBuilder._has_compression_enabled`` (shop.http_api.resolver.ShopResponseBuilder, installed as the
+  resolver's ``_response_builder_class``): no look at the request's headers when nothing enables compression.
+- ``APIGatewayHttpResolver._to_proxy_event`` (shop.http_api.resolver): the proxy event the shop's ``resolve``
+  already made of the same event, instead of a second one.
 - ``DynamoDBPersistenceLayer._get_key`` (shop.repository.idempotency_records): each idempotency record in its
   own partition of the single table (Powertools' ``static_pk_value`` would put them all under one key).
+
+Replaced (an attribute Powertools reads):
+- ``APIGatewayHttpResolver._request_validation_middleware`` (shop.http_api.resolver): the request validation
+  middleware every validated route's stack starts with, replaced by a subclass of Powertools' own that reads
+  only the path of a route whose parameters are all in its path.
 
 Called (the functions below):
 - ``build_middleware_stacks``: Route._build_middleware_stack with the resolver's routes and middlewares,
   built once before threads race to build a stack twice.
 - ``proxy_event``: the resolver's ``_to_proxy_event``, so handlers' error paths see the event before routing.
+- ``direct_middleware_stacks``: each route whose stack Powertools built as its validation alone (request
+  validation, response validation, ``api_gateway._registered_api_adapter``, the route's function) gets the same
+  three called directly, without ``MiddlewareFrame``'s per-call bookkeeping; replaces ``Route._middleware_stack``.
+- ``validation_functions``: the validation middleware's module functions that validate a route's parameters
+  and shape their errors (``_request_params_to_args``, ``_normalize_errors``).
 
 Documented hooks, used instead of private ones: BasePartialProcessor's ``_prepare``, ``_clean``,
 ``success_handler`` and ``failure_handler`` (Powertools' "create your own partial processor") in
@@ -24,6 +38,7 @@ shop.stream_batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 # name -> the Powertools class it belongs to and its signature there (the test compares them)
@@ -31,14 +46,32 @@ OVERRIDDEN = {
     "_compile_regex": ("ApiGatewayResolver", "(rule: 'str', base_regex: 'str' = '^{}$')"),
     "_convert_matches_into_route_keys": ("ApiGatewayResolver", "(self, match: 'Match') -> 'dict[str, str]'"),
     "_get_key": ("DynamoDBPersistenceLayer", "(self, idempotency_key: 'str') -> 'dict'"),
+    "_to_proxy_event": ("APIGatewayHttpResolver", "(self, event: 'dict') -> 'BaseProxyEvent'"),
+    "_has_compression_enabled": (
+        "ResponseBuilder",
+        "(route_compression: 'bool', response_compression: 'bool | None', event: 'ResponseEventT') -> 'bool'",
+    ),
 }
 CALLED = {
     "_build_middleware_stack": ("Route", "(self, router_middlewares: 'list[Callable[..., Any]]', app) -> 'None'"),
     "_to_proxy_event": ("APIGatewayHttpResolver", "(self, event: 'dict') -> 'BaseProxyEvent'"),
 }
-# attributes read: the resolver's route lists and middlewares, a route's "stack built" flag
-RESOLVER_ATTRIBUTES = ("_static_routes", "_dynamic_routes", "_router_middlewares")
-ROUTE_ATTRIBUTES = ("_middleware_stack_built",)
+# module functions of aws_lambda_powertools.event_handler.middlewares.openapi_validation called, by signature
+VALIDATION_FUNCTIONS = {
+    "_request_params_to_args": (
+        "(required_params: 'Sequence[ModelField]', received_params: 'Mapping[str, Any]') -> "
+        "'tuple[dict[str, Any], list[dict[str, Any]]]'"
+    ),
+    "_normalize_errors": "(errors: 'Sequence[Any]') -> 'list[dict[str, Any]]'",
+}
+# the attribute that holds the resolver's request validation middleware (replaced, read when stacks are built)
+REQUEST_VALIDATION = "_request_validation_middleware"
+RESPONSE_VALIDATION = "_response_validation_middleware"
+# the attribute that holds the class the resolver builds every response with (replaced by a subclass)
+RESPONSE_BUILDER = "_response_builder_class"
+# attributes read: the resolver's route lists and middlewares, a route's "stack built" flag and (a test) its stack
+RESOLVER_ATTRIBUTES = ("_static_routes", "_dynamic_routes", "_router_middlewares", "_debug")
+ROUTE_ATTRIBUTES = ("_middleware_stack_built", "_middleware_stack")
 
 
 def build_middleware_stacks(app: Any) -> None:
@@ -46,6 +79,62 @@ def build_middleware_stacks(app: Any) -> None:
     for route in [*app._static_routes, *app._dynamic_routes]:
         if not route._middleware_stack_built:
             route._build_middleware_stack(router_middlewares=app._router_middlewares, app=app)
+
+
+def validation_functions() -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """Powertools' validation of a route's parameters of one kind (``(params, received) -> (values, errors)``) and
+    its shaping of the errors it raises in ``RequestValidationError``."""
+    from aws_lambda_powertools.event_handler.middlewares import openapi_validation
+
+    return openapi_validation._request_params_to_args, openapi_validation._normalize_errors
+
+
+def _frames(stack: Any) -> list[tuple[Any, Any]]:
+    """A built stack as (middleware, what it calls next), outermost first, down to the route's function."""
+    frames = []
+    while hasattr(stack, "current_middleware") and hasattr(stack, "next_middleware"):
+        frames.append((stack.current_middleware, stack.next_middleware))
+        stack = stack.next_middleware
+    return frames
+
+
+def direct_middleware_stacks(app: Any) -> int:
+    """Replace each built stack that is exactly [request validation, response validation, Powertools' adapter, the
+    route's function] by the same calls without frames; how many were replaced.
+
+    A frame adds, per middleware and request, a debug log line, an entry in the processed-stack list (printed in
+    debug mode only) and the keyword arguments a function middleware may ask for (``Request``, ``Depends``), which
+    these class-based middlewares and the adapter never take: the middlewares, their order and what each is given
+    are unchanged. A stack of any other shape (a user middleware, a future Powertools layout) keeps its frames.
+    """
+    from aws_lambda_powertools.event_handler.api_gateway import _registered_api_adapter
+
+    request = getattr(app, REQUEST_VALIDATION, None)
+    response = getattr(app, RESPONSE_VALIDATION, None)
+    if request is None or response is None or getattr(app, "_debug", True):
+        return 0
+    replaced = 0
+    for route in [*app._static_routes, *app._dynamic_routes]:
+        frames = _frames(route._middleware_stack)
+        expected = [request, response, _registered_api_adapter]
+        if [middleware for middleware, _ in frames] != expected or frames[-1][1] is not route.func:
+            continue
+        route._middleware_stack = _direct(request, response, _registered_api_adapter, route.func)
+        replaced += 1
+    return replaced
+
+
+def _direct(request: Any, response: Any, adapter: Any, func: Any) -> Callable[[Any], Any]:
+    def call_route(app: Any) -> Any:
+        return adapter(app, func)
+
+    def validate_response(app: Any) -> Any:
+        return response.handler(app, call_route)
+
+    def validate_request(app: Any) -> Any:
+        return request.handler(app, validate_response)
+
+    return validate_request
 
 
 def proxy_event(app: Any, event: dict[str, Any]) -> Any:

@@ -6,6 +6,7 @@ path segment) before anything reads it. Why: docs/decisions.md, "Hardening: gate
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
@@ -48,10 +49,18 @@ def parse_groups(value: Any) -> frozenset[str]:
 
 def check_subject(sub: str) -> None:
     """Refuse a ``sub`` that cannot be stored as a customer id or addressed in a path."""
+    problem = _subject_problem(sub)
+    if problem is not None:
+        raise InvalidSubject(problem)
+
+
+@functools.lru_cache(maxsize=1024)  # a warm function sees the same callers again: each sub is checked once
+def _subject_problem(sub: str) -> str | None:
     if len(sub) > MAX_SUB_LENGTH:
-        raise InvalidSubject(f"the token's sub must be at most {MAX_SUB_LENGTH} characters")
+        return f"the token's sub must be at most {MAX_SUB_LENGTH} characters"
     if any(char in SUB_FORBIDDEN_CHARACTERS or unicodedata.category(char) in ("Cc", "Cs") for char in sub):
-        raise InvalidSubject("the token's sub must not contain control characters, surrogates, '/', '?' or '%'")
+        return "the token's sub must not contain control characters, surrogates, '/', '?' or '%'"
+    return None
 
 
 def actor_from_claims(claims: Mapping[str, Any] | None) -> Actor | None:

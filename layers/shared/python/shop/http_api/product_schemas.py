@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
@@ -141,7 +141,13 @@ class ReviewPage(Model):
     next_token: str | None
 
 
+# What GET /products/{id} answers of a Product: PublicProduct's fields, which come first and in the same order in
+# Product (its subclass), so serialising these of the Product writes the bytes PublicProduct would, without
+# building a PublicProduct per request, or its validator and serialiser at a cold start.
+PUBLIC_PRODUCT_FIELDS: Final = set(PublicProduct.model_fields)  # never changed
+
 __all__ = [
+    "PUBLIC_PRODUCT_FIELDS",
     "Product",
     "ProductIn",
     "ProductInCategories",

@@ -16,7 +16,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.middlewares.openapi_validation import OpenAPIRequestValidationMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
 from pydantic import BaseModel
 
@@ -51,6 +53,7 @@ SECURITY_SCHEME = "bearerAuth"
 BEARER: list[dict[str, list[str]]] = [{SECURITY_SCHEME: []}]
 # A route that reads the caller can refuse any token with 403 INVALID_SUBJECT (shop.http_api.auth).
 SIGNED_IN = {401: 403}
+_params_to_args, _normalize_errors = powertools_private.validation_functions()
 _PATH_VARIABLE = re.compile(r"<(\w+)>")
 # Powertools' get/post/... pass route()'s arguments by position: bind them to read and set security by name.
 _ROUTE_SIGNATURE = inspect.signature(APIGatewayHttpResolver.route)
@@ -94,17 +97,25 @@ def declare(
 
 
 def json_response(
-    status: int, body: BaseModel | Mapping[str, Any] | None, headers: Mapping[str, str] | None = None
+    status: int,
+    body: BaseModel | Mapping[str, Any] | None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    include: set[str] | None = None,
 ) -> Response:
     """A success response whose body is serialised here, once.
 
     Powertools passes a ``str`` body through as it is; given a dict it would first walk it with its
     ``jsonable_encoder`` and then ``json.dumps`` it, twice the work for a body that is already plain
-    JSON data. A model is serialised by pydantic's own (compiled) serialiser.
+    JSON data. A model is serialised by pydantic's own (compiled) serialiser; ``include``: only these of its
+    fields (what the narrower model the route declares would write, when it has these fields in this order).
     """
     if body is None:
         return Response(status_code=status, content_type=None, body="", headers=dict(headers or {}))
-    text = body.model_dump_json() if isinstance(body, BaseModel) else json.dumps(body, separators=(",", ":"))
+    if isinstance(body, BaseModel):
+        text = body.model_dump_json(include=include)
+    else:
+        text = json.dumps(body, separators=(",", ":"))
     return Response(status_code=status, content_type=JSON, body=text, headers=dict(headers or {}))
 
 
@@ -140,6 +151,40 @@ def _field_errors(exc: RequestValidationError) -> list[dict[str, str]]:
     return details
 
 
+class PathOnlyRequestValidation(OpenAPIRequestValidationMiddleware):
+    """Powertools' request validation, which reads only the path of a route whose parameters are all in its path.
+
+    Powertools' own handler resolves the query string, the headers (twice, case-insensitively) and the cookies
+    for every request and then validates none of them when the route declares none: about a fifth of a
+    ``GET /products/{id}``'s own work (docs/performance.md, "Overhead"). For such a route this validates the path
+    parameters with Powertools' own function and raises the same error; any other route goes through
+    Powertools' handler unchanged.
+    """
+
+    def handler(self, app: Any, next_middleware: Any) -> Response:
+        route = app.context["_route"]
+        dependant = route.dependant
+        if dependant.query_params or dependant.header_params or dependant.cookie_params or dependant.body_params:
+            return super().handler(app, next_middleware)
+        values, errors = _params_to_args(dependant.path_params, app.context["_route_args"])
+        if errors:
+            raise RequestValidationError(_normalize_errors(errors))
+        app.context["_route_args"] = values
+        return next_middleware(app)
+
+
+class ShopResponseBuilder(ResponseBuilder[Any]):
+    """Powertools' response builder, which asks the request's headers for gzip only when the route or the response
+    enables compression: Powertools builds the case-insensitive map of every header to find ``Accept-Encoding``
+    on every response, and then compresses nothing unless one of them does. No shop route compresses."""
+
+    @staticmethod  # private in Powertools: shop.powertools_private
+    def _has_compression_enabled(route_compression: bool, response_compression: bool | None, event: Any) -> bool:
+        if not route_compression and not response_compression:
+            return False  # what Powertools answers for these, whatever the headers say
+        return ResponseBuilder._has_compression_enabled(route_compression, response_compression, event)
+
+
 class ShopResolver(APIGatewayHttpResolver):
     """APIGatewayHttpResolver whose per-request state lives in thread-locals.
 
@@ -151,15 +196,17 @@ class ShopResolver(APIGatewayHttpResolver):
     route declares the bearer token (OpenAPI ``security``) exactly when the table says it is not public.
     """
 
-    _state = threading.local()
-
     def __init__(self, function: str, **kwargs: Any) -> None:
+        self._state = threading.local()  # this resolver's, so the context needs no per-instance key
         self.function = function
         self._own_routes = {(route.method, route.path): route for route in ROUTES if route.function == function}
         self._raw_bodies: dict[tuple[str, str], dict[str, Any]] = {}
         if not self._own_routes:
             raise ValueError(f"shop.http_api.routes names no route of a function {function!r}")
         super().__init__(**kwargs)
+        if getattr(self, powertools_private.REQUEST_VALIDATION, None) is not None:
+            setattr(self, powertools_private.REQUEST_VALIDATION, PathOnlyRequestValidation())
+        setattr(self, powertools_private.RESPONSE_BUILDER, ShopResponseBuilder)
 
     def route(self, *args: Any, **kwargs: Any) -> Any:
         """Register one of this function's routes in the table, with the table's security (never the caller's)."""
@@ -207,10 +254,12 @@ class ShopResolver(APIGatewayHttpResolver):
 
     @property
     def context(self) -> dict[str, Any]:
-        contexts: dict[int, dict[str, Any]] | None = getattr(self._state, "contexts", None)
-        if contexts is None:
-            contexts = self._state.contexts = {}
-        return contexts.setdefault(id(self), {})
+        try:
+            return self._state.context
+        except AttributeError:
+            context: dict[str, Any] = {}
+            self._state.context = context
+            return context
 
     @context.setter
     def context(self, value: dict[str, Any]) -> None:
@@ -220,13 +269,15 @@ class ShopResolver(APIGatewayHttpResolver):
     _build_lock = threading.Lock()
 
     def _prepare(self) -> None:
-        """Build every route's middleware stack once, before threads race to build it twice."""
+        """Build every route's middleware stack once, before threads race to build it twice; a route whose stack
+        is Powertools' validation alone calls it without Powertools' frames (shop.powertools_private)."""
         if getattr(self, "_prepared", False):
             return
         with self._build_lock:
             if getattr(self, "_prepared", False):
                 return
             powertools_private.build_middleware_stacks(self)
+            powertools_private.direct_middleware_stacks(self)  # the same middlewares, called without frames
             self._prepared = True
 
     def raw_body(self, method: str, path: str, schema: dict[str, Any], description: str) -> None:
@@ -268,6 +319,13 @@ class ShopResolver(APIGatewayHttpResolver):
         """The decoded values API Gateway put in ``pathParameters``, else the values in the path."""
         given = self.current_event.get("pathParameters") or {}
         return {name: str(given.get(name, value)) for name, value in match.groupdict().items()}
+
+    def _to_proxy_event(self, event: dict[str, Any]) -> Any:  # private in Powertools: shop.powertools_private
+        """The proxy event ``resolve`` made of this very event already (Powertools would make it again)."""
+        current = self.current_event
+        if current is not None and current.raw_event is event:
+            return current
+        return super()._to_proxy_event(event)
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         self._prepare()

@@ -17,6 +17,7 @@ from typing import Any
 # boto3.dynamodb.types.DYNAMODB_CONTEXT: DynamoDB's 38 digits; anything it would round is refused.
 DYNAMODB_CONTEXT = Context(Emin=-128, Emax=126, prec=38, traps=[Clamped, Overflow, Inexact, Rounded, Underflow])
 _BINARY = (bytes, bytearray)
+_PLAIN_DIGITS = 38  # DYNAMODB_CONTEXT's precision: an integer of at most this many digits converts exactly
 
 
 def _number(value: int | Decimal) -> str:
@@ -94,6 +95,15 @@ _READERS: dict[str, Callable[[Any], Any]] = {
 
 def deserialize(value: Mapping[str, Any]) -> Any:
     """One attribute value as plain Python: TypeDeserializer's value, numbers as int or float, sets as lists."""
+    for kind in value:  # the common cases first (every key, name and id; counts and cents), by the first key
+        if kind == "S":
+            return value["S"]
+        if kind == "N":
+            text = value["N"]
+            if isinstance(text, str) and len(text) <= _PLAIN_DIGITS and text.isascii() and text.isdigit():
+                return int(text)  # what the decimal context makes of at most 38 digits, without it
+            return _plain_number(text)
+        break
     if not value:
         raise TypeError("Value must be a nonempty dictionary whose key is a valid dynamodb type.")
     kind = next(iter(value))
