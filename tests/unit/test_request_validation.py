@@ -29,18 +29,31 @@ def _app(validation: OpenAPIRequestValidationMiddleware) -> ShopResolver:
     return app
 
 
-def _event(path: str, query: str = "", headers: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
+def _event(
+    path: str,
+    query: str = "",
+    headers: dict[str, str] | None = None,
+    *,
+    path_parameters: dict[str, str] | None = None,
+    body: str | None = None,
+    cookies: list[str] | None = None,
+) -> dict[str, Any]:
+    event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": "$default",
         "rawPath": path,
         "rawQueryString": query,
         "queryStringParameters": dict(p.split("=", 1) for p in query.split("&")) if query else None,
         "headers": {"host": "shop.test", **(headers or {})},
-        "cookies": ["a=b"],
+        "cookies": ["a=b"] if cookies is None else cookies,
         "requestContext": {"http": {"method": "GET", "path": path}, "stage": "$default", "requestId": "r"},
         "isBase64Encoded": False,
     }
+    if path_parameters is not None:
+        event["pathParameters"] = path_parameters
+    if body is not None:
+        event["body"] = body
+    return event
 
 
 CASES = [
@@ -50,6 +63,17 @@ CASES = [
     _event("/products/p1/reviews", query="limit=3"),  # a query parameter: Powertools' own handler
     _event("/products/p1/reviews", query="limit=0"),  # 422 naming query.limit
     _event("/products/" + "x" * (MAX_ID_LENGTH + 1) + "/reviews", query="limit=0"),  # both fields
+    # worst cases (the review of issue 26's cuts): astral characters at the length limit and one past it, a lone
+    # surrogate, what API Gateway decoded beside a raw path still encoded, a repeated key (joined by a comma), a
+    # body on a path-only route, malformed cookies, comma-joined and upper-case header names
+    _event("/products/" + "\U0001d518" * MAX_ID_LENGTH),
+    _event("/products/" + "\U0001d518" * (MAX_ID_LENGTH + 1)),
+    _event("/products/a%ZZ\udcff", path_parameters={"product_id": "a%ZZ\udcff"}),
+    _event("/products/%C3%A9%FF", path_parameters={"product_id": "\u00e9\ufffd"}),
+    _event("/products/p1", query="limit=1,2", headers={"X-Multi": "a,b", "ACCEPT": "*/*", "Cookie": "c; =d"}),
+    _event("/products/p1/reviews", query="limit=1,2", headers={"LIMIT": "3"}),
+    _event("/products/p1", body="{", cookies=["c", "=d", "e=f=g"]),
+    _event("/products/p1/reviews", query="limit=2", body="[]", cookies=[]),
 ]
 
 
