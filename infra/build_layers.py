@@ -51,14 +51,14 @@ def _fingerprint(arch: str, layer: str = "deps") -> str:
 # What no run-time path of the shop can import, dropped from the layers (docs/infrastructure.md, "Layers"):
 # `infra/layer_trims.json`, written by `python -m infra.build_layers --plan` from `infra.import_closure` (every module
 # reachable from the shop's code and the handlers, lazy imports included), checked against the current code by
-# tests/infra/test_trimmed_layers.py. Its digest is here so that a new plan changes this file (bench/coldstart.py
+# tests/functions/test_trimmed_layers.py. Its digest is here so that a new plan changes this file (bench/coldstart.py
 # keys its layer stand-ins by this file's bytes) and a hand edit of the plan is caught.
 TRIMS_FILE = ROOT / "infra" / "layer_trims.json"
 TRIMS_DIGEST = "e92f53b9a528d85ff5c71969566d6555553b1b9e9471a04c72aaeacc822346a9"
 # Files no interpreter loads, dropped wherever they are: type stubs, C sources of compiled extensions.
 NEVER_LOADED = ("*.pyi", "py.typed", "*.c")
 # Swagger UI's bundled assets (1.7 MB), read only by the `/swagger` route `enable_swagger()` adds; the shop never
-# calls it (tests/infra/test_trimmed_layers.py), and its API document is served from openapi.json.
+# calls it (tests/functions/test_trimmed_layers.py), and its API document is served from openapi.json.
 SWAGGER_ASSETS = (
     "aws_lambda_powertools/event_handler/openapi/swagger_ui/swagger-ui-bundle.min.js",
     "aws_lambda_powertools/event_handler/openapi/swagger_ui/swagger-ui.min.css",

@@ -51,7 +51,7 @@ EXPLAINED_COMPUTED_IMPORTS = {
     # getattr_migration: import_string of the "module:attr" literals of its maps, followed as strings
     "pydantic._migration": "literal maps",
     # import_string of an `ImportString` field's value: no model of the shop or of Powertools declares one
-    # (tests/infra/test_trimmed_layers.py)
+    # (tests/functions/test_trimmed_layers.py)
     "pydantic._internal._validators": "ImportString fields only",
     # LazyLoader(name, globals, module): its one call site (the Tracer) names shared.constants.XRAY_SDK_MODULE, a
     # string literal there, followed as a string (and aws_xray_sdk is kept whole for its patcher)
