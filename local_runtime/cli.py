@@ -26,6 +26,9 @@ DEFAULT_TABLE_NAME = LOCAL_TABLE_NAME  # the `-c local=true` synth names it too 
 READY_LINE = "local stack ready"
 MAX_STORE_RESTARTS = 5
 STORE_FAULTS_FILE = "store-faults.json"  # what fault drills write to throttle the functions' store calls
+# The variables the running `dev` was started with (--env, make dev's FUNCTION_ENV): `replay` gives them to the
+# functions it runs, so that a replay judges a record's freshness with the stack's archival grace.
+DEV_ENV_FILE = "dev-env.json"
 
 log = logging.getLogger("local_runtime")
 
@@ -104,6 +107,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             if seeded:
                 print(f"seeded {len(seeded)} demo products", flush=True)
         overrides = _overrides(args.env)
+        _remember_env(state_dir, overrides)
 
         # The gateway is bound first (port 0: any free one), so localstripe can be told where to deliver; it
         # serves once the functions are warm. It calls them through `functions`, set just below.
@@ -215,6 +219,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         if paying is not None:
             paying.server.stop()
             local_payments.forget(state_dir)
+        (state_dir / DEV_ENV_FILE).unlink(missing_ok=True)
         if capture is not None:
             capture.stop()
         aws.stop()
@@ -230,6 +235,18 @@ def cmd_pay(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _remember_env(state_dir: pathlib.Path, overrides: dict[str, str]) -> None:
+    """What `dev` was started with, for `replay` (DEV_ENV_FILE; written even when empty, over a crashed run's)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / DEV_ENV_FILE).write_text(json.dumps(overrides, sort_keys=True))
+
+
+def _dev_env(state_dir: pathlib.Path) -> dict[str, str]:
+    """The variables of the running `dev` (its --env), none when it is not running."""
+    path = state_dir / DEV_ENV_FILE
+    return {str(k): str(v) for k, v in json.loads(path.read_text()).items()} if path.exists() else {}
 
 
 def _overrides(pairs: list[str]) -> dict[str, str]:
@@ -338,9 +355,10 @@ def _replay_locally(args: argparse.Namespace) -> failures.ReplayReport | None:
     endpoint = args.endpoint or f"http://127.0.0.1:{args.dynamodb_port}"
     # Under a running `make dev` with payments, payment_steps' batches are applied against its localstripe.
     paying = local_payments.running_environment(state_dir)
-    # The variables `dev` was started with (--env): a stack run with ARCHIVE_GRACE_SECONDS=0 archives at once,
-    # and its replays must measure a record's freshness with the same grace (shop.services.archive_timing).
-    overrides = {**(paying or {}), **_overrides(args.env)}
+    # The variables `dev` was started with (--env, remembered in its data dir; a replay's own --env wins): a stack
+    # run with ARCHIVE_GRACE_SECONDS=0 archives at once, and its replays must measure a record's freshness with the
+    # same grace (shop.services.archive_timing), or a record of an archived order writes beside its marker.
+    overrides = {**(paying or {}), **_dev_env(state_dir), **_overrides(args.env)}
     functions = Functions(
         app,
         table_name=_table_name(app),

@@ -26,7 +26,6 @@ from local_runtime.streams import StreamReader
 from tests.e2e.conftest import (
     ADDRESS,
     REPO_ROOT,
-    SHORT_TTL_ENV,
     Api,
     Stack,
     confirmed,
@@ -105,10 +104,10 @@ def test_a_cancellation_replayed_after_archival_changes_nothing(short_ttl_stack:
         },
     )
 
+    # What `make replay` runs while `make dev` is up, without FUNCTION_ENV: replay takes the variables `dev` was
+    # started with (SHORT_TTL: no archival grace, so the record is not fresh and is guarded) from its data dir.
     command = ["replay", "--data-dir", str(stack.data_dir), "--cdk-out", str(cdk_out), "--endpoint", endpoint]
-    # the stack's own variables (SHORT_TTL): with no archival grace the record is not fresh, so it is guarded
-    command += [arg for pair in SHORT_TTL_ENV for arg in ("--env", pair)]
-    replay = subprocess.run(  # what `make replay` runs while `make dev` is up
+    replay = subprocess.run(
         [sys.executable, "-m", "local_runtime", *command],
         cwd=REPO_ROOT,
         env=stack_env(),
