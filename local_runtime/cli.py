@@ -26,8 +26,9 @@ DEFAULT_TABLE_NAME = LOCAL_TABLE_NAME  # the `-c local=true` synth names it too 
 READY_LINE = "local stack ready"
 MAX_STORE_RESTARTS = 5
 STORE_FAULTS_FILE = "store-faults.json"  # what fault drills write to throttle the functions' store calls
-# The variables the running `dev` was started with (--env, make dev's FUNCTION_ENV): `replay` gives them to the
-# functions it runs, so that a replay judges a record's freshness with the stack's archival grace.
+# The variables the running `dev` gives its functions (its --env, make dev's FUNCTION_ENV, and its payments'):
+# `replay` gives them to the functions it runs, so that a replay judges a record's freshness with the stack's
+# archival grace and runs in the stack's payment mode.
 DEV_ENV_FILE = "dev-env.json"
 
 log = logging.getLogger("local_runtime")
@@ -107,7 +108,6 @@ def cmd_dev(args: argparse.Namespace) -> int:
             if seeded:
                 print(f"seeded {len(seeded)} demo products", flush=True)
         overrides = _overrides(args.env)
-        _remember_env(state_dir, overrides)
 
         # The gateway is bound first (port 0: any free one), so localstripe can be told where to deliver; it
         # serves once the functions are warm. It calls them through `functions`, set just below.
@@ -130,6 +130,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         else:
             local_payments.forget(state_dir)
             overrides = {"PAYMENTS": "none", **overrides}
+        _remember_env(state_dir, overrides)
         functions = Functions(
             app,
             table_name=table_name,
@@ -238,13 +239,13 @@ def cmd_pay(args: argparse.Namespace) -> int:
 
 
 def _remember_env(state_dir: pathlib.Path, overrides: dict[str, str]) -> None:
-    """What `dev` was started with, for `replay` (DEV_ENV_FILE; written even when empty, over a crashed run's)."""
+    """What `dev` gives its functions, for `replay` (DEV_ENV_FILE; written over a crashed run's)."""
     state_dir.mkdir(parents=True, exist_ok=True)
     (state_dir / DEV_ENV_FILE).write_text(json.dumps(overrides, sort_keys=True))
 
 
 def _dev_env(state_dir: pathlib.Path) -> dict[str, str]:
-    """The variables of the running `dev` (its --env), none when it is not running."""
+    """The variables the running `dev` gives its functions, none when it is not running."""
     path = state_dir / DEV_ENV_FILE
     return {str(k): str(v) for k, v in json.loads(path.read_text()).items()} if path.exists() else {}
 
