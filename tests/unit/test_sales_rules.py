@@ -195,8 +195,16 @@ def test_auto_checks_the_legacy_marker_of_records_written_before_the_cut_over_an
     written_after_cut, checked
 ):
     cutover = Cutover(CUT)
-    assert LegacyMarkerCheck("auto", cutover, now=lambda: CUT).needed(moment(written_after_cut)) is checked
+    now = moment(max(written_after_cut, 0) + 5).isoformat()  # processed seconds after the write
+    assert LegacyMarkerCheck("auto", cutover, now=lambda: now).needed(moment(written_after_cut)) is checked
     assert cutover.asked == 1
+
+
+def test_a_record_stamped_further_ahead_than_the_margin_keeps_the_check():
+    """A hand-made or damaged record's time says nothing about which release handled it."""
+    rule = LegacyMarkerCheck("auto", Cutover(CUT), now=lambda: moment(2 * CUTOVER_MARGIN_SECONDS).isoformat())
+    assert not rule.needed(moment(3 * CUTOVER_MARGIN_SECONDS))  # ahead by the margin exactly: clock skew
+    assert rule.needed(moment(3 * CUTOVER_MARGIN_SECONDS + 1))
 
 
 def test_a_record_of_unknown_time_keeps_the_check_without_reading_the_cut_over():

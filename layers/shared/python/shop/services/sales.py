@@ -95,10 +95,12 @@ def sales_change(
 CUTOVER_MARGIN_SECONDS = 3600
 
 
-def legacy_marker_possible(record_at: datetime | None, cutover_at: datetime) -> bool:
+def legacy_marker_possible(record_at: datetime | None, cutover_at: datetime, now: datetime) -> bool:
     """Whether a release before the cut-over may have handled a record written at `record_at` (None: unknown):
-    written before `cutover_at + CUTOVER_MARGIN_SECONDS`, or at an unknown time."""
-    return record_at is None or record_at < cutover_at + timedelta(seconds=CUTOVER_MARGIN_SECONDS)
+    written before `cutover_at + CUTOVER_MARGIN_SECONDS`, at an unknown time, or stamped further in the future
+    (`now`: when its processing starts) than clock skew explains (a hand-made or damaged record)."""
+    margin = timedelta(seconds=CUTOVER_MARGIN_SECONDS)
+    return record_at is None or record_at < cutover_at + margin or record_at > now + margin
 
 
 class LegacyMarkerCheck:
@@ -117,7 +119,10 @@ class LegacyMarkerCheck:
             return True
         if self.mode == "off":
             return False
-        return legacy_marker_possible(record_at, datetime.fromisoformat(self.cutover.cutover_at(self.now())))
+        now = self.now()
+        return legacy_marker_possible(
+            record_at, datetime.fromisoformat(self.cutover.cutover_at(now)), datetime.fromisoformat(now)
+        )
 
 
 def parse_day(value: str, field: str) -> date:
