@@ -286,7 +286,8 @@ def _stream_request(ctx: dict[str, Any], table: str) -> dict[str, Any]:
     # The first batch confirms the order: its conditional UpdateItem, then the notification (a conditional
     # PutItem) and the customer's order entry (a conditional UpdateItem): a fresh record writes them without the
     # order's not-archived check (shop.services.archive_timing; the history entry is written by the
-    # confirmation's MODIFY, with the sales count: decision 057). The bare handler makes the same three calls, so
+    # confirmation's MODIFY, with the sales count: decision 057; counting nothing, the batch never reads the sales
+    # cut-over either, shop.services.sales.LegacyMarkerCheck). The bare handler makes the same three calls, so
     # the ratio compares what the code costs, not a different amount of store work (cold_start refuses a pair
     # whose calls differ).
     bench_key = {"PK": f"BENCH#COLD#{order.order_id}"}

@@ -113,19 +113,81 @@ def test_a_history_entry_a_release_before_wrote_counts_the_version_on_its_marker
 
 
 @pytest.mark.dynamodb_semantics
-def test_with_the_old_markers_switched_off_the_count_checks_only_the_history_entry_and_the_archive(store, monkeypatch):
+def test_without_the_legacy_check_the_count_checks_only_the_history_entry_and_the_archive(store, monkeypatch):
+    """legacy=False (SALES_LEGACY_MARKERS=off, or auto for a record written after the cut-over): no ConditionCheck
+    on the old marker, and a replay is still refused by the history entry."""
     sent: list[list[str]] = []
     transact = sales_module.transact_write
 
+    def named(item):
+        kind, body = next(iter(item.items()))
+        return f"{kind} {body['Key']['SK']['S']}" if kind == "ConditionCheck" else kind
+
     def seen(table, items):
-        sent.append([next(iter(item)) for item in items])
+        sent.append([named(item) for item in items])
         return transact(table, items)
 
     monkeypatch.setattr(sales_module, "transact_write", seen)
-    assert SalesRepository(store.table).count_once(change("o-1", ("hammer", 2, 3000)), history("o-1")) == (True, True)
-    off = SalesRepository(store.table, legacy_markers=False)
-    assert off.count_once(change("o-2", ("hammer", 2, 3000)), history("o-2")) == (True, True)
-    assert sent == [["Put", "Update", "ConditionCheck", "ConditionCheck"], ["Put", "Update", "ConditionCheck"]]
+    sales = SalesRepository(store.table)
+    assert sales.count_once(change("o-1", ("hammer", 2, 3000)), history("o-1")) == (True, True)
+    assert sales.count_once(change("o-2", ("hammer", 2, 3000)), history("o-2"), legacy=False) == (True, True)
+    assert sales.count_once(change("o-2", ("hammer", 2, 3000)), history("o-2"), legacy=False) == (False, False)
+    legacy, archived = keys.order_sales_marker_key("o-1", 2)[keys.SK], keys.order_archived_key("o-1")[keys.SK]
+    assert sent == [
+        ["Put", "Update", f"ConditionCheck {legacy}", f"ConditionCheck {archived}"],
+        ["Put", "Update", f"ConditionCheck {archived}"],
+        ["Put", "Update", f"ConditionCheck {archived}"],
+    ]
+    assert sales.days("hammer", DAY, DAY)[0].units == 4
+
+
+def test_the_first_count_records_the_cut_over_once_even_with_concurrent_processors(local_store):
+    """Real threads against DynamoDB Local: 8 processors of one release reach their first count at once, each with
+    its own clock; one records the cut-over, every one answers the winner's."""
+    table = local_store.table
+    moments = [f"2026-03-02T10:00:0{n}Z" for n in range(8)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda now: SalesRepository(table, release="7").cutover_at(now), moments))
+    [winner] = set(answers)
+    assert winner in moments
+    recorded = read(local_store, keys.sales_cutover_key("7"))
+    assert (recorded["cutover_at"], recorded["entity"], recorded["release"]) == (winner, "SALES_CUTOVER", "7")
+
+
+@pytest.mark.dynamodb_semantics
+def test_the_cut_over_is_read_once_per_instance_and_recorded_once_per_release(store):
+    sales = SalesRepository(store.table, release="7")
+    with counting(store.client) as first:
+        assert sales.cutover_at("2026-03-02T10:00:00Z") == "2026-03-02T10:00:00Z"
+    assert first.operations == ["GetItem", "PutItem"]  # none yet: recorded
+    with counting(store.client) as again:
+        assert SalesRepository(store.table, release="7").cutover_at("2026-03-02T11:00:00Z") == "2026-03-02T10:00:00Z"
+    assert again.operations == []  # the instance keeps it for its life
+    forget_instance_memo()  # a new instance
+    with counting(store.client) as restarted:
+        assert SalesRepository(store.table, release="7").cutover_at("2026-03-02T12:00:00Z") == "2026-03-02T10:00:00Z"
+    assert restarted.operations == ["GetItem"]
+    assert SalesRepository(store.table, release="8").cutover_at("2026-03-02T12:00:00Z") == "2026-03-02T12:00:00Z"
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_processor_losing_the_race_to_record_the_cut_over_takes_the_winners(store, monkeypatch):
+    """Another processor records it between this one's read and its put: the refused put returns the winner's."""
+    sales = SalesRepository(store.table, release="7")
+    read_item = SalesRepository._item
+    raced_once: list[str] = []
+
+    def raced(self, key):
+        found = read_item(self, key)
+        if not raced_once:  # the other processor, between this one's read and its put
+            raced_once.append("racing")
+            other = SalesRepository(store.table, release="7")
+            raced_once[0] = other._read_or_record_cutover("2026-03-02T09:00:00Z")
+        return found
+
+    monkeypatch.setattr(SalesRepository, "_item", raced)
+    assert sales.cutover_at("2026-03-02T10:00:00Z") == "2026-03-02T09:00:00Z"
+    assert raced_once == ["2026-03-02T09:00:00Z"]
 
 
 def test_concurrent_processors_counting_the_same_version_count_it_once(local_store):

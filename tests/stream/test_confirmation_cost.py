@@ -2,7 +2,8 @@
 writes the version's history entry with its sales in one transaction (the entry is the count's once-only key),
 then reads the lines' daily counters and puts each top-list entry (issue 26). The records here are fresh (seconds
 old, under the default archival grace): their effects are plain conditional writes and their count's transaction
-has no ARCHIVED check (tests/stream/test_fresh_records.py has the old records' path)."""
+has no ARCHIVED check (tests/stream/test_fresh_records.py has the old records' path). A processor instance reads
+the release's sales cut-over at its first count, and only there (the INSERT and a status change count nothing)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from local_runtime.events import stream_event as lambda_event
 from shop import clock, wiring
 from shop.models import OrderStatus
+from shop.repository.sales import forget_instance_memo
 from shop.repository.store import dynamodb_client
 from shop.services.orders import RequestedLine
 from tests.support.calls import counting
@@ -32,6 +34,8 @@ def test_the_confirmations_modify_reads_once_and_writes_its_history_with_its_sal
         assert invoke(lambda_event(confirm_modify)) == {"batchItemFailures": []}
     assert calls.operations == [
         "GetItem",  # the customer's order entry: current, so the notification is there too
+        "GetItem",  # the first count on the table: the release's cut-over, consistent (none yet) ...
+        "PutItem",  # ... so recorded (attribute_not_exists); the instance keeps it
         "TransactWriteItems",  # the history entry and the sales counters (no archived check: a fresh record)
         "BatchGetItem",  # the counters (not the top-list entries)
         "PutItem",  # the top-list entry
@@ -42,7 +46,11 @@ def test_the_confirmations_modify_reads_once_and_writes_its_history_with_its_sal
     ]
     with counting(dynamodb_client()) as replayed:  # a replay: the transaction and the put refused
         assert invoke(lambda_event(confirm_modify)) == {"batchItemFailures": []}
-    assert replayed.operations == ["GetItem", "TransactWriteItems", "BatchGetItem", "PutItem"]
+    assert replayed.operations == ["GetItem", "TransactWriteItems", "BatchGetItem", "PutItem"]  # cut-over known
+    forget_instance_memo()  # a new processor instance reads the cut-over once, at its first count
+    with counting(dynamodb_client()) as restarted:
+        assert invoke(lambda_event(confirm_modify)) == {"batchItemFailures": []}
+    assert restarted.operations == ["GetItem", "GetItem", "TransactWriteItems", "BatchGetItem", "PutItem"]
 
 
 @pytest.mark.dynamodb_semantics
@@ -58,6 +66,8 @@ def test_a_confirmation_by_hand_is_recorded_by_its_modify(store, invoke):
         "GetItem",  # the customer's order entry is behind
         "PutItem",  # the notification, attribute_not_exists
         "UpdateItem",  # the customer's order entry, newer versions only
+        "GetItem",  # the table's first count: the cut-over (none yet) ...
+        "PutItem",  # ... recorded
         "TransactWriteItems",  # the history entry with its sales
         "BatchGetItem",
         "PutItem",

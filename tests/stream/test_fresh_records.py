@@ -132,7 +132,8 @@ def test_a_counting_records_transaction_holds_the_archived_check_only_when_it_is
     store, invoke, monkeypatch, age_s
 ):
     """The confirmation's MODIFY counts in one transaction: history entry, counter ADD, the legacy marker's
-    check (SALES_LEGACY_MARKERS=check), and the ARCHIVED marker's check only on the guarded path."""
+    check (the record is in the table's first hour on the release: SALES_LEGACY_MARKERS=auto keeps it), and the
+    ARCHIVED marker's check only on the guarded path."""
     orders = wiring.order_service(store.table)
     orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
     reader = StreamReader(store)

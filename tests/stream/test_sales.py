@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,9 +16,11 @@ from shop import clock, keys, wiring
 from shop.limits import SALES_TOP_SHARDS
 from shop.models import OrderStatus
 from shop.models.sales import SalesChange, SalesLine
-from shop.repository.sales import SalesRepository, forget_instance_memo
+from shop.repository import sales as sales_module
+from shop.repository.sales import SalesRepository, forget_instance_memo, this_release
 from shop.repository.store import dynamodb_client, to_item
 from shop.services.orders import RequestedLine
+from shop.services.sales import CUTOVER_MARGIN_SECONDS
 from tests.stream.conftest import dump
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
@@ -35,17 +38,33 @@ def _fresh_instance():
     forget_instance_memo()  # each test's table is new: so is the processor instance's memo
 
 
-@pytest.fixture(params=["fresh", "guarded"])
-def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def record_cutover(store: Any, seconds_ago: float) -> None:
+    """This release's cut-over on the table, as if its first count had been that long ago."""
+    at = clock.iso(datetime.now(UTC) - timedelta(seconds=seconds_ago))
+    item = {**keys.sales_cutover_key(this_release()), "entity": "SALES_CUTOVER", "cutover_at": at}
+    store.client.put_item(TableName=store.table_name, Item=to_item(item))
+
+
+@pytest.fixture(params=["fresh", "guarded", "after_cutover"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, store: Any) -> str:
     """Which path the records take: fresh (the default archival grace: the tests' records are seconds old, so
-    their counts are transactions without the ARCHIVED check) or guarded (ARCHIVE_GRACE_SECONDS=0: no record is
-    fresh, every count checks the marker). Exactly once must hold on both."""
+    their counts are transactions without the ARCHIVED check), guarded (ARCHIVE_GRACE_SECONDS=0: no record is
+    fresh, every count checks the marker), after_cutover (fresh, on a table whose cut-over is older than its
+    margin: the counts leave the legacy marker's check out too; on the other two the first count records the
+    cut-over, and the records, seconds old, keep the check). Exactly once must hold on all."""
     from shop.config import settings
 
     if request.param == "guarded":
         monkeypatch.setenv("ARCHIVE_GRACE_SECONDS", "0")
+    if request.param == "after_cutover":
+        record_cutover(store, CUTOVER_MARGIN_SECONDS + 3600)
     settings.cache_clear()
     return str(request.param)
+
+
+def path_flags(path: str) -> dict[str, bool]:
+    """What count_once is told on each path."""
+    return {"guarded": path == "guarded", "legacy": path != "after_cutover"}
 
 
 def pump(store: Any, invoke: Any, reader: StreamReader, kept: list[dict[str, Any]]) -> None:
@@ -157,7 +176,7 @@ def test_a_processor_dying_half_way_and_retried_gives_the_same_totals(path, stor
     def dies_after_the_second_count(
         self: SalesRepository, change: Any, history: Any, **taken: bool
     ) -> tuple[bool, bool]:
-        assert taken == {"guarded": path == "guarded"}  # the path under test, not the other
+        assert taken == path_flags(path)  # the path under test, not another
         done = apply(self, change, history, **taken)
         counted["n"] += 1
         if counted["n"] == 2:
@@ -188,7 +207,7 @@ def test_a_count_failing_is_retried_alone_and_counts_once(path, store, history, 
     failed_once: set[tuple[str, int]] = set()
 
     def throttled_once(self: SalesRepository, change: Any, history: Any, **taken: bool) -> tuple[bool, bool]:
-        assert taken == {"guarded": path == "guarded"}
+        assert taken == path_flags(path)
         done = apply(self, change, history, **taken)  # committed, then the answer is lost
         if (change.order_id, change.version) not in failed_once:
             failed_once.add((change.order_id, change.version))
@@ -308,10 +327,17 @@ def test_two_processors_given_the_same_batch_at_once_count_it_once(path, store, 
 
 
 @pytest.mark.dynamodb_semantics
-def test_records_a_release_with_sales_markers_handled_are_not_counted_again(store, invoke):
+@pytest.mark.parametrize("cutover", ["first_count", "within_margin", "check"])
+def test_records_a_release_with_sales_markers_handled_are_not_counted_again(store, invoke, cutover, monkeypatch):
     """Deployed mid-stream. The release before counted on a marker per version and wrote a confirmation's
     history entry from the INSERT: o1 it counted and died before the history entry; o2's INSERT it handled
-    (history entry, no count yet). This release's MODIFYs count o2 once and o1 not again."""
+    (history entry, no count yet). This release's MODIFYs count o2 once and o1 not again: under `auto` the records
+    are older than the cut-over + margin, whether this release's first count records it (first_count) or it was
+    recorded almost a margin ago (within_margin); under `check` always."""
+    if cutover == "within_margin":
+        record_cutover(store, CUTOVER_MARGIN_SECONDS - 120)
+    if cutover == "check":
+        monkeypatch.setenv("SALES_LEGACY_MARKERS", "check")
     a = product(store.table, name="A", price_cents=1000, stock=50)
     orders = wiring.order_service(store.table)
     reader = StreamReader(store)
@@ -349,8 +375,10 @@ def test_a_batch_refreshes_each_products_top_list_entry_once(store, invoke):
     assert len(modifies) == 4
     with counting(dynamodb_client()) as calls:
         assert invoke(lambda_event(modifies)) == {"batchItemFailures": []}
-    # 4 counts (each its transaction), then one read of the 2 counters and a put per product: not 4 and 8.
-    assert (calls.count("TransactWriteItems"), calls.count("BatchGetItem"), calls.count("PutItem")) == (4, 1, 2)
+    # 4 counts (each its transaction), then one read of the 2 counters and a put per product: not 4 and 8. The
+    # table's first count also records the cut-over (a GetItem, a PutItem), once for the batch.
+    assert (calls.count("TransactWriteItems"), calls.count("BatchGetItem"), calls.count("PutItem")) == (4, 1, 3)
+    assert calls.count("GetItem") == 4 + 1  # each record's customer order entry; the cut-over
     day = clock.iso_now()[:10]
     top = SalesRepository(store.table).top(day, 10)
     assert [(t.product_id, t.units, t.revenue_cents) for t in top] == [(b, 8, 2000), (a, 4, 4000)]
@@ -382,3 +410,50 @@ def test_a_failed_top_list_refresh_fails_the_batchs_counting_records_and_their_r
             (a, day): (4, 4000, keys.sales_top_gsi(day, a, 4, SALES_TOP_SHARDS)[keys.GSI1SK]),
             (b, day): (8, 2000, keys.sales_top_gsi(day, b, 8, SALES_TOP_SHARDS)[keys.GSI1SK]),
         }
+
+
+@pytest.mark.dynamodb_semantics
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("auto", None, True, True),  # the first count records the cut-over now: the record is older than its margin
+        ("auto", CUTOVER_MARGIN_SECONDS - 120, True, True),  # written within the margin
+        ("auto", CUTOVER_MARGIN_SECONDS + 120, True, False),  # written after the cut-over + margin
+        ("auto", CUTOVER_MARGIN_SECONDS + 120, False, True),  # a record of unknown time
+        ("check", CUTOVER_MARGIN_SECONDS + 120, True, True),
+        ("off", None, True, False),
+    ],
+)
+def test_a_counts_transaction_checks_the_legacy_marker_only_where_an_older_release_can_have_counted(
+    store, invoke, monkeypatch, case
+):
+    """(SALES_LEGACY_MARKERS, the cut-over's age when the test starts or None, whether the record carries its time,
+    whether its count checks the legacy marker)."""
+    setting, cutover_age, timed, checked = case
+    monkeypatch.setenv("SALES_LEGACY_MARKERS", setting)
+    if cutover_age is not None:
+        record_cutover(store, cutover_age)
+    a = product(store.table, name="A", price_cents=1000, stock=50)
+    order = wiring.order_service(store.table).place(ALICE, address=ADDRESS, lines=[RequestedLine(a, 2)])
+    reader = StreamReader(store)
+    assert invoke(lambda_event(reader.read())) == {"batchItemFailures": []}  # the INSERT: confirmed
+    [modify] = only(reader.read(), entity="ORDER", event_name="MODIFY")
+    if not timed:
+        del modify["dynamodb"]["ApproximateCreationDateTime"]
+    sent: list[list[str]] = []
+    transact = sales_module.transact_write
+
+    def seen(table: Any, items: list[dict[str, Any]]) -> Any:
+        sent.append(
+            [f"{kind} {body.get('Key', body.get('Item'))['SK']['S']}" for item in items for kind, body in item.items()]
+        )
+        return transact(table, items)
+
+    monkeypatch.setattr(sales_module, "transact_write", seen)
+    for _ in range(2):  # delivered, then replayed: counted once
+        assert invoke(lambda_event([modify])) == {"batchItemFailures": []}
+    legacy = f"ConditionCheck {keys.order_sales_marker_key(order.order_id, 2)[keys.SK]}"
+    assert [legacy in items for items in sent] == [checked, checked]
+    assert sales_of(store, a, clock.iso_now()[:10]) == [(clock.iso_now()[:10], 2, 2000)]
+    recorded = [i for i in dump(store) if i.get("entity") == "SALES_CUTOVER"]
+    assert len(recorded) == (0 if setting != "auto" and cutover_age is None else 1)

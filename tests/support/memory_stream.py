@@ -235,9 +235,10 @@ class MemoryOrderEffects:
         sales: SalesChange | None = None,
         *,
         guarded: bool = True,
+        legacy: bool = True,
     ) -> Recorded:
         """As the table's: the entry once, and with `sales` the version's sales counted with it (the entry is
-        their once-only key)."""
+        their once-only key; no release before ever wrote to the memory store: `legacy` changes nothing)."""
         self._open(change.order_id, guarded)
         marker = (change.order_id, change.version)
         if marker in self.state.history:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,7 +11,7 @@ from hypothesis import strategies as st
 from shop import errors
 from shop.limits import MAX_SALES_DAYS
 from shop.models import OrderLine, OrderStatus, OrderSummary
-from shop.services.sales import sales_change
+from shop.services.sales import CUTOVER_MARGIN_SECONDS, LegacyMarkerCheck, sales_change
 from tests.support.factories import ADMIN, ALICE
 from tests.support.memory_store import MemoryStore
 
@@ -156,3 +158,90 @@ def test_a_flash_sale_products_counter_shards_add_up_in_its_report(memory):
     report = service.product_sales(ADMIN, "hammer", "2026-03-02", "2026-03-02")
     assert [(d.units, d.revenue_cents) for d in report.days] == [(4, 6000)]
     assert memory.state.sales_shards == {("hammer", "2026-03-02", 7)}
+
+
+# -- the legacy sales markers' check (SALES_LEGACY_MARKERS) ---------------------------------------------------
+
+
+class Cutover:
+    """A SalesCutover double: the cut-over it was given, and how often it was asked."""
+
+    def __init__(self, at: str) -> None:
+        self.at, self.asked = at, 0
+
+    def cutover_at(self, now: str) -> str:
+        self.asked += 1
+        return self.at
+
+
+CUT = "2026-03-02T10:00:00Z"
+
+
+def moment(seconds_after_cut: float) -> datetime:
+    return datetime.fromisoformat(CUT) + timedelta(seconds=seconds_after_cut)
+
+
+@pytest.mark.parametrize(
+    ("written_after_cut", "checked"),
+    [
+        (-86_400, True),  # a day before: an older release may have handled it
+        (0, True),
+        (CUTOVER_MARGIN_SECONDS - 1, True),
+        (CUTOVER_MARGIN_SECONDS, False),  # cut-over + margin: no older release ran then
+        (30 * 86_400, False),
+    ],
+)
+def test_auto_checks_the_legacy_marker_of_records_written_before_the_cut_over_and_its_margin(
+    written_after_cut, checked
+):
+    cutover = Cutover(CUT)
+    now = moment(max(written_after_cut, 0) + 5).isoformat()  # processed seconds after the write
+    assert LegacyMarkerCheck("auto", cutover, now=lambda: now).needed(moment(written_after_cut)) is checked
+    assert cutover.asked == 1
+
+
+def test_a_record_stamped_further_ahead_than_the_margin_keeps_the_check():
+    """A hand-made or damaged record's time says nothing about which release handled it."""
+    rule = LegacyMarkerCheck("auto", Cutover(CUT), now=lambda: moment(2 * CUTOVER_MARGIN_SECONDS).isoformat())
+    assert not rule.needed(moment(3 * CUTOVER_MARGIN_SECONDS))  # ahead by the margin exactly: clock skew
+    assert rule.needed(moment(3 * CUTOVER_MARGIN_SECONDS + 1))
+
+
+def test_a_record_of_unknown_time_keeps_the_check_without_reading_the_cut_over():
+    cutover = Cutover(CUT)
+    assert LegacyMarkerCheck("auto", cutover, now=lambda: CUT).needed(None)
+    assert cutover.asked == 0
+
+
+@pytest.mark.parametrize(("mode", "checked"), [("check", True), ("off", False)])
+def test_check_and_off_decide_alone_and_never_read_the_cut_over(mode, checked):
+    cutover = Cutover(CUT)
+    rule = LegacyMarkerCheck(mode, cutover, now=lambda: CUT)
+    assert [rule.needed(at) for at in (None, moment(-86_400), moment(86_400))] == [checked] * 3
+    assert cutover.asked == 0
+
+
+def test_the_cut_over_margin_covers_a_canary_deploy_the_processors_timeout_and_clock_skew():
+    """While this release's first count records the cut-over, the release before may still start invocations: a
+    protected stage's canary keeps it on 90% of the batches for 5 minutes (infra.constructs.functions), and an
+    invocation it started handles records written before it, for up to order_events' timeout."""
+    import inspect
+
+    from infra.constructs import functions
+    from infra.settings import STREAM_FUNCTION
+
+    assert "CANARY_10_PERCENT_5_MINUTES" in inspect.getsource(functions)  # the slowest shift the stacks make
+    canary_s, skew_s = 5 * 60, 300
+    assert canary_s + STREAM_FUNCTION.timeout_s + skew_s < CUTOVER_MARGIN_SECONDS
+
+
+@pytest.mark.parametrize("value", ["", "auto", "check", "off", "Off", "yes"])
+def test_the_setting_is_auto_by_default_and_one_of_three(monkeypatch, value):
+    from shop.config import ConfigurationError, sales_legacy_markers
+
+    monkeypatch.setenv("SALES_LEGACY_MARKERS", value)
+    if value in ("", "auto", "check", "off"):
+        assert sales_legacy_markers() == (value or "auto")
+    else:
+        with pytest.raises(ConfigurationError, match="auto, check or off"):
+            sales_legacy_markers()

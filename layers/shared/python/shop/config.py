@@ -175,15 +175,19 @@ def move_step_products() -> int:
     return int(text)
 
 
-def sales_legacy_markers() -> bool:
-    """Whether a sales count also checks the version's sales marker of the releases before issue 26
-    (SALES_LEGACY_MARKERS: `check`, the default, or `off`). Such a release may have counted a version and died
-    before its history entry: the check keeps a redelivery or a replay of that record from counting it again.
-    `off` once no record such a release handled can come back (docs/operations.md, "Sales markers")."""
-    text = os.environ.get("SALES_LEGACY_MARKERS") or "check"
-    if text not in ("check", "off"):
-        raise ConfigurationError(f"SALES_LEGACY_MARKERS must be check or off, got {text!r}")
-    return text == "check"
+SALES_LEGACY_MODES = ("auto", "check", "off")
+
+
+def sales_legacy_markers() -> str:
+    """When a sales count also checks the version's sales marker of the releases before issue 26
+    (SALES_LEGACY_MARKERS). Such a release may have counted a version and died before its history entry: the
+    check keeps a redelivery or a replay of that record from counting it again. `auto` (the default): only for
+    records written before the table's cut-over (shop.services.sales.LegacyMarkerCheck); `check`: always; `off`:
+    never (docs/operations.md, "Sales markers")."""
+    text = os.environ.get("SALES_LEGACY_MARKERS") or "auto"
+    if text not in SALES_LEGACY_MODES:
+        raise ConfigurationError(f"SALES_LEGACY_MARKERS must be auto, check or off, got {text!r}")
+    return text
 
 
 # -- payments (issue 25): read apart from settings(), so a function that takes no payment never needs them --

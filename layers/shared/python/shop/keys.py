@@ -357,6 +357,12 @@ def order_sales_marker_key(order_id: str, version: int) -> Key:
     return {PK: order_pk(order_id), SK: f"{ORDER_SALES_PREFIX}{version:06d}"}
 
 
+def sales_cutover_key(release: str) -> Key:
+    """The moment a release of order_events (`release`: the function's version) first counted sales on this table:
+    records written before it (and a margin) may have been handled by a release that counted on sales markers."""
+    return {PK: "SALES_CUTOVER", SK: f"VERSION#{release}"}
+
+
 # -- online migrations (issue 28) -------------------------------------------------------------------
 # One partition per migration: its done record and one checkpoint per Scan segment of a run.
 MIGRATION_PK_PREFIX = "MIGRATION#"

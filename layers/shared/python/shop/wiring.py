@@ -211,17 +211,21 @@ def order_events_service(
     """The rules of rarer records (products, category moves, archival) are built on their first record."""
     if table is None and _injected is not None:
         return _injected.order_events_service()
+    from shop.config import sales_legacy_markers
     from shop.repository.order_effects import OrderEffectsRepository
     from shop.repository.sales import SalesRepository
     from shop.services.order_events import OrderEventsService
+    from shop.services.sales import LegacyMarkerCheck
 
     table = _table(table)
+    sales = SalesRepository(table)
     return OrderEventsService(
-        OrderEffectsRepository(table, shards, sales=SalesRepository(table)),
+        OrderEffectsRepository(table, shards, sales=sales),
         products=lambda: product_events_service(table),
         moves=lambda: category_moves(table),
         archival=lambda: archival_service(table, now=now),
         now=now,
+        legacy_markers=LegacyMarkerCheck(sales_legacy_markers(), sales, now).needed,
     )
 
 

@@ -179,11 +179,14 @@ class OrderEffectsRepository:
         sales: SalesChange | None = None,
         *,
         guarded: bool = True,
+        legacy: bool = True,
     ) -> Recorded:
         """The version's history entry, once; with `sales`, the version's sales counted in the same transaction
-        (the entry is the count's once-only key, shop.repository.sales)."""
+        (the entry is the count's once-only key, shop.repository.sales; `legacy`: it also checks the version's
+        sales marker of the releases before issue 26)."""
         if sales is not None:
-            written, counted = self.sales.count_once(sales, history_item(change, entry), guarded=guarded)
+            item = history_item(change, entry)
+            written, counted = self.sales.count_once(sales, item, guarded=guarded, legacy=legacy)
             return Recorded(written, counted)
         return Recorded(self._put_once(change.order_id, history_item(change, entry), guarded=guarded), False)
 

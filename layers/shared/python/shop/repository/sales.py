@@ -10,9 +10,10 @@ Counting one order version (the stream processor, on the record that moved the o
    the order's ARCHIVED marker is absent closes the count once archival has deleted the history entries;
    a fresh record's count (`guarded=False`: its order cannot be archived yet, shop.services.archive_timing) leaves
    it out.
-   Until `SALES_LEGACY_MARKERS=off` (shop.config), a ConditionCheck that the version's sales marker of the
-   releases before (`ORDER#<id>` / `SALES#<version>`) is absent too: a version those releases counted
-   (and died before writing its history entry) is not counted again; its history entry is then written alone.
+   When the record may have been handled by a release before (`legacy=True`: shop.services.sales.LegacyMarkerCheck
+   decides, from the table's cut-over), a ConditionCheck that the version's sales marker of those releases
+   (`ORDER#<id>` / `SALES#<version>`) is absent too: a version those releases counted (and died before writing its
+   history entry) is not counted again; its history entry is then written alone.
    A history entry there without `sales_day` was written by those releases, which counted on the marker:
    the version is counted as they did (`apply`: the marker and the ADDs in one transaction).
 2. The day's top list follows (in a stream batch, once per (product, day) at its end: begin_batch,
@@ -26,6 +27,10 @@ Counting one order version (the stream processor, on the record that moved the o
 The rank entry is a separate item so the counter's ADDs write no index entries; only a rank refresh
 moves the product in GSI1 (delete + put). A product at 0 units or below has a rank entry outside GSI1.
 
+The cut-over (`SALES_CUTOVER` / `VERSION#<function version>`, `cutover_at`): the first count of a release on the
+table records it (a PutItem attribute_not_exists: the first processor wins, the others get the winner's); each
+instance reads it once (one consistent GetItem) and keeps it for its life (cutover_at).
+
 A flash-sale product's line (it took stock from stock shards) is ADDed on the counter shard of its stock
 shard (`SALES#<product>#<nn>` / `DAY#<day>`) in the same transaction. Before it, once per (product, day,
 shard) per instance, the day's marker (`SALES#<product>` / `DAY#<day>#SHARDED`, inside the days' range)
@@ -37,12 +42,13 @@ counter and every counter shard (one BatchGetItem per 100 keys).
 from __future__ import annotations
 
 import contextvars
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
-from shop import config, errors, keys
+from shop import errors, keys
 from shop.keys import Key
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_STOCK_SHARDS, SALES_TOP_SHARDS
 from shop.models.sales import DaySales, SalesChange, SalesLine, TopSeller
@@ -65,18 +71,27 @@ RANK_ENTITY = "SALES_RANK"
 MARKER_ENTITY = "ORDER_SALES"
 SHARD_ENTITY = "SALES_DAY_SHARD"
 SHARDED_ENTITY = "SALES_SHARDED"
+CUTOVER_ENTITY = "SALES_CUTOVER"
 # A flash-sale product's rank entry: refreshed at most this often per (product, day) per instance.
 RANK_REFRESH_SECONDS = 1.0
 _MARKED: dict[str, set[tuple[str, str, int]]] = {}
 _REFRESHED: dict[str, dict[tuple[str, str], float]] = {}
+_CUTOVER: dict[tuple[str, str], str] = {}  # (table, release) -> the release's cut-over on the table
 
 
 def forget_instance_memo() -> None:
-    """Forget which markers this instance wrote and when it refreshed ranks (tests and the bench)."""
+    """Forget which markers this instance wrote, when it refreshed ranks and the cut-over it read (tests and the
+    bench)."""
     for marked in _MARKED.values():
         marked.clear()
     for refreshed in _REFRESHED.values():
         refreshed.clear()
+    _CUTOVER.clear()
+
+
+def this_release() -> str:
+    """The version of the function Lambda runs (each deploy publishes one); `$LATEST` locally and in tests."""
+    return os.environ.get("AWS_LAMBDA_FUNCTION_VERSION") or "$LATEST"
 
 
 @cache
@@ -103,11 +118,10 @@ def merged_lines(lines: tuple[SalesLine, ...]) -> dict[str, SalesLine]:
 
 
 class SalesRepository:
-    def __init__(self, table: Table, shards: int = SALES_TOP_SHARDS, *, legacy_markers: bool | None = None) -> None:
+    def __init__(self, table: Table, shards: int = SALES_TOP_SHARDS, *, release: str | None = None) -> None:
         self.table = table
         self.shards = shards
-        # Check the sales markers of the releases before issue 26 (shop.config.sales_legacy_markers).
-        self.legacy_markers = config.sales_legacy_markers() if legacy_markers is None else legacy_markers
+        self.release = this_release() if release is None else release
         # A stream batch in progress (begin_batch): (day -> products) whose rank entries settle_batch refreshes.
         self._deferred: dict[str, set[str]] | None = None
         # Per instance (the module outlives an invocation's repository), per table:
@@ -116,10 +130,13 @@ class SalesRepository:
 
     # -- counting (the stream processor) ----------------------------------------------------------
 
-    def count_once(self, change: SalesChange, history: dict[str, Any], *, guarded: bool = True) -> tuple[bool, bool]:
+    def count_once(
+        self, change: SalesChange, history: dict[str, Any], *, guarded: bool = True, legacy: bool = True
+    ) -> tuple[bool, bool]:
         """The version's history entry (`history`, a whole item) and its sales in one transaction, then the
         top list. (history written, sales counted): (False, False) on a replay; OrderEffectsClosed when the
         order is archived (`guarded`: the transaction checks its ARCHIVED marker; a fresh record's does not).
+        `legacy`: the transaction checks that a release before did not count the version on its sales marker.
         A history entry of the releases before (no `sales_day`) counts as they did."""
         lines = merged_lines(change.lines)
         for line in lines.values():
@@ -134,8 +151,8 @@ class SalesRepository:
             }
         }
         items = [once] + [self._counter_add(line, change.day) for line in lines.values()]
-        legacy = len(items) if self.legacy_markers else None
-        if legacy is not None:
+        legacy_at = len(items) if legacy else None
+        if legacy_at is not None:
             items.append(self._no_legacy_marker(change))
         archived = len(items) if guarded else None
         if archived is not None:
@@ -153,13 +170,42 @@ class SalesRepository:
                     before = self._item(history)
                 if "sales_day" not in before:  # written by a release that counted on its marker
                     counted = self._count(change, lines, guarded=guarded)
-            elif legacy is not None and cancelled.failed_condition(legacy):
+            elif legacy_at is not None and cancelled.failed_condition(legacy_at):
                 # Counted by a release before, which died before the history entry: the entry alone.
                 written = write_once(self.table, change.order_id, {"Put": {**once["Put"]}}, guarded=guarded)
             else:
                 raise cancelled.unexplained() from cancelled
         self._refresh_due(change, lines)
         return written, counted
+
+    def cutover_at(self, now: str) -> str:
+        """This release's cut-over on the table (ISO-8601): read once per instance (one consistent GetItem); the
+        first time ever, recorded as `now` (a PutItem attribute_not_exists: of processors racing to record it,
+        the first wins and the others take the winner's)."""
+        memo = (self.table.name, self.release)
+        known = _CUTOVER.get(memo)
+        if known is None:
+            known = _CUTOVER[memo] = self._read_or_record_cutover(now)
+        return known
+
+    def _read_or_record_cutover(self, now: str) -> str:
+        key = keys.sales_cutover_key(self.release)
+        recorded = self._item(key)
+        if recorded:
+            return str(recorded["cutover_at"])
+        item = {**key, "entity": CUTOVER_ENTITY, "release": self.release, "cutover_at": now}
+        try:
+            with conditional_write():
+                self.table.client.put_item(
+                    TableName=self.table.name,
+                    Item=to_item(item),
+                    ConditionExpression="attribute_not_exists(PK)",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ConditionFailed as lost:  # another processor recorded it first: its instant is the cut-over
+            winner = lost.item if lost.item is not None else self._item(key)
+            return str(winner["cutover_at"])
+        return now
 
     def _item(self, key: dict[str, Any]) -> dict[str, Any]:
         """The item at `key`'s PK and SK, read consistently; {} when there is none."""

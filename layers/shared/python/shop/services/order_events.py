@@ -166,6 +166,14 @@ def customer_cart_abandoned_event(cart: CustomerCartImage) -> Event:
 # -- the rules ------------------------------------------------------------------------------------
 
 
+def written_at(record: StreamChange) -> datetime | None:
+    """When the record's write happened; None when it carries no time or one no datetime holds."""
+    try:
+        return datetime.fromisoformat(record.created_at)
+    except (ValueError, OverflowError, OSError):  # MalformedRecord (a ValueError), or a time no datetime holds
+        return None
+
+
 class OrderEventsService:
     def __init__(
         self,
@@ -176,12 +184,16 @@ class OrderEventsService:
         archival: Callable[[], ArchivalService],
         now: Callable[[], str] = clock.iso_now,
         grace_seconds: Callable[[], int] = lambda: settings().archive_grace_seconds,
+        legacy_markers: Callable[[datetime | None], bool] = lambda written: True,
     ) -> None:
         """`products`, `moves` and `archival` build the rules of rarer records (shop.wiring's factories);
-        `grace_seconds` is the archival grace (ARCHIVE_GRACE_SECONDS) that tells a fresh record."""
+        `grace_seconds` is the archival grace (ARCHIVE_GRACE_SECONDS) that tells a fresh record;
+        `legacy_markers` tells whether a count written at that time (None: unknown) checks the sales marker of the
+        releases before issue 26 (shop.services.sales.LegacyMarkerCheck.needed; always, by default)."""
         self.effects = effects
         self.now = now
         self.grace_seconds = grace_seconds
+        self.legacy_markers = legacy_markers
         self.counting_records: set[str] = set()  # a batch's records that counted sales (begin_batch)
         self._batching = False
         self._build_products, self._build_moves, self._build_archival = products, moves, archival
@@ -239,11 +251,8 @@ class OrderEventsService:
     def guarded(self, record: StreamChange) -> bool:
         """Whether the record's effects check the ARCHIVED marker: any record but a fresh one (its time unknown
         or unreadable included), measured when its processing starts (shop.services.archive_timing.fresh_record)."""
-        try:
-            written = datetime.fromisoformat(record.created_at)
-        except (ValueError, OverflowError, OSError):  # MalformedRecord (none), or a time no datetime holds
-            return True
-        return not fresh_record(written, datetime.fromisoformat(self.now()), self.grace_seconds())
+        written = written_at(record)
+        return written is None or not fresh_record(written, datetime.fromisoformat(self.now()), self.grace_seconds())
 
     def order_placed(self, record: StreamChange) -> Outcome:
         """Confirm a PENDING order and tell its customer (notification, then their order entry). The history
@@ -279,7 +288,11 @@ class OrderEventsService:
         if not told:
             self._tell_customer(order, guarded=guarded)
         # Last: the history entry, with the version's sales counted in its transaction (its once-only key).
-        recorded = self.effects.append_history(order, history_entry(order), sales=change, guarded=guarded)
+        # Only a count asks whether a release before may have counted it (which may read the cut-over).
+        legacy = change is not None and self.legacy_markers(written_at(record))
+        recorded = self.effects.append_history(
+            order, history_entry(order), sales=change, guarded=guarded, legacy=legacy
+        )
         events = [order_event(order, before)]
         # A paid order's refund is the payment steps' (OrderRefunded, once the provider made it).
         if order.status is OrderStatus.RETURNED and order.payment is None:

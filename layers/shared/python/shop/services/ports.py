@@ -336,6 +336,14 @@ class SalesStore(Protocol):
         """The day's `limit` products with the most units, most first (equal units: by product id)."""
 
 
+class SalesCutover(Protocol):
+    """When the running release of the stream processor first counted sales on the table."""
+
+    def cutover_at(self, now: str) -> str:
+        """The cut-over (ISO-8601), recorded as `now` when this release has none yet; the same for every
+        processor of the release (the first to record it wins), read once per instance."""
+
+
 # -- the stream side -------------------------------------------------------------------------------
 
 
@@ -420,9 +428,11 @@ class OrderEffects(Protocol):
         sales: SalesChange | None = None,
         *,
         guarded: bool = True,
+        legacy: bool = True,
     ) -> Recorded:
         """The version's history entry, once; with `sales`, the version's sales counted in the same write, all
-        or nothing (the entry is their once-only key: a replay writes and counts nothing)."""
+        or nothing (the entry is their once-only key: a replay writes and counts nothing). `legacy`: the count
+        also checks that a release before issue 26 did not count the version on its own sales marker."""
 
     def notify(
         self,

@@ -6,14 +6,16 @@
   so a day's totals net out: they are the sales confirmed that day that were not taken back since.
 - Each order version counts once, whatever the replays: the stream processor writes the version's history
   entry and its counts in one transaction (OrderEffects.append_history), the entry being the once-only key.
+- A count also checks the version's sales marker of the releases before issue 26 only where such a release can
+  have handled the record: LegacyMarkerCheck (SALES_LEGACY_MARKERS=auto), from the table's cut-over.
 - A line that took stock from a flash-sale product's stock shards counts on the counter shard of the same
   number (the first, when it took from several), so the counts spread as the stock takes do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import date, timedelta
+from collections.abc import Callable, Mapping
+from datetime import date, datetime, timedelta
 
 from shop import errors
 from shop.limits import MAX_SALES_DAYS
@@ -21,7 +23,7 @@ from shop.models import OrderStatus, OrderSummary
 from shop.models.orders import OrderLine
 from shop.models.sales import DaySales, ProductSales, SalesChange, SalesLine, TopSeller
 from shop.services.actor import Actor
-from shop.services.ports import SalesStore
+from shop.services.ports import SalesCutover, SalesStore
 
 ADDS = {
     (OrderStatus.PENDING.value, OrderStatus.CONFIRMED),
@@ -76,6 +78,51 @@ def sales_change(
             for line in lines
         ),
     )
+
+
+# How long after a release's cut-over (its first count on the table, by its clock) a record may still have been
+# handled by a release before it (which counted on sales markers). It covers:
+# - the deploy's overlap: in a protected stage CodeDeploy shifts the live alias 10% for 5 minutes
+#   (infra.constructs.functions, CANARY_10_PERCENT_5_MINUTES) while the version before keeps taking 90% of the
+#   batches, then all; an unprotected stage switches at once;
+# - an invocation of the release before that started in time: order_events' timeout is 30 s, and it only handles
+#   records written before it started;
+# - the clocks: the cut-over is the processor's clock, a record's time DynamoDB's (ApproximateCreationDateTime,
+#   rounded down to the second, older streams to the minute), seconds apart.
+# Together under 7 minutes; an hour (shop.services.archive_timing's FRESH_RECORD_MARGIN_SECONDS reasons alike) costs
+# an hour of checks once per deploy. A deploy rolled back does not stretch it: the release before runs on, but this
+# version no longer does, and the next deploy is a new version with a cut-over of its own (the key is per version).
+CUTOVER_MARGIN_SECONDS = 3600
+
+
+def legacy_marker_possible(record_at: datetime | None, cutover_at: datetime, now: datetime) -> bool:
+    """Whether a release before the cut-over may have handled a record written at `record_at` (None: unknown):
+    written before `cutover_at + CUTOVER_MARGIN_SECONDS`, at an unknown time, or stamped further in the future
+    (`now`: when its processing starts) than clock skew explains (a hand-made or damaged record)."""
+    margin = timedelta(seconds=CUTOVER_MARGIN_SECONDS)
+    return record_at is None or record_at < cutover_at + margin or record_at > now + margin
+
+
+class LegacyMarkerCheck:
+    """Whether a count checks the version's sales marker of the releases before issue 26 (SALES_LEGACY_MARKERS):
+    `check` always, `off` never, `auto` where legacy_marker_possible. `auto` reads the table's cut-over (recording
+    it the first time, SalesCutover) at its first record of known time, and only then: a processor that counts
+    nothing never reads it."""
+
+    def __init__(self, mode: str, cutover: SalesCutover, now: Callable[[], str]) -> None:
+        self.mode = mode
+        self.cutover = cutover
+        self.now = now
+
+    def needed(self, record_at: datetime | None) -> bool:
+        if self.mode == "check" or (self.mode == "auto" and record_at is None):
+            return True
+        if self.mode == "off":
+            return False
+        now = self.now()
+        return legacy_marker_possible(
+            record_at, datetime.fromisoformat(self.cutover.cutover_at(now)), datetime.fromisoformat(now)
+        )
 
 
 def parse_day(value: str, field: str) -> date:
