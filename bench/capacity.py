@@ -127,6 +127,11 @@ def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]
             )
             + "read by the customer: the order, their order list, their notifications",
             "parts": life,
+            "steady_state": "the shop as it runs after its first hour on this release: the order's stream records "
+            "are fresh (younger than the archival grace less its margin: no ARCHIVED check, decision 062) and "
+            "written after the release's sales cut-over plus its margin (no legacy marker check, decision 065; the "
+            "bench records that cut-over two margins back before it places the order). In a table's first hour on "
+            "a release each counted version adds the legacy check, 2 WRU",
             "total_wcu": round(total_w, 2),
             "total_rcu": round(total_r, 2),
             "total_wcu_reported_by_dynamodb_local": round(reported_w, 2),
