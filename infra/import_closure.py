@@ -107,7 +107,8 @@ class Sites:
         return name in self.files
 
 
-def _type_checking_lines(tree: ast.AST) -> set[int]:
+def type_checking_lines(tree: ast.AST) -> set[int]:
+    """Line numbers of the statements under `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`)."""
     lines: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
@@ -140,7 +141,7 @@ class Module:
     def __init__(self, name: str, path: Path, is_package: bool) -> None:
         self.name = name
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        guarded = _type_checking_lines(tree)
+        guarded = type_checking_lines(tree)
         package = name if is_package else name.rpartition(".")[0]
         self.imports: set[str] = set()  # at run time
         self.all_imports: dict[str, str] = {}  # local name -> module or module.attr, TYPE_CHECKING ones too

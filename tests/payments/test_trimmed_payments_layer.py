@@ -17,6 +17,7 @@ import pytest
 import stripe
 
 from infra import build_layers
+from infra.import_closure import type_checking_lines
 from tests.support.fresh_python import REPO
 
 PINNED = next(
@@ -34,16 +35,6 @@ def test_the_plan_trims_stripe_params():
     assert set(TRIMMED) <= set(build_layers.UNUSED_AT_RUN_TIME["payments"])
 
 
-def _type_checking_only(tree: ast.Module) -> set[int]:
-    """Line numbers of the statements under `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`)."""
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
-    return lines
-
-
 def test_the_venv_holds_the_layers_stripe():
     assert stripe.VERSION == PINNED
 
@@ -57,7 +48,7 @@ def test_no_module_outside_a_trimmed_folder_imports_it_at_run_time(folder):
         if path.is_relative_to(trimmed):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        guarded = _type_checking_only(tree)
+        guarded = type_checking_lines(tree)
         for node in ast.walk(tree):
             names: list[str] = []
             if isinstance(node, ast.Import):
