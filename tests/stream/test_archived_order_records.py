@@ -50,9 +50,9 @@ def archive_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     settings.cache_clear()
 
 
-def archived_order(store: Any, invoke: Any, deletions: Any) -> Archived:
-    """The issue's order: 2 x 1500, confirmed, cancelled, then archived; every record it made, kept."""
-    reader = StreamReader(store, ttl_deletions=deletions)
+def cancelled_order(store: Any, invoke: Any, reader: StreamReader) -> tuple[str, str, Any, Any, Any]:
+    """An order of 2 x 1500, placed, confirmed and cancelled, each record processed: its id, its product's id and
+    its three records (INSERT, the confirming MODIFY, the cancelling MODIFY)."""
     pid = product(store.table, name="Lamp", price_cents=1500, stock=10)
     service = wiring.order_service(store.table)
     order_id = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)]).order_id
@@ -63,6 +63,13 @@ def archived_order(store: Any, invoke: Any, deletions: Any) -> Archived:
     service.cancel(ALICE, order_id)
     [cancelled] = only(reader.read(), entity="ORDER", event_name="MODIFY")
     assert invoke(lambda_event([cancelled])) == {"batchItemFailures": []}
+    return order_id, pid, placed, confirmed, cancelled
+
+
+def archived_order(store: Any, invoke: Any, deletions: Any) -> Archived:
+    """The issue's order: 2 x 1500, confirmed, cancelled, then archived; every record it made, kept."""
+    reader = StreamReader(store, ttl_deletions=deletions)
+    order_id, pid, placed, confirmed, cancelled = cancelled_order(store, invoke, reader)
     assert expire(store, deletions) == 1
     [removal] = order_removals(reader)
     assert invoke(lambda_event([removal])) == {"batchItemFailures": []}

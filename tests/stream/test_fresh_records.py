@@ -26,6 +26,7 @@ from shop.services.archive_timing import FRESH_RECORD_MARGIN_SECONDS
 from shop.services.orders import RequestedLine
 from tests.stream.conftest import dump
 from tests.stream.test_archival import expire, order_removals
+from tests.stream.test_archived_order_records import cancelled_order
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
 from tests.support.streams import StreamReader, only
@@ -169,16 +170,7 @@ def test_an_order_is_archived_no_sooner_than_the_grace_and_its_old_records_are_r
     records, re-driven at the first moment they are not fresh and days later, are refused by the ARCHIVED
     check exactly as before the grace existed: nothing written, counted or published."""
     reader = StreamReader(store, ttl_deletions=deletions)
-    pid = product(store.table, name="Lamp", price_cents=1500, stock=10)
-    service = wiring.order_service(store.table)
-    order_id = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)]).order_id
-    [placed] = only(reader.read(), entity="ORDER", event_name="INSERT")
-    assert invoke(lambda_event([placed])) == {"batchItemFailures": []}
-    [confirmed] = only(reader.read(), entity="ORDER", event_name="MODIFY")
-    assert invoke(lambda_event([confirmed])) == {"batchItemFailures": []}
-    service.cancel(ALICE, order_id)
-    [cancelled] = only(reader.read(), entity="ORDER", event_name="MODIFY")
-    assert invoke(lambda_event([cancelled])) == {"batchItemFailures": []}
+    order_id, _, placed, confirmed, cancelled = cancelled_order(store, invoke, reader)
 
     assert expire(store, deletions, later_s=GRACE - FRESH_RECORD_MARGIN_SECONDS) == 0  # the grace holds it
     assert expire(store, deletions, later_s=GRACE + 2) == 1
