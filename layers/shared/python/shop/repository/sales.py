@@ -60,6 +60,7 @@ from shop.repository.store import (
     batch_get,
     conditional_write,
     from_item,
+    put_new,
     to_item,
     transact_write,
     translated_errors,
@@ -195,13 +196,7 @@ class SalesRepository:
             return str(recorded["cutover_at"])
         item = {**key, "entity": CUTOVER_ENTITY, "release": self.release, "cutover_at": now}
         try:
-            with conditional_write():
-                self.table.client.put_item(
-                    TableName=self.table.name,
-                    Item=to_item(item),
-                    ConditionExpression="attribute_not_exists(PK)",
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                )
+            put_new(self.table, item)
         except ConditionFailed as lost:  # another processor recorded it first: its instant is the cut-over
             winner = lost.item if lost.item is not None else self._item(key)
             return str(winner["cutover_at"])

@@ -11,7 +11,7 @@ from shop.clock import iso_from_epoch
 from shop.models.carts import CartOwnerKind, StoredCart
 from shop.models.sessions import StoredLine
 from shop.repository.carts import CartItems
-from shop.repository.store import ConditionFailed, conditional_write, to_item, translated_errors
+from shop.repository.store import ConditionFailed, put_new, to_item, translated_errors
 
 
 class SessionRepository(CartItems):
@@ -22,13 +22,7 @@ class SessionRepository(CartItems):
     def create(self, session_id: str, *, created_at: str, expires_at: int) -> StoredCart:
         item = self.cart_item(session_id, [], version=0, expires_at=expires_at, created_at=created_at)
         try:
-            with conditional_write():
-                self.table.client.put_item(
-                    TableName=self.table.name,
-                    Item=to_item(item),
-                    ConditionExpression="attribute_not_exists(PK)",
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                )
+            put_new(self.table, item)
         except ConditionFailed as failed:
             # The id is new and random: a session already there with this creation time is this write's own,
             # committed by an attempt whose answer was lost (botocore re-sends after a timeout).

@@ -134,6 +134,18 @@ def conditional_write() -> Iterator[None]:
         raise ConditionFailed(from_item(old) if old is not None else None) from error
 
 
+def put_new(table: Table, item: Mapping[str, Any]) -> None:
+    """PutItem of `item` only where no item has its key; ConditionFailed, carrying the item already there, when
+    one has."""
+    with conditional_write():
+        table.client.put_item(
+            TableName=table.name,
+            Item=to_item(item),
+            ConditionExpression="attribute_not_exists(PK)",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+
+
 class TransactionCancelled(Exception):
     """A cancelled TransactWriteItems with its per-item reasons, in the order the items were sent."""
 
