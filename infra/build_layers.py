@@ -44,6 +44,7 @@ def _fingerprint(arch: str, layer: str = "deps") -> str:
     digest.update(f"\0{arch}\0{LAYER_PYTHON_VERSION}\0{PLATFORMS[arch]}".encode())
     # what the layer drops is part of what it holds (a change rebuilds it)
     digest.update(f"\0{UNUSED_AT_RUN_TIME.get(layer, ())}\0{NEVER_LOADED}\0{SWAGGER_ASSETS}".encode())
+    digest.update(f"\0{SCRIPTS}\0{DIST_INFO_UNREAD}\0METADATA headers only".encode())
     digest.update(f"\0strip-debug={STRIP_DEBUG is not None}".encode())
     return digest.hexdigest()
 
@@ -64,6 +65,13 @@ SWAGGER_ASSETS = (
     "aws_lambda_powertools/event_handler/openapi/swagger_ui/swagger-ui.min.css",
 )
 
+# Console scripts (`pip install -t` writes them to bin/): Lambda puts /opt/bin on PATH, not /opt/python/bin, and
+# no module imports them.
+SCRIPTS = "bin"
+# In every *.dist-info, what only pip (its uninstall list RECORD, INSTALLER, REQUESTED) or a supply-chain scanner
+# (sboms/) reads; importlib.metadata reads METADATA's headers, entry_points.txt and top_level.txt, which stay, and
+# so do the licence files (licenses/, LICENSE, NOTICE: redistributing the packages requires their notices).
+DIST_INFO_UNREAD = ("RECORD", "INSTALLER", "REQUESTED", "sboms")
 
 # DWARF debug sections of compiled extensions (wrapt's `_wrappers` ships them: 0.5 MB of its 0.6 MB), which the
 # dynamic loader never maps: `llvm-strip --strip-debug` removes them and nothing else (code, data and symbols stay).
@@ -83,9 +91,13 @@ UNUSED_AT_RUN_TIME = _load_trims()
 
 
 def trim(site: Path, layer: str = "deps") -> None:
-    """What a layer's site folder keeps: everything but what is never needed at run time (`_strip`, the files no
-    interpreter loads, the layer's UNUSED_AT_RUN_TIME modules and folders, compiled extensions' debug sections)."""
+    """What a layer's site folder keeps: everything but what is never needed at run time (`_strip`, console scripts,
+    what no run-time path reads of a *.dist-info, the files no interpreter loads, the layer's UNUSED_AT_RUN_TIME
+    modules and folders, compiled extensions' debug sections)."""
     _strip(site)
+    shutil.rmtree(site / SCRIPTS, ignore_errors=True)
+    for dist_info in site.glob("*.dist-info"):
+        _trim_dist_info(dist_info)
     for relative in UNUSED_AT_RUN_TIME.get(layer, ()):
         path = site / relative
         if path.is_dir():
@@ -104,6 +116,24 @@ def trim(site: Path, layer: str = "deps") -> None:
     if STRIP_DEBUG is not None:
         for path in sorted(site.rglob("*.so")):
             subprocess.run([STRIP_DEBUG, "--strip-debug", str(path)], check=True)
+
+
+def _trim_dist_info(dist_info: Path) -> None:
+    for name in DIST_INFO_UNREAD:
+        path = dist_info / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    # METADATA keeps its header block (name, version, requirements, entry points' extras...: everything
+    # importlib.metadata answers) and loses its body, the long description (PyPI's project page), which nothing at
+    # run time reads. The header block ends at the first empty line (a continuation line starts with a space or tab).
+    metadata = dist_info / "METADATA"
+    if metadata.is_file():
+        text = metadata.read_text(encoding="utf-8")
+        headers, blank, _description = text.partition("\n\n")
+        if blank:
+            metadata.write_text(headers + "\n", encoding="utf-8")
 
 
 def _strip(site: Path) -> None:

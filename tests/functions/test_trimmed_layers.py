@@ -10,6 +10,8 @@ code + its layers + the runtime's boto3, as tests/infra/test_packaging.py lays t
   webhook with Stripe on; payment_steps has no sample event: it imports, below);
 - every handler imports with tracing on (Powertools' Tracer patches through aws_xray_sdk's computed imports);
 - what the analysis assumes of the shop holds (no swagger route, v1 calls only, no ImportString field);
+- every distribution of a built layer answers importlib.metadata as installed (its *.dist-info keep METADATA's
+  headers, entry points and licences);
 - and, as a control, that a module only a call imports is seen even when the batch swallows its ImportError.
 
 Stripe's call paths on the trimmed library: tests/payments/test_trimmed_payments_layer.py.
@@ -18,6 +20,7 @@ Stripe's call paths on the trimmed library: tests/payments/test_trimmed_payments
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import json
 import os
 import re
@@ -175,6 +178,52 @@ def test_the_built_layers_hold_no_trimmed_module(layers, analysis):
         compiled = [so for layer in build_layers.LAYERS for so in layers[layer].rglob("*.so")]
         assert compiled
         assert [so.name for so in compiled if any(name.startswith(".debug") for name in _sections(so))] == []
+
+
+def test_the_built_layers_dist_info_answer_importlib_metadata(layers):
+    """importlib.metadata on a built layer answers every distribution's name, version, requirements and entry points
+    as the installed one does (this environment holds the same pins): the dist-info lost only what no run-time path
+    reads (pip's RECORD, INSTALLER, REQUESTED, sboms/, METADATA's long description), never a licence file."""
+    for layer, lock in build_layers.LAYERS.items():
+        site = layers[layer]
+        found = {dist.metadata["Name"]: dist for dist in importlib.metadata.distributions(path=[str(site)])}
+        pinned = set(build_layers.distribution_tops(lock))
+        assert {_normal(name) for name in found} == {_normal(name) for name in pinned}, layer
+        for name, built in found.items():
+            installed = importlib.metadata.distribution(name)
+            assert built.version == installed.version, name
+            assert built.requires == installed.requires, name
+            assert _entry_points(built) == _entry_points(installed), name
+            # every header (pydantic's version_info, ulid's version() and the plugin loader read these); the body,
+            # the long description, is gone
+            assert _headers(built) == _headers(installed), name
+            assert built.metadata["Description"] is None, name
+            assert built.files is None, name  # RECORD: pip's uninstall list
+            licences = {
+                str(f) for f in installed.files or [] if ".dist-info" in f.parts[0] and _is_licence(f.parts[-1])
+            }
+            kept = {p.relative_to(site).as_posix() for p in site.glob("*.dist-info/**/*") if p.is_file()}
+            assert licences, name
+            assert licences <= kept, name
+            assert not [p for p in kept if Path(p).parts[1] in build_layers.DIST_INFO_UNREAD], name
+    assert not (layers["payments"] / build_layers.SCRIPTS).exists()
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _entry_points(dist: importlib.metadata.Distribution) -> list[tuple[str, str, str]]:
+    return sorted((e.group, e.name, e.value) for e in dist.entry_points)
+
+
+def _headers(dist: importlib.metadata.Distribution) -> list[tuple[str, str]]:
+    meta = dist.metadata
+    return sorted((key, value) for key in set(meta) - {"Description"} for value in meta.get_all(key) or [])
+
+
+def _is_licence(name: str) -> bool:
+    return name.upper().startswith(("LICENSE", "LICENCE", "NOTICE", "COPYING", "AUTHORS"))
 
 
 def _sections(path: Path) -> list[str]:
