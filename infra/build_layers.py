@@ -66,8 +66,8 @@ SWAGGER_ASSETS = (
 )
 
 # Distributions a layer's lock pins that the layer leaves out whole ({distribution: its top-level modules}), each for
-# a reason read in the pinned sources (docs/decisions.md, "The layers leave out pip's records, long descriptions and
-# charset-normalizer"). `analyse` leaves them out too, so a run-time path that imports one is a module the closure
+# a reason read in the pinned sources (docs/decisions.md, "The layers leave out pip's records, METADATA's long
+# description and charset-normalizer"). `analyse` leaves them out too, so a run-time path that imports one is a module the closure
 # cannot find, and the trimmed-layer tests' finder reports every import of them (the expected ones are listed there).
 LEFT_OUT: dict[str, dict[str, tuple[str, ...]]] = {
     "payments": {
