@@ -44,6 +44,7 @@ def _fingerprint(arch: str, layer: str = "deps") -> str:
     digest.update(f"\0{arch}\0{LAYER_PYTHON_VERSION}\0{PLATFORMS[arch]}".encode())
     # what the layer drops is part of what it holds (a change rebuilds it)
     digest.update(f"\0{UNUSED_AT_RUN_TIME.get(layer, ())}\0{NEVER_LOADED}\0{SWAGGER_ASSETS}".encode())
+    digest.update(f"\0{LEFT_OUT.get(layer, {})}\0{SCRIPTS}\0{DIST_INFO_UNREAD}\0METADATA headers only".encode())
     digest.update(f"\0strip-debug={STRIP_DEBUG is not None}".encode())
     return digest.hexdigest()
 
@@ -54,7 +55,7 @@ def _fingerprint(arch: str, layer: str = "deps") -> str:
 # tests/functions/test_trimmed_layers.py. Its digest is here so that a new plan changes this file (bench/coldstart.py
 # keys its layer stand-ins by this file's bytes) and a hand edit of the plan is caught.
 TRIMS_FILE = ROOT / "infra" / "layer_trims.json"
-TRIMS_DIGEST = "e92f53b9a528d85ff5c71969566d6555553b1b9e9471a04c72aaeacc822346a9"
+TRIMS_DIGEST = "37f8fde938152bc3bf3a8eed85dfa9573a5aa3fa3da6c50b3146ccab0d66af44"
 # Files no interpreter loads, dropped wherever they are: type stubs, C sources of compiled extensions.
 NEVER_LOADED = ("*.pyi", "py.typed", "*.c")
 # Swagger UI's bundled assets (1.7 MB), read only by the `/swagger` route `enable_swagger()` adds; the shop never
@@ -64,6 +65,26 @@ SWAGGER_ASSETS = (
     "aws_lambda_powertools/event_handler/openapi/swagger_ui/swagger-ui.min.css",
 )
 
+# Distributions a layer's lock pins that the layer leaves out whole ({distribution: its top-level modules}), each for
+# a reason read in the pinned sources (docs/decisions.md, "The layers leave out pip's records, METADATA's long
+# description and charset-normalizer"). `analyse` leaves them out too, so a run-time path that imports one is a module the closure
+# cannot find, and the trimmed-layer tests' finder reports every import of them (the expected ones are listed there).
+LEFT_OUT: dict[str, dict[str, tuple[str, ...]]] = {
+    "payments": {
+        # requests' optional character detection (requests 2.34.2): read only by Response.apparent_encoding, which
+        # Response.text calls when a response names no charset, and which falls back to UTF-8 without it; stripe
+        # reads Response.content (bytes) and decodes UTF-8 itself (_http_client.RequestsClient, _api_requestor).
+        # requests warns at import without it: shop/__init__.py filters that one message.
+        "charset-normalizer": ("charset_normalizer",),
+    },
+}
+# Console scripts (`pip install -t` writes them to bin/): Lambda puts /opt/bin on PATH, not /opt/python/bin, and
+# no module imports them.
+SCRIPTS = "bin"
+# In every *.dist-info, what only pip (its uninstall list RECORD, INSTALLER, REQUESTED) or a supply-chain scanner
+# (sboms/) reads; importlib.metadata reads METADATA's headers, entry_points.txt and top_level.txt, which stay, and
+# so do the licence files (licenses/, LICENSE, NOTICE: redistributing the packages requires their notices).
+DIST_INFO_UNREAD = ("RECORD", "INSTALLER", "REQUESTED", "sboms")
 
 # DWARF debug sections of compiled extensions (wrapt's `_wrappers` ships them: 0.5 MB of its 0.6 MB), which the
 # dynamic loader never maps: `llvm-strip --strip-debug` removes them and nothing else (code, data and symbols stay).
@@ -83,9 +104,19 @@ UNUSED_AT_RUN_TIME = _load_trims()
 
 
 def trim(site: Path, layer: str = "deps") -> None:
-    """What a layer's site folder keeps: everything but what is never needed at run time (`_strip`, the files no
-    interpreter loads, the layer's UNUSED_AT_RUN_TIME modules and folders, compiled extensions' debug sections)."""
+    """What a layer's site folder keeps: everything but what is never needed at run time (`_strip`, the layer's
+    LEFT_OUT distributions, console scripts, what no run-time path reads of a *.dist-info, the files no interpreter
+    loads, the layer's UNUSED_AT_RUN_TIME modules and folders, compiled extensions' debug sections)."""
     _strip(site)
+    for distribution, tops in LEFT_OUT.get(layer, {}).items():
+        for top in tops:
+            shutil.rmtree(site / top, ignore_errors=True)
+            (site / f"{top}.py").unlink(missing_ok=True)
+        for dist_info in site.glob(f"{_dist_info_stem(distribution)}-*.dist-info"):
+            shutil.rmtree(dist_info)
+    shutil.rmtree(site / SCRIPTS, ignore_errors=True)
+    for dist_info in site.glob("*.dist-info"):
+        _trim_dist_info(dist_info)
     for relative in UNUSED_AT_RUN_TIME.get(layer, ()):
         path = site / relative
         if path.is_dir():
@@ -104,6 +135,29 @@ def trim(site: Path, layer: str = "deps") -> None:
     if STRIP_DEBUG is not None:
         for path in sorted(site.rglob("*.so")):
             subprocess.run([STRIP_DEBUG, "--strip-debug", str(path)], check=True)
+
+
+def _dist_info_stem(distribution: str) -> str:
+    """The name part of a distribution's *.dist-info folder (wheels normalise `-` and `.` to `_`)."""
+    return distribution.replace("-", "_").replace(".", "_")
+
+
+def _trim_dist_info(dist_info: Path) -> None:
+    for name in DIST_INFO_UNREAD:
+        path = dist_info / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    # METADATA keeps its header block (name, version, requirements, entry points' extras...: everything
+    # importlib.metadata answers) and loses its body, the long description (PyPI's project page), which nothing at
+    # run time reads. The header block ends at the first empty line (a continuation line starts with a space or tab).
+    metadata = dist_info / "METADATA"
+    if metadata.is_file():
+        text = metadata.read_text(encoding="utf-8")
+        headers, blank, _description = text.partition("\n\n")
+        if blank:
+            metadata.write_text(headers + "\n", encoding="utf-8")
 
 
 def _strip(site: Path) -> None:
@@ -202,7 +256,9 @@ def analyse(environment_site: Path, work: Path) -> Analysis:
     for layer, lock in LAYERS.items():
         site = work / layer
         site.mkdir(parents=True, exist_ok=True)
-        for tops in distribution_tops(lock).values():
+        for distribution, tops in distribution_tops(lock).items():
+            if distribution in LEFT_OUT.get(layer, {}):
+                continue  # not in the layer: an import of it finds nothing
             for top in tops:
                 source = environment_site / top
                 if source.is_dir() and not (site / top).exists():  # a copy: the analysis walks real folders

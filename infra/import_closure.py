@@ -70,10 +70,8 @@ EXPLAINED_COMPUTED_IMPORTS = {
     # shop.lazy_packages: a submodule a Powertools package's `__init__` names in a `from .x import name` (those
     # imports are followed: the `__init__` is reached as the parent of every submodule)
     "shop.lazy_packages": "the packages' __init__ imports",
-    # encodings.<name>: the standard library
-    "charset_normalizer.cd": "standard library",
-    "charset_normalizer.utils": "standard library",
-    # the names of a literal tuple (chardet, charset_normalizer; urllib3, idna, chardet), followed as strings
+    # the names of a literal tuple (chardet, charset_normalizer; urllib3, idna), followed as strings (neither
+    # character detector is in a layer: infra.build_layers.LEFT_OUT)
     "requests.compat": "literal names",
     "requests.packages": "literal names",
 }

@@ -10,6 +10,8 @@ code + its layers + the runtime's boto3, as tests/infra/test_packaging.py lays t
   webhook with Stripe on; payment_steps has no sample event: it imports, below);
 - every handler imports with tracing on (Powertools' Tracer patches through aws_xray_sdk's computed imports);
 - what the analysis assumes of the shop holds (no swagger route, v1 calls only, no ImportString field);
+- every distribution of a built layer answers importlib.metadata as installed (its *.dist-info keep METADATA's
+  headers, entry points and licences), and the distributions a layer leaves out are absent;
 - and, as a control, that a module only a call imports is seen even when the batch swallows its ImportError.
 
 Stripe's call paths on the trimmed library: tests/payments/test_trimmed_payments_layer.py.
@@ -18,6 +20,7 @@ Stripe's call paths on the trimmed library: tests/payments/test_trimmed_payments
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import json
 import os
 import re
@@ -99,12 +102,26 @@ def _env(**overrides: str) -> dict[str, str]:
 
 
 def _missing_of_ours(result: dict[str, Any], sys_path: list[str]) -> list[str]:
-    """The modules an import looked for in vain whose package one of the function's layers ships (not what a
-    library probes for and no layer has, such as botocore's `certifi` beside a function without the payments
-    layer)."""
+    """The modules an import looked for in vain whose package one of the function's layers ships or its lock pins
+    (not what a library probes for and no lock has, such as botocore's `certifi` beside a function without the
+    payments layer)."""
     tops = {path.name.removesuffix(".py") for folder in sys_path for path in Path(folder).iterdir()}
+    tops |= {top for layer in build_layers.LEFT_OUT.values() for names in layer.values() for top in names}
     tops -= {name.removesuffix(".py") for name in RUNTIME_PROVIDED}
     return sorted({name for name in result["missing"] if name.split(".")[0] in tops})
+
+
+def _expected_missing(result: dict[str, Any]) -> list[str]:
+    """What a child may look for in vain among the locks' packages: charset_normalizer, which the payments layer
+    leaves out (build_layers.LEFT_OUT), once requests is imported (`requests/__init__` reads its version, and
+    `requests.compat` tries it for Response.apparent_encoding, which then answers UTF-8). Nothing else."""
+    return ["charset_normalizer"] if "requests" in result["paths"] else []
+
+
+def _dependency_warnings(result: dict[str, Any]) -> list[str]:
+    """The warnings a library shows about its own dependencies (requests' when it finds no character detection;
+    Powertools' "no application metrics" of a batch without metrics is the shop's business, not the layers')."""
+    return [w for w in result["warnings"] if w.startswith("RequestsDependencyWarning")]
 
 
 def _trimmed(analysis: build_layers.Analysis) -> set[str]:
@@ -175,6 +192,56 @@ def test_the_built_layers_hold_no_trimmed_module(layers, analysis):
         compiled = [so for layer in build_layers.LAYERS for so in layers[layer].rglob("*.so")]
         assert compiled
         assert [so.name for so in compiled if any(name.startswith(".debug") for name in _sections(so))] == []
+
+
+def test_the_built_layers_dist_info_answer_importlib_metadata(layers):
+    """importlib.metadata on a built layer answers every distribution's name, version, requirements and entry points
+    as the installed one does (this environment holds the same pins): the dist-info lost only what no run-time path
+    reads (pip's RECORD, INSTALLER, REQUESTED, sboms/, METADATA's long description), never a licence file."""
+    for layer, lock in build_layers.LAYERS.items():
+        site = layers[layer]
+        found = {dist.metadata["Name"]: dist for dist in importlib.metadata.distributions(path=[str(site)])}
+        pinned = set(build_layers.distribution_tops(lock))
+        left_out = set(build_layers.LEFT_OUT.get(layer, {}))
+        assert {_normal(name) for name in found} == {_normal(name) for name in pinned - left_out}, layer
+        for name, built in found.items():
+            installed = importlib.metadata.distribution(name)
+            assert built.version == installed.version, name
+            assert built.requires == installed.requires, name
+            assert _entry_points(built) == _entry_points(installed), name
+            # every header (pydantic's version_info, ulid's version() and the plugin loader read these); the body,
+            # the long description, is gone
+            assert _headers(built) == _headers(installed), name
+            assert built.metadata["Description"] is None, name
+            assert built.files is None, name  # RECORD: pip's uninstall list
+            licences = {
+                str(f) for f in installed.files or [] if ".dist-info" in f.parts[0] and _is_licence(f.parts[-1])
+            }
+            kept = {p.relative_to(site).as_posix() for p in site.glob("*.dist-info/**/*") if p.is_file()}
+            assert licences, name
+            assert licences <= kept, name
+            assert not [p for p in kept if Path(p).parts[1] in build_layers.DIST_INFO_UNREAD], name
+        for distribution, tops in build_layers.LEFT_OUT.get(layer, {}).items():
+            assert tuple(build_layers.distribution_tops(lock)[distribution]) == tops  # the whole distribution goes
+            assert [top for top in tops if (site / top).exists() or (site / f"{top}.py").exists()] == []
+    assert not (layers["payments"] / build_layers.SCRIPTS).exists()
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _entry_points(dist: importlib.metadata.Distribution) -> list[tuple[str, str, str]]:
+    return sorted((e.group, e.name, e.value) for e in dist.entry_points)
+
+
+def _headers(dist: importlib.metadata.Distribution) -> list[tuple[str, str]]:
+    meta = dist.metadata
+    return sorted((key, value) for key in set(meta) - {"Description"} for value in meta.get_all(key) or [])
+
+
+def _is_licence(name: str) -> bool:
+    return name.upper().startswith(("LICENSE", "LICENCE", "NOTICE", "COPYING", "AUTHORS"))
 
 
 def _sections(path: Path) -> list[str]:
@@ -260,7 +327,8 @@ def test_every_sample_event_answers_on_the_trimmed_layers(api, layers, tmp_path,
     }
     result = _child(request, tmp_path, _payments_env() if function == "payments" else _env())
     assert result["failed"] == {}
-    assert _missing_of_ours(result, request["sys_path"]) == []
+    assert _missing_of_ours(result, request["sys_path"]) == _expected_missing(result)
+    assert _dependency_warnings(result) == []
     assert result["paths"]["aws_lambda_powertools"].startswith(str(layers["deps"]))
     answers = result["answers"][function]
     if function == "order_events":
@@ -282,9 +350,15 @@ def test_every_sample_event_answers_on_the_trimmed_layers(api, layers, tmp_path,
 
 
 def test_every_handler_imports_with_tracing_on(layers, tmp_path):
-    """The Tracer patches botocore and requests at import through aws_xray_sdk's patcher (computed names)."""
-    env = _env(POWERTOOLS_TRACE_DISABLED="false", AWS_XRAY_CONTEXT_MISSING="IGNORE_ERROR")
+    """The Tracer patches botocore and requests at import through aws_xray_sdk's patcher (computed names). Powertools
+    turns tracing off outside Lambda (no LAMBDA_TASK_ROOT), which would skip the patch: the variable is set, as
+    Lambda sets it."""
     for spec in ALL_FUNCTIONS:
+        env = _env(
+            POWERTOOLS_TRACE_DISABLED="false",
+            AWS_XRAY_CONTEXT_MISSING="IGNORE_ERROR",
+            LAMBDA_TASK_ROOT=str(REPO / "functions" / spec.name),
+        )
         request: dict[str, Any] = {
             "sys_path": _path(layers, spec.name),
             "functions_dir": str(REPO / "functions"),
@@ -295,7 +369,10 @@ def test_every_handler_imports_with_tracing_on(layers, tmp_path):
         assert result["failed"] == {}, spec.name
         # the X-Ray SDK's wrappers run on wrapt's compiled extension, stripped of its debug sections
         assert result["paths"]["wrapt._wrappers"].startswith(str(layers["deps"])), spec.name
-        assert _missing_of_ours(result, request["sys_path"]) == [], spec.name
+        assert _missing_of_ours(result, request["sys_path"]) == _expected_missing(result), spec.name
+        # the Tracer's patch imports requests where the payments layer is: without charset_normalizer, silently
+        assert ("requests" in result["paths"]) == (spec.name in CALLS_STRIPE), spec.name
+        assert _dependency_warnings(result) == [], spec.name
 
 
 def test_the_check_sees_a_module_only_a_call_imports(api, layers, tmp_path):

@@ -4,7 +4,8 @@ code and its layers as deployed, and the runtime's boto3); standard library only
 - `modules`: import each, report those that fail and why (ModuleNotFoundError's missing name);
 - `handlers`: {function: [event, ...]}: load each function's handler as Lambda does and call it with its events
   in order, report each answer's status (or the exception's type and message);
-- `missing`: every module name an import looked for and did not find, whoever caught the ImportError.
+- `missing`: every module name an import looked for and did not find, whoever caught the ImportError;
+- `warnings`: every warning shown (as `Category: message`), after the filters the code installs.
 """
 
 import importlib
@@ -12,6 +13,7 @@ import json
 import os
 import sys
 import traceback
+import warnings
 
 
 class Context:
@@ -53,7 +55,9 @@ def main():
         request = json.load(source)
     sys.path[:0] = request["sys_path"]
     sys.meta_path.append(Missing)
-    result: dict = {"failed": {}, "answers": {}, "paths": {}, "missing": Missing.names}
+    shown: list = []
+    warnings.showwarning = lambda message, category, *args, **kwargs: shown.append(f"{category.__name__}: {message}")
+    result: dict = {"failed": {}, "answers": {}, "paths": {}, "missing": Missing.names, "warnings": shown}
     for name in request.get("modules", []):
         try:
             importlib.import_module(name)
