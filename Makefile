@@ -213,10 +213,10 @@ scale: migrate-10k
 	CATEGORY_MOVE_PRODUCTS=5000 CATEGORY_MOVE_TEST_STEP=100 \
 	  $(PY) -m pytest tests/integration/test_category_move.py -n 0 -k many_products $(PYTEST_ARGS)
 
-# schemathesis with the config's max-examples (schemathesis.toml: 15 per operation; make test: 5), every
-# operation, phase and check as in make test, on the local stack.
+# The schemathesis run of make test alone (every operation, phase and check of schemathesis.toml, its 15 examples per
+# operation) on the local stack; E2E_FUZZ_MAX_EXAMPLES=<n> for more.
 fuzz: setup synth
-	E2E_FUZZ_MAX_EXAMPLES=config $(PY) -m pytest tests/e2e/test_fuzz.py -n 0 -k schemathesis_finds_nothing $(PYTEST_ARGS)
+	E2E_FUZZ_MAX_EXAMPLES=$(or $(E2E_FUZZ_MAX_EXAMPLES),config) $(PY) -m pytest tests/e2e/test_fuzz.py -n 0 -k schemathesis_finds_nothing $(PYTEST_ARGS)
 
 # A named query of the order archive (infra/archive_queries.py) run by DuckDB over `make dev`'s saved archive
 # (.local/s3/<bucket>/, written when make dev stops) or ARCHIVE_DIR: NAME=revenue-by-day|top-products-by-units|return-rate-by-product
