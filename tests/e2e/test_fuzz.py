@@ -1,5 +1,11 @@
 """Property-based fuzzing of the running stack with schemathesis, from the gateway's own `/openapi.json`.
 
+The stack is `make dev`'s default configuration, payments through localstripe (conftest's `paying_stack`, shared
+with tests/e2e/test_payments_flow.py in group `e2e-payments`), so the version-3 routes are fuzzed live: the
+webhook's signature check, an order's payment, checkout creating intents (the document's links lead the
+stateful phase from a new category to a product with stock to an order). docs/testing.md, "The fuzz test's
+stack", says why this stack and not `--payments none`'s.
+
 Runs `st run` with the committed `schemathesis.toml` (every setting is there, so a run by hand is the
 same run): every operation, every check but `unsupported_method` (an unmatched method is 404, as API
 Gateway answers), schema-valid and schema-invalid data in the examples, coverage, fuzzing and
@@ -27,8 +33,9 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from tests.e2e.conftest import REPO_ROOT, Stack
 
-# its own group: the longest e2e test runs beside the others (on a worker of its own it boots its own stack)
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-fuzz")]
+# the payments stack's group: the longest e2e test runs beside the session stack's tests, on the stack the payment
+# flow boots anyway (first, by collection order: the flow's assertions are about its own orders)
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-payments")]
 
 CONFIG = REPO_ROOT / "schemathesis.toml"
 # Examples per operation: the config's max-examples (15) in `make test` and `make fuzz` alike; E2E_FUZZ_MAX_EXAMPLES
@@ -58,6 +65,12 @@ NO_USE_AFTER_FREE_OPERATIONS = {("GET", "/customers/{customer_id}/cart"), ("GET"
 # A move to a parent that does not exist is 404 naming the parent, not the moved category.
 # A merge into a customer cart ends the session it merged.
 NO_AVAILABILITY_CHECK_OPERATIONS = {("PATCH", "/categories/{slug}"), ("GET", "/sessions/{session_id}")}
+
+
+@pytest.fixture(scope="module")
+def stack(paying_stack: Stack) -> Stack:
+    """Here the session `stack` is the payments stack: every test of this module runs on it."""
+    return paying_stack
 
 
 @pytest.fixture(scope="module")
@@ -189,6 +202,15 @@ def test_the_document_covers_every_route_of_the_contract(stack: Stack) -> None:
 
 
 # ----- findings of earlier fuzz runs, each kept as a regression test -----
+
+
+def test_the_fuzzed_stack_takes_payments(stack: Stack) -> None:
+    """So that the run above fuzzes the version-3 routes live: with payments off the webhook is 404."""
+    resp = requests.post(
+        f"{stack.url}/webhooks/stripe", data=b"{}", headers={"Content-Type": "application/json"}, timeout=30
+    )
+    assert resp.status_code == 400, resp.text[:300]
+    assert resp.json()["error"]["code"] == "WEBHOOK_SIGNATURE_INVALID"
 
 
 def test_unknown_methods_are_404_not_501(stack: Stack) -> None:
