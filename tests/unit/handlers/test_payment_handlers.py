@@ -162,6 +162,15 @@ def test_a_forged_or_unsigned_delivery_is_refused(paying):
     assert paying.wiring.store.state.orders[order["order_id"]].status is OrderStatus.PENDING_PAYMENT
 
 
+def test_a_signed_body_nested_too_deeply_is_refused_not_a_500(paying):
+    """Found attacking the webhook by hand on make dev: a correctly signed body of 100,000 nested lists made
+    json.loads raise RecursionError, which is no ValueError, and the route answered 500 INTERNAL_ERROR."""
+    for body in ("[" * 100_000 + "]" * 100_000, '{"a":' * 5_000 + "1" + "}" * 5_000):
+        headers = {**WEBHOOK_HEADERS, "Stripe-Signature": signature(body, SAMPLE_SECRET, int(time.time()))}
+        reply = paying.call("POST", "/webhooks/stripe", raw_body=body, headers=headers)
+        assert (reply.status, reply.code) == (400, "WEBHOOK_PAYLOAD_INVALID"), reply.body
+
+
 def test_the_webhook_is_not_there_with_payments_off(handlers):
     reply = handlers.call("POST", "/webhooks/stripe", raw_body="{}", headers={"Stripe-Signature": "t=1,v1=00"})
     assert (reply.status, reply.code) == (404, "NOT_FOUND")

@@ -75,8 +75,10 @@ class StripeWebhooks:
         verify_signature(payload, signature, self._secret, self._tolerance)
         try:
             data = json.loads(payload)
-        except ValueError as error:  # json.JSONDecodeError is a ValueError
+        except ValueError as error:  # json.JSONDecodeError is a ValueError (so is a number too long to convert)
             raise errors.InvalidWebhookPayload("the body is not JSON") from error
+        except RecursionError:  # nested deeper than the interpreter's recursion limit: no event is
+            raise errors.InvalidWebhookPayload("the body is JSON nested too deeply") from None
         return parse_event(data)
 
 
