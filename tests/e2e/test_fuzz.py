@@ -19,6 +19,7 @@ check is off for the one read whose contract answers 200 after a DELETE (an empt
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import subprocess
@@ -31,6 +32,7 @@ import requests
 import schemathesis
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
+from local_runtime.payments import STATE_FILE
 from tests.e2e.conftest import REPO_ROOT, Stack
 
 # the payments stack's group: the longest e2e test runs beside the session stack's tests, on the stack the payment
@@ -91,6 +93,8 @@ def st_command(url: str, report_dir: pathlib.Path) -> list[str]:
 
 def test_schemathesis_finds_nothing(stack: Stack, tmp_path: pathlib.Path) -> None:
     env = {**os.environ, "SCHEMATHESIS_BEARER_TOKEN": stack.admin_token("e2e-fuzz-admin")}
+    # tests/e2e/fuzz_hooks.py signs the webhook's deliveries with this stack's secret
+    env["SHOP_FUZZ_WEBHOOK_SECRET"] = json.loads((stack.data_dir / STATE_FILE).read_text())["webhook_secret"]
     run = subprocess.run(
         st_command(f"{stack.url}/openapi.json", tmp_path),
         cwd=REPO_ROOT,
