@@ -3,8 +3,9 @@
 The stack is `make dev`'s default configuration, payments through localstripe (conftest's `paying_stack`, shared
 with tests/e2e/test_payments_flow.py in group `e2e-payments`), so the version-3 routes are fuzzed live: the
 webhook's signature check, an order's payment, checkout creating intents (the document's links lead the
-stateful phase from a new category to a product with stock to an order). docs/testing.md, "The fuzz test's
-stack", says why this stack and not `--payments none`'s.
+stateful phase from a new category to a product with stock to an order), and the webhook's deliveries are signed
+with the stack's secret (tests/e2e/fuzz_hooks.py). docs/testing.md, "The fuzz test's stack", says why this stack
+and not `--payments none`'s.
 
 Runs `st run` with the committed `schemathesis.toml` (every setting is there, so a run by hand is the
 same run): every operation, every check but `unsupported_method` (an unmatched method is 404, as API
@@ -123,6 +124,7 @@ def test_the_config_runs_every_check_and_allows_only_the_contracts_statuses(monk
     phases = project.phases
     assert all(phase.enabled for phase in (phases.examples, phases.coverage, phases.fuzzing, phases.stateful))
     assert project.generation.modes == [schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE]
+    assert project.hooks == "tests/e2e/fuzz_hooks.py"  # the webhook's deliveries signed (else all stop at 400)
     operations = tomllib.loads(CONFIG.read_text())["operations"]
     widened = {
         (operation["include-method"], path): set(operation["checks"]["positive_data_acceptance"]["expected-statuses"])
