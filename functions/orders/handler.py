@@ -58,6 +58,8 @@ NEXT_STEPS = {
         "parameters": {**_PLACED_ORDER, "header.if-match": "$response.header.ETag"},
     },
     "CancelOrder": {"operationId": "cancelOrder", "parameters": _PLACED_ORDER},
+    "GetOrderPayment": {"operationId": "getOrderPayment", "parameters": _PLACED_ORDER},
+    "RequestReturn": {"operationId": "requestReturn", "parameters": _PLACED_ORDER},
 }
 
 
@@ -118,7 +120,9 @@ placement = IdempotentOperation("orders", _place)
             409: "OUT_OF_STOCK (details.product_ids), CART_EMPTY, CART_CHANGED (the customer cart changed during "
             "checkout), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED, PRODUCT_UNAVAILABLE (an archived product), "
             "STOCK_TOO_SCATTERED (the stock kept moving while it was gathered into one write: retry later or split "
-            "the order)",
+            "the order); with payments on: NOTHING_TO_PAY (a total of 0 cents, details.product_ids: no intent "
+            "holds 0), PAYMENT_REJECTED (Stripe refused the intent, details.provider_code: e.g. amount_too_small "
+            "or amount_too_large for a total outside what Stripe charges in the shop's currency)",
             422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header, "
             f"lines of one product adding up to more than {MAX_QUANTITY}, a country that is not an ISO 3166-1 alpha-2 code)",
         },

@@ -43,6 +43,17 @@ class Sort(StrEnum):
     price_desc = "price_desc"
 
 
+# What a client can do next with a new category: file a product in it. A whole body (`merge_body: false`), with
+# stock, so that the product can be ordered through ORDER_IT below (the fuzz test's stateful phase follows both).
+FILE_A_PRODUCT = {
+    "FileProduct": {
+        "operationId": "createProduct",
+        "requestBody": {"name": "A product", "price_cents": 1250, "stock": 10, "category": "$response.body#/slug"},
+        "x-schemathesis": {"merge_body": False},
+    }
+}
+
+
 @app.post(
     "/categories",
     summary="Add a category, top-level or under a parent (admin)",
@@ -54,6 +65,7 @@ class Sort(StrEnum):
         404,
         409,
         body=True,
+        links=FILE_A_PRODUCT,
         errors_described={
             404: "CATEGORY_NOT_FOUND: the parent",
             409: "CATEGORY_EXISTS; MOVE_IN_PROGRESS: a category move is rewriting the tree, retry",
@@ -110,10 +122,32 @@ def update_category(slug: SlugPath, body: c.CategoryPatch, request: Request):
     return json_response(200, tree.update(caller(request), slug, body.changes()))
 
 
+# What a client can do next with a new product: order one. A whole body (`merge_body: false`): the fuzz test's
+# stateful phase places orders through it, which reach checkout and, with payments on, Stripe.
+ORDER_IT = {
+    "OrderProduct": {
+        "operationId": "placeOrder",
+        "requestBody": {
+            "lines": [{"product_id": "$response.body#/product_id", "quantity": 1}],
+            "shipping_address": {
+                "name": "A Buyer",
+                "line1": "1 Main Street",
+                "city": "Springfield",
+                "postal_code": "12345",
+                "country": "US",
+            },
+        },
+        "x-schemathesis": {"merge_body": False},
+    }
+}
+
+
 @app.post(
     "/products",
     summary="Add a product to the catalogue, filed under 1 to 5 existing categories (admin)",
-    responses=declare(201, s.Product, 401, 403, 404, body=True, errors_described={404: "CATEGORY_NOT_FOUND"}),
+    responses=declare(
+        201, s.Product, 401, 403, 404, body=True, links=ORDER_IT, errors_described={404: "CATEGORY_NOT_FOUND"}
+    ),
     tags=TAGS,
 )
 def create_product(body: s.ProductIn, request: Request):

@@ -274,6 +274,26 @@ def short_ttl_stack(e2e_workdir: pathlib.Path, cdk_out: pathlib.Path) -> Iterato
             assert path.read_text() == text, f"{path} not kept as it was served after the stop"
 
 
+# make dev's default, payments through localstripe (`--payments stripe`), with a 30-second payment window (what
+# `make dev FUNCTION_ENV=PAYMENT_WINDOW_SECONDS=30` passes) and a sweep every second, so that an unpaid order
+# expires within a test.
+PAYING_WINDOW_S = 30
+PAYING = ("--payments", "stripe", "--env", f"PAYMENT_WINDOW_SECONDS={PAYING_WINDOW_S}", "--ttl-interval", "1")
+
+
+@pytest.fixture(scope="session")
+def paying_stack(e2e_workdir: pathlib.Path, cdk_out: pathlib.Path) -> Iterator[Stack]:
+    """One stack with payments on (PAYING) for the payment flow and the fuzz test (group `e2e-payments`): started
+    once, stopped with SIGINT at the end of the session, nothing left behind."""
+    s = Stack(
+        data_dir=e2e_workdir / "paying", cdk_out=cdk_out, log_path=e2e_workdir / "paying.log", options=PAYING
+    ).start()
+    try:
+        yield s
+    finally:
+        s.stop_cleanly()
+
+
 @pytest.fixture
 def new_stack(
     tmp_path: pathlib.Path, cdk_out: pathlib.Path

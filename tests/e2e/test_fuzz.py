@@ -1,5 +1,12 @@
 """Property-based fuzzing of the running stack with schemathesis, from the gateway's own `/openapi.json`.
 
+The stack is `make dev`'s default configuration, payments through localstripe (conftest's `paying_stack`, shared
+with tests/e2e/test_payments_flow.py in group `e2e-payments`), so the version-3 routes are fuzzed live: the
+webhook's signature check, an order's payment, checkout creating intents (the document's links lead the
+stateful phase from a new category to a product with stock to an order), and the webhook's deliveries are signed
+with the stack's secret (tests/e2e/fuzz_hooks.py). docs/testing.md, "The fuzz test's stack", says why this stack
+and not `--payments none`'s.
+
 Runs `st run` with the committed `schemathesis.toml` (every setting is there, so a run by hand is the
 same run): every operation, every check but `unsupported_method` (an unmatched method is 404, as API
 Gateway answers), schema-valid and schema-invalid data in the examples, coverage, fuzzing and
@@ -13,6 +20,7 @@ check is off for the one read whose contract answers 200 after a DELETE (an empt
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import subprocess
@@ -25,10 +33,12 @@ import requests
 import schemathesis
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
+from local_runtime.payments import STATE_FILE
 from tests.e2e.conftest import REPO_ROOT, Stack
 
-# its own group: the longest e2e test runs beside the others (on a worker of its own it boots its own stack)
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-fuzz")]
+# the payments stack's group: the longest e2e test runs beside the session stack's tests, on the stack the payment
+# flow boots anyway (first, by collection order: the flow's assertions are about its own orders)
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-payments")]
 
 CONFIG = REPO_ROOT / "schemathesis.toml"
 # Examples per operation: the config's max-examples (15) in `make test` and `make fuzz` alike; E2E_FUZZ_MAX_EXAMPLES
@@ -61,6 +71,12 @@ NO_AVAILABILITY_CHECK_OPERATIONS = {("PATCH", "/categories/{slug}"), ("GET", "/s
 
 
 @pytest.fixture(scope="module")
+def stack(paying_stack: Stack) -> Stack:
+    """Here the session `stack` is the payments stack: every test of this module runs on it."""
+    return paying_stack
+
+
+@pytest.fixture(scope="module")
 def api_schema(stack: Stack) -> Any:
     # Loading discovers schemathesis.toml, whose bearer setting names this variable.
     with pytest.MonkeyPatch.context() as patch:
@@ -78,6 +94,8 @@ def st_command(url: str, report_dir: pathlib.Path) -> list[str]:
 
 def test_schemathesis_finds_nothing(stack: Stack, tmp_path: pathlib.Path) -> None:
     env = {**os.environ, "SCHEMATHESIS_BEARER_TOKEN": stack.admin_token("e2e-fuzz-admin")}
+    # tests/e2e/fuzz_hooks.py signs the webhook's deliveries with this stack's secret
+    env["SHOP_FUZZ_WEBHOOK_SECRET"] = json.loads((stack.data_dir / STATE_FILE).read_text())["webhook_secret"]
     run = subprocess.run(
         st_command(f"{stack.url}/openapi.json", tmp_path),
         cwd=REPO_ROOT,
@@ -106,6 +124,7 @@ def test_the_config_runs_every_check_and_allows_only_the_contracts_statuses(monk
     phases = project.phases
     assert all(phase.enabled for phase in (phases.examples, phases.coverage, phases.fuzzing, phases.stateful))
     assert project.generation.modes == [schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE]
+    assert project.hooks == "tests/e2e/fuzz_hooks.py"  # the webhook's deliveries signed (else all stop at 400)
     operations = tomllib.loads(CONFIG.read_text())["operations"]
     widened = {
         (operation["include-method"], path): set(operation["checks"]["positive_data_acceptance"]["expected-statuses"])
@@ -189,6 +208,15 @@ def test_the_document_covers_every_route_of_the_contract(stack: Stack) -> None:
 
 
 # ----- findings of earlier fuzz runs, each kept as a regression test -----
+
+
+def test_the_fuzzed_stack_takes_payments(stack: Stack) -> None:
+    """So that the run above fuzzes the version-3 routes live: with payments off the webhook is 404."""
+    resp = requests.post(
+        f"{stack.url}/webhooks/stripe", data=b"{}", headers={"Content-Type": "application/json"}, timeout=30
+    )
+    assert resp.status_code == 400, resp.text[:300]
+    assert resp.json()["error"]["code"] == "WEBHOOK_SIGNATURE_INVALID"
 
 
 def test_unknown_methods_are_404_not_501(stack: Stack) -> None:

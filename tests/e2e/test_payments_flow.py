@@ -1,6 +1,8 @@
 """Payments over HTTP on `make dev`'s stack with localstripe (`--payments stripe`, make dev's default): one stack,
-booted once for the module, with a 30-second payment window (`--env PAYMENT_WINDOW_SECONDS=30`, what
-`make dev FUNCTION_ENV=PAYMENT_WINDOW_SECONDS=30` passes).
+booted once (conftest's `paying_stack`), with a 30-second payment window (`--env PAYMENT_WINDOW_SECONDS=30`, what
+`make dev FUNCTION_ENV=PAYMENT_WINDOW_SECONDS=30` passes). The fuzz test runs on the same stack, in the same
+xdist group, before these tests (collection order): every assertion here is about this module's own orders,
+products and intents, and webhook deliveries are counted from what the log held before them.
 
 The stack starts localstripe on a free port, points every function at it and registers the gateway's
 /webhooks/stripe with a fresh secret (local_runtime.payments); payment_steps consumes the table's stream beside
@@ -14,7 +16,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ import requests
 
 from local_runtime.payments import STATE_FILE, post_event, signed
 from tests.e2e.conftest import (
+    PAYING_WINDOW_S,
     REPO_ROOT,
     Stack,
     create_product,
@@ -33,8 +35,9 @@ from tests.e2e.conftest import (
     stack_env,
 )
 
-PAYMENTS = ("--payments", "stripe", "--env", "PAYMENT_WINDOW_SECONDS=30", "--ttl-interval", "1")
-WINDOW_S = 30
+# Its own group, shared with the fuzz test, which runs on the same stack (conftest's `paying_stack`).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-payments")]
+WINDOW_S = PAYING_WINDOW_S
 
 
 def _state(stack: Stack) -> dict[str, Any]:
@@ -106,21 +109,12 @@ class Paying:
 
 
 @pytest.fixture(scope="module")
-def paying(e2e_workdir, cdk_out) -> Iterator[Paying]:
-    stack = Stack(
-        data_dir=e2e_workdir / "paying",
-        cdk_out=cdk_out,
-        log_path=e2e_workdir / "paying.log",
-        options=PAYMENTS,
-    ).start()
-    try:
-        admin, customer = stack.admin_token(), stack.token("e2e-payer")
-        product = create_product(stack.api, admin, category="e2e-pay-late", name="Tamper", price_cents=1900, stock=4)
-        unpaid = expect(place_order(stack.api, customer, "pay-late", order_lines(product["product_id"], 3)), 201)
-        yield Paying(stack, _state(stack), admin, customer, unpaid, product["product_id"])
-        stack.stop_cleanly()
-    finally:
-        stack.kill()
+def paying(paying_stack: Stack) -> Paying:
+    stack = paying_stack
+    admin, customer = stack.admin_token(), stack.token("e2e-payer")
+    product = create_product(stack.api, admin, category="e2e-pay-late", name="Tamper", price_cents=1900, stock=4)
+    unpaid = expect(place_order(stack.api, customer, "pay-late", order_lines(product["product_id"], 3)), 201)
+    return Paying(stack, _state(stack), admin, customer, unpaid, product["product_id"])
 
 
 def test_a_paid_checkout_holds_one_intent_and_the_webhook_verifies_deliveries(paying: Paying) -> None:
@@ -151,6 +145,10 @@ def test_a_paid_checkout_holds_one_intent_and_the_webhook_verifies_deliveries(pa
 
     # The webhook route over the gateway: a forged delivery is 400; an unknown type signed with the endpoint's
     # secret is 200 and applies nothing.
+    def answered_200() -> int:
+        return sum(log.read_text().count('"Webhook200":[1.0]') for log in stack.data_dir.rglob("payments.log"))
+
+    before_deliveries = answered_200()  # the fuzz test's, on this stack before this module
     url = state["webhook_url"]
     event = {"id": "evt_e2e_unknown", "object": "event", "type": "customer.created", "created": int(time.time())}
     event["data"] = {"object": {"id": "cus_1", "object": "customer"}}
@@ -173,8 +171,7 @@ def test_a_paid_checkout_holds_one_intent_and_the_webhook_verifies_deliveries(pa
     stripe.StripeClient("sk_test_e2e", base_addresses={"api": state["stripe"]}).v1.customers.create()
 
     def delivered() -> bool:
-        logs = list(stack.data_dir.rglob("payments.log"))
-        return sum(log.read_text().count('"Webhook200":[1.0]') for log in logs) >= 2
+        return answered_200() >= before_deliveries + 2
 
     eventually(delivered, timeout=30, what="localstripe's signed customer.created answered 200")
     assert expect(api.get(f"/orders/{placed['order_id']}", token=customer), 200)["status"] == "PENDING_PAYMENT"

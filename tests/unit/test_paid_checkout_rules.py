@@ -260,3 +260,41 @@ def test_a_transaction_the_store_cancelled_cancels_the_intent(memory, orders, fa
     assert list(statuses(fake).values()) == [IntentStatus.CANCELED, IntentStatus.REQUIRES_PAYMENT_METHOD]
     assert order.payment is not None
     assert fake.intents[order.payment.intent_id].intent.order_id == order.order_id
+
+
+def test_a_total_of_zero_is_refused_before_the_provider_and_nothing_is_written(memory, orders, fake):
+    """Found by the fuzz test on a payments=stripe stack: a free product ordered alone reached Stripe, which
+    refuses an intent of 0 cents, and the client got an undocumented PAYMENT_REJECTED without a provider code."""
+    sample = product(memory, name="Free sample", price_cents=0, stock=5)
+    hammer = product(memory, price_cents=1500, stock=5)
+    with pytest.raises(errors.NothingToPay) as raised:
+        place(orders, {sample: 2})
+    assert (raised.value.code, raised.value.details) == ("NOTHING_TO_PAY", {"product_ids": [sample]})
+    session = memory.session_service()
+    cart = session.create()
+    session.set_quantity(cart.session_id, sample, 1)
+    with pytest.raises(errors.NothingToPay):
+        orders.place(ALICE, address=ADDRESS, session_id=cart.session_id, idempotency_key="k-cart")
+    assert fake.calls == []
+    assert (placed_orders(orders), stock(memory, sample), memory.state.payment_due) == ([], 5, {})
+    # a free product beside a paid one is an ordinary paid order
+    order = place(orders, {sample: 1, hammer: 1}, key="k-both")
+    assert (order.status, order.total_cents) == (OrderStatus.PENDING_PAYMENT, 1500)
+
+
+def test_a_reprice_to_zero_cancels_the_intent_made_for_the_old_total(memory, orders, fake, monkeypatch):
+    sample = product(memory, name="Sample", price_cents=300, stock=5)
+    read = memory.products.get_many
+
+    def read_then_make_it_free(product_ids, **options):
+        found = read(product_ids, **options)
+        current = memory.products.get(sample)
+        if current.price_cents:
+            memory.products.update(current, {"price_cents": 0}, current.updated_at + "x", current._listed_in)
+        return found
+
+    monkeypatch.setattr(memory.products, "get_many", read_then_make_it_free)
+    with pytest.raises(errors.NothingToPay):
+        place(orders, {sample: 1})
+    assert list(statuses(fake).values()) == [IntentStatus.CANCELED]
+    assert (placed_orders(orders), stock(memory, sample)) == ([], 5)

@@ -9,6 +9,8 @@ import json
 import time
 from typing import Any
 
+import pytest
+
 from shop.models import OrderStatus
 from tests.functions.apigw import ADMIN, ALICE, BOB
 from tests.functions.generate_payment_events import SAMPLE_SECRET, signature
@@ -44,6 +46,8 @@ def stock(handlers: Handlers) -> int:
 def deliver(handlers: Handlers, event_id: str, event_type: str, intent_id: str | None, order_id: str | None) -> Any:
     """Stripe's delivery of one event about the intent, signed with the endpoint's secret now."""
     obj: dict[str, Any] = {"id": intent_id, "object": "payment_intent", "metadata": {"order_id": order_id}}
+    if intent_id is None:  # an event about another object (Stripe names every object by a string id)
+        obj = {"id": "cus_1", "object": "customer"}
     body = json.dumps({"id": event_id, "object": "event", "created": 1, "type": event_type, "data": {"object": obj}})
     headers = {**WEBHOOK_HEADERS, "Stripe-Signature": signature(body, SAMPLE_SECRET, int(time.time()))}
     return handlers.call("POST", "/webhooks/stripe", raw_body=body, headers=headers)
@@ -160,6 +164,42 @@ def test_a_forged_or_unsigned_delivery_is_refused(paying):
         reply = paying.call("POST", "/webhooks/stripe", raw_body=body, headers=headers)
         assert (reply.status, reply.code) == (400, "WEBHOOK_SIGNATURE_INVALID"), reply.body
     assert paying.wiring.store.state.orders[order["order_id"]].status is OrderStatus.PENDING_PAYMENT
+
+
+def test_a_signed_body_nested_too_deeply_is_refused_not_a_500(paying):
+    """Found attacking the webhook by hand on make dev: a correctly signed body of 100,000 nested lists made
+    json.loads raise RecursionError, which is no ValueError, and the route answered 500 INTERNAL_ERROR."""
+    for body in ("[" * 100_000 + "]" * 100_000, '{"a":' * 5_000 + "1" + "}" * 5_000):
+        headers = {**WEBHOOK_HEADERS, "Stripe-Signature": signature(body, SAMPLE_SECRET, int(time.time()))}
+        reply = paying.call("POST", "/webhooks/stripe", raw_body=body, headers=headers)
+        assert (reply.status, reply.code) == (400, "WEBHOOK_PAYLOAD_INVALID"), reply.body
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        {"id": {}},
+        {"id": 7},
+        {"type": 5},
+        {"type": None},
+        {"created": "1800000000"},
+        {"created": 1.5},
+        {"created": True},
+        {"data": {"object": "pi_1"}},
+        {"data": []},
+        {"data": {"object": {"id": 5, "object": "payment_intent", "metadata": {}}}},
+    ],
+)
+def test_a_signed_event_of_other_types_than_the_document_says_is_refused(paying, wrong):
+    """Found by the fuzz test once it signed its deliveries: `{"id": {}, ...}` was answered 200 (its id read as the
+    string "{}"), a schema-violating request accepted. id and type are strings, created an integer, data.object an
+    object: what the document says a Stripe Event is."""
+    event = {"id": "evt_t", "object": "event", "type": "payment_intent.succeeded", "created": 1}
+    event |= {"data": {"object": {"id": "pi_1", "object": "payment_intent", "metadata": {}}}} | wrong
+    body = json.dumps(event)
+    headers = {**WEBHOOK_HEADERS, "Stripe-Signature": signature(body, SAMPLE_SECRET, int(time.time()))}
+    reply = paying.call("POST", "/webhooks/stripe", raw_body=body, headers=headers)
+    assert (reply.status, reply.code) == (400, "WEBHOOK_PAYLOAD_INVALID"), reply.body
 
 
 def test_the_webhook_is_not_there_with_payments_off(handlers):

@@ -293,6 +293,19 @@ class PaymentRejected(Conflict):
     code = "PAYMENT_REJECTED"
 
 
+class NothingToPay(Conflict):
+    """PAYMENTS=stripe: the order's total at the catalogue's prices is 0 cents, and a payment intent holds a
+    positive amount only (Stripe refuses 0): refused before the provider is called, nothing written (409)."""
+
+    code = "NOTHING_TO_PAY"
+
+    def __init__(self, product_ids: list[str]) -> None:
+        super().__init__(
+            "the order's total is 0 cents: payments are on and the payment provider charges positive amounts only",
+            {"product_ids": product_ids},
+        )
+
+
 class PaymentMisconfigured(DomainError):
     """The provider refused the shop's credentials or permissions: a deployment fault, answered as 500."""
 

@@ -75,8 +75,10 @@ class StripeWebhooks:
         verify_signature(payload, signature, self._secret, self._tolerance)
         try:
             data = json.loads(payload)
-        except ValueError as error:  # json.JSONDecodeError is a ValueError
+        except ValueError as error:  # json.JSONDecodeError is a ValueError (so is a number too long to convert)
             raise errors.InvalidWebhookPayload("the body is not JSON") from error
+        except RecursionError:  # nested deeper than the interpreter's recursion limit: no event is
+            raise errors.InvalidWebhookPayload("the body is JSON nested too deeply") from None
         return parse_event(data)
 
 
@@ -84,10 +86,23 @@ def parse_event(data: Any) -> PaymentEvent:
     """The shop's view of a Stripe event (already verified); InvalidWebhookPayload when it is not one."""
     if not isinstance(data, Mapping):
         raise errors.InvalidWebhookPayload(f"not a Stripe event: a JSON {type(data).__name__}")
+    body = data.get("data")
+    # What the document says an Event is (and Stripe sends): id and type strings, created an integer, data.object
+    # an object. Read as they come, not converted: an id of {} was the id "{}" (found by the fuzz test).
+    if not (
+        isinstance(data.get("id"), str)
+        and isinstance(data.get("type"), str)
+        and type(data.get("created")) is int
+        and isinstance(body, Mapping)
+        and isinstance(body.get("object"), Mapping)
+    ):
+        raise errors.InvalidWebhookPayload(f"not a Stripe event: fields {sorted(map(str, data))}")
     try:
         event_type = str(data["type"])
         obj = data["data"]["object"]
         is_intent = isinstance(obj, Mapping) and obj.get("object") == "payment_intent"
+        if is_intent and not isinstance(obj.get("id"), str):
+            raise ValueError("a payment intent's id is a string")
         metadata = (obj.get("metadata") or {}) if is_intent else {}
         return PaymentEvent(
             event_id=str(data["id"]),

@@ -374,6 +374,10 @@ class OrderService:
         reprices = 0
         try:
             for attempt in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS):
+                if intents is not None and subtotal(priced) <= 0:
+                    # No intent holds 0 cents (a free product alone, or repriced to 0): refused before the
+                    # provider is called (a reprice's earlier intent is cancelled below, as for any refusal).
+                    raise errors.NothingToPay(sorted({line.product_id for line in priced}))
                 intent = intents.for_total(subtotal(priced)) if intents is not None else None
                 order = self._new_order(actor, priced, address, order_id=order_id, intent=intent)
                 try:
