@@ -10,14 +10,19 @@ from typing import Any
 
 import pytest
 
+from local_runtime.events import stream_event as lambda_event
 from local_runtime.functions import lambda_context
 from local_runtime.in_process import declared_functions
 from local_runtime.local_aws import LocalAws
 from local_runtime.ttl import TtlDeletions
 from local_runtime.worker import LambdaContext
-from shop import publishing
+from shop import publishing, wiring
+from shop.models import OrderStatus
 from shop.repository import order_archive
 from shop.repository.store import from_item
+from shop.services.orders import RequestedLine
+from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
+from tests.support.streams import StreamReader, only
 
 
 def order_events_context() -> LambdaContext:
@@ -155,3 +160,15 @@ def s3(store: Any, local_s3: LocalAws, monkeypatch: pytest.MonkeyPatch) -> Itera
 def deletions() -> TtlDeletions:
     """The local TTL emulator's deletes, so that their REMOVEs carry the TTL service's identity."""
     return TtlDeletions("expires_at")
+
+
+def shipped_order(store: Any, invoke: Any) -> tuple[str, dict[str, Any]]:
+    """An order placed, confirmed and shipped; its SHIPPED record, not processed yet."""
+    orders = wiring.order_service(store.table)
+    order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
+    reader = StreamReader(store)
+    invoke(lambda_event(reader.read()))
+    invoke(lambda_event(reader.read()))
+    orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    [shipped] = only(reader.read(), entity="ORDER", event_name="MODIFY")
+    return order.order_id, shipped

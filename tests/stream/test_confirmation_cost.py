@@ -15,6 +15,7 @@ from shop.models import OrderStatus
 from shop.repository.sales import forget_instance_memo
 from shop.repository.store import dynamodb_client
 from shop.services.orders import RequestedLine
+from tests.stream.conftest import shipped_order
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
 from tests.support.streams import StreamReader, only
@@ -88,20 +89,14 @@ def test_the_inserts_effects_are_plain_conditional_writes(store, invoke):
 
 
 def test_a_status_change_writes_each_effect_once_as_a_plain_conditional_write(store, invoke):
-    orders = wiring.order_service(store.table)
-    order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
-    stream = StreamReader(store)
-    invoke(lambda_event(stream.read()))
-    invoke(lambda_event(stream.read()))
-    orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
-    shipped = only(stream.read(), entity="ORDER", event_name="MODIFY")
+    order_id, shipped = shipped_order(store, invoke)
     with counting(dynamodb_client()) as calls:
-        assert invoke(lambda_event(shipped)) == {"batchItemFailures": []}
+        assert invoke(lambda_event([shipped])) == {"batchItemFailures": []}
     assert calls.operations == ["PutItem", "UpdateItem", "PutItem"]  # notification, index, history entry
     with counting(dynamodb_client()) as replayed:  # a replay: the same three writes, each refused
-        assert invoke(lambda_event(shipped)) == {"batchItemFailures": []}
+        assert invoke(lambda_event([shipped])) == {"batchItemFailures": []}
     assert replayed.operations == ["PutItem", "UpdateItem", "PutItem"]
-    assert [h.status for h in orders.get(ALICE, order.order_id).history] == [
+    assert [h.status for h in wiring.order_service(store.table).get(ALICE, order_id).history] == [
         OrderStatus.PENDING,
         OrderStatus.CONFIRMED,
         OrderStatus.SHIPPED,

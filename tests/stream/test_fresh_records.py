@@ -24,11 +24,11 @@ from shop.models import OrderStatus
 from shop.repository.store import dynamodb_client
 from shop.services.archive_timing import FRESH_RECORD_MARGIN_SECONDS
 from shop.services.orders import RequestedLine
-from tests.stream.conftest import dump
+from tests.stream.conftest import dump, shipped_order
 from tests.stream.test_archival import expire, order_removals
 from tests.stream.test_archived_order_records import cancelled_order
 from tests.support.calls import counting
-from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
+from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.streams import StreamReader, only
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
@@ -58,18 +58,6 @@ def written_at(record: dict[str, Any]) -> datetime:
 def processed_at(monkeypatch: pytest.MonkeyPatch, moment: datetime) -> None:
     """The processor's clock (shop.clock) reads `moment` from now on."""
     monkeypatch.setattr(clock, "now", lambda: moment)
-
-
-def shipped_order(store: Any, invoke: Any) -> tuple[str, dict[str, Any]]:
-    """An order placed, confirmed and shipped; its SHIPPED record, not processed yet."""
-    orders = wiring.order_service(store.table)
-    order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(product(store.table), 1)])
-    reader = StreamReader(store)
-    invoke(lambda_event(reader.read()))
-    invoke(lambda_event(reader.read()))
-    orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
-    [shipped] = only(reader.read(), entity="ORDER", event_name="MODIFY")
-    return order.order_id, shipped
 
 
 @pytest.mark.dynamodb_semantics
