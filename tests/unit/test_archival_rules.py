@@ -102,22 +102,14 @@ def test_the_ttl_is_set_with_the_final_status_and_only_then(memory, orders, monk
     assert before + window <= memory.state.order_ttls[order.order_id] <= after + window
 
 
-def test_a_cancel_sets_the_ttl_in_the_same_change(memory, orders, monkeypatch):
+@pytest.mark.parametrize("grace", [0, 7200])
+def test_a_cancel_sets_the_ttl_in_the_same_change_archivable_only_after_the_grace(memory, orders, monkeypatch, grace):
     monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
-    monkeypatch.setenv("ARCHIVE_GRACE_SECONDS", "0")
+    monkeypatch.setenv("ARCHIVE_GRACE_SECONDS", str(grace))
     order = placed(memory, orders)
     before = clock.epoch(clock.now())
     orders.cancel(ALICE, order.order_id)
-    assert before <= memory.state.order_ttls[order.order_id] <= clock.epoch(clock.now())
-
-
-def test_a_cancel_with_archive_after_days_0_is_archivable_only_after_the_grace(memory, orders, monkeypatch):
-    monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
-    monkeypatch.setenv("ARCHIVE_GRACE_SECONDS", "7200")
-    order = placed(memory, orders)
-    before = clock.epoch(clock.now())
-    orders.cancel(ALICE, order.order_id)
-    assert before + 7200 <= memory.state.order_ttls[order.order_id] <= clock.epoch(clock.now()) + 7200
+    assert before + grace <= memory.state.order_ttls[order.order_id] <= clock.epoch(clock.now()) + grace
 
 
 def test_an_archived_order_reads_from_the_archive_for_its_owner_and_admins_only(memory, orders):
