@@ -8,7 +8,12 @@ from functools import cache
 
 # The defaults (what a function run without the variable assumes) and bounds: one source, shop.limits.
 from shop.limits import (
+    CAPTURE_MODES,
     DEFAULT_ARCHIVE_AFTER_DAYS,
+    DEFAULT_AUTHORISATION_WARN_DAYS,
+    DEFAULT_CAPTURE,
+    DEFAULT_MAX_UNPAID_ORDERS,
+    DEFAULT_MAX_UNPAID_UNITS,
     DEFAULT_ARCHIVE_GRACE_SECONDS,
     DEFAULT_CART_TTL_SECONDS,
     DEFAULT_CURRENCY,
@@ -19,10 +24,12 @@ from shop.limits import (
     DEFAULT_SESSION_TTL_SECONDS,
     DEFAULT_STATUS_SHARDS,
     MAX_ARCHIVE_AFTER_DAYS,
+    MAX_AUTHORISATION_WARN_DAYS,
     MAX_ARCHIVE_GRACE_SECONDS,
     MAX_HOT_PRODUCT_CACHE_SECONDS,
     MAX_PAYMENT_WINDOW_MINUTES,
     MAX_STATUS_SHARDS,
+    MAX_UNPAID_LIMIT,
     MOVE_STEP_PRODUCTS,
     PAYMENT_PROVIDERS,
 )
@@ -207,6 +214,14 @@ class PaymentSettings:
     # The window in seconds, what the placement adds to its clock: PAYMENT_WINDOW_MINUTES x 60, or
     # PAYMENT_WINDOW_SECONDS when set instead (a window under a minute: a demo, an e2e test of expiry).
     payment_window_seconds: int = DEFAULT_PAYMENT_WINDOW_MINUTES * 60
+    capture: str = DEFAULT_CAPTURE  # CAPTURE: on_ship (manual capture at SHIPPED) or on_confirm
+    authorisation_warn_days: int = DEFAULT_AUTHORISATION_WARN_DAYS  # AUTHORISATION_WARN_DAYS
+    max_unpaid_orders: int = DEFAULT_MAX_UNPAID_ORDERS  # MAX_UNPAID_ORDERS: PENDING_PAYMENT orders per customer
+    max_unpaid_units: int = DEFAULT_MAX_UNPAID_UNITS  # MAX_UNPAID_UNITS: units those orders hold, per customer
+
+    @property
+    def captures_on_confirm(self) -> bool:
+        return self.capture == "on_confirm"
 
     @property
     def enabled(self) -> bool:
@@ -233,6 +248,9 @@ def payment_settings() -> PaymentSettings:
         if not (seconds.isascii() and seconds.isdigit()) or not 1 <= int(seconds) <= most:
             raise ConfigurationError(f"PAYMENT_WINDOW_SECONDS must be 1..{most}, got {seconds!r}")
         window_s = int(seconds)
+    capture = os.environ.get("CAPTURE") or DEFAULT_CAPTURE
+    if capture not in CAPTURE_MODES:
+        raise ConfigurationError(f"CAPTURE must be one of {', '.join(CAPTURE_MODES)}, got {capture!r}")
     return PaymentSettings(
         provider=provider,
         stripe_api_base=os.environ.get("STRIPE_API_BASE") or None,
@@ -242,4 +260,19 @@ def payment_settings() -> PaymentSettings:
         currency=currency,
         payment_window_minutes=-(-window_s // 60),  # whole minutes, rounded up (a seconds window: at least 1)
         payment_window_seconds=window_s,
+        capture=capture,
+        authorisation_warn_days=_bounded_int(
+            "AUTHORISATION_WARN_DAYS", DEFAULT_AUTHORISATION_WARN_DAYS, 1, MAX_AUTHORISATION_WARN_DAYS
+        ),
+        max_unpaid_orders=_bounded_int("MAX_UNPAID_ORDERS", DEFAULT_MAX_UNPAID_ORDERS, 1, MAX_UNPAID_LIMIT),
+        max_unpaid_units=_bounded_int("MAX_UNPAID_UNITS", DEFAULT_MAX_UNPAID_UNITS, 1, MAX_UNPAID_LIMIT),
     )
+
+
+def _bounded_int(name: str, default: int, low: int, high: int) -> int:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
+        raise ConfigurationError(f"{name} must be {low}..{high}, got {text!r}")
+    return int(text)

@@ -103,6 +103,19 @@ DEFAULT_PAYMENT_WINDOW_MINUTES = 30
 MAX_PAYMENT_WINDOW_MINUTES = 24 * 60  # Stripe keeps an idempotency key 24 hours: the window must end before
 # The shop's currency (ISO 4217, lower case as Stripe spells it): every order's total is in it.
 DEFAULT_CURRENCY = "usd"
+# When the authorised amount is taken: at SHIPPED (Stripe's manual capture, the default) or at CONFIRMED (a shop
+# whose orders may wait longer than a card authorisation lasts, about 7 days: it refunds at CANCELLED instead).
+CAPTURE_MODES = ("on_ship", "on_confirm")
+DEFAULT_CAPTURE = "on_ship"
+# A confirmed, uncaptured order this many days old is listed for the admin (GET /orders?payment=expiring):
+# Stripe cancels an online card authorisation after about 7 days.
+DEFAULT_AUTHORISATION_WARN_DAYS = 6
+MAX_AUTHORISATION_WARN_DAYS = 30
+# What one customer may hold unpaid at once (PENDING_PAYMENT orders and their units): one account cannot take a
+# flash sale's stock for the payment window. 409 UNPAID_ORDER_LIMIT beyond either.
+DEFAULT_MAX_UNPAID_ORDERS = 3
+DEFAULT_MAX_UNPAID_UNITS = 50
+MAX_UNPAID_LIMIT = 10_000
 # Network retries the Stripe library makes on a transient failure, each with the call's idempotency key.
 STRIPE_NETWORK_RETRIES = 2
 # The longest provider event id the shop accepts (Stripe's are about 30 characters).

@@ -52,7 +52,28 @@ class PaymentStatus(StrEnum):
     AUTHORISED = "AUTHORISED"  # the amount is held on the card (manual capture)
     CAPTURED = "CAPTURED"  # taken at SHIPPED; refunds may follow (refunded_cents)
     CANCELED = "CANCELED"  # the intent was cancelled: the order was cancelled, failed or expired before capture
-    FAILED = "FAILED"  # the provider reported the payment failed
+    FAILED = "FAILED"  # the intent was cancelled before any authorisation (the window, the customer, the provider)
+    # The provider cancelled an authorisation before it was captured (Stripe: after about 7 days): the order was
+    # confirmed, but no money is held for it any more. Shipping it needs the admin's ship_without_payment.
+    LAPSED = "LAPSED"
+
+
+class PaymentFailure(Model):
+    """The latest failed attempt to pay (a declined card): the order still waits for its payment."""
+
+    code: str | None = None  # the provider's decline or error code (`card_declined`, `insufficient_funds`, ...)
+    message: str | None = None
+    at: Timestamp  # when the provider reported it (the event's creation time)
+
+
+class PaymentDispute(Model):
+    """A dispute (chargeback) the card holder opened on the order's charge, as the provider last reported it."""
+
+    dispute_id: str
+    status: str  # the provider's: warning_needs_response, needs_response, under_review, won, lost, ...
+    reason: str | None = None
+    amount_cents: int = Field(ge=0)
+    updated_at: Timestamp  # the provider's time of the latest event applied (an older one changes nothing)
 
 
 class OrderPayment(Model):
@@ -71,6 +92,8 @@ class OrderPayment(Model):
     currency: str
     captured_cents: int = Field(default=0, ge=0)
     refunded_cents: int = Field(default=0, ge=0)
+    last_failure: PaymentFailure | None = None
+    dispute: PaymentDispute | None = None
 
 
 class ShippingAddress(Model):
