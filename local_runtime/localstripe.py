@@ -4,6 +4,8 @@
 one) and reports it, so two engineers or two test sessions never race for one. localstripe 1.15.10 pickles its
 whole store to /tmp/localstripe.pickle after every write and reloads it at start; the child runs with that off
 (each instance starts empty and keeps its data in memory), so parallel instances never share or clobber state.
+It also lets a declined intent take another card, as Stripe does (`_confirmable_after_decline`); `as_released=True`
+runs localstripe without that correction (the test that pins what it corrects).
 
 Webhooks: `register_webhook(id, url, secret)` is localstripe's `POST /_config/webhooks/<id>` (form fields
 `url`, `secret`, optional `events`); it then signs every event it sends to `url` with `secret` as Stripe does
@@ -36,8 +38,9 @@ _READY_PREFIX = "localstripe listening on port "
 class LocalStripe:
     """One localstripe process; `port=None` lets the child pick a free one."""
 
-    def __init__(self, *, port: int | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(self, *, port: int | None = None, host: str = "127.0.0.1", as_released: bool = False) -> None:
         self._requested_port = port or 0
+        self._as_released = as_released
         self.port = 0
         self.host = host
         self._proc: subprocess.Popen[str] | None = None
@@ -64,7 +67,15 @@ class LocalStripe:
                 return self
             self._log = tempfile.TemporaryFile(prefix="localstripe-", mode="w+")  # noqa: SIM115 - closed in stop()
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "local_runtime.localstripe", "--serve", self.host, str(self._requested_port)],
+                [
+                    sys.executable,
+                    "-m",
+                    "local_runtime.localstripe",
+                    "--serve",
+                    self.host,
+                    str(self._requested_port),
+                    *(["--as-released"] if self._as_released else []),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=self._log,
@@ -154,11 +165,30 @@ class LocalStripe:
         self.stop()
 
 
-def _serve(host: str, port: int) -> None:  # pragma: no cover - runs in the child process
+def _confirmable_after_decline(resources: Any) -> None:
+    """Stripe returns an intent whose confirmation was declined to `requires_payment_method`, and a new payment
+    method makes it `requires_confirmation` again. localstripe 1.15.10 derives the status from the intent's latest
+    charge, the declined one, so its confirm refuses the intent for good (400): a new payment method on such an
+    intent unlinks that charge (it stays among the charges) until the next confirmation makes another."""
+    intent = resources.PaymentIntent
+    update = intent._update
+
+    def _update(self: Any, **data: Any) -> None:
+        declined = self.latest_charge is not None and self.latest_charge.status == "failed"
+        update(self, **data)
+        if declined and "payment_method" in data:
+            self.latest_charge = None
+
+    intent._update = _update
+
+
+def _serve(host: str, port: int, *, as_released: bool = False) -> None:  # pragma: no cover - the child process
     from aiohttp import web
     from localstripe import resources, server
 
     resources.Store.dump_to_disk = lambda self: None  # in memory only
+    if not as_released:
+        _confirmable_after_decline(resources)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
@@ -168,7 +198,7 @@ def _serve(host: str, port: int) -> None:  # pragma: no cover - runs in the chil
 
 def main(argv: list[str]) -> None:  # pragma: no cover - manual helper and the child's entry point
     if argv[:1] == ["--serve"]:
-        _serve(argv[1], int(argv[2]))
+        _serve(argv[1], int(argv[2]), as_released="--as-released" in argv[3:])
         return
     with LocalStripe(port=int(argv[0]) if argv else None) as stripe_server:
         print(stripe_server.endpoint, flush=True)

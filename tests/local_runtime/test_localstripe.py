@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
+from typing import Any
 
 import pytest
 
@@ -70,3 +71,51 @@ def test_make_pay_finds_the_intent_the_order_holds_not_one_its_reprice_cancelled
         provider.cancel(held.intent_id, idempotency_key=f"shop-order-order-r-cancel-{held.intent_id}")
         newer = provider.create_intent("order-r", 1100, "usd", idempotency_key="shop-order-order-r-authorise-reprice-2")
         assert _intent_of(_stripe(server.endpoint), "order-r").id == newer.intent_id
+
+
+def _declined_then_visa(server: LocalStripe, order_id: str) -> tuple[str, Any]:
+    """An intent for the order, confirmed with a declining card, then `make pay`'s second attempt with a good one:
+    the intent's status after the decline, and the second attempt's outcome (its event, or the error)."""
+    import stripe
+
+    from local_runtime.payments import _stripe, authorised_event
+    from shop.payments.stripe_adapter import StripePayments
+
+    provider = StripePayments("sk_test_local", api_base=server.endpoint)
+    held = provider.create_intent(order_id, 1200, "usd", idempotency_key=f"shop-order-{order_id}-authorise")
+    with pytest.raises(stripe.CardError):
+        authorised_event(server.endpoint, order_id, "declined")
+    after_decline = _stripe(server.endpoint).v1.payment_intents.retrieve(held.intent_id).status
+    try:
+        return after_decline, authorised_event(server.endpoint, order_id, "visa")
+    except stripe.StripeError as refused:
+        return after_decline, refused
+
+
+def test_a_declined_intent_is_confirmed_again_with_another_card_as_stripe_allows():
+    """Stripe returns an intent whose confirmation was declined to requires_payment_method; a new payment method
+    makes it confirmable again. `make pay ORDER=<id> CARD=declined` then `make pay ORDER=<id>` pays the order."""
+    with LocalStripe() as server:
+        after_decline, second = _declined_then_visa(server, "order-retry")
+    assert after_decline == "requires_payment_method"
+    assert isinstance(second, dict), second
+    intent = second["data"]["object"]
+    assert (second["type"], intent["status"], intent["amount"]) == (
+        "payment_intent.amount_capturable_updated",
+        "requires_capture",
+        1200,
+    )
+    assert intent["metadata"] == {"order_id": "order-retry"}
+
+
+def test_localstripe_as_released_refuses_to_confirm_a_declined_intent_again():
+    """What the launcher corrects (docs/payments.md, "What localstripe does differently"): localstripe 1.15.10 keeps
+    deriving the status from the declined charge, so the intent never becomes confirmable again. When this fails,
+    localstripe does it itself and the launcher's correction can go."""
+    import stripe
+
+    with LocalStripe(as_released=True) as server:
+        after_decline, second = _declined_then_visa(server, "order-retry")
+    assert after_decline == "requires_payment_method"
+    assert isinstance(second, stripe.InvalidRequestError)
+    assert second.http_status == 400
