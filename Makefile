@@ -151,11 +151,15 @@ token: setup
 invoke: setup synth
 	$(PY) -m local_runtime invoke --function "$(FN)" --event "$(EVENT)"
 
+# `make migrate` and `make replay` work on the running `make dev`'s DynamoDB Local, whatever its port (its
+# .local/stack.json); a DYNAMODB_PORT given on the command line or in the environment wins.
+GIVEN_DYNAMODB_PORT = $(if $(filter-out file,$(origin DYNAMODB_PORT)),--dynamodb-port $(DYNAMODB_PORT),)
+
 # Re-drive given-up stream batches through order_events (docs/operations.md, "Stream records dropped"):
 # BUCKET=<StreamFailureBucket> FUNCTION=<OrderEventsFunction> for a deployed stage; without them,
 # .local/stream-failures/ through the DynamoDB Local of a running `make dev`.
 replay: setup $(if $(BUCKET),,synth)
-	$(PY) -m local_runtime replay $(if $(BUCKET),--bucket "$(BUCKET)" --function "$(FUNCTION)",--dynamodb-port $(DYNAMODB_PORT) $(foreach pair,$(FUNCTION_ENV),--env $(pair)))
+	$(PY) -m local_runtime replay $(if $(BUCKET),--bucket "$(BUCKET)" --function "$(FUNCTION)",$(GIVEN_DYNAMODB_PORT) $(foreach pair,$(FUNCTION_ENV),--env $(pair)))
 
 bench: setup synth
 	$(PY) -m bench
@@ -197,7 +201,7 @@ NAME ?=
 RATE ?= 200
 SEGMENTS ?= 4
 migrate: setup
-	$(PY) -m local_runtime.migrate --name "$(NAME)" --dynamodb-port $(DYNAMODB_PORT) --rate $(RATE) \
+	$(PY) -m local_runtime.migrate --name "$(NAME)" $(GIVEN_DYNAMODB_PORT) --rate $(RATE) \
 	  --segments $(SEGMENTS) $(if $(DRY_RUN),--dry-run,) $(if $(LOAD_ORDERS),--load-orders $(LOAD_ORDERS),)
 
 # Migration 0001's listed-exactly-once test at 10,000 version 1 products (make test runs it at 600). Alone:

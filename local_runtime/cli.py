@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from infra.settings import LOCAL_TABLE_NAME
-from local_runtime import auth, failures
+from local_runtime import auth, dev_state, failures
 from local_runtime.dynamodb_local import QUICK_START, DynamoDBLocal, create_table
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -169,6 +169,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
                 deletions=ttl_deletions,
                 interval=args.ttl_interval,
             ).start()
+        dev_state.record(
+            state_dir,
+            gateway=url,
+            dynamodb_port=ddb.port,
+            aws=aws.endpoint,
+            localstripe=paying.server.endpoint if paying is not None else None,
+        )
         payments_line = (
             f"localstripe {paying.server.endpoint} -> {paying.webhook_url}; pay: make -s pay ORDER=<id>"
             if paying is not None
@@ -221,6 +228,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             paying.server.stop()
             local_payments.forget(state_dir)
         (state_dir / DEV_ENV_FILE).unlink(missing_ok=True)
+        dev_state.forget(state_dir)
         if capture is not None:
             capture.stop()
         aws.stop()
@@ -353,7 +361,11 @@ def _replay_locally(args: argparse.Namespace) -> failures.ReplayReport | None:
         print("error: no stream mapping in the templates", file=sys.stderr)
         return None
     state_dir = pathlib.Path(args.data_dir).resolve()
-    endpoint = args.endpoint or f"http://127.0.0.1:{args.dynamodb_port}"
+    try:
+        endpoint = dev_state.endpoint_for(args.endpoint, args.dynamodb_port, state_dir)
+    except dev_state.NoStack as error:
+        print(f"error: {error}", file=sys.stderr)
+        return None
     # Under a running `make dev` with payments, payment_steps' batches are applied against its localstripe.
     paying = local_payments.running_environment(state_dir)
     # The variables `dev` was started with (--env, remembered in its data dir; a replay's own --env wins): a stack
@@ -469,7 +481,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="re-drive given-up stream batches through order_events")
     common(replay)
     replay.add_argument("--cdk-out", default=str(REPO_ROOT / "cdk.out"))
-    replay.add_argument("--dynamodb-port", type=int, default=8000, help="`make dev`'s DynamoDB Local port")
+    replay.add_argument(
+        "--dynamodb-port", type=int, default=None, help="DynamoDB Local's port (default: the running `make dev`'s)"
+    )
     replay.add_argument("--endpoint", default=None, help="DynamoDB endpoint (default: 127.0.0.1:<port>)")
     replay.add_argument("--bucket", default=None, help="deployed: the StreamFailureBucket output of ShopEvents")
     replay.add_argument("--function", default=None, help="deployed: the OrderEventsFunction output of ShopEvents")

@@ -13,12 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import sys
 import threading
 import time
 from typing import Any
 
 from infra.settings import LOCAL_TABLE_NAME
+from local_runtime import dev_state
+from local_runtime.cli import DEFAULT_STATE_DIR
 from local_runtime.dynamodb_local import FAKE_CREDENTIALS
 from shop.migrations.rate import TokenBucket
 
@@ -119,8 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="write nothing; count what would change")
     parser.add_argument("--segments", type=int, default=DEFAULT_SEGMENTS)
     parser.add_argument("--rate", type=float, default=DEFAULT_RATE, help="write units per second, all segments")
-    parser.add_argument("--dynamodb-port", type=int, default=8000, help="`make dev`'s DynamoDB Local port")
+    parser.add_argument(
+        "--dynamodb-port", type=int, default=None, help="DynamoDB Local's port (default: the running `make dev`'s)"
+    )
     parser.add_argument("--endpoint", default=None, help="DynamoDB endpoint (default: the port's)")
+    parser.add_argument(
+        "--data-dir", type=pathlib.Path, default=DEFAULT_STATE_DIR, help="the running `make dev`'s state"
+    )
     parser.add_argument("--table", default=LOCAL_TABLE_NAME)
     parser.add_argument("--load-v1-products", type=int, default=0, metavar="N")
     parser.add_argument(
@@ -136,7 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     # A migration may read the functions' settings (0002: STATUS_SHARDS, STATUS_SHARDS_NEXT, STATUS_SHARDS_WRITERS);
     # they need a table name, which is this run's.
     os.environ.setdefault("TABLE_NAME", args.table)
-    ddb = client(args.endpoint or f"http://127.0.0.1:{args.dynamodb_port}")
+    try:
+        endpoint = dev_state.endpoint_for(args.endpoint, args.dynamodb_port, args.data_dir.resolve())
+    except dev_state.NoStack as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    ddb = client(endpoint)
     table = Table(ddb, args.table)
     if args.load_v1_products:
         from local_runtime.v1_products import load
