@@ -200,8 +200,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
         )
         if args.verbose or args.echo_logs:
             follower = Follower(logs).start()
-        restarts = 0
+        restarts = stripe_restarts = 0
         while not stop.wait(1.0):
+            if paying is not None and stripe_restarts <= local_payments.MAX_RESTARTS and not paying.server.is_running():
+                stripe_restarts += 1
+                print(local_payments.restart(paying, attempt=stripe_restarts), file=sys.stderr, flush=True)
             if not ddb.is_running():
                 if restarts >= MAX_STORE_RESTARTS:
                     print("error: DynamoDB Local exited again; stopping", file=sys.stderr)
@@ -236,8 +239,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
 
 def cmd_pay(args: argparse.Namespace) -> int:
-    from local_runtime.payments import PayError, pay
+    from local_runtime.payments import USAGE, PayError, pay
 
+    if not args.order.strip():
+        print(USAGE, file=sys.stderr)
+        return 2
     try:
         print(pay(pathlib.Path(args.data_dir).resolve(), args.order, args.card))
     except PayError as error:

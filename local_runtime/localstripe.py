@@ -93,6 +93,14 @@ class LocalStripe:
             child_process.track(self)
             return self
 
+    def restart(self, timeout: float = 30.0) -> LocalStripe:
+        """A new server on the port this one had, after its process exited: localstripe keeps its objects in
+        memory, so it starts empty."""
+        with self._lock:
+            self._terminate()
+            self._requested_port = self.port
+        return self.start(timeout)
+
     def _read_port(self, timeout: float) -> int:
         assert self._proc is not None
         stdout = self._proc.stdout

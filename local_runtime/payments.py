@@ -9,7 +9,9 @@ attaches a test card and confirms it. localstripe 1.15.10 announces nothing when
 authorised (docs/payments.md), so after an authorising card `pay` posts the event Stripe would send,
 `payment_intent.amount_capturable_updated`, signed with the local secret, to the running gateway: the real
 route and verification. A declining card (pm_card_chargeCustomerFail) makes localstripe send
-`payment_intent.payment_failed` itself.
+`payment_intent.payment_failed` itself, and the intent takes another card (`make pay` again). An order that can no
+longer be paid (unknown, cancelled, expired, failed, already paid) is refused in one line: `pay` reads it first
+through the gateway, as its admin.
 """
 
 from __future__ import annotations
@@ -21,15 +23,33 @@ import pathlib
 import secrets
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from local_runtime import auth, dev_state
 from local_runtime.localstripe import TEST_SECRET_KEY, LocalStripe
 
 STATE_FILE = "payments.json"
 CARDS = {"visa": "pm_card_visa", "declined": "pm_card_chargeCustomerFail"}
 WEBHOOK_ID = "shop-local"
+MAX_RESTARTS = 5  # of a localstripe that keeps exiting, in one `dev` run
+USAGE = "usage: make -s pay ORDER=<order id> [CARD=declined]"
+# Why an order in each status cannot be paid (PENDING_PAYMENT can).
+NOT_PAYABLE = {
+    "PENDING": "it was placed without payments (PAYMENTS=none)",
+    "CANCELLED": "it was cancelled",
+    "EXPIRED": "its payment window closed",
+    "PAYMENT_FAILED": "its payment failed for good: place a new order",
+    "CONFIRMED": "it is already paid",
+    "SHIPPED": "it is already paid",
+    "DELIVERED": "it is already paid",
+    "RETURN_REQUESTED": "it is already paid",
+    "RETURNED": "it is already paid",
+}
+# Intent statuses `pay` can confirm (after attaching the card)
+CONFIRMABLE = ("requires_payment_method", "requires_confirmation")
 
 
 @dataclass(frozen=True)
@@ -66,6 +86,25 @@ def start(state_dir: pathlib.Path, gateway_url: str) -> LocalPayments:
         json.dumps({"stripe": server.endpoint, "webhook_url": url, "webhook_secret": secret}) + "\n"
     )
     return running
+
+
+def restart(paying: LocalPayments, *, attempt: int) -> str:
+    """`dev`'s answer to a localstripe that exited: the same port again, the webhook registered again with the same
+    secret (so nothing the functions were given changes), and the line to print. Past MAX_RESTARTS attempts, or
+    when the restart fails, it restarts nothing and says how to."""
+    endpoint = paying.server.endpoint
+    how = "stop `make dev` (Ctrl-C) and start it again"
+    if attempt > MAX_RESTARTS:
+        return f"localstripe {endpoint} exited again and stays down: {how}"
+    try:
+        paying.server.restart()
+        paying.server.register_webhook(WEBHOOK_ID, paying.webhook_url, paying.webhook_secret)
+    except (RuntimeError, OSError) as failed:
+        return f"localstripe {endpoint} exited and could not be restarted ({failed}): {how}"
+    return (
+        f"localstripe exited; restarted on {endpoint} with the same webhook: the payment intents it held are gone "
+        "(it keeps them in memory), so orders placed before cannot be paid"
+    )
 
 
 def running_environment(state_dir: pathlib.Path) -> dict[str, str] | None:
@@ -109,7 +148,10 @@ def _intent_of(client: Any, order_id: str) -> Any:
     listed = client.v1.payment_intents.list(params={"limit": 100})
     found = [i for i in listed.auto_paging_iter() if (i.to_dict().get("metadata") or {}).get("order_id") == order_id]
     if not found:
-        raise PayError(f"no payment intent for order {order_id} on localstripe (placed with payments on?)")
+        raise PayError(
+            f"no payment intent for order {order_id} on localstripe: it keeps intents in memory, so a localstripe "
+            "restarted since the order was placed has lost it"
+        )
     # A checkout repriced while it was placed made an intent for the old total too, cancelled at once: the
     # order holds the other one (docs/payments.md, "Checkout").
     live = [i for i in found if i.status != "canceled"]
@@ -134,6 +176,9 @@ def authorised_event(endpoint: str, order_id: str, card: str = "visa") -> dict[s
     the event Stripe would send for the authorisation (unsigned). stripe.CardError for a declining card."""
     client = _stripe(endpoint)
     intent = _intent_of(client, order_id)
+    if intent.status not in CONFIRMABLE:
+        done = "already authorised" if intent.status in ("requires_capture", "succeeded") else intent.status
+        raise PayError(f"order {order_id}'s payment intent {intent.id} is {done}: nothing to confirm")
     client.v1.payment_intents.update(intent.id, params={"payment_method": CARDS[card]})
     confirmed = client.v1.payment_intents.confirm(intent.id)
     if confirmed.status != "requires_capture":
@@ -148,26 +193,58 @@ def authorised_event(endpoint: str, order_id: str, card: str = "visa") -> dict[s
     }
 
 
+def order_status(gateway: str, state_dir: pathlib.Path, order_id: str) -> str:
+    """The order's status, read through the running gateway as its admin; PayError when there is no such order."""
+    token = auth.issue_token(auth.load_or_create_keys(state_dir), "make-pay", groups=["admin"])
+    request = urllib.request.Request(f"{gateway}/orders/{urllib.parse.quote(order_id, safe='')}")
+    request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return str(json.loads(answer.read())["status"])
+    except urllib.error.HTTPError as refused:
+        if refused.code in (400, 404):
+            raise PayError(f"no order {order_id} on the running `make dev`") from None
+        raise PayError(f"reading order {order_id} answered {refused.code}: {refused.read().decode()[:200]}") from None
+    except OSError as unreachable:
+        raise PayError(f"the running `make dev`'s gateway {gateway} does not answer: {unreachable}") from None
+
+
 def pay(state_dir: pathlib.Path, order_id: str, card: str = "visa") -> str:
     """Pay the order of the running `make dev` with a test card; a line saying what happened."""
     import stripe
 
-    path = state_dir / STATE_FILE
-    if not path.exists():
-        raise PayError("no running `make dev` with payments (start it with PAYMENTS=stripe, the default)")
-    state = json.loads(path.read_text())
+    if not order_id.strip():
+        raise PayError(USAGE)
     if card not in CARDS:
         raise PayError(f"CARD must be one of {', '.join(CARDS)}, got {card!r}")
+    running = dev_state.running(state_dir)
+    if running is None:
+        raise PayError("no `make dev` is running: start it (payments are on by default), then pay its orders")
+    path = state_dir / STATE_FILE
+    if running.localstripe is None or not path.exists():
+        raise PayError("the running `make dev` takes no payments (PAYMENTS=none): its orders need none")
+    state = json.loads(path.read_text())
+    status = order_status(running.gateway, state_dir, order_id)
+    if status != "PENDING_PAYMENT":
+        reason = NOT_PAYABLE.get(status, "only a PENDING_PAYMENT order can be paid")
+        raise PayError(f"order {order_id} is {status}: {reason}")
     try:
         event = authorised_event(state["stripe"], order_id, card)
     except stripe.CardError as declined:
         # localstripe posts payment_intent.payment_failed to the gateway itself (about a second later).
         return f"declined: {declined.code or 'card_declined'}; localstripe delivers payment_intent.payment_failed"
-    status, body = post_event(state["webhook_url"], state["webhook_secret"], event)
-    if status != 200:
-        raise PayError(f"the webhook answered {status}: {body}")
+    except stripe.APIConnectionError:
+        raise PayError(f"localstripe does not answer at {state['stripe']}") from None
+    except stripe.StripeError as refused:
+        raise PayError(f"localstripe refused order {order_id}'s payment: {refused.user_message or refused}") from None
+    try:
+        status_code, body = post_event(state["webhook_url"], state["webhook_secret"], event)
+    except OSError as unreachable:
+        raise PayError(f"the webhook {state['webhook_url']} does not answer: {unreachable}") from None
+    if status_code != 200:
+        raise PayError(f"the webhook answered {status_code}: {body}")
     confirmed = event["data"]["object"]
     return (
         f"authorised {confirmed['amount']} {confirmed['currency']} on {confirmed['id']}; "
-        f"webhook {event['id']} -> {status}"
+        f"webhook {event['id']} -> {status_code}"
     )
