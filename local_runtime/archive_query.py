@@ -23,6 +23,7 @@ from infra import archive_queries
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 LOCAL_BUCKETS = REPO_ROOT / ".local" / "s3"
+OBJECTS = "orders/year=*/month=*/day=*/*.json"  # the archive's objects, under their partition folders
 SCALARS = {"string": "VARCHAR", "int": "INTEGER", "bigint": "BIGINT", "double": "DOUBLE", "boolean": "BOOLEAN"}
 
 
@@ -73,7 +74,7 @@ def run(name: str, archive_dir: pathlib.Path) -> list[dict[str, Any]]:
         raise KeyError(f"no query {name!r}; known: {', '.join(sorted(archive_queries.QUERIES))}")
     connection = duckdb.connect()
     try:
-        if not list(archive_dir.glob("orders/year=*/month=*/day=*/*.json")):
+        if not has_orders(archive_dir):
             return []  # read_json fails on a pattern matching nothing: an empty archive has no rows
         connection.execute(view_sql(archive_dir))
         cursor = connection.execute(archive_queries.query(name, archive_queries.duckdb_sources()))
@@ -81,6 +82,10 @@ def run(name: str, archive_dir: pathlib.Path) -> list[dict[str, Any]]:
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     finally:
         connection.close()
+
+
+def has_orders(archive_dir: pathlib.Path) -> bool:
+    return next(iter(archive_dir.glob(OBJECTS)), None) is not None
 
 
 def default_archive_dir() -> pathlib.Path | None:
@@ -107,6 +112,19 @@ def main(argv: list[str] | None = None) -> int:
             f"error: no archive under {LOCAL_BUCKETS} (stop `make dev` to save it) and no --archive-dir",
             file=sys.stderr,
         )
+        return 2
+    if not archive_dir.is_dir():
+        print(
+            f"error: no archive at {archive_dir}: ARCHIVE_DIR must name a copy of the archive bucket", file=sys.stderr
+        )
+        return 2
+    if not has_orders(archive_dir):
+        why = (
+            "is ARCHIVE_DIR a copy of the archive bucket?"
+            if args.archive_dir
+            else "`make dev` saves its archive here when it stops; finished orders reach it past ARCHIVE_AFTER_DAYS"
+        )
+        print(f"error: no archived order in {archive_dir} (no {OBJECTS}): {why}", file=sys.stderr)
         return 2
     for row in run(args.name, archive_dir):
         print(json.dumps(row, default=str))
