@@ -1,12 +1,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field, field_serializer
 
 from shop.models.common import Model, Timestamp
 from shop.models.pricing import line_total
+
+# shop.clock's format (models do not import it): ISO-8601 UTC with fixed-width microseconds.
+ISO_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def _epoch_seconds(value: Any) -> Any:
+    """An instant as an answer writes it (RFC 3339) read back as the epoch seconds the order holds."""
+    if isinstance(value, str):
+        return int(datetime.fromisoformat(value).timestamp())
+    return value
 
 
 class OrderStatus(StrEnum):
@@ -159,11 +171,23 @@ class Order(OrderSummary):
     delivered_at: Timestamp | None = None  # when it first became DELIVERED: the return window starts there
     # PAYMENTS=stripe: the order's payment; answers show it through their own schemas (exclude).
     payment: OrderPayment | None = Field(default=None, exclude=True)
-    # PENDING_PAYMENT orders: when the payment window closes (epoch s), as the PAYMENT_DUE item's TTL says.
-    payment_expires_at: int | None = Field(default=None, exclude=True)
+    # PENDING_PAYMENT orders: when the payment window closes, held as epoch seconds (as the PAYMENT_DUE item's TTL
+    # says); answered as an RFC 3339 instant while the order waits for its payment, null otherwise.
+    payment_expires_at: Annotated[int | None, BeforeValidator(_epoch_seconds)] = Field(
+        default=None,
+        description="PENDING_PAYMENT: when the payment window closes (the order then expires, its stock released); "
+        "null once the order is paid, failed, expired or cancelled, and for orders taken without payment",
+    )
     archived: bool = Field(
         default=False, description="true when the order is read from the archive (S3): it can no longer change"
     )
+
+    @field_serializer("payment_expires_at", when_used="json")
+    def _payment_window_end(self, seconds: int | None) -> Timestamp | None:
+        """The window's end as every other time of an answer is written, only while the order waits for it."""
+        if seconds is None or self.status is not OrderStatus.PENDING_PAYMENT:
+            return None
+        return datetime.fromtimestamp(seconds, UTC).strftime(ISO_FORMAT)
 
 
 @dataclass(frozen=True)
