@@ -6,6 +6,7 @@ import json
 import logging
 import pathlib
 import re
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -189,6 +190,9 @@ class Gateway:
                     self._send(_json(413, {"message": "Request Entity Too Large"}))
                     return
                 body = self.rfile.read(length) if length else b""
+                if len(body) < length:  # the client went away before its body had all come: nothing to answer
+                    self.close_connection = True
+                    return
                 request = events.HttpRequest(
                     method=self.command,
                     raw_path=parts.path or "/",
@@ -230,6 +234,14 @@ class Gateway:
             daemon_threads = True
             allow_reuse_address = True
             request_queue_size = 128
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                # A client that closes its connection before the whole answer is written (a browser tab closed, a
+                # curl interrupted, a test's timeout) is no fault of the gateway's: no traceback for it.
+                if isinstance(sys.exc_info()[1], ConnectionError):
+                    log.info("%s went away before the answer was written", client_address[0])
+                    return
+                super().handle_error(request, client_address)
 
         return Server((host, port), Handler)
 

@@ -8,6 +8,7 @@ import pathlib
 import shutil
 import signal
 import socket
+import struct
 import threading
 import time
 
@@ -16,7 +17,7 @@ import requests
 
 from local_runtime import auth, failures
 from local_runtime.dynamodb_local import DynamoDBLocal, create_table
-from local_runtime.functions import Functions
+from local_runtime.functions import Functions, InvokeResult
 from local_runtime.gateway import Gateway, swagger_assets_dir
 from local_runtime.poller import StreamPoller
 from local_runtime.template import load_app
@@ -334,3 +335,73 @@ def test_poller_resumes_after_the_store_restarts_and_after_its_own_restart(app, 
         functions.close()
         ddb.stop()
     assert _delivered_keys(batches) == ["ORDER#resume-1", "ORDER#resume-2", "ORDER#resume-3"]
+
+
+class _HeldAnswers:
+    """An invoker whose answers (1 MB each) wait until the test lets them go, and the gateway's server with a mark set
+    once it has finished with each connection (after any error it reports)."""
+
+    def __init__(self, app, tmp_path):
+        self.release = threading.Event()
+        self.invoked: list[str] = []
+        gateway = Gateway(app.routes, self.invoke, auth.JwtAuthorizer(auth.load_or_create_keys(tmp_path)))
+        self.server = gateway.server("127.0.0.1", 0)
+        self.closed = threading.Semaphore(0)
+        shutdown_request = self.server.shutdown_request
+
+        def counted(request):
+            shutdown_request(request)
+            self.closed.release()
+
+        self.server.shutdown_request = counted  # type: ignore[method-assign]
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def invoke(self, name, event):
+        self.invoked.append(event["rawPath"])
+        self.release.wait(30)
+        return InvokeResult(True, {"statusCode": 200, "body": "x" * 1_000_000}, 1.0, "req-1")
+
+    def connect(self):
+        client = socket.create_connection(("127.0.0.1", self.server.server_address[1]), timeout=30)
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close() resets at once
+        return client
+
+    def stop(self):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_client_that_goes_away_mid_answer_is_let_go_quietly(app, tmp_path, capfd):
+    held = _HeldAnswers(app, tmp_path)
+    try:
+        client = held.connect()
+        client.sendall(b"GET /products/gone HTTP/1.1\r\nHost: local\r\n\r\n")
+        while not held.invoked:
+            time.sleep(0.01)
+        client.close()  # the client gives up while the function runs
+        held.release.set()
+        assert held.closed.acquire(timeout=30)  # the gateway wrote into the reset connection, and let it go
+
+        assert requests.get(f"{held.url}/products/next", timeout=30).status_code == 200  # still serving
+    finally:
+        held.stop()
+    printed = capfd.readouterr().err
+    assert "Traceback" not in printed
+    assert "Error" not in printed
+
+
+def test_a_request_whose_client_goes_away_mid_body_invokes_nothing(app, tmp_path, capfd):
+    held = _HeldAnswers(app, tmp_path)
+    try:
+        client = held.connect()
+        client.sendall(b"GET /products/cut HTTP/1.1\r\nHost: local\r\nContent-Length: 1000\r\n\r\n" + b"{" * 10)
+        client.shutdown(socket.SHUT_WR)  # 10 bytes of the 1,000 announced, then the client is gone
+        assert held.closed.acquire(timeout=30)
+        client.close()
+    finally:
+        held.stop()
+    assert held.invoked == []
+    printed = capfd.readouterr().err
+    assert "Traceback" not in printed
