@@ -192,6 +192,43 @@ lock:
 clean:
 	rm -rf cdk.out $(LOCAL_OUT) build .cache .pytest_cache .mypy_cache .ruff_cache
 
+# Every target, one line each (tests/local_runtime/test_make_help.py: each name on a .PHONY line is listed here).
+.PHONY: help
+HELP := \
+  'help|this list' \
+  'setup|.venv from the pinned locks and node_modules (npm ci); every other target runs it first' \
+  'dev|the whole backend on http://127.0.0.1:3000, Ctrl-C stops it [PORT= DYNAMODB_PORT= FRESH=1 V=1 PAYMENTS=none]' \
+  'pay|pay an order of the running make dev through localstripe: make -s pay ORDER=<id> [CARD=declined]' \
+  'logs|follow the function logs of the running make dev, one readable line each [RAW=1]' \
+  'token|a bearer token for the local gateway: make -s token SUB=<id> [GROUPS=admin]' \
+  'invoke|one function in-process on one event: FN=<function> EVENT=<file>' \
+  'replay|re-drive given-up stream batches: of the running make dev, or BUCKET= FUNCTION= of a stage' \
+  'migrate|a table migration on the DynamoDB Local of the running make dev: NAME=<migration> [DRY_RUN=1]' \
+  'archive-query|a named query of the order archive, by DuckDB: NAME=<query> [ARCHIVE_DIR=<copy>]' \
+  'test|what CI runs before a deploy: lint, synth, every test tier and mypy' \
+  'unit|the fast lane: the rules on the in-memory store, under a minute' \
+  'integration|handlers, repositories, streams and the local runtime on moto and DynamoDB Local' \
+  'infra|the synthesized templates of the CDK app' \
+  'e2e|the local stack over HTTP, as make dev runs it' \
+  'fuzz|the schemathesis run of make test alone [E2E_FUZZ_MAX_EXAMPLES=<n>]' \
+  'scale|the heavy tests at full size: migration 0001 over 10,000 products, a move of 5,000' \
+  'migrate-10k|the listed-exactly-once test of migration 0001 over 10,000 products' \
+  'lint|ruff check and ruff format --check' \
+  'typecheck|mypy over the shop layer, functions, infra, local_runtime and bench' \
+  'layers|the Lambda layers (dependencies, payments), rebuilt when their locks change' \
+  'synth|cdk synth into cdk.out/, again only when an input changed [SNAPSTART=true]' \
+  'synth-local|templates for sam local invoke against the DynamoDB Local of make dev, into cdk.out.local/' \
+  'openapi|regenerate openapi.json' \
+  'bench|the benchmarks, into bench/results.json' \
+  'drill|the fault drills under load, into bench/results.json' \
+  'deploy|deploy every stack to the AWS account in your environment [CDK_ARGS=...]' \
+  'destroy|remove the stacks from that account' \
+  'lock|re-resolve requirements/*.txt from the hand-edited .in files (needs the registry)' \
+  'clean|remove cdk.out, cdk.out.local, build and the caches'
+help:
+	@echo 'make <target>, the targets (README.md, "Everyday commands"):'
+	@for entry in $(HELP); do printf '  %-14s %s\n' "$${entry%%|*}" "$${entry#*|}"; done
+
 # Table migrations (docs/operations.md, "Migrations"): against `make dev`'s DynamoDB Local, with a progress bar;
 # resumes at its checkpoints when run again. NAME=0001-list-version-1-products [DRY_RUN=1] [RATE=200] [SEGMENTS=4]
 # 0002-move-status-shards reads STATUS_SHARDS, STATUS_SHARDS_NEXT and STATUS_SHARDS_WRITERS=next from the
