@@ -46,6 +46,8 @@ def count(outcome: Outcome) -> None:
         metrics.add_metric(name="StockLowAlerts", unit=MetricUnit.Count, value=1)
     if outcome.action is Action.ARCHIVED:
         metrics.add_metric(name="OrdersArchived", unit=MetricUnit.Count, value=1)
+    if outcome.action is Action.PAYMENT_LAPSED:  # its alarm: infra.constructs.monitoring
+        metrics.add_metric(name="AuthorisationsLapsed", unit=MetricUnit.Count, value=1)
 
 
 def log(outcome: Outcome) -> None:

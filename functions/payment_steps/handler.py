@@ -1,4 +1,5 @@
-"""payment_steps: the table's stream -> PaymentService's steps (capture, cancel, refund, expiry), partial batches.
+"""payment_steps: the table's stream -> PaymentService's steps (capture, cancel, refund, expiry), partial batches;
+and, on its schedule, the sweep of payment windows whose TTL removal has not come.
 
 Its event source mapping's filter sends only the records a step needs (an order with a payment whose status
 changed to SHIPPED, CANCELLED, PAYMENT_FAILED, EXPIRED or RETURNED; a PAYMENT_DUE item's removal); the rules
@@ -48,10 +49,28 @@ def count(outcome: StepOutcome) -> None:
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
 
 
+SCHEDULED = "Scheduled Event"  # an EventBridge schedule's detail-type: the payment windows' sweep
+
+
+def sweep(service: Any) -> dict[str, Any]:
+    """The windows whose TTL removal did not come (late, or lost): expired as it would have expired them."""
+    outcomes = service.sweep()
+    for outcome in outcomes:
+        count(outcome)
+        if outcome.action is not StepAction.SKIPPED:
+            logger.info(outcome.action.value, order_id=outcome.order_id, by="sweep")
+    swept = sum(outcome.action is not StepAction.SKIPPED for outcome in outcomes)
+    metrics.add_metric(name="OrdersSwept", unit=MetricUnit.Count, value=swept)
+    return {"swept": swept}
+
+
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     service = wiring.payment_service()
+    if event.get("detail-type") == SCHEDULED:
+        with invocation_deadline(context):
+            return sweep(service)
 
     def record_handler(record: DynamoDBRecord) -> tuple[Event, ...]:
         try:

@@ -221,21 +221,139 @@ def test_a_paid_order_is_confirmed_by_the_webhook_and_captured_when_shipped(payi
     assert paying.stock(product["product_id"]) == 5  # restocked by the return
 
 
-def test_a_declined_card_fails_the_payment_and_gives_the_stock_back(paying: Paying) -> None:
+def _localstripe(state: dict[str, Any]) -> Any:
+    import stripe
+
+    return stripe.StripeClient("sk_test_e2e", base_addresses={"api": state["stripe"]}, max_network_retries=0)
+
+
+def _deliver(paying: Paying, event_type: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """What Stripe sends for a change localstripe makes silently (it announces neither a cancelled intent nor a
+    refund), signed with the endpoint's secret, over the gateway."""
+    event = {
+        "id": f"evt_e2e_{event_type}_{time.time_ns()}",
+        "object": "event",
+        "type": event_type,
+        "created": int(time.time()),
+        "data": {"object": obj},
+    }
+    status, answer = post_event(paying.state["webhook_url"], paying.state["webhook_secret"], event)
+    assert status == 200, answer
+    return json.loads(answer)
+
+
+def _confirmed(paying: Paying, name: str, price_cents: int, quantity: int = 1) -> tuple[str, str]:
+    """(order id, product id) of an order paid with a card that authorises, CONFIRMED."""
+    api = paying.stack.api
+    product = create_product(api, paying.admin, category="e2e-pay", name=name, price_cents=price_cents, stock=5)
+    placed = expect(place_order(api, paying.customer, f"pay-{name}", order_lines(product["product_id"], quantity)), 201)
+    order_id = placed["order_id"]
+    paying.pay(order_id)
+    eventually(lambda: paying.order(order_id)["status"] == "CONFIRMED", timeout=30, what="CONFIRMED")
+    return order_id, product["product_id"]
+
+
+def test_a_declined_card_is_one_attempt_and_another_card_pays_with_the_stock_held(paying: Paying) -> None:
     api = paying.stack.api
     product = create_product(api, paying.admin, category="e2e-pay", name="Jug", price_cents=1500, stock=5)
     placed = expect(place_order(api, paying.customer, "pay-declined", order_lines(product["product_id"], 2)), 201)
     order_id = placed["order_id"]
     assert paying.stock(product["product_id"]) == 3
     assert paying.pay(order_id, "declined").startswith("declined")  # localstripe posts payment_failed itself
+    failure = eventually(
+        lambda: paying.payment(order_id).get("last_failure"), timeout=30, what="the failed attempt recorded"
+    )
+    assert failure["code"]
+    waiting = paying.order(order_id)
+    assert (waiting["status"], waiting["version"]) == ("PENDING_PAYMENT", 1)
+    assert paying.stock(product["product_id"]) == 3  # still held
+    assert paying.payment(order_id)["client_secret"] == placed["payment"]["client_secret"]  # the same secret
+    assert "authorised 3000 usd" in paying.pay(order_id)  # another card, the same intent
+    eventually(lambda: paying.order(order_id)["status"] == "CONFIRMED", timeout=30, what="CONFIRMED")
+    assert paying.order(order_id)["version"] == 2
+    assert paying.stock(product["product_id"]) == 3  # sold, never released in between
+    assert paying.intent(order_id)["status"] == "requires_capture"
+
+
+def test_an_intent_cancelled_at_stripe_fails_the_waiting_order_and_gives_the_stock_back(paying: Paying) -> None:
+    api = paying.stack.api
+    product = create_product(api, paying.admin, category="e2e-pay", name="Carafe", price_cents=1100, stock=5)
+    placed = expect(place_order(api, paying.customer, "pay-gave-up", order_lines(product["product_id"], 2)), 201)
+    order_id, intent_id = placed["order_id"], placed["payment"]["intent_id"]
+    cancelled = _localstripe(paying.state).v1.payment_intents.cancel(intent_id).to_dict()
+    for _ in range(3):  # Stripe delivers at least once
+        assert _deliver(paying, "payment_intent.canceled", cancelled)["kind"] == "canceled"
     failed = eventually(
         lambda: (o := paying.order(order_id))["status"] == "PAYMENT_FAILED" and o, timeout=30, what="PAYMENT_FAILED"
     )
     assert failed["version"] == 2
     assert paying.stock(product["product_id"]) == 5  # back, once
-    # the stream's CANCEL step releases the intent
-    eventually(lambda: paying.payment(order_id)["status"] == "CANCELED", timeout=30, what="intent cancelled")
-    assert paying.intent(order_id)["status"] == "canceled"
+    assert paying.payment(order_id)["status"] == "CANCELED"
+
+
+def test_a_lapsed_authorisation_is_recorded_and_shipping_it_is_refused_unless_knowingly(paying: Paying) -> None:
+    api = paying.stack.api
+    order_id, _ = _confirmed(paying, "Kettle", 2700)
+    intent_id = paying.intent(order_id)["id"]
+    lapsed = _localstripe(paying.state).v1.payment_intents.cancel(intent_id).to_dict()  # Stripe, after ~7 days
+    for _ in range(3):
+        assert _deliver(paying, "payment_intent.canceled", lapsed)["kind"] == "canceled"
+    eventually(lambda: paying.payment(order_id)["status"] == "LAPSED", timeout=30, what="LAPSED")
+    assert paying.order(order_id)["status"] == "CONFIRMED"
+    shipment = {"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000063"}
+    refused = api.patch(f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"2"'}, json=shipment)
+    expect(refused, 409, "PAYMENT_NOT_HELD")
+    knowingly = {**shipment, "ship_without_payment": True}
+    shipped = expect(
+        api.patch(f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"2"'}, json=knowingly), 200
+    )
+    assert (shipped["status"], shipped["shipped_without_payment"]) == ("SHIPPED", True)
+    # The stream has read the SHIPPED record (its history entry is written): the capture step took nothing.
+    eventually(
+        lambda: any(entry["status"] == "SHIPPED" for entry in paying.order(order_id)["history"]),
+        timeout=30,
+        what="the SHIPPED record read",
+    )
+    payment = paying.payment(order_id)
+    assert (payment["status"], payment["captured_cents"]) == ("LAPSED", 0)
+
+
+def test_a_dashboard_refund_is_recorded_and_a_later_return_refunds_only_the_rest(paying: Paying) -> None:
+    api = paying.stack.api
+    order_id, product_id = _confirmed(paying, "Tray", 2000, quantity=2)
+    shipment = {"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000064"}
+    expect(api.patch(f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"2"'}, json=shipment), 200)
+    eventually(lambda: paying.payment(order_id)["status"] == "CAPTURED", timeout=30, what="captured")
+    client = _localstripe(paying.state)
+    intent = paying.intent(order_id)
+    client.v1.refunds.create(params={"payment_intent": intent["id"], "amount": 1500})  # in Stripe's dashboard
+    charge = {
+        "id": intent.get("latest_charge") or "ch_e2e",
+        "object": "charge",
+        "payment_intent": intent["id"],
+        "amount_captured": 4000,
+        "amount_refunded": 1500,
+        "refunded": False,
+    }
+    for _ in range(3):
+        assert _deliver(paying, "charge.refunded", charge)["kind"] == "refunded"
+    eventually(lambda: paying.payment(order_id)["refunded_cents"] == 1500, timeout=30, what="the refund recorded")
+
+    delivered = api.patch(
+        f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"3"'}, json={"status": "DELIVERED"}
+    )
+    expect(delivered, 200)
+    expect(api.post(f"/orders/{order_id}/return", token=paying.customer, json={"reason": "Chipped."}), 200)
+    accepted = api.patch(
+        f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"5"'}, json={"status": "RETURNED"}
+    )
+    expect(accepted, 200)
+    refunded = eventually(
+        lambda: (p := paying.payment(order_id))["refunded_cents"] == 4000 and p, timeout=30, what="refunded"
+    )
+    assert (refunded["captured_cents"], refunded["refunded_cents"]) == (4000, 4000)
+    assert sorted(r["amount"] for r in _refunds_of(paying.state, intent["id"])) == [1500, 2500]  # only the rest
+    assert paying.stock(product_id) == 5
 
 
 def test_an_unpaid_order_expires_through_the_ttl_emulator(paying: Paying) -> None:

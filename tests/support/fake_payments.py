@@ -58,6 +58,17 @@ class FakePayments:
             raise errors.PaymentDeclined("the card was declined", {"decline_code": "card_declined"})
         return self._set(record, IntentStatus.REQUIRES_CAPTURE)
 
+    def lapse(self, intent_id: str) -> PaymentIntent:
+        """What the provider does to an authorisation left uncaptured too long (Stripe: about 7 days)."""
+        record = self._record(intent_id)
+        if record.intent.status is not IntentStatus.REQUIRES_CAPTURE:
+            raise errors.PaymentRejected("only an authorisation lapses")
+        return self._set(record, IntentStatus.CANCELED)
+
+    def dashboard_refund(self, intent_id: str, amount_cents: int) -> Refund:
+        """A refund made outside the shop (the provider's dashboard), under a key of its own."""
+        return self.refund(intent_id, amount_cents, idempotency_key=f"dashboard-{next(self._ids)}")
+
     def captured_cents(self, intent_id: str) -> int:
         return self._record(intent_id).captured_cents
 
@@ -156,5 +167,12 @@ class FakePayments:
         return record
 
     def _set(self, record: _Intent, status: IntentStatus) -> PaymentIntent:
-        record.intent = record.intent.model_copy(update={"status": status})
+        amount = record.intent.amount_cents
+        record.intent = record.intent.model_copy(
+            update={
+                "status": status,
+                "amount_capturable_cents": amount if status is IntentStatus.REQUIRES_CAPTURE else 0,
+                "amount_received_cents": record.captured_cents,
+            }
+        )
         return record.intent

@@ -43,12 +43,23 @@ def stock(handlers: Handlers) -> int:
     return handlers.wiring.store.state.products["prod-keyboard"].product.stock
 
 
-def deliver(handlers: Handlers, event_id: str, event_type: str, intent_id: str | None, order_id: str | None) -> Any:
+def deliver(
+    handlers: Handlers,
+    event_id: str,
+    event_type: str,
+    intent_id: str | None,
+    order_id: str | None,
+    *,
+    created: int = 1,
+    **fields: Any,
+) -> Any:
     """Stripe's delivery of one event about the intent, signed with the endpoint's secret now."""
-    obj: dict[str, Any] = {"id": intent_id, "object": "payment_intent", "metadata": {"order_id": order_id}}
+    obj: dict[str, Any] = {"id": intent_id, "object": "payment_intent", "metadata": {"order_id": order_id}, **fields}
     if intent_id is None:  # an event about another object (Stripe names every object by a string id)
         obj = {"id": "cus_1", "object": "customer"}
-    body = json.dumps({"id": event_id, "object": "event", "created": 1, "type": event_type, "data": {"object": obj}})
+    body = json.dumps(
+        {"id": event_id, "object": "event", "created": created, "type": event_type, "data": {"object": obj}}
+    )
     headers = {**WEBHOOK_HEADERS, "Stripe-Signature": signature(body, SAMPLE_SECRET, int(time.time()))}
     return handlers.call("POST", "/webhooks/stripe", raw_body=body, headers=headers)
 
@@ -114,20 +125,47 @@ def test_an_authorisation_confirms_the_order_once(paying):
     assert paying.wiring.store.state.orders[order["order_id"]].status is OrderStatus.CONFIRMED
 
 
-def test_a_failed_payment_gives_the_stock_back_once(paying):
+def test_a_declined_card_is_one_attempt_and_another_card_pays(paying):
     before = stock(paying)
     order = place(paying, "pay-fast-4")
     intent = order["payment"]["intent_id"]
     assert steps(paying) == {"batchItemFailures": []}  # the placement's INSERT: no step
+    declined = {"last_payment_error": {"code": "card_declined", "decline_code": "insufficient_funds", "message": "No"}}
     for _ in range(2):
-        reply = deliver(paying, "evt_fast_fail", "payment_intent.payment_failed", intent, order["order_id"])
+        reply = deliver(paying, "evt_fast_fail", "payment_intent.payment_failed", intent, order["order_id"], **declined)
         assert (reply.status, reply.body["kind"]) == (200, "failed")
+    stored = paying.wiring.store.state.orders[order["order_id"]]
+    assert (stored.status, stored.version) == (OrderStatus.PENDING_PAYMENT, 1)  # still waiting, stock held
+    assert stock(paying) == before - 2
+    assert stored.payment is not None
+    assert stored.payment.last_failure is not None
+    assert (stored.payment.last_failure.code, stored.payment.last_failure.message) == ("insufficient_funds", "No")
+    shown = paying.call("GET", f"/orders/{order['order_id']}/payment", claims=ALICE).body
+    assert shown["last_failure"]["code"] == "insufficient_funds"
+    assert shown["client_secret"] == order["payment"]["client_secret"]  # the same secret keeps working
+    paying.wiring.payments.authorise(intent)  # another card
+    reply = deliver(paying, "evt_fast_paid", "payment_intent.amount_capturable_updated", intent, order["order_id"])
+    assert reply.status == 200
+    assert paying.wiring.store.state.orders[order["order_id"]].status is OrderStatus.CONFIRMED
+    assert stock(paying) == before - 2
+
+
+def test_a_cancelled_intent_fails_the_order_and_gives_the_stock_back_once(paying):
+    before = stock(paying)
+    order = place(paying, "pay-fast-4b")
+    intent = order["payment"]["intent_id"]
+    assert steps(paying) == {"batchItemFailures": []}
+    paying.wiring.payments.cancel(intent, idempotency_key="customer-gave-up")
+    for _ in range(2):
+        reply = deliver(paying, "evt_fast_cancel", "payment_intent.canceled", intent, order["order_id"])
+        assert (reply.status, reply.body["kind"]) == (200, "canceled")
     stored = paying.wiring.store.state.orders[order["order_id"]]
     assert (stored.status, stored.version) == (OrderStatus.PAYMENT_FAILED, 2)
     assert stock(paying) == before
     assert paying.wiring.store.state.order_ttls[order["order_id"]] > 0  # final: archived later
-    assert steps(paying) == {"batchItemFailures": []}  # the PAYMENT_FAILED record's CANCEL step cancels the intent
-    assert paying.wiring.payments.intents[intent].intent.status.value == "canceled"
+    calls = len(paying.wiring.payments.calls)
+    assert steps(paying) == {"batchItemFailures": []}  # the PAYMENT_FAILED record: the intent is cancelled already
+    assert len(paying.wiring.payments.calls) == calls
     payment = paying.wiring.store.state.orders[order["order_id"]].payment
     assert payment is not None
     assert payment.status.value == "CANCELED"

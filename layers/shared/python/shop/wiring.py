@@ -315,7 +315,7 @@ def payment_service(
     (`provider` replaces it: the tests' fake). Built per call; the provider's client is made lazily by it."""
     if table is None and provider is None and _injected is not None:
         return _injected.payment_service()
-    from shop.config import settings
+    from shop.config import payment_settings, settings
     from shop.repository.order_payments import OrderPaymentRepository
     from shop.services.payments import PaymentService
 
@@ -324,6 +324,8 @@ def payment_service(
         provider if provider is not None else _deferred_payments(),
         archive_after_days=lambda: settings().archive_after_days,
         archive_grace_seconds=lambda: settings().archive_grace_seconds,
+        captures_on_confirm=lambda: payment_settings().captures_on_confirm,
+        window_seconds=lambda: payment_settings().payment_window_seconds,
         now=now,
     )
 

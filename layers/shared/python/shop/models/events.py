@@ -29,6 +29,8 @@ class DetailType(StrEnum):
     ORDER_REFUND_DUE = "OrderRefundDue"  # source shop.orders, detail OrderRefundDue (orders without a payment)
     ORDER_REFUNDED = "OrderRefunded"  # source shop.orders, detail OrderRefunded (PAYMENTS=stripe: refund made)
     ORDER_EXPIRED = "OrderExpired"  # source shop.orders, detail OrderExpired (unpaid within the payment window)
+    ORDER_PAYMENT_LAPSED = "OrderPaymentLapsed"  # source shop.orders, detail OrderPaymentLapsed
+    ORDER_DISPUTED = "OrderDisputed"  # source shop.orders, detail OrderDisputed
 
 
 class OrderChange(TypedDict):
@@ -72,6 +74,45 @@ class OrderRefunded(TypedDict):
     amount_cents: int
     currency: str
     returned_at: str
+
+
+class OrderRefundedAtProvider(TypedDict):
+    """A refund made at the payment provider (its dashboard), not by a return: recorded on the order's payment."""
+
+    id: str  # <order_id>:refunded:<refunded_cents>, everything refunded once it was recorded
+    order_id: str
+    customer_id: str
+    amount_cents: int  # this refund: the rise in what is refunded
+    refunded_cents: int  # everything refunded on the order's charge
+    currency: str
+    origin: str  # "provider"
+    recorded_at: str
+
+
+class OrderPaymentLapsed(TypedDict):
+    """The provider cancelled a confirmed order's authorisation before it was captured: no money is held."""
+
+    id: str  # <order_id>:lapsed (a payment lapses once)
+    order_id: str
+    customer_id: str
+    status: str  # the order's status when it was recorded
+    amount_cents: int
+    currency: str
+    recorded_at: str
+
+
+class OrderDisputed(TypedDict):
+    """A dispute (chargeback) on the order's charge, opened, changed or closed."""
+
+    id: str  # <order_id>:<dispute_id>:<dispute status>
+    order_id: str
+    customer_id: str
+    dispute_id: str
+    dispute_status: str
+    reason: NotRequired[str]
+    amount_cents: int
+    currency: str
+    updated_at: str
 
 
 class OrderExpired(TypedDict):

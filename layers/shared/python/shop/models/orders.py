@@ -78,6 +78,10 @@ class PaymentFailure(Model):
     at: Timestamp  # when the provider reported it (the event's creation time)
 
 
+# A dispute's statuses after which it changes no more (Stripe's): reported at the same time as an open one, they win.
+CLOSED_DISPUTE_STATUSES = ("won", "lost", "warning_closed", "charge_refunded", "prevented")
+
+
 class PaymentDispute(Model):
     """A dispute (chargeback) the card holder opened on the order's charge, as the provider last reported it."""
 
@@ -104,6 +108,9 @@ class OrderPayment(Model):
     currency: str
     captured_cents: int = Field(default=0, ge=0)
     refunded_cents: int = Field(default=0, ge=0)
+    # What the return's refund step refunded (None: not made yet; 0: what was due had been refunded already, in
+    # the provider's dashboard). `refunded_cents` is everything refunded, the dashboard's refunds included.
+    return_refunded_cents: int | None = Field(default=None, ge=0)
     last_failure: PaymentFailure | None = None
     dispute: PaymentDispute | None = None
 
@@ -148,6 +155,8 @@ class StatusEntry(Model):
     carrier: str | None = None  # SHIPPED entries: the shipment's carrier and tracking number
     tracking_number: str | None = None
     reason: str | None = None  # a return request's reason, or why a return was rejected
+    # SHIPPED entries: true when the admin shipped it knowing its payment was not held (LAPSED)
+    shipped_without_payment: bool | None = None
 
 
 class OrderSummary(Model):
@@ -169,6 +178,11 @@ class Order(OrderSummary):
     stock_taken: dict[str, dict[str, int]] = Field(default_factory=dict, exclude=True)
     shipment: Shipment | None = None
     delivered_at: Timestamp | None = None  # when it first became DELIVERED: the return window starts there
+    shipped_without_payment: bool | None = Field(
+        default=None,
+        description="true when the order was shipped while its payment was not held (its card authorisation lapsed: "
+        "payment status LAPSED), the admin having sent ship_without_payment; null otherwise",
+    )
     # PAYMENTS=stripe: the order's payment; answers show it through their own schemas (exclude).
     payment: OrderPayment | None = Field(default=None, exclude=True)
     # PENDING_PAYMENT orders: when the payment window closes, held as epoch seconds (as the PAYMENT_DUE item's TTL
@@ -195,13 +209,15 @@ class StatusDetails:
     """What a status change records besides the status, as the service decided it.
 
     `shipment` goes on the order (SHIPPED); `reason` goes on the order's latest change and its history
-    entry; `delivered_at` and `confirmed_at` are set once, by the change that first reaches that status.
+    entry; `delivered_at` and `confirmed_at` are set once, by the change that first reaches that status;
+    `without_payment` (SHIPPED while the payment was not held) goes on the order and its history entry.
     """
 
     shipment: Shipment | None = None
     reason: str | None = None
     delivered_at: Timestamp | None = None
     confirmed_at: Timestamp | None = None
+    without_payment: bool = False
 
     def entry(self, status: OrderStatus, at: str) -> StatusEntry:
         """The history entry of this change."""
@@ -212,13 +228,16 @@ class StatusDetails:
             carrier=shipment.carrier if shipment else None,
             tracking_number=shipment.tracking_number if shipment else None,
             reason=self.reason,
+            shipped_without_payment=True if self.without_payment else None,
         )
 
     def recorded_in(self, entry: StatusEntry) -> bool:
         """Whether `entry`, a change the store holds, is the change these details describe: the same carrier,
-        tracking number and reason (the times are each write's own, so a re-send differs in them only)."""
+        tracking number and reason (the times are each write's own, so a re-send differs in them only; whether it
+        shipped without its payment held is the payment's state at the write, not the request's)."""
         asked = self.entry(entry.status, entry.at)
-        return asked.model_copy(update={"reason": asked.reason or None}) == entry
+        update = {"reason": asked.reason or None, "shipped_without_payment": entry.shipped_without_payment}
+        return asked.model_copy(update=update) == entry
 
 
 NO_DETAILS = StatusDetails()
@@ -230,3 +249,18 @@ class Placement:
 
     key: str
     expires_at: int
+
+
+@dataclass(frozen=True)
+class UnpaidLimits:
+    """What one customer may hold unpaid at once (PAYMENTS=stripe: MAX_UNPAID_ORDERS, MAX_UNPAID_UNITS): placing a
+    PENDING_PAYMENT order takes its id and its units on the customer's unpaid hold, within both, in the placement's
+    transaction (docs/payments.md, "Hoarding")."""
+
+    orders: int
+    units: int
+
+
+def units_of(lines: list[OrderLine]) -> int:
+    """The units an order holds: its lines' quantities (what the unpaid hold counts for it)."""
+    return sum(line.quantity for line in lines)

@@ -14,6 +14,8 @@ from pydantic import Field
 from shop.limits import MAX_PAYMENT_EVENT_ID_LENGTH
 from shop.models.common import Model
 
+MAX_EPOCH_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z: a later time is no provider's clock
+
 
 class PaymentStep(StrEnum):
     """The steps of an order's payment; each is taken at most once per order (its idempotency key)."""
@@ -43,6 +45,10 @@ class PaymentIntent(Model):
     amount_cents: int = Field(ge=0)
     currency: str
     order_id: str | None = None  # the intent's metadata: which order it pays
+    # What the card holds for a capture (requires_capture) and what was taken (succeeded): the provider's own
+    # figures where it reports them, else the amount for the status that implies it.
+    amount_capturable_cents: int = Field(default=0, ge=0)
+    amount_received_cents: int = Field(default=0, ge=0)
 
 
 class Refund(Model):
@@ -57,8 +63,10 @@ class PaymentEventKind(StrEnum):
     status in the event (the provider sends the intent as it is when the event leaves, not when it happened)."""
 
     AUTHORISED = "authorised"  # payment_intent.amount_capturable_updated or payment_intent.succeeded
-    FAILED = "failed"  # payment_intent.payment_failed
-    CANCELED = "canceled"  # payment_intent.canceled
+    FAILED = "failed"  # payment_intent.payment_failed: one attempt failed; the intent can be confirmed again
+    CANCELED = "canceled"  # payment_intent.canceled: nothing can be charged on the intent any more
+    REFUNDED = "refunded"  # charge.refunded: a refund made at the provider (its dashboard, or the shop's own)
+    DISPUTE = "dispute"  # charge.dispute.created, .updated, .closed
     IGNORED = "ignored"  # every other type: answered 200, changes nothing
 
 
@@ -67,6 +75,10 @@ EVENT_KINDS: dict[str, PaymentEventKind] = {
     "payment_intent.succeeded": PaymentEventKind.AUTHORISED,
     "payment_intent.payment_failed": PaymentEventKind.FAILED,
     "payment_intent.canceled": PaymentEventKind.CANCELED,
+    "charge.refunded": PaymentEventKind.REFUNDED,
+    "charge.dispute.created": PaymentEventKind.DISPUTE,
+    "charge.dispute.updated": PaymentEventKind.DISPUTE,
+    "charge.dispute.closed": PaymentEventKind.DISPUTE,
 }
 
 
@@ -76,9 +88,16 @@ class PaymentEvent(Model):
     event_id: str = Field(min_length=1, max_length=MAX_PAYMENT_EVENT_ID_LENGTH)
     event_type: str
     kind: PaymentEventKind
-    created: int  # epoch seconds, the provider's clock
-    intent_id: str | None = None  # None for events about other objects
-    order_id: str | None = None  # from the intent's metadata; None when the intent is not the shop's
+    created: int = Field(ge=0, le=MAX_EPOCH_SECONDS)  # epoch seconds, the provider's clock
+    intent_id: str | None = None  # the payment intent the event is about (a charge's or dispute's own)
+    order_id: str | None = None  # from the object's metadata; None when it names none (or not one of the shop's)
+    failure_code: str | None = None  # FAILED: the attempt's decline or error code
+    failure_message: str | None = None
+    amount_refunded_cents: int | None = None  # REFUNDED: everything refunded on the charge so far
+    dispute_id: str | None = None  # DISPUTE: the dispute as the provider reports it now
+    dispute_status: str | None = None
+    dispute_reason: str | None = None
+    dispute_amount_cents: int | None = None
 
 
 class Settled(StrEnum):

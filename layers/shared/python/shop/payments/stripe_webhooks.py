@@ -25,7 +25,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from shop import errors
+from shop.limits import MAX_ID_LENGTH
 from shop.models.payments import PaymentEvent, event_kind
+
+MAX_CODE_LENGTH = 100  # a decline code, a dispute's status or reason
+MAX_MESSAGE_LENGTH = 500  # a decline's message, shown to the owner
+MAX_PROVIDER_CENTS = 99_999_999_999  # Stripe's largest amount, in any currency
 
 SCHEME = "v1"
 DEFAULT_TOLERANCE = 300  # seconds: stripe.Webhook.DEFAULT_TOLERANCE
@@ -83,7 +88,11 @@ class StripeWebhooks:
 
 
 def parse_event(data: Any) -> PaymentEvent:
-    """The shop's view of a Stripe event (already verified); InvalidWebhookPayload when it is not one."""
+    """The shop's view of a Stripe event (already verified); InvalidWebhookPayload when it is not one.
+
+    The object may be a PaymentIntent (`payment_intent.*`), a Charge (`charge.refunded`) or a Dispute
+    (`charge.dispute.*`); each names its intent. A field of the wrong type or size is read as absent: the event then
+    changes nothing, rather than being refused (Stripe would deliver it again for three days)."""
     if not isinstance(data, Mapping):
         raise errors.InvalidWebhookPayload(f"not a Stripe event: a JSON {type(data).__name__}")
     body = data.get("data")
@@ -97,20 +106,51 @@ def parse_event(data: Any) -> PaymentEvent:
         and isinstance(body.get("object"), Mapping)
     ):
         raise errors.InvalidWebhookPayload(f"not a Stripe event: fields {sorted(map(str, data))}")
+    obj: Mapping[str, Any] = body["object"]
+    kind = obj.get("object")
+    if kind == "payment_intent" and not isinstance(obj.get("id"), str):
+        raise errors.InvalidWebhookPayload("not a Stripe event: a payment intent's id is a string")
+    metadata = obj.get("metadata")
+    order_id = _text(metadata.get("order_id"), MAX_ID_LENGTH) if isinstance(metadata, Mapping) else None
+    fields: dict[str, Any] = {}
+    if kind == "payment_intent":
+        fields["intent_id"] = _text(obj.get("id"), MAX_ID_LENGTH)
+        error = obj.get("last_payment_error")
+        if isinstance(error, Mapping):
+            fields["failure_code"] = _text(error.get("decline_code"), MAX_CODE_LENGTH) or _text(
+                error.get("code"), MAX_CODE_LENGTH
+            )
+            fields["failure_message"] = _text(error.get("message"), MAX_MESSAGE_LENGTH, cut=True)
+    elif kind == "charge":
+        fields["intent_id"] = _text(obj.get("payment_intent"), MAX_ID_LENGTH)
+        fields["amount_refunded_cents"] = _cents(obj.get("amount_refunded"))
+    elif kind == "dispute":
+        fields["intent_id"] = _text(obj.get("payment_intent"), MAX_ID_LENGTH)
+        fields["dispute_id"] = _text(obj.get("id"), MAX_ID_LENGTH)
+        fields["dispute_status"] = _text(obj.get("status"), MAX_CODE_LENGTH)
+        fields["dispute_reason"] = _text(obj.get("reason"), MAX_CODE_LENGTH)
+        fields["dispute_amount_cents"] = _cents(obj.get("amount"))
     try:
-        event_type = str(data["type"])
-        obj = data["data"]["object"]
-        is_intent = isinstance(obj, Mapping) and obj.get("object") == "payment_intent"
-        if is_intent and not isinstance(obj.get("id"), str):
-            raise ValueError("a payment intent's id is a string")
-        metadata = (obj.get("metadata") or {}) if is_intent else {}
         return PaymentEvent(
-            event_id=str(data["id"]),
-            event_type=event_type,
-            kind=event_kind(event_type),
-            created=int(data["created"]),
-            intent_id=str(obj["id"]) if is_intent else None,
-            order_id=metadata.get("order_id") if isinstance(metadata, Mapping) else None,
+            event_id=data["id"],
+            event_type=data["type"],
+            kind=event_kind(data["type"]),
+            created=data["created"],
+            order_id=order_id,
+            **fields,
         )
-    except (KeyError, TypeError, ValueError) as error:
-        raise errors.InvalidWebhookPayload(f"not a Stripe event: fields {sorted(map(str, data))}") from error
+    except ValueError as error:  # pydantic's ValidationError: an event id out of bounds
+        raise errors.InvalidWebhookPayload(f"not a Stripe event: {error.__class__.__name__}") from error
+
+
+def _text(value: Any, most: int, *, cut: bool = False) -> str | None:
+    """A non-empty string of at most `most` characters (cut to it when `cut`), else None."""
+    if not isinstance(value, str) or not value:
+        return None
+    if len(value) > most:
+        return value[:most] if cut else None
+    return value
+
+
+def _cents(value: Any) -> int | None:
+    return value if type(value) is int and 0 <= value <= MAX_PROVIDER_CENTS else None

@@ -21,7 +21,7 @@ from typing import Any
 from shop import keys
 from shop.config import StatusShardSwitch, settings
 from shop.models import Order, OrderStatus
-from shop.models.orders import PaymentStatus
+from shop.models.orders import CLOSED_DISPUTE_STATUSES, PaymentDispute, PaymentFailure, PaymentStatus
 from shop.models.payments import Settled
 from shop.repository.order_items import (
     STATUS_REASON,
@@ -58,6 +58,34 @@ class OrderPaymentRepository:
     def shards(self) -> int:
         """The count new and changed orders are indexed under (OrderRepository.shards)."""
         return (self._switch if self._switch is not None else settings().status_switch).writes
+
+    def _switch_counts(self) -> tuple[int, ...]:
+        switch = self._switch if self._switch is not None else settings().status_switch
+        return tuple(sorted({switch.current, *([switch.next] if switch.next is not None else [])}))
+
+    def overdue(self, placed_before: str, *, per_shard: int) -> list[tuple[str, int | None]]:
+        """(order id, payment window's end) of PENDING_PAYMENT orders placed before `placed_before`: one Query per
+        shard of the status index (both counts during a switch), at most `per_shard` each, oldest first. Every
+        item read is one returned (the key condition selects them: read amplification 1.00)."""
+        found: dict[str, int | None] = {}
+        for count in self._switch_counts():
+            for shard in range(count):
+                with translated_errors():
+                    response = self.table.client.query(
+                        TableName=self.table.name,
+                        IndexName=keys.GSI1,
+                        KeyConditionExpression="GSI1PK = :pk AND GSI1SK < :before",
+                        ExpressionAttributeValues=values(
+                            pk=keys.order_status_pk(OrderStatus.PENDING_PAYMENT.value, shard), before=placed_before
+                        ),
+                        ProjectionExpression="order_id, payment_expires_at",
+                        Limit=per_shard,
+                    )
+                for item in response.get("Items", []):
+                    plain = from_item(item)
+                    expires = plain.get("payment_expires_at")
+                    found[str(plain["order_id"])] = int(expires) if expires is not None else None
+        return list(found.items())
 
     def current(self, order_id: str, *, consistent: bool = True) -> Order | None:
         with translated_errors():
@@ -156,43 +184,100 @@ class OrderPaymentRepository:
         status: PaymentStatus | None = None,
         captured_cents: int | None = None,
         refunded_cents: int | None = None,
-        expected_refunded_cents: int | None = None,
+        at_most_refunded_cents: int | None = None,
+        return_refunded_cents: int | None = None,
     ) -> bool:
+        """A step's outcome, conditional on the payment's status (`expected`), on the refunds recorded being at most
+        `at_most_refunded_cents` (a provider's refund recorded meanwhile is never lowered), and, for a return's
+        refund, on none being recorded yet."""
         sets: list[str] = []
         attr_values: dict[str, Any] = {}
+        condition = "attribute_exists(payment)"
+        names: dict[str, str] = {}
         if status is not None:
             sets.append("payment.#pstatus = :status")
             attr_values["status"] = status.value
+            names["#pstatus"] = "status"
         if captured_cents is not None:
             sets.append("payment.captured_cents = :captured")
             attr_values["captured"] = captured_cents
         if refunded_cents is not None:
             sets.append("payment.refunded_cents = :refunded")
             attr_values["refunded"] = refunded_cents
-        condition = "attribute_exists(payment)"
+        if return_refunded_cents is not None:
+            sets.append("payment.return_refunded_cents = :returned")
+            attr_values["returned"] = return_refunded_cents
+            condition += " AND attribute_not_exists(payment.return_refunded_cents)"
         if expected is not None:
             condition += " AND payment.#pstatus = :expected"
             attr_values["expected"] = expected.value
-        if expected_refunded_cents is not None:
+            names["#pstatus"] = "status"
+        if at_most_refunded_cents is not None:
             # Items written before the field existed hold no refunded_cents: 0.
-            condition += (
-                " AND (payment.refunded_cents = :seen_refunded OR attribute_not_exists(payment.refunded_cents))"
-                if expected_refunded_cents == 0
-                else " AND payment.refunded_cents = :seen_refunded"
-            )
-            attr_values["seen_refunded"] = expected_refunded_cents
+            condition += " AND (attribute_not_exists(payment.refunded_cents) OR payment.refunded_cents <= :ceiling)"
+            attr_values["ceiling"] = at_most_refunded_cents
+        return self._update_payment(order_id, "SET " + ", ".join(sets), condition, names, attr_values)
+
+    def record_failed_attempt(self, order_id: str, *, intent_id: str | None, failure: PaymentFailure) -> bool:
+        """The latest failed attempt on a PENDING_PAYMENT order's intent; an older or repeated report writes nothing."""
+        condition = (
+            "#status = :waiting AND attribute_exists(payment)"
+            " AND (attribute_not_exists(payment.last_failure) OR payment.last_failure.#at < :at)"
+        )
+        attr_values: dict[str, Any] = {
+            "waiting": OrderStatus.PENDING_PAYMENT.value,
+            "failure": failure.model_dump(mode="json", exclude_none=True),
+            "at": failure.at,
+        }
+        if intent_id is not None:
+            condition += " AND (attribute_not_exists(payment.intent_id) OR payment.intent_id = :intent)"
+            attr_values["intent"] = intent_id
+        return self._update_payment(
+            order_id, "SET payment.last_failure = :failure", condition, {"#status": "status", "#at": "at"}, attr_values
+        )
+
+    def record_provider_refunds(self, order_id: str, *, refunded_cents: int) -> bool:
+        """Everything refunded on the order's charge, as the provider reports it: only ever raised."""
+        return self._update_payment(
+            order_id,
+            "SET payment.refunded_cents = :refunded",
+            "attribute_exists(payment) AND (attribute_not_exists(payment.refunded_cents)"
+            " OR payment.refunded_cents < :refunded)",
+            None,
+            {"refunded": refunded_cents},
+        )
+
+    def record_dispute(self, order_id: str, dispute: PaymentDispute) -> bool:
+        """The dispute as the provider reports it, unless a later report is recorded already."""
+        condition = "attribute_exists(payment) AND (attribute_not_exists(payment.dispute) OR payment.dispute.#at < :at"
+        names = {"#at": "updated_at"}
+        attr_values: dict[str, Any] = {
+            "dispute": dispute.model_dump(mode="json", exclude_none=True),
+            "at": dispute.updated_at,
+        }
+        if dispute.status in CLOSED_DISPUTE_STATUSES:
+            closed = [f":closed{i}" for i in range(len(CLOSED_DISPUTE_STATUSES))]
+            condition += f" OR (payment.dispute.#at = :at AND NOT payment.dispute.#dstatus IN ({', '.join(closed)}))"
+            names["#dstatus"] = "status"
+            attr_values.update({name[1:]: status for name, status in zip(closed, CLOSED_DISPUTE_STATUSES, strict=True)})
+        return self._update_payment(order_id, "SET payment.dispute = :dispute", condition + ")", names, attr_values)
+
+    def _update_payment(
+        self,
+        order_id: str,
+        update: str,
+        condition: str,
+        names: dict[str, str] | None,
+        attr_values: dict[str, Any],
+    ) -> bool:
         try:
             with conditional_write():
                 self.table.client.update_item(
                     TableName=self.table.name,
                     Key=to_item(keys.order_key(order_id)),
-                    UpdateExpression="SET " + ", ".join(sets),
+                    UpdateExpression=update,
                     ConditionExpression=condition,
-                    **(
-                        {"ExpressionAttributeNames": {"#pstatus": "status"}}
-                        if status is not None or expected is not None
-                        else {}
-                    ),
+                    **({"ExpressionAttributeNames": names} if names else {}),
                     ExpressionAttributeValues=values(**attr_values),
                 )
         except ConditionFailed:

@@ -1,23 +1,31 @@
 """The payment rules (PAYMENTS=stripe): the webhook's rule, and the payment steps the table's stream drives.
 
 Webhook (`apply_event`), in any order and any number of times: every effect is decided by the order's state, so
-a duplicate, replayed or reordered delivery finds the order moved and writes nothing (no per-event mark):
-- AUTHORISED on a PENDING_PAYMENT order: CONFIRMED (payment AUTHORISED): one conditional UpdateItem.
-- FAILED on a PENDING_PAYMENT order: PAYMENT_FAILED (payment FAILED, stock released): one transaction; the
-  intent is then cancelled (the CANCEL step), so a later authorisation cannot hold money for a dead order.
+a duplicate, replayed or reordered delivery finds the order moved (or the payment recorded) and writes nothing:
+- AUTHORISED on a PENDING_PAYMENT order: the intent is read back from the provider (an event is a notice, not a
+  proof); if it holds the order's amount, CONFIRMED (payment AUTHORISED): one conditional UpdateItem.
+- FAILED (one attempt failed: a declined card) on a PENDING_PAYMENT order: the attempt is recorded on the payment
+  (`last_failure`); the order keeps waiting with its stock held, and the customer may try another card.
+- CANCELED (the intent can no longer be charged): a PENDING_PAYMENT order becomes PAYMENT_FAILED (stock released);
+  a confirmed order whose authorisation was not captured is recorded LAPSED (no money held); a dead order's
+  payment is recorded CANCELED.
+- REFUNDED (a refund made at the provider, its dashboard included): `refunded_cents` raised to what the provider
+  reports, never above the capture.
+- DISPUTE: the dispute recorded on the payment (a later report wins).
 - AUTHORISED on an order already PAYMENT_FAILED, EXPIRED or CANCELLED whose payment is not captured: the
-  intent is cancelled (the same CANCEL step, recorded CANCELED: a second delivery finds it recorded); the order
-  does not move.
-- Anything else (CANCELED and ignored types, an order in another status, an unknown or archived order, an
-  intent of another order or of no order): nothing is written.
-The PAYMENT_DUE window is left to its TTL: its removal finds the order no longer PENDING_PAYMENT and does nothing.
+  intent is cancelled (the CANCEL step, recorded CANCELED); the order does not move.
+- Anything else (ignored types, an unknown or archived order, an intent of another order): nothing is written.
+The events these changes publish (OrderPaymentLapsed, OrderDisputed, OrderRefunded for a provider's refund) are
+the stream processor's, from the order's change (shop.services.order_events).
 Amounts never come from the event: the order's stored payment says what was authorised.
 
 Stream steps (`handle`), each by its idempotency key and a condition on the order's payment:
-- SHIPPED: capture (CAPTURE key), captured_cents recorded.
-- CANCELLED, PAYMENT_FAILED, EXPIRED holding an uncaptured intent: cancel (CANCEL key), CANCELED recorded.
-- RETURNED: refund of the returned amount from the stored order (REFUND key, part = the order version),
-  refunded_cents recorded, OrderRefunded published (the order events publish no OrderRefundDue for it).
+- SHIPPED (CAPTURE=on_ship) or CONFIRMED (CAPTURE=on_confirm): capture (CAPTURE key); what the provider reports
+  captured is recorded, or LAPSED when it reports the authorisation cancelled.
+- CANCELLED, PAYMENT_FAILED, EXPIRED holding an uncaptured intent: cancel (CANCEL key), CANCELED recorded; a
+  captured one (CAPTURE=on_confirm) is refunded instead.
+- RETURNED: refund of the returned amount less what was refunded at the provider already (REFUND key, part = the
+  order version), OrderRefunded published (the order events publish no OrderRefundDue for it).
 - The PAYMENT_DUE item's TTL removal: the window closed. Still PENDING_PAYMENT: the intent is read;
   `requires_capture` (the authorisation's event was lost) confirms the order, anything else expires it
   (EXPIRED, stock released; OrderExpired published by the order events) and cancels the intent.
@@ -31,15 +39,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from shop import clock, errors
+from shop.limits import DEFAULT_PAYMENT_WINDOW_MINUTES
 from shop.models import OrderStatus
 from shop.models.events import DetailType, Event, OrderRefunded, Source
-from shop.models.orders import PaymentStatus
-from shop.models.payments import IntentStatus, PaymentEvent, PaymentEventKind, PaymentStep, Settled, idempotency_key
+from shop.models.orders import PaymentDispute, PaymentFailure, PaymentStatus
+from shop.models.payments import (
+    IntentStatus,
+    PaymentEvent,
+    PaymentEventKind,
+    PaymentIntent,
+    PaymentStep,
+    Settled,
+    idempotency_key,
+)
 from shop.services.archive_timing import archive_at
 
 if TYPE_CHECKING:
@@ -49,6 +66,10 @@ if TYPE_CHECKING:
 
 # How often a rule re-reads an order that changed under it before giving up (transient: retried).
 SETTLE_ATTEMPTS = 5
+# The sweep expires what the window's TTL removal did not reach this long after the window closed: DynamoDB's TTL
+# deletes late (up to days), and a removal's record can be lost (its retries and failure store exhausted).
+SWEEP_GRACE_SECONDS = 60
+SWEEP_PER_SHARD = 25  # orders a sweep takes from each status shard: the rest are the next sweep's
 DEAD_STATUSES = frozenset({OrderStatus.PAYMENT_FAILED, OrderStatus.EXPIRED, OrderStatus.CANCELLED})
 # Payment states whose intent still holds, or may still hold, the customer's money: the CANCEL step's.
 CANCELLABLE = frozenset({PaymentStatus.REQUIRES_PAYMENT, PaymentStatus.AUTHORISED, PaymentStatus.FAILED})
@@ -61,6 +82,7 @@ class StepAction(StrEnum):
     CANCELLED = "intent_cancelled"
     REFUNDED = "refunded"
     CONFIRMED = "confirmed"  # the window closed on an authorised intent whose event was lost
+    LAPSED = "authorisation_lapsed"  # the capture found the authorisation cancelled by the provider
     EXPIRED = "expired"
     ALREADY_DONE = "already_done"  # a replay: the step is recorded
 
@@ -95,12 +117,18 @@ class PaymentService:
         *,
         archive_after_days: Callable[[], int],
         archive_grace_seconds: Callable[[], int],
+        captures_on_confirm: Callable[[], bool] = lambda: False,
+        window_seconds: Callable[[], int] = lambda: DEFAULT_PAYMENT_WINDOW_MINUTES * 60,
         now: Callable[[], datetime] = clock.now,
     ) -> None:
+        """`captures_on_confirm`: CAPTURE=on_confirm (capture at CONFIRMED, refund at CANCELLED); `window_seconds`:
+        the payment window new orders get (PAYMENT_WINDOW_MINUTES), which the sweep looks past."""
         self.store = store
         self._payments = payments
         self.archive_after_days = archive_after_days
         self.archive_grace_seconds = archive_grace_seconds
+        self.captures_on_confirm = captures_on_confirm
+        self.window_seconds = window_seconds
         self.now = now
 
     def _archive_at(self, status: OrderStatus, moment: datetime) -> int | None:
@@ -115,21 +143,53 @@ class PaymentService:
     # -- the webhook's rule -----------------------------------------------------------------------
 
     def apply_event(self, event: PaymentEvent) -> None:
-        if event.kind not in (PaymentEventKind.AUTHORISED, PaymentEventKind.FAILED) or not event.order_id:
-            return  # changes no order: nothing to write
+        if event.kind is PaymentEventKind.IGNORED:
+            return
+        order_id = event.order_id or self._order_of(event)
+        if not order_id:
+            return  # no order named: nothing to write
+        if event.kind is PaymentEventKind.FAILED:
+            self._attempt_failed(order_id, event)
+        elif event.kind is PaymentEventKind.REFUNDED:
+            self._refunded_at_provider(order_id, event)
+        elif event.kind is PaymentEventKind.DISPUTE:
+            self._disputed(order_id, event)
+        else:
+            self._settle_from(order_id, event)
+
+    def _order_of(self, event: PaymentEvent) -> str | None:
+        """A charge's or dispute's order, through its intent's metadata (they carry none of their own)."""
+        if event.kind not in (PaymentEventKind.REFUNDED, PaymentEventKind.DISPUTE) or event.intent_id is None:
+            return None
+        try:
+            return self.payments.get_intent(event.intent_id).order_id
+        except errors.PaymentRejected:  # not an intent of this account
+            return None
+
+    def _payment_of(self, order_id: str, event: PaymentEvent) -> tuple[Order, OrderPayment] | None:
+        order = self.store.current(order_id)
+        payment = order.payment if order is not None else None
+        if order is None or payment is None or not _same_intent(payment, event.intent_id):
+            return None  # unknown, archived, or not this order's intent: nothing to write
+        return order, payment
+
+    def _settle_from(self, order_id: str, event: PaymentEvent) -> None:
+        """AUTHORISED and CANCELED: the order's status decides."""
         authorised = event.kind is PaymentEventKind.AUTHORISED
         for _ in range(SETTLE_ATTEMPTS):
-            order = self.store.current(event.order_id)
-            payment = order.payment if order is not None else None
-            if order is None or payment is None or not _same_intent(payment, event.intent_id):
-                return  # unknown, archived, or not this order's intent: nothing to write
+            found = self._payment_of(order_id, event)
+            if found is None:
+                return
+            order, payment = found
             if order.status is OrderStatus.PENDING_PAYMENT:
+                if authorised and not self._holds(order, payment, event.intent_id):
+                    return  # the provider does not confirm it: the order keeps waiting
                 moment = self.now()
                 new_status = OrderStatus.CONFIRMED if authorised else OrderStatus.PAYMENT_FAILED
                 settled = self.store.settle(
                     order,
                     new_status,
-                    payment_status=PaymentStatus.AUTHORISED if authorised else PaymentStatus.FAILED,
+                    payment_status=PaymentStatus.AUTHORISED if authorised else PaymentStatus.CANCELED,
                     updated_at=clock.iso(moment),
                     archive_at=self._archive_at(new_status, moment),
                     release_stock=not authorised,
@@ -138,11 +198,53 @@ class PaymentService:
                 if settled is Settled.STALE:
                     continue  # moved since it was read (another delivery, the window, the customer): read again
                 return
-            if authorised and order.status in DEAD_STATUSES:
-                # Money held for an order that is over: released (recorded CANCELED, so a redelivery calls nothing).
-                self._cancel_intent(order.order_id, payment)
-            return  # already settled (a duplicate, a replay, a late failure): the order's state says so
+            if authorised:
+                if order.status in DEAD_STATUSES:
+                    # Money held for an order that is over: released (recorded CANCELED: a redelivery calls nothing).
+                    self._cancel_intent(order.order_id, payment)
+                return  # already settled (a duplicate, a replay, a late event): the order's state says so
+            if payment.status is PaymentStatus.AUTHORISED and order.status not in DEAD_STATUSES:
+                # The provider let the authorisation go before it was captured: no money is held for this order.
+                self.store.record_payment(order_id, expected=PaymentStatus.AUTHORISED, status=PaymentStatus.LAPSED)
+            elif order.status in DEAD_STATUSES and payment.status in CANCELLABLE:
+                self.store.record_payment(order_id, expected=payment.status, status=PaymentStatus.CANCELED)
+            return
         raise errors.ServiceUnavailable("the order keeps changing, retry later")
+
+    def _holds(self, order: Order, payment: OrderPayment, intent_id: str | None) -> bool:
+        """Whether the provider's own record of the intent holds the order's amount for it."""
+        intent = self.payments.get_intent(payment.intent_id or intent_id or "")
+        return authorises(intent, order.order_id, payment.amount_cents, payment.currency)
+
+    def _attempt_failed(self, order_id: str, event: PaymentEvent) -> None:
+        failure = PaymentFailure(
+            code=event.failure_code, message=event.failure_message, at=clock.iso_from_epoch(event.created)
+        )
+        self.store.record_failed_attempt(order_id, intent_id=event.intent_id, failure=failure)
+
+    def _refunded_at_provider(self, order_id: str, event: PaymentEvent) -> None:
+        found = self._payment_of(order_id, event)
+        if found is None or event.amount_refunded_cents is None:
+            return
+        _, payment = found
+        if payment.status is not PaymentStatus.CAPTURED:
+            # The capture is not recorded yet (its step is being retried): the provider delivers the event again.
+            raise errors.ServiceUnavailable("the order's capture is not recorded yet, retry later")
+        refunded = min(event.amount_refunded_cents, payment.captured_cents)
+        if refunded > payment.refunded_cents:
+            self.store.record_provider_refunds(order_id, refunded_cents=refunded)
+
+    def _disputed(self, order_id: str, event: PaymentEvent) -> None:
+        if event.dispute_id is None or event.dispute_status is None or self._payment_of(order_id, event) is None:
+            return
+        dispute = PaymentDispute(
+            dispute_id=event.dispute_id,
+            status=event.dispute_status,
+            reason=event.dispute_reason,
+            amount_cents=event.dispute_amount_cents or 0,
+            updated_at=clock.iso_from_epoch(event.created),
+        )
+        self.store.record_dispute(order_id, dispute)
 
     # -- the stream's steps -----------------------------------------------------------------------
 
@@ -156,10 +258,11 @@ class PaymentService:
         image = record.new_order()
         if image.payment is None:
             return SKIPPED_STEP
-        if image.status is OrderStatus.SHIPPED:
+        capture_at = OrderStatus.CONFIRMED if self.captures_on_confirm() else OrderStatus.SHIPPED
+        if image.status is capture_at:
             return self.capture(image.order_id)
         if image.status in DEAD_STATUSES:
-            return self.cancel(image.order_id)
+            return self.cancel(image.order_id, version=image.version, at=image.updated_at)
         if image.status is OrderStatus.RETURNED:
             return self.refund(image.order_id, version=image.version, returned_at=image.updated_at)
         return SKIPPED_STEP
@@ -172,23 +275,31 @@ class PaymentService:
         if payment.status is PaymentStatus.CAPTURED:
             return StepOutcome(StepAction.ALREADY_DONE, order_id)
         if payment.status is not PaymentStatus.AUTHORISED:
-            return SKIPPED_STEP
+            return SKIPPED_STEP  # nothing held (LAPSED: shipped knowingly without it), or not authorised
         try:
-            self.payments.capture(payment.intent_id, idempotency_key=idempotency_key(order_id, PaymentStep.CAPTURE))
+            intent = self.payments.capture(
+                payment.intent_id, idempotency_key=idempotency_key(order_id, PaymentStep.CAPTURE)
+            )
         except errors.PaymentRejected:
             # Captured by an earlier attempt whose record was lost (a provider that ignores keys refuses the
-            # second capture instead of answering the first one again): the intent says so.
-            if self.payments.get_intent(payment.intent_id).status is not IntentStatus.SUCCEEDED:
-                raise
+            # second capture instead of answering the first one again), or cancelled by the provider: the
+            # intent says which.
+            intent = self.payments.get_intent(payment.intent_id)
+        if intent.status is IntentStatus.CANCELED:
+            self.store.record_payment(order_id, expected=PaymentStatus.AUTHORISED, status=PaymentStatus.LAPSED)
+            return StepOutcome(StepAction.LAPSED, order_id)
+        if intent.status is not IntentStatus.SUCCEEDED:
+            raise errors.PaymentRejected("the provider did not capture the payment", {"status": intent.status.value})
+        # What the provider reports taken, never more than the order's amount.
         self.store.record_payment(
             order_id,
             expected=PaymentStatus.AUTHORISED,
             status=PaymentStatus.CAPTURED,
-            captured_cents=payment.amount_cents,
+            captured_cents=min(intent.amount_received_cents, payment.amount_cents),
         )
         return StepOutcome(StepAction.CAPTURED, order_id)
 
-    def cancel(self, order_id: str) -> StepOutcome:
+    def cancel(self, order_id: str, *, version: int = 0, at: str = "") -> StepOutcome:
         order = self.store.current(order_id)
         payment = order.payment if order is not None else None
         if order is None or payment is None:
@@ -197,6 +308,8 @@ class PaymentService:
             return SKIPPED_STEP
         if payment.status is PaymentStatus.CANCELED:
             return StepOutcome(StepAction.ALREADY_DONE, order_id)
+        if payment.status is PaymentStatus.CAPTURED:  # captured at confirmation: the money goes back
+            return self.refund(order_id, version=version, returned_at=at)
         return StepOutcome(StepAction.CANCELLED, order_id) if self._cancel_intent(order_id, payment) else SKIPPED_STEP
 
     def _cancel_intent(self, order_id: str, payment: OrderPayment) -> bool:
@@ -214,35 +327,65 @@ class PaymentService:
         return True
 
     def refund(self, order_id: str, *, version: int, returned_at: str) -> StepOutcome:
+        """The order's money back (a return accepted, or a cancel after a capture at confirmation), less what was
+        refunded at the provider already (its dashboard): never more than was captured."""
         order = self.store.current(order_id)
         payment = order.payment if order is not None else None
         if order is None or payment is None or payment.intent_id is None:
             return SKIPPED_STEP
-        if payment.refunded_cents > 0:  # recorded: a replay publishes the event again (consumers dedupe by id)
-            event = refunded_event(order, version, payment.refunded_cents, payment.currency, returned_at)
-            return StepOutcome(StepAction.ALREADY_DONE, order_id, (event,))
+        if payment.return_refunded_cents is not None:  # recorded: a replay publishes the event again (deduped by id)
+            events = _refund_events(order, version, payment.return_refunded_cents, payment.currency, returned_at)
+            return StepOutcome(StepAction.ALREADY_DONE, order_id, events)
+        if payment.status in (PaymentStatus.LAPSED, PaymentStatus.CANCELED):
+            return SKIPPED_STEP  # nothing was taken
         if payment.status is not PaymentStatus.CAPTURED:
-            # The capture at SHIPPED is not recorded yet (retried, or in the failure store): refund after it.
+            # The capture is not recorded yet (retried, or in the failure store): refund after it.
             raise errors.ServiceUnavailable("the order's capture is not recorded yet, retry later")
         # Every line of a return is returned (shop.services.orders): the order's total, capped at what was taken.
-        amount = min(order.total_cents, payment.captured_cents)
-        if amount <= 0:
-            return SKIPPED_STEP
+        due = min(order.total_cents, payment.captured_cents)
+        # Everything refunded on the intent: the dashboard's refunds, and this step's own if an earlier attempt
+        # made it and its record was lost.
         made = sum(refund.amount_cents for refund in self.payments.refunds(payment.intent_id))
-        if made < amount:  # else an earlier attempt refunded it and its record was lost: record only
+        now = max(0, due - made)
+        if now > 0:
             self.payments.refund(
-                payment.intent_id,
-                amount - made,
-                idempotency_key=idempotency_key(order_id, PaymentStep.REFUND, str(version)),
+                payment.intent_id, now, idempotency_key=idempotency_key(order_id, PaymentStep.REFUND, str(version))
             )
-        self.store.record_payment(
+        refunded = min(made + now, payment.captured_cents)
+        recorded = self.store.record_payment(
             order_id,
             expected=PaymentStatus.CAPTURED,
-            refunded_cents=amount,
-            expected_refunded_cents=0,
+            refunded_cents=refunded,
+            at_most_refunded_cents=refunded,
+            return_refunded_cents=now,
+        ) or self.store.record_payment(  # a provider's refund recorded meanwhile holds a higher total: keep it
+            order_id, expected=PaymentStatus.CAPTURED, return_refunded_cents=now
         )
-        event = refunded_event(order, version, amount, payment.currency, returned_at)
-        return StepOutcome(StepAction.REFUNDED, order_id, (event,))
+        if not recorded:
+            return StepOutcome(StepAction.ALREADY_DONE, order_id)
+        events = _refund_events(order, version, now, payment.currency, returned_at)
+        return StepOutcome(StepAction.REFUNDED, order_id, events)
+
+    def sweep(self) -> list[StepOutcome]:
+        """The windows that closed more than SWEEP_GRACE_SECONDS ago on orders still PENDING_PAYMENT, each expired
+        as its TTL removal would have (`expire`: the intent read first). Run on a schedule; idempotent, so a sweep
+        racing the TTL's record, or another sweep, changes each order once. An order whose provider call fails is
+        left to the next sweep; the others go on, then the failure is raised (the run is counted failed)."""
+        moment = self.now()
+        due_by = clock.epoch(moment) - SWEEP_GRACE_SECONDS
+        placed_before = clock.iso(moment - timedelta(seconds=self.window_seconds() + SWEEP_GRACE_SECONDS))
+        outcomes: list[StepOutcome] = []
+        failed: list[str] = []
+        for order_id, closes_at in self.store.overdue(placed_before, per_shard=SWEEP_PER_SHARD):
+            if closes_at is not None and closes_at > due_by:
+                continue  # a longer window than today's setting: not due yet
+            try:
+                outcomes.append(self.expire(order_id))
+            except (errors.PaymentProviderUnavailable, errors.ServiceUnavailable):
+                failed.append(order_id)
+        if failed:
+            raise errors.ServiceUnavailable(f"the sweep left {len(failed)} orders to the next run", {"orders": failed})
+        return outcomes
 
     def expire(self, order_id: str) -> StepOutcome:
         for attempt in range(SETTLE_ATTEMPTS):
@@ -284,6 +427,23 @@ class PaymentService:
                 self._cancel_intent(order_id, payment)
             return StepOutcome(StepAction.EXPIRED, order_id)
         raise errors.ServiceUnavailable("the order keeps changing, retry later")
+
+
+def authorises(intent: PaymentIntent, order_id: str, amount_cents: int, currency: str) -> bool:
+    """Whether the provider's intent holds `amount_cents` for this order: authorised (or already captured) for at
+    least that much, in the order's currency, with the order's id in its metadata."""
+    held = (
+        intent.amount_capturable_cents
+        if intent.status is IntentStatus.REQUIRES_CAPTURE
+        else intent.amount_received_cents
+        if intent.status is IntentStatus.SUCCEEDED
+        else 0
+    )
+    return intent.order_id == order_id and intent.currency == currency and held >= amount_cents > 0
+
+
+def _refund_events(order: Order, version: int, amount_cents: int, currency: str, at: str) -> tuple[Event, ...]:
+    return (refunded_event(order, version, amount_cents, currency, at),) if amount_cents > 0 else ()
 
 
 def _same_intent(payment: OrderPayment, intent_id: str | None) -> bool:

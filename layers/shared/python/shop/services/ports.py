@@ -15,7 +15,16 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
     from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
     from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
     from shop.models.categories import Category
-    from shop.models.orders import PaymentStatus, Placement, Shipment, StatusDetails, StatusEntry
+    from shop.models.orders import (
+        PaymentDispute,
+        PaymentFailure,
+        PaymentStatus,
+        Placement,
+        Shipment,
+        StatusDetails,
+        StatusEntry,
+        UnpaidLimits,
+    )
     from shop.models.payments import PaymentEvent, PaymentIntent, Refund, Settled
     from shop.models.products import CataloguePrice, ProductListing
     from shop.models.sales import DaySales, Recorded, SalesChange, TopSeller
@@ -164,6 +173,7 @@ class OrderStore(Protocol):
         placement: Placement | None = None,
         takes: Mapping[str, Sequence[StockTake]] | None = None,
         attempt: int = 0,
+        unpaid: UnpaidLimits | None = None,
     ) -> Order:
         """The order, its stock taken and the claimed cart (a session's or a customer's) emptied, all or nothing.
 
@@ -174,7 +184,16 @@ class OrderStore(Protocol):
         version, or expired: SessionNotFound for a session's, CartChanged for a customer's. Under a placement already claimed: the order placed under it.
         `attempt` numbers a placement's attempts at one order id (each a different write: a retry of the same
         attempt is the same write).
+        With `unpaid` (a PENDING_PAYMENT order) the customer's unpaid hold takes the order's id and units in the same
+        write, within those limits: UnpaidOrderLimit, with the ids and units it held, when it would pass either.
         """
+
+    def held_unpaid(self, order_ids: Sequence[str]) -> dict[str, tuple[OrderStatus, int]]:
+        """The status and units of each of these orders still in the table (an archived one is absent): one read."""
+
+    def release_unpaid(self, customer_id: str, order_ids: Sequence[str], units: int) -> bool:
+        """`order_ids` and `units` out of the customer's unpaid hold, only if every id is still in it (False: one
+        was released before, nothing written)."""
 
     def get(self, order_id: str) -> Order:
         """OrderNotFound; OrderArchived (with the archive's key and the owner) once the order is archived;
@@ -198,13 +217,17 @@ class OrderStore(Protocol):
         restock: Sequence[OrderLine] = (),
         details: StatusDetails = ...,
         expires_at: int | None = None,
+        unless_payment: PaymentStatus | None = None,
     ) -> Order:
-        """The order in new_status at version + 1 with `details` recorded (shipment, reason, first delivery),
-        `restock`'s quantities back in stock (where the order took them: its product item or the flash-sale
-        shards it recorded), all or nothing; its TTL set to `expires_at` in the same write (None: no TTL).
+        """The order in new_status at version + 1 with `details` recorded (shipment, reason, first delivery,
+        shipped without its payment held), `restock`'s quantities back in stock (where the order took them: its
+        product item or the flash-sale shards it recorded), all or nothing; its TTL set to `expires_at` in the same
+        write (None: no TTL). With `unless_payment`, only if the order's payment is not in that status then.
 
         VersionMismatch when the order is no longer at `order`'s status and version, unless it is
-        already at new_status and version + 1 (a retry): then that order. OrderNotFound.
+        already at new_status and version + 1 (a retry): then that order. PaymentNotHeld when it is as read but
+        its payment is in `unless_payment`'s status (recorded since the read: payment records keep the version).
+        OrderNotFound.
         """
 
 
@@ -447,6 +470,10 @@ class OrderEffects(Protocol):
     def update_customer_index(self, change: OrderSummary, *, guarded: bool = True) -> bool:
         """Newer versions only: an older or repeated change never moves the index backwards."""
 
+    def release_unpaid(self, customer_id: str, order_ids: Sequence[str], units: int) -> bool:
+        """An order that left PENDING_PAYMENT out of its customer's unpaid hold (its id and units), only if its id is
+        still held: a replayed or reordered record releases nothing (False)."""
+
 
 class OrderRemains(Protocol):
     """What the order's partition holds once TTL removed the order item."""
@@ -554,6 +581,10 @@ class OrderPayments(Protocol):
         """The order item as it is now (a strongly consistent GetItem; `consistent=False`: eventually consistent,
         for a first look that only a settled order ends); None when there is none (never placed, or archived)."""
 
+    def overdue(self, placed_before: str, *, per_shard: int) -> list[tuple[str, int | None]]:
+        """(order id, the payment window's end in epoch seconds) of PENDING_PAYMENT orders placed before
+        `placed_before` (ISO time), at most `per_shard` from each shard of the status index, oldest first."""
+
     def settle(
         self,
         order: Order,
@@ -577,7 +608,19 @@ class OrderPayments(Protocol):
         status: PaymentStatus | None = None,
         captured_cents: int | None = None,
         refunded_cents: int | None = None,
-        expected_refunded_cents: int | None = None,
+        at_most_refunded_cents: int | None = None,
+        return_refunded_cents: int | None = None,
     ) -> bool:
-        """A step's outcome on the order's payment, if the payment is still as `expected` (its status and, when
-        given, its refunded_cents); False when it is not (recorded before, or the order is gone)."""
+        """A step's outcome on the order's payment, if the payment is still as `expected` (its status), its refunds
+        recorded are at most `at_most_refunded_cents` when given, and no return's refund is recorded when
+        `return_refunded_cents` is given; False when it is not (recorded before, or the order is gone)."""
+
+    def record_failed_attempt(self, order_id: str, *, intent_id: str | None, failure: PaymentFailure) -> bool:
+        """The latest failed attempt to pay a PENDING_PAYMENT order (holding `intent_id`, or no intent yet); False
+        when the order is not waiting, or a report as late or later is recorded."""
+
+    def record_provider_refunds(self, order_id: str, *, refunded_cents: int) -> bool:
+        """`refunded_cents` as the provider reports the charge's refunds, if above what is recorded."""
+
+    def record_dispute(self, order_id: str, dispute: PaymentDispute) -> bool:
+        """The order's dispute as the provider reports it, if no later report is recorded."""

@@ -13,6 +13,8 @@ class Action(StrEnum):
     CONFIRMED = "confirmed"  # this record confirmed the order
     NOT_CONFIRMED = "not_confirmed"  # already confirmed (a replay) or cancelled first
     STATUS_CHANGED = "status_changed"
+    PAYMENT_CHANGED = "payment_changed"  # the payment's record moved without a status change: its events
+    PAYMENT_LAPSED = "payment_lapsed"  # the authorisation of a confirmed order lapsed (its alarm's metric)
     CART_ABANDONED = "cart_abandoned"
     PRODUCT_CHANGED = "product_changed"  # created, catalogue edited, archived and/or stock crossed low
     ARCHIVED = "archived"  # a TTL REMOVE of an order: the order is in the archive, its history items gone

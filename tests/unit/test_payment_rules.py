@@ -1,0 +1,323 @@
+"""The payment rules (shop.services.payments) on the memory store and the fake provider: what each provider event
+does to an order, in any order and any number of times, and what the payment steps record. The same rules on
+DynamoDB Local and localstripe: tests/payments/test_payment_rules.py and test_payment_stream.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from shop import config, errors
+from shop.models import OrderStatus
+from shop.models.events import DetailType
+from shop.models.orders import PaymentStatus
+from shop.models.payments import PaymentEvent, event_kind
+from shop.services.orders import RequestedLine
+from shop.services.payments import SWEEP_GRACE_SECONDS, PaymentService, StepAction
+from shop.services.stream_outcome import Action
+from tests.support.factories import ADDRESS, ALICE
+from tests.support.fake_payments import FakePayments
+from tests.support.memory_stream import MemoryStream, order_events_service
+from tests.unit.test_order_rules import product, stock
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePayments]:
+    monkeypatch.setenv("PAYMENTS", "stripe")
+    config.payment_settings.cache_clear()
+    yield FakePayments()
+    config.payment_settings.cache_clear()
+
+
+@pytest.fixture
+def rules(memory, fake) -> PaymentService:
+    return memory.payment_service(fake)
+
+
+def placed(memory, fake, quantity: int = 2, price_cents: int = 1500) -> tuple[str, str, str]:
+    """(order id, intent id, product id) of a PENDING_PAYMENT order."""
+    pid = product(memory, price_cents=price_cents, stock=10)
+    order = memory.order_service(payments=lambda: fake).place(
+        ALICE, address=ADDRESS, lines=[RequestedLine(pid, quantity)], idempotency_key=f"k-{pid}"
+    )
+    assert order.payment is not None
+    assert order.payment.intent_id is not None
+    return order.order_id, order.payment.intent_id, pid
+
+
+def event(kind: str, order_id: str | None, intent_id: str | None, created: int = 100, **fields: Any) -> PaymentEvent:
+    return PaymentEvent(
+        event_id=f"evt_{kind}_{created}",
+        event_type=kind,
+        kind=event_kind(kind),
+        created=created,
+        order_id=order_id,
+        intent_id=intent_id,
+        **fields,
+    )
+
+
+def authorised(rules: PaymentService, fake: FakePayments, order_id: str, intent_id: str) -> None:
+    fake.authorise(intent_id)
+    rules.apply_event(event("payment_intent.amount_capturable_updated", order_id, intent_id))
+
+
+def order(memory, order_id: str):
+    return memory.state.orders[order_id]
+
+
+def test_a_declined_attempt_is_recorded_and_the_order_keeps_waiting_with_its_stock(memory, fake, rules):
+    order_id, intent, pid = placed(memory, fake)
+    with pytest.raises(errors.PaymentDeclined):
+        fake.authorise(intent, "pm_card_chargeCustomerFail")
+    for _ in range(3):
+        rules.apply_event(event("payment_intent.payment_failed", order_id, intent, 100, failure_code="card_declined"))
+    waiting = order(memory, order_id)
+    assert (waiting.status, waiting.version, stock(memory, pid)) == (OrderStatus.PENDING_PAYMENT, 1, 8)
+    assert waiting.payment is not None
+    assert waiting.payment.last_failure is not None
+    assert waiting.payment.last_failure.code == "card_declined"
+    authorised(rules, fake, order_id, intent)  # another card, the same intent
+    assert order(memory, order_id).status is OrderStatus.CONFIRMED
+    assert stock(memory, pid) == 8
+
+
+def test_the_latest_failed_attempt_wins_whatever_the_delivery_order(memory, fake, rules):
+    order_id, intent, _ = placed(memory, fake)
+    rules.apply_event(event("payment_intent.payment_failed", order_id, intent, 200, failure_code="expired_card"))
+    rules.apply_event(event("payment_intent.payment_failed", order_id, intent, 100, failure_code="card_declined"))
+    payment = order(memory, order_id).payment
+    assert payment is not None
+    assert payment.last_failure is not None
+    assert payment.last_failure.code == "expired_card"
+
+
+def test_a_failure_after_the_confirmation_changes_nothing(memory, fake, rules):
+    order_id, intent, _ = placed(memory, fake)
+    authorised(rules, fake, order_id, intent)
+    rules.apply_event(event("payment_intent.payment_failed", order_id, intent, 300, failure_code="card_declined"))
+    confirmed = order(memory, order_id)
+    assert confirmed.status is OrderStatus.CONFIRMED
+    assert confirmed.payment is not None
+    assert confirmed.payment.last_failure is None
+
+
+def test_an_authorisation_the_provider_does_not_hold_confirms_nothing(memory, fake, rules):
+    order_id, intent, _ = placed(memory, fake)
+    for kind in ("payment_intent.amount_capturable_updated", "payment_intent.succeeded"):
+        rules.apply_event(event(kind, order_id, intent))  # signed, but the intent was never authorised
+    assert order(memory, order_id).status is OrderStatus.PENDING_PAYMENT
+
+
+def test_a_cancelled_intent_fails_a_waiting_order_once_and_gives_its_stock_back(memory, fake, rules):
+    order_id, intent, pid = placed(memory, fake)
+    fake.cancel(intent, idempotency_key="dashboard")
+    for _ in range(3):
+        rules.apply_event(event("payment_intent.canceled", order_id, intent))
+    failed = order(memory, order_id)
+    assert (failed.status, failed.version, stock(memory, pid)) == (OrderStatus.PAYMENT_FAILED, 2, 10)
+    assert failed.payment is not None
+    assert failed.payment.status is PaymentStatus.CANCELED
+    assert rules.cancel(order_id).action is StepAction.ALREADY_DONE  # the stream's CANCEL step calls nothing
+
+
+def test_a_lapsed_authorisation_is_recorded_once_and_the_capture_takes_nothing(memory, fake, rules):
+    order_id, intent, _ = placed(memory, fake)
+    authorised(rules, fake, order_id, intent)
+    fake.lapse(intent)
+    for _ in range(3):
+        rules.apply_event(event("payment_intent.canceled", order_id, intent))
+    lapsed = order(memory, order_id)
+    assert (lapsed.status, lapsed.version) == (OrderStatus.CONFIRMED, 2)
+    assert lapsed.payment is not None
+    assert lapsed.payment.status is PaymentStatus.LAPSED
+    calls = len(fake.calls)
+    assert rules.capture(order_id).action is StepAction.SKIPPED
+    assert len(fake.calls) == calls
+
+
+def test_a_capture_that_finds_the_authorisation_cancelled_records_it_lapsed_not_captured(memory, fake, rules):
+    order_id, intent, _ = placed(memory, fake)
+    authorised(rules, fake, order_id, intent)
+    fake.lapse(intent)  # its event lost
+    assert rules.capture(order_id).action is StepAction.LAPSED
+    payment = order(memory, order_id).payment
+    assert payment is not None
+    assert (payment.status, payment.captured_cents) == (PaymentStatus.LAPSED, 0)
+
+
+def test_a_capture_records_what_the_provider_reports_captured(memory, fake, rules):
+    order_id, intent, _ = placed(memory, fake)
+    authorised(rules, fake, order_id, intent)
+    assert rules.capture(order_id).action is StepAction.CAPTURED
+    payment = order(memory, order_id).payment
+    assert payment is not None
+    assert (payment.status, payment.captured_cents) == (PaymentStatus.CAPTURED, 3000)
+    assert fake.captured_cents(intent) == 3000
+
+
+def captured(memory, fake, rules) -> tuple[str, str]:
+    order_id, intent, _ = placed(memory, fake)
+    authorised(rules, fake, order_id, intent)
+    rules.capture(order_id)
+    return order_id, intent
+
+
+def test_a_dashboard_refund_is_recorded_never_above_the_capture_in_any_order(memory, fake, rules):
+    order_id, intent = captured(memory, fake, rules)
+    fake.dashboard_refund(intent, 1000)
+    later = event("charge.refunded", order_id, intent, 200, amount_refunded_cents=1000)
+    earlier = event("charge.refunded", order_id, intent, 100, amount_refunded_cents=400)
+    for delivered in (later, earlier, later):
+        rules.apply_event(delivered)
+    payment = order(memory, order_id).payment
+    assert payment is not None
+    assert payment.refunded_cents == 1000
+    rules.apply_event(event("charge.refunded", order_id, intent, 300, amount_refunded_cents=999_999))
+    payment = order(memory, order_id).payment
+    assert payment is not None
+    assert payment.refunded_cents == 3000
+
+
+def test_a_return_after_a_dashboard_refund_refunds_only_what_is_left(memory, fake, rules):
+    order_id, intent = captured(memory, fake, rules)
+    fake.dashboard_refund(intent, 1000)
+    rules.apply_event(event("charge.refunded", order_id, intent, amount_refunded_cents=1000))
+    outcome = rules.refund(order_id, version=6, returned_at="2026-01-01T00:00:00Z")
+    assert outcome.action is StepAction.REFUNDED
+    assert [e.detail["amount_cents"] for e in outcome.events] == [2000]
+    assert fake.refunded_cents(intent) == 3000
+    payment = order(memory, order_id).payment
+    assert payment is not None
+    assert (payment.refunded_cents, payment.return_refunded_cents) == (3000, 2000)
+    again = rules.refund(order_id, version=6, returned_at="2026-01-01T00:00:00Z")
+    assert again.action is StepAction.ALREADY_DONE
+    assert fake.refunded_cents(intent) == 3000
+
+
+def test_the_latest_dispute_report_wins(memory, fake, rules):
+    order_id, intent = captured(memory, fake, rules)
+
+    def dispute(status: str, created: int) -> PaymentEvent:
+        kind = "charge.dispute.closed" if status in ("won", "lost") else "charge.dispute.created"
+        return event(
+            kind, order_id, intent, created, dispute_id="dp_1", dispute_status=status, dispute_amount_cents=3000
+        )
+
+    for delivered in (dispute("lost", 300), dispute("needs_response", 100), dispute("under_review", 200)):
+        rules.apply_event(delivered)
+    payment = order(memory, order_id).payment
+    assert payment is not None
+    assert payment.dispute is not None
+    assert (payment.dispute.dispute_id, payment.dispute.status) == ("dp_1", "lost")
+
+
+def test_a_charge_event_finds_its_order_through_the_intent(memory, fake, rules):
+    order_id, intent = captured(memory, fake, rules)
+    fake.dashboard_refund(intent, 500)
+    rules.apply_event(event("charge.refunded", None, intent, amount_refunded_cents=500))  # a charge with no metadata
+    payment = order(memory, order_id).payment
+    assert payment is not None
+    assert payment.refunded_cents == 500
+
+
+def test_capture_on_confirm_captures_at_confirmation_and_refunds_a_cancel(memory, fake, monkeypatch):
+    monkeypatch.setenv("CAPTURE", "on_confirm")
+    config.payment_settings.cache_clear()
+    rules = memory.payment_service(fake)
+    stream = MemoryStream(memory)
+    order_id, intent, _ = placed(memory, fake)
+    stream.read()
+    authorised(rules, fake, order_id, intent)
+    [confirmed] = [change for change in stream.read() if change.entity == "ORDER"]
+    assert rules.handle(confirmed).action is StepAction.CAPTURED
+    assert fake.captured_cents(intent) == 3000
+    stream.read()
+    memory.order_service().cancel(ALICE, order_id)
+    [cancelled] = [change for change in stream.read() if change.entity == "ORDER"]
+    outcome = rules.handle(cancelled)
+    assert outcome.action is StepAction.REFUNDED
+    assert fake.refunded_cents(intent) == 3000
+    assert [e.detail_type for e in outcome.events] == [DetailType.ORDER_REFUNDED]
+
+
+def test_the_stream_publishes_a_lapse_a_dispute_and_a_provider_refund_once_each(memory, fake, rules):
+    stream = MemoryStream(memory)
+    processor = order_events_service(memory, stream)
+    order_id, intent, _ = placed(memory, fake)
+    authorised(rules, fake, order_id, intent)
+    stream.read()
+    fake.lapse(intent)
+    rules.apply_event(event("payment_intent.canceled", order_id, intent))
+    [change] = [c for c in stream.read() if c.entity == "ORDER"]
+    outcome = processor.handle(change)
+    assert outcome.action is Action.PAYMENT_LAPSED
+    assert [e.detail["id"] for e in outcome.events] == [f"{order_id}:lapsed"]
+    assert processor.handle(change).events == outcome.events  # a redelivered record: the same event, same id
+
+    order2, intent2 = captured(memory, fake, rules)
+    stream.read()
+    fake.dashboard_refund(intent2, 700)
+    rules.apply_event(event("charge.refunded", order2, intent2, amount_refunded_cents=700))
+    rules.apply_event(
+        event("charge.dispute.created", order2, intent2, dispute_id="dp_9", dispute_status="needs_response")
+    )
+    published = [e for c in stream.read() if c.entity == "ORDER" for e in processor.handle(c).events]
+    assert {(e.detail_type, e.detail["id"]) for e in published} == {
+        (DetailType.ORDER_REFUNDED, f"{order2}:refunded:700"),
+        (DetailType.ORDER_DISPUTED, f"{order2}:dp_9:needs_response"),
+    }
+    [refund] = [e for e in published if e.detail_type is DetailType.ORDER_REFUNDED]
+    assert (refund.detail["amount_cents"], refund.detail["origin"]) == (700, "provider")
+
+
+def swept_at(memory, fake, moment: datetime) -> PaymentService:
+    """The rules with the clock at `moment` (the sweep's view of time)."""
+    return PaymentService(
+        memory.order_payments,
+        fake,
+        archive_after_days=lambda: 30,
+        archive_grace_seconds=lambda: 0,
+        window_seconds=lambda: config.payment_settings().payment_window_seconds,
+        now=lambda: moment,
+    )
+
+
+def test_the_sweep_expires_an_order_whose_window_closed_without_its_ttl_removal(memory, fake):
+    order_id, intent, pid = placed(memory, fake)
+    unpaid = order(memory, order_id)
+    assert unpaid.payment_expires_at is not None
+    closes = datetime.fromtimestamp(unpaid.payment_expires_at, UTC)
+    assert swept_at(memory, fake, closes + timedelta(seconds=SWEEP_GRACE_SECONDS - 5)).sweep() == []  # not yet
+    assert stock(memory, pid) == 8
+    rules = swept_at(memory, fake, closes + timedelta(seconds=SWEEP_GRACE_SECONDS + 5))
+    assert [o.action for o in rules.sweep()] == [StepAction.EXPIRED]
+    expired = order(memory, order_id)
+    assert (expired.status, stock(memory, pid)) == (OrderStatus.EXPIRED, 10)
+    assert fake.get_intent(intent).status.value == "canceled"
+    assert rules.sweep() == []  # a second sweep, or the TTL's late record: nothing more
+    assert rules.expire(order_id).action is StepAction.SKIPPED
+
+
+def test_the_sweep_confirms_an_order_whose_authorisation_event_was_lost(memory, fake):
+    order_id, intent, pid = placed(memory, fake)
+    fake.authorise(intent)
+    closes = datetime.fromtimestamp(order(memory, order_id).payment_expires_at or 0, UTC)
+    rules = swept_at(memory, fake, closes + timedelta(minutes=5))
+    assert [o.action for o in rules.sweep()] == [StepAction.CONFIRMED]
+    assert (order(memory, order_id).status, stock(memory, pid)) == (OrderStatus.CONFIRMED, 8)
+
+
+def test_a_sweep_in_a_provider_outage_leaves_the_order_to_the_next_sweep(memory, fake):
+    order_id, _, pid = placed(memory, fake)
+    closes = datetime.fromtimestamp(order(memory, order_id).payment_expires_at or 0, UTC)
+    rules = swept_at(memory, fake, closes + timedelta(minutes=5))
+    fake.fail_next(1)
+    with pytest.raises(errors.ServiceUnavailable):
+        rules.sweep()
+    assert order(memory, order_id).status is OrderStatus.PENDING_PAYMENT
+    assert [o.action for o in rules.sweep()] == [StepAction.EXPIRED]
+    assert stock(memory, pid) == 10
