@@ -297,6 +297,8 @@ def test_on_localstripe_a_placement_refused_after_its_intent_cancels_it(api, on_
 
     intents_of, asked = on_localstripe
     stock = call("GET", "/products/prod-cable").body["stock"]
+    monkeypatch.setenv("MAX_UNPAID_UNITS", "10000")  # the other buyer holds all the stock but one unit, unpaid
+    config.payment_settings.cache_clear()
     create = StripePayments.create_intent
 
     def create_while_another_buys(self: Any, *args: Any, **kwargs: Any) -> Any:

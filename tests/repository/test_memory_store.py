@@ -16,7 +16,7 @@ from shop import clock, errors, ids
 from shop.limits import MAX_CART_LINES, MAX_STOCK
 from shop.models import Customer, Order, OrderStatus, Product, Review, StatusEntry
 from shop.models.carts import CartClaim, CartOwner
-from shop.models.orders import OrderLine, Placement
+from shop.models.orders import OrderLine, Placement, UnpaidLimits
 from shop.models.stock import StockLayout, StockTake
 from shop.repository import CustomerRepository, OrderRepository, ProductRepository, SessionRepository
 from shop.services.ports import CategoryStore, CustomerStore, OrderStore, ProductPrices, ProductStore, SessionStore
@@ -205,6 +205,35 @@ def test_placement_claims_the_cart_and_the_idempotency_key(stores):
     again = stores.orders.place(new_order("alice", (hammer, 2)), None, placement=placement)
     assert again.order_id == first.order_id
     assert stores.products.get(hammer.product_id).stock == 8
+
+
+def test_the_unpaid_hold_takes_within_its_limits_refuses_with_what_it_held_and_releases_once(stores):
+    hammer = new_product(stores, stock=20)
+
+    def unpaid(quantity: int) -> Order:
+        order = new_order("alice", (hammer, quantity))
+        return order.model_copy(update={"status": OrderStatus.PENDING_PAYMENT, "payment_expires_at": NOW + 1800})
+
+    limits = UnpaidLimits(orders=2, units=5)
+    first = stores.orders.place(unpaid(2), unpaid=limits)
+    with pytest.raises(errors.UnpaidOrderLimit) as refused:
+        stores.orders.place(unpaid(4), unpaid=limits)  # 2 + 4 units > 5
+    assert refused.value.details["unpaid_order_ids"] == [first.order_id]
+    assert refused.value.details["unpaid_units"] == 2
+    second = stores.orders.place(unpaid(3), unpaid=limits)
+    with pytest.raises(errors.UnpaidOrderLimit):
+        stores.orders.place(unpaid(1), unpaid=UnpaidLimits(orders=2, units=100))  # two held already
+    assert stores.products.get(hammer.product_id).stock == 15
+    assert stores.orders.held_unpaid([first.order_id, second.order_id, "ghost"]) == {
+        first.order_id: (OrderStatus.PENDING_PAYMENT, 2),
+        second.order_id: (OrderStatus.PENDING_PAYMENT, 3),
+    }
+    assert stores.orders.release_unpaid("alice", [first.order_id], 2) is True
+    assert stores.orders.release_unpaid("alice", [first.order_id], 2) is False  # a replay
+    assert stores.orders.release_unpaid("alice", [first.order_id, second.order_id], 5) is False  # all or nothing
+    third = stores.orders.place(unpaid(2), unpaid=limits)  # 3 + 2 = 5 units, two orders
+    assert stores.orders.release_unpaid("alice", [second.order_id, third.order_id], 5) is True
+    assert stores.orders.release_unpaid("bob", [third.order_id], 2) is False  # nothing held, nothing written
 
 
 def test_status_changes_are_conditional_answered_when_done_and_restock_what_they_are_given(stores):

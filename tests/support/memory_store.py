@@ -24,7 +24,7 @@ from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, O
 from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
 from shop.models.carts import CartClaim, CartOwnerKind, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category, path_slugs
-from shop.models.orders import NO_DETAILS, PaymentStatus, Placement, StatusDetails
+from shop.models.orders import NO_DETAILS, PaymentStatus, Placement, StatusDetails, UnpaidLimits, units_of
 from shop.models.payments import Settled
 from shop.models.products import CataloguePrice, ProductListing, ProductStatus
 from shop.models.sales import DaySales, SalesChange, TopSeller
@@ -105,6 +105,14 @@ class _CustomerCart:
 
 
 @dataclass
+class _UnpaidHold:
+    """A customer's unpaid hold (shop.repository.unpaid_holds): their PENDING_PAYMENT orders' ids and units."""
+
+    order_ids: set[str] = field(default_factory=set)
+    units: int = 0
+
+
+@dataclass
 class MemoryState:
     """Every entity, as the table would hold it."""
 
@@ -129,6 +137,7 @@ class MemoryState:
     sales_shards: set[tuple[str, str, int]] = field(default_factory=set)
     order_ttls: dict[str, int] = field(default_factory=dict)  # order id -> expires_at (epoch s), when set
     payment_due: dict[str, int] = field(default_factory=dict)  # unpaid order id -> its window's end (PAYMENT_DUE)
+    unpaid: dict[str, _UnpaidHold] = field(default_factory=dict)  # customer id -> their unpaid hold
     archive: dict[str, Order] = field(default_factory=dict)  # archive key -> the archived order
     archived: dict[str, tuple[str, str]] = field(default_factory=dict)  # order id -> (customer id, archive key)
     move: dict[str, Any] | None = None  # the category move under way, as its item (MemoryStore(streamed_moves=True))
@@ -405,6 +414,7 @@ class MemoryOrders:
         placement: Placement | None = None,
         takes: Mapping[str, Sequence[StockTake]] | None = None,
         attempt: int = 0,
+        unpaid: UnpaidLimits | None = None,
     ) -> Order:
         takes = takes or {}
         taken: dict[str, dict[str, int]] = {}
@@ -432,9 +442,20 @@ class MemoryOrders:
             for line in order.lines
             for take in takes.get(line.product_id) or [StockTake(None, line.quantity)]
         ]
-        items = 2 + len(places) + sum(part is not None for part in (cart, placement))
+        items = 2 + len(places) + sum(part is not None for part in (cart, placement, unpaid))
+        items += order.payment_expires_at is not None  # the PAYMENT_DUE item
         if items > MAX_TRANSACTION_ITEMS:  # as DynamoDB's limit makes the table's store refuse it
             raise errors.StockTooScattered(items, MAX_TRANSACTION_ITEMS)
+        if unpaid is not None:  # as the table's hold item: fewer ids than allowed, and the units within the limit
+            hold = self.state.unpaid.get(order.customer_id, _UnpaidHold())
+            if len(hold.order_ids) >= unpaid.orders or hold.units + units_of(order.lines) > unpaid.units:
+                raise errors.UnpaidOrderLimit(
+                    max_orders=unpaid.orders,
+                    max_units=unpaid.units,
+                    order_units=units_of(order.lines),
+                    held_order_ids=sorted(hold.order_ids),
+                    held_units=hold.units,
+                )
         short: list[str] = []
         seen: dict[str, dict[int | None, int]] = {}
         for pid, take in places:
@@ -474,10 +495,26 @@ class MemoryOrders:
             emptied.version += 1
         if placement is not None:
             self.state.placements[(order.customer_id, placement.key)] = (order.order_id, placement.expires_at)
+        if unpaid is not None:  # PAYMENTS=stripe: the customer's unpaid hold takes the order
+            hold = self.state.unpaid.setdefault(order.customer_id, _UnpaidHold())
+            hold.order_ids.add(order.order_id)
+            hold.units += units_of(order.lines)
         if order.payment_expires_at is not None:  # PAYMENTS=stripe: the payment window, as its own item
             self.state.payment_due[order.order_id] = order.payment_expires_at
         self.state.orders[order.order_id] = order
         return order
+
+    def held_unpaid(self, order_ids: Sequence[str]) -> dict[str, tuple[OrderStatus, int]]:
+        held = (self.state.orders.get(order_id) for order_id in order_ids)
+        return {order.order_id: (order.status, units_of(order.lines)) for order in held if order is not None}
+
+    def release_unpaid(self, customer_id: str, order_ids: Sequence[str], units: int) -> bool:
+        hold = self.state.unpaid.get(customer_id)
+        if not order_ids or hold is None or not set(order_ids) <= hold.order_ids:
+            return False
+        hold.order_ids -= set(order_ids)
+        hold.units -= units
+        return True
 
     def placed_under(self, customer_id: str, placement_key: str) -> Order | None:
         claimed = self.state.placements.get((customer_id, placement_key))

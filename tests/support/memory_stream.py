@@ -276,6 +276,10 @@ class MemoryOrderEffects:
         self.state.indexed[change.order_id] = change.version
         return True
 
+    def release_unpaid(self, customer_id: str, order_ids: Sequence[str], units: int) -> bool:
+        """As the table's: the ids and units out of the customer's unpaid hold if every id is still held."""
+        return self.store.orders.release_unpaid(customer_id, order_ids, units)
+
 
 @dataclass(frozen=True)
 class _Remains:

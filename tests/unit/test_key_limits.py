@@ -93,6 +93,7 @@ def test_every_key_built_from_client_input_fits(char):
         keys.order_history_key(some_id, 999_999),
         keys.order_status_gsi(OrderStatus.CANCELLED, some_id, NOW, 64),
         keys.customer_order_key(sub, some_id),
+        keys.unpaid_hold_key(sub),
         keys.notification_key(sub, NOW, f"{some_id}-999999"),
         keys.session_key(some_id),
     ]

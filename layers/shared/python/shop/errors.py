@@ -306,6 +306,38 @@ class NothingToPay(Conflict):
         )
 
 
+class UnpaidOrderLimit(Conflict):
+    """PAYMENTS=stripe: the customer already holds as many unpaid (PENDING_PAYMENT) orders, or as many units in them,
+    as the shop allows (MAX_UNPAID_ORDERS, MAX_UNPAID_UNITS): refused with nothing written (409; docs/payments.md,
+    "Hoarding"). Paying or cancelling one of them makes room.
+
+    `held_order_ids` and `held_units` are what the customer's unpaid hold held when it refused, None when the order
+    alone holds more units than allowed (refused before anything was read or written)."""
+
+    code = "UNPAID_ORDER_LIMIT"
+
+    def __init__(
+        self,
+        *,
+        max_orders: int,
+        max_units: int,
+        order_units: int,
+        held_order_ids: list[str] | None = None,
+        held_units: int | None = None,
+    ) -> None:
+        details: dict[str, object] = {
+            "max_unpaid_orders": max_orders,
+            "max_unpaid_units": max_units,
+            "order_units": order_units,
+        }
+        if held_order_ids is not None:
+            details["unpaid_order_ids"] = sorted(held_order_ids)
+            details["unpaid_units"] = held_units or 0
+        super().__init__("you hold as many unpaid orders or units as the shop allows: pay or cancel one first", details)
+        self.held_order_ids = sorted(held_order_ids or [])
+        self.held_units = held_units or 0
+
+
 class PaymentMisconfigured(DomainError):
     """The provider refused the shop's credentials or permissions: a deployment fault, answered as 500."""
 

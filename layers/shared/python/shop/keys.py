@@ -155,6 +155,17 @@ def customer_order_key(customer_id: str, order_id: str) -> Key:
     return {PK: customer_pk(customer_id), SK: f"{CUSTOMER_ORDER_PREFIX}{order_id}"}
 
 
+UNPAID_HOLD_SK = "UNPAID"
+
+
+def unpaid_hold_key(customer_id: str) -> Key:
+    """What one customer holds unpaid (PAYMENTS=stripe): the ids of their PENDING_PAYMENT orders and the units those
+    hold, taken in each unpaid order's placement transaction within the shop's limits, released by the stream
+    processor when the order leaves PENDING_PAYMENT. In the customer's partition, outside every listed range
+    (`ORDER#`, `NOTIFICATION#`, `REVIEW#` and `PROFILE` sort apart from it)."""
+    return {PK: customer_pk(customer_id), SK: UNPAID_HOLD_SK}
+
+
 def notification_key(customer_id: str, created_at: str, notification_id: str) -> Key:
     return {PK: customer_pk(customer_id), SK: f"{NOTIFICATION_PREFIX}{created_at}#{notification_id}"}
 

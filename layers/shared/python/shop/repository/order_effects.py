@@ -11,12 +11,14 @@ Either way a refused condition answers "done before" (False), so replays read th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from shop import errors, keys
 from shop.config import StatusShardSwitch, settings
 from shop.models import Notification, OrderStatus, OrderSummary, Shipment, StatusEntry
 from shop.models.sales import Recorded, SalesChange
+from shop.repository import unpaid_holds
 from shop.repository.store import (
     ConditionFailed,
     Table,
@@ -234,3 +236,8 @@ class OrderEffectsRepository:
             }
         }
         return write_once(self.table, change.order_id, update, guarded=guarded)
+
+    def release_unpaid(self, customer_id: str, order_ids: Sequence[str], units: int) -> bool:
+        """The orders out of their customer's unpaid hold (shop.repository.unpaid_holds.release): one UpdateItem,
+        conditional on every id still being held, never guarded (a release is right whenever the id is held)."""
+        return unpaid_holds.release(self.table, customer_id, order_ids, units)

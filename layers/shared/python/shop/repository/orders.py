@@ -15,10 +15,10 @@ from shop.config import StatusShardSwitch, settings
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_STATUS_SHARDS, MAX_TRANSACTION_ITEMS
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails
 from shop.models.carts import CartClaim
-from shop.models.orders import NO_DETAILS, OrderPayment, Placement
+from shop.models.orders import NO_DETAILS, OrderPayment, Placement, UnpaidLimits
 from shop.models.products import ProductStatus
 from shop.models.stock import StockTake
-from shop.repository import pagination, status_switch
+from shop.repository import pagination, status_switch, unpaid_holds
 from shop.repository.carts import checkout_failed, checkout_update
 from shop.repository.order_items import (
     STATUS_REASON,
@@ -189,6 +189,7 @@ class OrderRepository:
         placement: Placement | None = None,
         takes: Mapping[str, Sequence[StockTake]] | None = None,
         attempt: int = 0,
+        unpaid: UnpaidLimits | None = None,
     ) -> Order:
         """Order, stock decrements (checked against stock and price), customer index, cart: one transaction.
 
@@ -199,6 +200,8 @@ class OrderRepository:
         first run died (its idempotency lock expired) returns the order that run placed, once.
         A line's stock comes from its product item, or from the places `takes` names for its product
         (flash-sale shards, each checked for stock and price); the order records the shards it took from.
+        With `unpaid` (a PENDING_PAYMENT order) the customer's unpaid hold takes the order within those limits in
+        the same transaction (shop.repository.unpaid_holds): UnpaidOrderLimit, with what it held, when it refuses.
         """
         takes = takes or {}
         order = order.model_copy(update={"stock_taken": _taken_from_shards(takes)})
@@ -246,6 +249,9 @@ class OrderRepository:
                     }
                 }
             )
+        hold_index = len(items) if unpaid is not None else None
+        if unpaid is not None:  # PAYMENTS=stripe: the customer's unpaid hold takes the order, within the limits
+            items.append(unpaid_holds.take(self.table, order, unpaid))
         if placement is not None:
             items.append(
                 {
@@ -272,6 +278,8 @@ class OrderRepository:
                 return self.get(self._placed_order_id(order.customer_id, placement))
             if cart is not None and cart_index is not None and cancelled.failed_condition(cart_index):
                 raise checkout_failed(cart) from cancelled
+            if unpaid is not None and hold_index is not None and cancelled.failed_condition(hold_index):
+                raise unpaid_holds.refused(order, unpaid, cancelled.old_item(hold_index)) from cancelled
             self._raise_placement_failure(stock_items, cancelled)
         return order
 
@@ -286,6 +294,14 @@ class OrderRepository:
         if "Item" not in response:
             return None
         return self.get(str(from_item(response["Item"])["order_id"]))
+
+    def held_unpaid(self, order_ids: Sequence[str]) -> dict[str, tuple[OrderStatus, int]]:
+        """The status and units of each of these orders still in the table (one consistent BatchGetItem)."""
+        return unpaid_holds.held_orders(self.table, order_ids)
+
+    def release_unpaid(self, customer_id: str, order_ids: Sequence[str], units: int) -> bool:
+        """`order_ids` and `units` out of the customer's unpaid hold if every id is still in it (one UpdateItem)."""
+        return unpaid_holds.release(self.table, customer_id, order_ids, units)
 
     def _placed_order_id(self, customer_id: str, placement: Placement) -> str:
         with translated_errors():

@@ -31,7 +31,7 @@ from shop.models.events import (
     ShipmentDetail,
     Source,
 )
-from shop.models.orders import StatusEntry
+from shop.models.orders import StatusEntry, units_of
 from shop.models.pricing import subtotal
 from shop.services.archive_timing import fresh_record
 from shop.services.sales import sales_change
@@ -278,6 +278,10 @@ class OrderEventsService:
         if before == record.new_status:
             return SKIPPED
         order = record.new_order()
+        if before == OrderStatus.PENDING_PAYMENT.value:
+            # The order left PENDING_PAYMENT (paid, failed, expired, cancelled): its id and units leave the
+            # customer's unpaid hold, once (conditional on the id still being held: a replay releases nothing).
+            self.effects.release_unpaid(order.customer_id, [order.order_id], units_of(order.lines))
         guarded = self.guarded(record)
         change = sales_change(order, order.lines, before, order.confirmed_at, order.stock_taken)
         if change is not None and self._batching:

@@ -27,7 +27,7 @@ from shop.models import (
     StatusEntry,
 )
 from shop.models.carts import CartClaim, CartOwner, CartOwnerKind
-from shop.models.orders import OrderPayment, Placement
+from shop.models.orders import OrderPayment, Placement, UnpaidLimits
 from shop.models.payments import PaymentIntent, PaymentStep, idempotency_key
 from shop.models.pricing import subtotal
 from shop.models.sessions import StoredLine
@@ -100,6 +100,18 @@ def _priced(quantities: dict[str, int], catalogue: dict[str, Product]) -> tuple[
         OrderLine.priced(pid, catalogue[pid].name, catalogue[pid].price_cents, qty) for pid, qty in quantities.items()
     ]
     return lines, {pid: product.stock_shards for pid, product in catalogue.items() if product.stock_shards > 1}
+
+
+def _unpaid_limits(quantities: dict[str, int]) -> UnpaidLimits:
+    """PAYMENTS=stripe: the limits the customer's unpaid hold takes the order within (MAX_UNPAID_ORDERS,
+    MAX_UNPAID_UNITS). An order that alone holds more units than a customer may hold unpaid is refused here, before
+    the provider is called, with nothing read or written."""
+    paying = payment_settings()
+    limits = UnpaidLimits(orders=paying.max_unpaid_orders, units=paying.max_unpaid_units)
+    units = sum(quantities.values())
+    if units > limits.units:
+        raise errors.UnpaidOrderLimit(max_orders=limits.orders, max_units=limits.units, order_units=units)
+    return limits
 
 
 class _Intents:
@@ -246,7 +258,9 @@ class OrderService:
         and the order is written PENDING_PAYMENT with that intent, its stock and its payment window in the one
         transaction. A provider outage is PaymentProviderUnavailable (503) with nothing written. A transaction
         refused after the intent exists cancels the intent (best effort) and answers the refusal. A placement
-        claim found taken answers the order placed first and cancels this run's intent."""
+        claim found taken answers the order placed first and cancels this run's intent. The same transaction holds
+        the order on the customer's unpaid hold, within MAX_UNPAID_ORDERS and MAX_UNPAID_UNITS: beyond either,
+        UnpaidOrderLimit (409), nothing written (docs/payments.md, "Hoarding")."""
         provider = None
         if payment_settings().enabled:
             # The provider first: a missing configuration or an unreadable secret refuses the checkout before
@@ -368,12 +382,16 @@ class OrderService:
         # The transaction's items besides the stock takes: the order, its customer entry, the cart or session
         # it empties, the Idempotency-Key it claims (shop.repository.orders.OrderRepository.place).
         room = MAX_TRANSACTION_ITEMS - 2 - sum(part is not None for part in (cart_claim, placement))
-        room -= 1 if payment_settings().enabled else 0  # the PAYMENT_DUE item
+        room -= 2 if payment_settings().enabled else 0  # the PAYMENT_DUE item and the customer's unpaid hold
+        # PAYMENTS=stripe: the order is unpaid, held on the customer's unpaid hold within the shop's limits.
+        unpaid = _unpaid_limits(quantities) if payment_settings().enabled else None
         order_id = ids.new_id()
         intents = _Intents(provider, order_id) if provider is not None else None
         reprices = 0
+        released_settled = False
         try:
-            for attempt in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS):
+            # One attempt more than reprices and stock need: the one after releasing held orders that were settled.
+            for attempt in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS + 1):
                 if intents is not None and subtotal(priced) <= 0:
                     # No intent holds 0 cents (a free product alone, or repriced to 0): refused before the
                     # provider is called (a reprice's earlier intent is cancelled below, as for any refusal).
@@ -382,7 +400,9 @@ class OrderService:
                 order = self._new_order(actor, priced, address, order_id=order_id, intent=intent)
                 try:
                     takes = stock.takes(room)
-                    placed = self.orders.place(order, cart_claim, placement=placement, takes=takes, attempt=attempt)
+                    placed = self.orders.place(
+                        order, cart_claim, placement=placement, takes=takes, attempt=attempt, unpaid=unpaid
+                    )
                 except errors.StockSourceShort as short:
                     stock.learn(short)
                     self._remember_shards(stock.shards)
@@ -392,6 +412,13 @@ class OrderService:
                     if reprices == REPRICE_ATTEMPTS:
                         raise
                     priced, _ = self._price(quantities, fresh=True)
+                    continue
+                except errors.UnpaidOrderLimit as limited:
+                    # The customer's unpaid hold refused. Held orders that are no longer unpaid (their release by
+                    # the stream lost, or still on its way) leave it now, and the placement is tried once more.
+                    if released_settled or not self._release_settled(actor.sub, limited):
+                        raise
+                    released_settled = True
                     continue
                 if intents is not None and placed.order_id != order_id:
                     # The placement claim was taken (a repeat of a placement that completed, or a concurrent
@@ -417,6 +444,29 @@ class OrderService:
                 intents.cancel_all(refused.code)
             raise
         raise AssertionError("unreachable")
+
+    def _release_settled(self, customer_id: str, limited: errors.UnpaidOrderLimit) -> bool:
+        """After the customer's unpaid hold refused a placement (`limited`: what it held then), the held orders that
+        are no longer PENDING_PAYMENT leave it, in one write conditional on each still being held (a release by the
+        stream meanwhile makes it write nothing). One read, only on this refusal: the held orders, consistently.
+        True when one was found settled (the placement is worth one more attempt); False when all are unpaid."""
+        held = limited.held_order_ids
+        if not held:
+            return False
+        found = self.orders.held_unpaid(held)
+        waiting = sum(units for status, units in found.values() if status is OrderStatus.PENDING_PAYMENT)
+        settled = {oid: units for oid, (status, units) in found.items() if status is not OrderStatus.PENDING_PAYMENT}
+        gone = [oid for oid in held if oid not in found]  # archived: its order item (and its lines) left the table
+        if not settled and not gone:
+            return False
+        # The hold counted each order's units when it took it: what it held beyond the others' is the gone orders'.
+        gone_units = max(0, limited.held_units - waiting - sum(settled.values()))
+        released = self.orders.release_unpaid(customer_id, [*settled, *gone], sum(settled.values()) + gone_units)
+        logger.info(
+            "unpaid_hold_released_at_placement",
+            extra={"customer_id": customer_id, "order_ids": [*settled, *gone], "released": released},
+        )
+        return True
 
     def _catalogue(self, quantities: dict[str, int], *, fresh: bool = False) -> dict[str, Product]:
         """The products of `quantities` (ProductNotFound, ProductUnavailable).
