@@ -121,7 +121,9 @@ placement = IdempotentOperation("orders", _place)
             "checkout), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED, PRODUCT_UNAVAILABLE (an archived product), "
             "STOCK_TOO_SCATTERED (the stock kept moving while it was gathered into one write: retry later or split "
             "the order); with payments on: NOTHING_TO_PAY (a total of 0 cents, details.product_ids: no intent "
-            "holds 0), PAYMENT_REJECTED (Stripe refused the intent, details.provider_code: e.g. amount_too_small "
+            "holds 0), UNPAID_ORDER_LIMIT (the customer already holds as many unpaid orders, or units in them, as "
+            "the shop allows: details.max_unpaid_orders, max_unpaid_units, order_units, and what is held, "
+            "unpaid_order_ids and unpaid_units; pay or cancel one), PAYMENT_REJECTED (Stripe refused the intent, details.provider_code: e.g. amount_too_small "
             "or amount_too_large for a total outside what Stripe charges in the shop's currency)",
             422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header, "
             f"lines of one product adding up to more than {MAX_QUANTITY}, a country that is not an ISO 3166-1 alpha-2 code)",
