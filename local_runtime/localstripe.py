@@ -45,6 +45,7 @@ class LocalStripe:
         self.host = host
         self._proc: subprocess.Popen[str] | None = None
         self._log: Any = None
+        self._ready = False
         self._lock = threading.Lock()
 
     @property
@@ -61,10 +62,18 @@ class LocalStripe:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self, timeout: float = 30.0) -> LocalStripe:
-        """Spawn the server and block until it answers (RuntimeError with its log tail otherwise)."""
+        """Spawn the server (unless `spawn` did) and block until it answers (RuntimeError with its log tail
+        otherwise)."""
+        return self.spawn().wait_ready(timeout)
+
+    def spawn(self) -> LocalStripe:
+        """Start the process and return at once, so that it boots while the caller does something else; `start`
+        then waits for it. It dies with the thread that spawns it (PR_SET_PDEATHSIG): spawn it from a long-lived
+        one."""
         with self._lock:
             if self.is_running():
                 return self
+            self._ready = False
             self._log = tempfile.TemporaryFile(prefix="localstripe-", mode="w+")  # noqa: SIM115 - closed in stop()
             self._proc = subprocess.Popen(
                 [
@@ -84,13 +93,22 @@ class LocalStripe:
                 preexec_fn=child_process.set_pdeathsig,  # noqa: PLW1509 - one prctl call
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
             )
+            child_process.track(self)
+            return self
+
+    def wait_ready(self, timeout: float = 30.0) -> LocalStripe:
+        """Block until the spawned server answers (RuntimeError with its log tail otherwise)."""
+        with self._lock:
+            if self._ready:
+                return self
             try:
                 self.port = self._read_port(timeout)
                 self._wait_ready(timeout)
             except RuntimeError:
                 self._terminate()
+                child_process.untrack(self)
                 raise
-            child_process.track(self)
+            self._ready = True
             return self
 
     def restart(self, timeout: float = 30.0) -> LocalStripe:
@@ -159,6 +177,7 @@ class LocalStripe:
 
     def _terminate(self, timeout: float = 10.0) -> None:
         proc, self._proc = self._proc, None
+        self._ready = False
         if proc is not None:
             child_process.stop_group(proc, timeout)
             if proc.stdout is not None:

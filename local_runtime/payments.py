@@ -70,9 +70,10 @@ class LocalPayments:
         }
 
 
-def start(state_dir: pathlib.Path, gateway_url: str) -> LocalPayments:
-    """localstripe on a free port, delivering every event to the gateway's webhook route (signed)."""
-    server = LocalStripe().start()
+def start(state_dir: pathlib.Path, gateway_url: str, server: LocalStripe | None = None) -> LocalPayments:
+    """localstripe on a free port (`server`, when `dev` spawned it earlier), delivering every event to the gateway's
+    webhook route (signed)."""
+    server = (server or LocalStripe()).start()
     secret = f"whsec_local_{secrets.token_hex(16)}"
     url = f"{gateway_url}/webhooks/stripe"
     try:

@@ -119,3 +119,18 @@ def test_localstripe_as_released_refuses_to_confirm_a_declined_intent_again():
     assert after_decline == "requires_payment_method"
     assert isinstance(second, stripe.InvalidRequestError)
     assert second.http_status == 400
+
+
+def test_a_spawned_server_boots_while_the_caller_works_and_start_waits_for_it():
+    """`make dev` spawns localstripe before it starts DynamoDB Local, so both boot at once; start() then waits."""
+    server = LocalStripe().spawn()
+    try:
+        assert server.is_running()
+        with pytest.raises(RuntimeError, match="no port yet"):
+            _ = server.endpoint  # not known until it has booted
+        assert server.start() is server
+        server.request("POST", "/v1/customers", {"email": "c@example.com"})
+        assert _customers(server) == ["c@example.com"]
+    finally:
+        server.stop()
+    assert not server.is_running()
