@@ -34,7 +34,9 @@ ASSUMPTIONS = [
     "the provider's webhook (payment_webhook: the route's order read and its paid transition, one conditional "
     "UpdateItem), captured by payment_steps at SHIPPED (payment_capture), and its PAYMENT_DUE item, left to its TTL, "
     "is removed at the window's end (free) and payment_steps reads the settled order once (payment_window); the "
-    "calls to Stripe are not priced",
+    "placement's transaction also holds the order on its customer's unpaid hold (one more item, issue 39) and "
+    "order_events releases it when the order leaves PENDING_PAYMENT (one UpdateItem, among the confirmation's "
+    "calls); the calls to Stripe are not priced",
     "not included: DynamoDB Streams reads by Lambda (free), storage, Lambda, API Gateway, EventBridge, PITR or backups",
 ]
 LIFE_PARTS = (
