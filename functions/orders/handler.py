@@ -233,7 +233,11 @@ def get_order_payment(order_id: OrderId, request: Request):
     description="PENDING -> CONFIRMED | CANCELLED; CONFIRMED -> SHIPPED (with carrier and tracking_number) | "
     "CANCELLED; SHIPPED -> DELIVERED; RETURN_REQUESTED -> RETURNED (every line restocked, OrderRefundDue "
     "published) | DELIVERED (the return rejected: reason required). CANCELLED restocks every line. "
-    "DELIVERED -> RETURN_REQUESTED is the customer's (POST /orders/{order_id}/return).",
+    "DELIVERED -> RETURN_REQUESTED is the customer's (POST /orders/{order_id}/return). "
+    "SHIPPED needs the order's payment held: when its card authorisation lapsed (payment LAPSED, also when the "
+    "lapse is recorded while this request runs) the answer is 409 PAYMENT_NOT_HELD, unless the body carries "
+    '"ship_without_payment": true, which ships it and records shipped_without_payment on the order and its '
+    "history entry; the flag changes nothing on an order whose payment is held, and goes only with SHIPPED.",
     responses=declare(
         200,
         s.Order,
@@ -246,9 +250,10 @@ def get_order_payment(order_id: OrderId, request: Request):
         body=True,
         headers=ETAG,
         errors_described={
-            409: "INVALID_TRANSITION, ORDER_ARCHIVED (an archived order no longer changes)",
-            422: "VALIDATION_ERROR (including SHIPPED without carrier or tracking_number, carrier or "
-            "tracking_number with another status, a return rejected without a reason)",
+            409: "INVALID_TRANSITION, ORDER_ARCHIVED (an archived order no longer changes), PAYMENT_NOT_HELD "
+            "(SHIPPED while the order's payment is LAPSED, without ship_without_payment; details.payment_status)",
+            422: "VALIDATION_ERROR (including SHIPPED without carrier or tracking_number, carrier, "
+            "tracking_number or ship_without_payment with another status, a return rejected without a reason)",
         },
     ),
     tags=TAGS,
@@ -271,6 +276,7 @@ def change_order_status(
         expected_version=expected_version(if_match),
         shipment=ShipmentIn(carrier, tracking_number) if carrier and tracking_number else None,
         reason=given(body.reason),
+        ship_without_payment=given(body.ship_without_payment) or False,
     )
     return json_response(200, order, etag(order))
 

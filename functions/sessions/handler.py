@@ -77,7 +77,7 @@ def delete_session(session_id: SessionId):
 @app.get(
     "/customers/<customer_id>/cart",
     summary="The customer's cart at current prices (self or admin)",
-    responses=declare(200, c.Cart, 401, 403, 404, errors_described={404: "CUSTOMER_NOT_FOUND: no profile"}),
+    responses=declare(200, c.CustomerCartView, 401, 403, 404, errors_described={404: "CUSTOMER_NOT_FOUND: no profile"}),
     tags=CART_TAGS,
 )
 def get_customer_cart(customer_id: CustomerId, request: Request):
@@ -89,7 +89,7 @@ def get_customer_cart(customer_id: CustomerId, request: Request):
     summary="Set a line of the customer's cart (0 removes it); slides the expiry to 30 days (self)",
     responses=declare(
         200,
-        c.Cart,
+        c.CustomerCartView,
         401,
         403,
         404,

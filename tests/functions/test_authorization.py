@@ -109,6 +109,16 @@ MATRIX: list[tuple[str, str, dict[str, Any], tuple[int, int, int, int]]] = [
         {"raw_body": '{"id": "evt_1"}', "headers": {"Stripe-Signature": "t=1,v1=00"}},
         (404, 404, 404, 404),
     ),
+    # issue 39: ship_without_payment is an admin's (a PENDING order cannot ship: 409 INVALID_TRANSITION for them)
+    (
+        "PATCH",
+        "/orders/00-alice-pending",
+        {
+            "body": {"status": "SHIPPED", "carrier": "DHL", "tracking_number": "T1", "ship_without_payment": True},
+            "headers": {"If-Match": '"1"'},
+        },
+        (401, 403, 403, 409),
+    ),
 ]
 # The error code of a 404 where it is not ORDER_NOT_FOUND: (method, path) -> caller -> code.
 NOT_FOUND_CODES = {

@@ -105,6 +105,7 @@ def test_a_rejected_return_needs_a_reason_and_goes_back_to_delivered(api):
         "carrier": None,
         "tracking_number": None,
         "reason": "The cable shows wear.",
+        "shipped_without_payment": None,
     }
     assert stock("prod-mouse") == before
 

@@ -559,6 +559,7 @@ class MemoryOrders:
         restock: Sequence[OrderLine] = (),
         details: StatusDetails = NO_DETAILS,
         expires_at: int | None = None,
+        unless_payment: PaymentStatus | None = None,
     ) -> Order:
         current = self.state.orders.get(order.order_id)
         if current is None:
@@ -571,6 +572,8 @@ class MemoryOrders:
             ):
                 return current  # this change, made (its answer was lost): the order as stored
             raise errors.VersionMismatch("the order changed meanwhile", {"current_version": current.version})
+        if unless_payment is not None and current.payment is not None and current.payment.status is unless_payment:
+            raise errors.PaymentNotHeld(order.order_id, unless_payment.value)  # recorded since the read
         if any(line.product_id not in self.state.products for line in restock):
             raise errors.Conflict("the data changed meanwhile, retry")
         self.restock(order, restock)
@@ -604,6 +607,8 @@ class MemoryOrders:
             changed["shipment"] = details.shipment
         if details.delivered_at:
             changed["delivered_at"] = details.delivered_at
+        if details.without_payment:
+            changed["shipped_without_payment"] = True
         return order.model_copy(update=changed)
 
 

@@ -159,6 +159,20 @@ class ReturnWindowClosed(Conflict):
     code = "RETURN_WINDOW_CLOSED"
 
 
+class PaymentNotHeld(Conflict):
+    """Shipping an order whose payment is no longer held: the provider cancelled its card authorisation before it
+    was captured (payment LAPSED). The admin may ship it anyway with ship_without_payment, which is recorded."""
+
+    code = "PAYMENT_NOT_HELD"
+
+    def __init__(self, order_id: str, payment_status: str) -> None:
+        super().__init__(
+            "the order's payment is no longer held (its card authorisation lapsed): send ship_without_payment: true "
+            "to ship it anyway",
+            {"order_id": order_id, "payment_status": payment_status},
+        )
+
+
 class VersionMismatch(DomainError):
     code = "VERSION_MISMATCH"
 

@@ -9,7 +9,7 @@ from pydantic import Field
 from shop.http_api.schemas import Body
 from shop.http_api.session_schemas import CartQuantityIn
 from shop.limits import MAX_ID_LENGTH
-from shop.models.carts import Cart, MergedCart, NotMerged
+from shop.models.carts import CustomerCartView, MergedCart, NotMerged
 
 
 class CartMergeIn(Body):
@@ -19,9 +19,9 @@ class CartMergeIn(Body):
 
 
 __all__ = [
-    "Cart",
     "CartMergeIn",
     "CartQuantityIn",
+    "CustomerCartView",
     "MergedCart",
     "NotMerged",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, StrictInt, model_validator
+from pydantic import ConfigDict, Field, StrictBool, StrictInt, model_validator
 
 from shop.http_api.countries import CountryCode
 from shop.http_api.schemas import INTEGRAL, MISSING, Body, OneOfBody
@@ -82,17 +82,19 @@ Carrier = Annotated[str, Field(min_length=1, max_length=MAX_CARRIER_LENGTH)]
 TrackingNumber = Annotated[str, Field(min_length=1, max_length=MAX_TRACKING_NUMBER_LENGTH, pattern=r"^[\x21-\x7e]+$")]
 Reason = Annotated[str, Field(min_length=1, max_length=MAX_REASON_LENGTH)]
 SHIPPING_FIELDS = ("carrier", "tracking_number")
+SHIPPED_ONLY_FIELDS = (*SHIPPING_FIELDS, "ship_without_payment")
 
 
 class OrderStatusPatch(Body):
     """The target status; ``carrier`` and ``tracking_number`` exactly when it is SHIPPED; ``reason``
-    (required to reject a return, i.e. RETURN_REQUESTED -> DELIVERED) goes in the order's history."""
+    (required to reject a return, i.e. RETURN_REQUESTED -> DELIVERED) goes in the order's history;
+    ``ship_without_payment`` only with SHIPPED."""
 
     model_config = ConfigDict(
         json_schema_extra={
             "if": {"properties": {"status": {"const": "SHIPPED"}}},
             "then": {"required": list(SHIPPING_FIELDS)},
-            "else": {"not": {"anyOf": [{"required": [name]} for name in SHIPPING_FIELDS]}},
+            "else": {"not": {"anyOf": [{"required": [name]} for name in SHIPPED_ONLY_FIELDS]}},
         }
     )
 
@@ -100,6 +102,13 @@ class OrderStatusPatch(Body):
     carrier: Carrier | MISSING = MISSING
     tracking_number: TrackingNumber | MISSING = MISSING
     reason: Reason | MISSING = MISSING
+    ship_without_payment: StrictBool | MISSING = Field(
+        default=MISSING,
+        description="only with SHIPPED: true ships an order whose payment is no longer held (payment LAPSED: its card "
+        "authorisation lapsed before capture), recorded as shipped_without_payment on the order and its SHIPPED "
+        "history entry; without it such an order is 409 PAYMENT_NOT_HELD. On an order whose payment is held (or "
+        "that takes none) it changes nothing",
+    )
 
     @model_validator(mode="after")
     def _shipping_fields_with_shipped(self) -> OrderStatusPatch:
@@ -108,6 +117,8 @@ class OrderStatusPatch(Body):
             raise ValueError("SHIPPED needs carrier and tracking_number")
         if self.status is not OrderStatus.SHIPPED and given:
             raise ValueError("carrier and tracking_number go only with SHIPPED")
+        if self.status is not OrderStatus.SHIPPED and "ship_without_payment" in self.model_fields_set:
+            raise ValueError("ship_without_payment goes only with SHIPPED")
         return self
 
 

@@ -44,7 +44,7 @@ class NotMerged(Model):
     reason: NotMergedReason
 
 
-class Cart(Model):
+class CustomerCartView(Model):
     customer_id: str
     cart: list[CartLine]
     subtotal_cents: int = Field(description="current unit price x quantity over the lines that are not unavailable")
@@ -53,7 +53,7 @@ class Cart(Model):
     )
 
 
-class MergedCart(Cart):
+class MergedCart(CustomerCartView):
     not_merged: list[NotMerged] = Field(
         description="what of the session did not fit (the quantity cap per line, the line cap per cart); a "
         "repeated merge of the same session answers the same list"

@@ -22,6 +22,7 @@ class OrderImage(OrderSummary):
     lines: list[OrderLine] = []
     shipment: Shipment | None = None
     status_reason: str | None = None  # the reason given for this version's status change
+    shipped_without_payment: bool | None = None  # SHIPPED while its payment was not held (the admin's choice)
     confirmed_at: str | None = None  # when it was confirmed (absent on orders confirmed before it was kept)
     stock_taken: dict[str, dict[str, int]] | None = None  # flash-sale shards taken: product -> label -> qty
     payment: OrderPayment | None = None  # PAYMENTS=stripe: the order's payment as this version holds it

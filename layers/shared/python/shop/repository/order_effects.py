@@ -82,8 +82,10 @@ def write_unless_archived(table: Table, order_id: str, write: dict[str, Any]) ->
 
 
 def history_item(change: OrderSummary, entry: StatusEntry | None = None) -> dict[str, Any]:
-    """The version's history entry; `entry` adds the change's carrier, tracking number, reason."""
-    details = entry.model_dump(include={"carrier", "tracking_number", "reason"}, exclude_none=True) if entry else {}
+    """The version's history entry; `entry` adds the change's carrier, tracking number, reason, and whether it
+    shipped without its payment held."""
+    recorded = {"carrier", "tracking_number", "reason", "shipped_without_payment"}
+    details = entry.model_dump(include=recorded, exclude_none=True) if entry else {}
     return {
         **keys.order_history_key(change.order_id, change.version),
         "entity": "ORDER_HISTORY",

@@ -49,13 +49,15 @@ def _absence(items: list[dict[str, Any]]) -> errors.DomainError:
 
 def latest_entry(header: dict[str, Any]) -> StatusEntry:
     """The history entry of the order's current version, from the order item itself."""
-    shipment = header.get("shipment") if header["status"] == OrderStatus.SHIPPED.value else None
+    shipped = header["status"] == OrderStatus.SHIPPED.value
+    shipment = header.get("shipment") if shipped else None
     return StatusEntry(
         status=header["status"],
         at=header["updated_at"],
         carrier=shipment["carrier"] if shipment else None,
         tracking_number=shipment["tracking_number"] if shipment else None,
         reason=header.get(STATUS_REASON),
+        shipped_without_payment=True if shipped and header.get("shipped_without_payment") else None,
     )
 
 

@@ -15,7 +15,7 @@ from shop.config import StatusShardSwitch, settings
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_STATUS_SHARDS, MAX_TRANSACTION_ITEMS
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails
 from shop.models.carts import CartClaim
-from shop.models.orders import NO_DETAILS, OrderPayment, Placement, UnpaidLimits
+from shop.models.orders import NO_DETAILS, OrderPayment, PaymentStatus, Placement, UnpaidLimits
 from shop.models.products import ProductStatus
 from shop.models.stock import StockTake
 from shop.repository import pagination, status_switch, unpaid_holds
@@ -459,13 +459,16 @@ class OrderRepository:
         restock: Sequence[OrderLine] = (),
         details: StatusDetails = NO_DETAILS,
         expires_at: int | None = None,
+        unless_payment: PaymentStatus | None = None,
     ) -> Order:
         """Move the order to new_status if it still has the version it was read with.
 
         ``details`` are written in the same update: the shipment, the change's reason (removed when
-        there is none), the first delivery's or confirmation's time. ``expires_at`` (epoch seconds) is set
-        in the same write, the TTL that archives a finished order; None removes it (the order is not
-        finished, or no longer: a return reopened it).
+        there is none), the first delivery's or confirmation's time, that it shipped without its payment held.
+        ``expires_at`` (epoch seconds) is set in the same write, the TTL that archives a finished order; None
+        removes it (the order is not finished, or no longer: a return reopened it). With ``unless_payment`` the
+        write also requires the order's payment not to be in that status (a payment record does not move the
+        version): PaymentNotHeld when it is, the order otherwise as read.
 
         With ``restock`` lines, their quantities go back to stock in the same transaction, sent with a
         client request token derived from the write, so a retry of a transaction that committed changes
@@ -486,11 +489,14 @@ class OrderRepository:
             "UpdateExpression": "SET #status = :new, version = :next, updated_at = :at, GSI1PK = :gpk"
             + "".join(f", {s}" for s in sets)
             + (f" REMOVE {', '.join(removes)}" if removes else ""),
-            "ConditionExpression": "#status = :old AND version = :version",
+            "ConditionExpression": "#status = :old AND version = :version"
+            + (" AND payment.#status <> :unheld" if unless_payment is not None else ""),
             "ExpressionAttributeNames": {"#status": "status", "#ttl": keys.TTL_ATTRIBUTE},
             "ExpressionAttributeValues": status_move_values(order, new_status, updated_at, gsi[keys.GSI1PK], **extra),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
+        if unless_payment is not None:
+            update["ExpressionAttributeValues"].update(values(unheld=unless_payment.value))
         if restock:
             returns = stock_returns(order, restock)
             token = status_change_token(order, new_status, updated_at, expires_at)
@@ -498,7 +504,9 @@ class OrderRepository:
                 self._change_with_restock(order, update, returns, token)
             except TransactionCancelled as cancelled:
                 if cancelled.failed_condition(0):
-                    return _explain_failed_change(order, new_status, cancelled.old_item(0), details)
+                    return _explain_failed_change(
+                        order, new_status, cancelled.old_item(0), details, unless_payment=unless_payment
+                    )
                 if not any(
                     cancelled.failed_condition(i + 1) for i, (_, shard, _) in enumerate(returns) if shard is not None
                 ):
@@ -512,14 +520,16 @@ class OrderRepository:
                     )
                 except TransactionCancelled as again:
                     if again.failed_condition(0):
-                        return _explain_failed_change(order, new_status, again.old_item(0), details)
+                        return _explain_failed_change(
+                            order, new_status, again.old_item(0), details, unless_payment=unless_payment
+                        )
                     raise again.unexplained() from again
         else:
             try:
                 with conditional_write():
                     self.table.client.update_item(**update)
             except ConditionFailed as failed:
-                return _explain_failed_change(order, new_status, failed.item, details)
+                return _explain_failed_change(order, new_status, failed.item, details, unless_payment=unless_payment)
         return _advanced(order, new_status, order.version + 1, updated_at, details)
 
     def _change_with_restock(self, order: Order, update: dict[str, Any], returns: list[Return], token: str) -> None:
@@ -554,6 +564,9 @@ def _detail_updates(details: StatusDetails) -> tuple[list[str], dict[str, Any]]:
     if details.confirmed_at:
         sets.append("confirmed_at = :confirmed")
         extra["confirmed"] = details.confirmed_at
+    if details.without_payment:
+        sets.append("shipped_without_payment = :without_payment")
+        extra["without_payment"] = True
     return sets, extra
 
 
@@ -580,18 +593,26 @@ def _advanced(
         changed["shipment"] = details.shipment
     if details.delivered_at:
         changed["delivered_at"] = details.delivered_at
+    if details.without_payment:
+        changed["shipped_without_payment"] = True
     return order.model_copy(update=changed)
 
 
 def _explain_failed_change(
-    order: Order, new_status: OrderStatus, current: dict[str, Any] | None, details: StatusDetails = NO_DETAILS
+    order: Order,
+    new_status: OrderStatus,
+    current: dict[str, Any] | None,
+    details: StatusDetails = NO_DETAILS,
+    *,
+    unless_payment: PaymentStatus | None = None,
 ) -> Order:
     """The order a failed conditional status change leaves, if the change is already made; else why it failed.
 
     Made means this change, not only one to the same status: the order (`current`, as the failed write found
     it) is at the next version in new_status with this change's carrier, tracking number and reason. The
     answer is then the order as stored. A concurrent change to the same status with other details is
-    another request's: VersionMismatch."""
+    another request's: VersionMismatch. Still as read but with its payment in `unless_payment`'s status (the
+    payment was recorded between the read and the write): PaymentNotHeld."""
     if current is None:
         raise errors.OrderNotFound("order not found")
     version = int(current["version"])
@@ -599,4 +620,13 @@ def _explain_failed_change(
         made = latest_entry(current)
         if details.recorded_in(made):
             return Order.model_validate({**current, "history": [h.model_dump() for h in [*order.history, made]]})
+    payment = current.get("payment")
+    if (
+        unless_payment is not None
+        and current["status"] == order.status.value
+        and version == order.version
+        and isinstance(payment, dict)
+        and payment.get("status") == unless_payment.value
+    ):
+        raise errors.PaymentNotHeld(order.order_id, unless_payment.value)
     raise errors.VersionMismatch("the order changed meanwhile", {"current_version": version})

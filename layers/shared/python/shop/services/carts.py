@@ -17,7 +17,7 @@ from shop import clock, errors
 from shop.config import settings
 from shop.limits import MAX_CART_LINES, MAX_QUANTITY
 from shop.models import CartLine
-from shop.models.carts import Cart, CartClaim, CartOwner, MergedCart, NotMerged, NotMergedReason, StoredCart
+from shop.models.carts import CartClaim, CartOwner, CustomerCartView, MergedCart, NotMerged, NotMergedReason, StoredCart
 from shop.models.sessions import StoredLine
 from shop.services.actor import Actor
 from shop.services.cart_lines import CartLines, cart_subtotal
@@ -68,13 +68,13 @@ class CartService(CartLines):
         super().__init__(products=products, ttl_seconds=ttl_seconds)
         self.carts = carts
 
-    def get(self, actor: Actor, customer_id: str) -> Cart:
+    def get(self, actor: Actor, customer_id: str) -> CustomerCartView:
         """One BatchGetItem (profile and cart), one more of the cart's products' prices when it has lines."""
         actor.require_self_or_admin(customer_id)
         stored = self.carts.get(customer_id, now=clock.epoch(clock.now()))
         return _cart(stored, self._priced(stored, {}))
 
-    def set_quantity(self, actor: Actor, customer_id: str, product_id: str, quantity: int) -> Cart:
+    def set_quantity(self, actor: Actor, customer_id: str, product_id: str, quantity: int) -> CustomerCartView:
         """BatchGetItem of profile and product, UpdateItem of the cart, BatchGetItem of the other lines' prices."""
         actor.require_self(customer_id)
         if quantity == 0:
@@ -127,7 +127,7 @@ class CartService(CartLines):
         return MergedCart(**dict(cart), not_merged=not_merged)
 
 
-def _cart(stored: StoredCart, lines: list[CartLine]) -> Cart:
-    return Cart(
+def _cart(stored: StoredCart, lines: list[CartLine]) -> CustomerCartView:
+    return CustomerCartView(
         customer_id=stored.owner_id, cart=lines, subtotal_cents=cart_subtotal(lines), expires_at=stored.expires_at
     )

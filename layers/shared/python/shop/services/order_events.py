@@ -73,14 +73,17 @@ def status_message(order: OrderImage) -> str:
 
 
 def history_entry(order: OrderImage) -> StatusEntry:
-    """The version's history entry, with its shipment's carrier and tracking number and its reason."""
-    shipment = order.shipment if order.status is OrderStatus.SHIPPED else None
+    """The version's history entry, with its shipment's carrier and tracking number, its reason, and whether it
+    shipped without its payment held."""
+    shipped = order.status is OrderStatus.SHIPPED
+    shipment = order.shipment if shipped else None
     return StatusEntry(
         status=order.status,
         at=order.updated_at,
         carrier=shipment.carrier if shipment else None,
         tracking_number=shipment.tracking_number if shipment else None,
         reason=order.status_reason,
+        shipped_without_payment=True if shipped and order.shipped_without_payment else None,
     )
 
 

@@ -27,7 +27,7 @@ from shop.models import (
     StatusEntry,
 )
 from shop.models.carts import CartClaim, CartOwner, CartOwnerKind
-from shop.models.orders import OrderPayment, Placement, UnpaidLimits
+from shop.models.orders import OrderPayment, PaymentStatus, Placement, UnpaidLimits
 from shop.models.payments import PaymentIntent, PaymentStep, idempotency_key
 from shop.models.pricing import subtotal
 from shop.models.sessions import StoredLine
@@ -558,14 +558,24 @@ class OrderService:
         expected_version: int,
         shipment: ShipmentIn | None = None,
         reason: str | None = None,
+        ship_without_payment: bool = False,
     ) -> Order:
         """An admin's move along the status machine. SHIPPED needs the shipment; rejecting a return
-        (RETURN_REQUESTED -> DELIVERED) needs a reason; RETURNED puts every line back in stock."""
+        (RETURN_REQUESTED -> DELIVERED) needs a reason; RETURNED puts every line back in stock.
+
+        SHIPPED needs the order's payment held: a payment whose authorisation lapsed (LAPSED) is PaymentNotHeld,
+        unless `ship_without_payment`, which is then recorded on the order and its history entry. The flag on an
+        order whose payment is held changes nothing (it covers a lapse recorded between the read and the write);
+        with any other status it is refused (InvalidRequest)."""
         actor.require_admin()
         if new_status is OrderStatus.SHIPPED and shipment is None:
             raise errors.InvalidRequest(
                 "shipping an order needs its carrier and tracking_number",
                 {"carrier": "required with SHIPPED", "tracking_number": "required with SHIPPED"},
+            )
+        if ship_without_payment and new_status is not OrderStatus.SHIPPED:
+            raise errors.InvalidRequest(
+                "ship_without_payment goes only with SHIPPED", {"ship_without_payment": "only with SHIPPED"}
             )
         order = self.orders.get(order_id)
         if (
@@ -591,7 +601,41 @@ class OrderService:
         rejecting = order.status is OrderStatus.RETURN_REQUESTED and new_status is OrderStatus.DELIVERED
         if rejecting and not reason:
             raise errors.InvalidRequest("rejecting a return needs a reason", {"reason": "required to reject a return"})
+        if new_status is OrderStatus.SHIPPED and order.payment is not None:
+            return self._ship(order, shipment, reason, without_payment_allowed=ship_without_payment)
         return self._move(order, new_status, shipment=shipment, reason=reason)
+
+    def _ship(
+        self, order: Order, shipment: ShipmentIn | None, reason: str | None, *, without_payment_allowed: bool
+    ) -> Order:
+        """SHIPPED for an order that takes a payment. Its payment must still be held when the change is written:
+        the provider's lapse is recorded on the payment without moving the version, so the write is conditional on
+        the payment not being LAPSED as well. A lapse recorded between the read and the write is PaymentNotHeld;
+        with the admin's `ship_without_payment` the order is read again and shipped, recorded as shipped without
+        its payment (at the version the admin read, or VersionMismatch)."""
+        for _ in range(2):
+            lapsed = order.payment is not None and order.payment.status is PaymentStatus.LAPSED
+            if lapsed and not without_payment_allowed:
+                raise errors.PaymentNotHeld(order.order_id, PaymentStatus.LAPSED.value)
+            try:
+                return self._move(
+                    order,
+                    OrderStatus.SHIPPED,
+                    shipment=shipment,
+                    reason=reason,
+                    without_payment=lapsed,
+                    unless_payment=None if lapsed else PaymentStatus.LAPSED,  # LAPSED is final: nothing to guard
+                )
+            except errors.PaymentNotHeld:
+                if not without_payment_allowed:
+                    raise
+            current = self.orders.get(order.order_id)
+            if current.version != order.version:
+                raise errors.VersionMismatch(
+                    "the order changed since you read it", {"current_version": current.version}
+                )
+            order = current
+        raise errors.ServiceUnavailable("the order keeps changing, retry later")
 
     def cancel(self, actor: Actor, order_id: str) -> Order:
         """The owner's or an admin's cancel; a concurrent change is re-read and the cancel re-tried."""
@@ -624,10 +668,18 @@ class OrderService:
         raise errors.ServiceUnavailable("the order keeps changing, retry later")
 
     def _move(
-        self, order: Order, new_status: OrderStatus, *, shipment: ShipmentIn | None = None, reason: str | None = None
+        self,
+        order: Order,
+        new_status: OrderStatus,
+        *,
+        shipment: ShipmentIn | None = None,
+        reason: str | None = None,
+        without_payment: bool = False,
+        unless_payment: PaymentStatus | None = None,
     ) -> Order:
         """The status machine's step from the order as read; cancelling or taking a return back puts every
-        line back in stock (the repository writes it in the same transaction)."""
+        line back in stock (the repository writes it in the same transaction). `without_payment`: recorded as
+        shipped without its payment held; `unless_payment`: the write also requires the payment not in it."""
         if new_status not in ORDER_TRANSITIONS[order.status]:
             raise errors.InvalidTransition(
                 f"an order cannot go from {order.status} to {new_status}",
@@ -642,6 +694,7 @@ class OrderService:
             reason=reason,
             delivered_at=now if order.status is OrderStatus.SHIPPED and new_status is OrderStatus.DELIVERED else None,
             confirmed_at=now if new_status is OrderStatus.CONFIRMED else None,
+            without_payment=without_payment,
         )
         restock = order.lines if new_status in (OrderStatus.CANCELLED, OrderStatus.RETURNED) else ()
         return self.orders.change_status(
@@ -653,6 +706,7 @@ class OrderService:
             expires_at=archive_at(
                 new_status, clock.epoch(moment), settings().archive_after_days, settings().archive_grace_seconds
             ),
+            unless_payment=unless_payment,
         )
 
 
