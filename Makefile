@@ -20,6 +20,10 @@ SNAPSTART ?=
 TTL_INTERVAL ?= 2
 # `make dev`'s payments: stripe (localstripe on a free port, the default) or none (version 2's flow)
 PAYMENTS ?= stripe
+# When the authorised amount is captured: on_ship (at SHIPPED, the default) or on_confirm (at CONFIRMED, refunded at
+# CANCELLED). `make synth`/`make dev CAPTURE=on_confirm` synthesize with -c capture=on_confirm: CAPTURE on the functions
+# that take payments and payment_steps' filters for it, which `make dev` runs (docs/deploy.md, "Synthesize only")
+CAPTURE ?= on_ship
 ORDER ?=
 CARD ?=
 
@@ -69,15 +73,15 @@ SYNTH_INPUTS := app.py cdk.json requirements/runtime.txt requirements/payments.t
 # deploys (the payments layer, payment_steps and its stream filters), which `make dev` runs; `make dev
 # PAYMENTS=none` (and the e2e stacks) switch every function to version 2's flow with PAYMENTS=none.
 SYNTH_PAYMENTS ?= stripe
-SYNTH_STAMP := cdk.out/.synth-$(ARCH)-payments-$(SYNTH_PAYMENTS)$(if $(SNAPSTART),-snapstart-$(SNAPSTART),)
+SYNTH_STAMP := cdk.out/.synth-$(ARCH)-payments-$(SYNTH_PAYMENTS)-capture-$(CAPTURE)$(if $(SNAPSTART),-snapstart-$(SNAPSTART),)
 
 synth: setup layers $(SYNTH_STAMP)
 
 $(SYNTH_STAMP): $(SYNTH_INPUTS) build/layers/deps-$(ARCH).stamp build/layers/payments-$(ARCH).stamp
 	rm -f cdk.out/.synth-*
 	@mkdir -p .cache
-	npx cdk synth --no-notices -q -c arch=$(ARCH) -c payments=$(SYNTH_PAYMENTS) $(if $(SNAPSTART),-c snapstart=$(SNAPSTART),) \
-	  > /dev/null 2> .cache/synth.log || { cat .cache/synth.log >&2; exit 1; }
+	npx cdk synth --no-notices -q -c arch=$(ARCH) -c payments=$(SYNTH_PAYMENTS) -c capture=$(CAPTURE) \
+	  $(if $(SNAPSTART),-c snapstart=$(SNAPSTART) ,)> /dev/null 2> .cache/synth.log || { cat .cache/synth.log >&2; exit 1; }
 	touch $@
 
 # Templates for `sam local invoke` only (never deploy them): every function on `make dev`'s DynamoDB Local.
@@ -134,7 +138,7 @@ openapi: setup
 # `make dev FUNCTION_ENV="STATUS_SHARDS=4 STATUS_SHARDS_NEXT=16"`: variables of every function overridden (a switch's phase).
 dev: setup synth
 	$(PY) -m local_runtime dev --port $(PORT) --dynamodb-port $(DYNAMODB_PORT) --ttl-interval $(TTL_INTERVAL) \
-	  --payments $(PAYMENTS) $(if $(FRESH),--fresh,) $(if $(V),-v,) $(foreach pair,$(FUNCTION_ENV),--env $(pair))
+	  --payments $(PAYMENTS) --capture $(CAPTURE) $(if $(FRESH),--fresh,) $(if $(V),-v,) $(foreach pair,$(FUNCTION_ENV),--env $(pair))
 
 # Pay an order of the running `make dev` through localstripe: `make -s pay ORDER=<id> [CARD=declined]`
 # (docs/payments.md, "Local runs"). pm_card_visa authorises; CARD=declined is a card localstripe declines.

@@ -279,6 +279,20 @@ PAYMENT_STEP_FILTERS: tuple[dict[str, Any], ...] = (
         "dynamodb": {"Keys": {"SK": {"S": ["PAYMENT_DUE"]}}},
     },
 )
+# `-c capture=on_confirm` (CAPTURE=on_confirm on the functions that take payments): the amount is captured when the
+# order is confirmed (the webhook's authorisation, or the expiry step finding the intent authorised), so the
+# confirmation reaches payment_steps too; its refund at CANCELLED comes through the cancel pattern above
+# (CONFIRMED -> CANCELLED). The fifth and last pattern a mapping takes by default.
+CAPTURE_ON_CONFIRM_FILTER: dict[str, Any] = _paid_order_moved(["CONFIRMED"], ["PENDING_PAYMENT"])
+
+
+def payment_step_filters(capture: str) -> tuple[dict[str, Any], ...]:
+    """payment_steps' filters for a capture mode (shop.limits.CAPTURE_MODES): on_ship's four, and on_confirm's
+    confirmation besides them."""
+    if capture not in limits.CAPTURE_MODES:
+        raise ValueError(f"capture must be one of {', '.join(limits.CAPTURE_MODES)}, got {capture!r}")
+    return (*PAYMENT_STEP_FILTERS, CAPTURE_ON_CONFIRM_FILTER) if capture == "on_confirm" else PAYMENT_STEP_FILTERS
+
 
 # Every function the code holds. payment_steps is deployed only with `-c payments=stripe` (EventsStack builds it
 # then); monitoring, packaging and the local runtime know it always (the local runtime runs it under
@@ -479,6 +493,10 @@ class DeployConfig:
     # (docs/payments.md, "Deploying with payments"); `-c currency=eur` the shop's currency
     payments: str = "none"
     currency: str = "usd"
+    # `-c capture=on_ship|on_confirm` (with payments=stripe): when the authorised amount is captured, at SHIPPED
+    # (the default) or at CONFIRMED with a refund at CANCELLED; CAPTURE on the functions that take payments and
+    # payment_steps' filters (payment_step_filters)
+    capture: str = "on_ship"
 
     @property
     def protected(self) -> bool:
@@ -552,6 +570,16 @@ class DeployConfig:
         currency = text("currency") or limits.DEFAULT_CURRENCY
         if not re.fullmatch(r"[a-z]{3}", currency):
             raise ValueError(f"context currency must be an ISO 4217 code in lower case, got {currency!r}")
+        capture = text("capture") or limits.DEFAULT_CAPTURE
+        if capture not in limits.CAPTURE_MODES:
+            raise ValueError(
+                f"context capture must be one of {', '.join(limits.CAPTURE_MODES)} (when the authorised amount is "
+                f"captured: at SHIPPED, or at CONFIRMED with a refund at CANCELLED), got {capture!r}"
+            )
+        if capture != limits.DEFAULT_CAPTURE and payments == "none":
+            raise ValueError(
+                f"context capture={capture} needs -c payments=stripe: with payments off nothing is captured"
+            )
         config = cls(
             stage=stage,
             arch=arch,
@@ -581,6 +609,7 @@ class DeployConfig:
             archive_grace_seconds=int(grace),
             payments=payments,
             currency=currency,
+            capture=capture,
         )
         if config.protected:
             config.require_protected_settings()

@@ -19,6 +19,7 @@ from typing import Any
 from infra.settings import LOCAL_TABLE_NAME
 from local_runtime import auth, dev_state, failures
 from local_runtime.dynamodb_local import QUICK_START, DynamoDBLocal, create_table
+from shop.limits import CAPTURE_MODES, DEFAULT_CAPTURE
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_STATE_DIR = REPO_ROOT / ".local"
@@ -39,6 +40,13 @@ def _table_name(app: Any) -> str:
     return name if isinstance(name, str) and len(name) >= 3 else DEFAULT_TABLE_NAME
 
 
+def _synthesized_capture(app: Any) -> str:
+    """The capture mode the templates were synthesized for (-c capture): payment_steps' CAPTURE, on_ship without."""
+    steps = app.functions.get("payment_steps")
+    capture = steps.environment.get("CAPTURE") if steps is not None else None
+    return capture if isinstance(capture, str) and capture else DEFAULT_CAPTURE
+
+
 def cmd_token(args: argparse.Namespace) -> int:
     keys = auth.load_or_create_keys(pathlib.Path(args.data_dir))
     groups = [g.strip() for g in (args.groups or "").split(",") if g.strip()]
@@ -52,7 +60,6 @@ def cmd_dev(args: argparse.Namespace) -> int:
     from local_runtime.functions import Functions
     from local_runtime.gateway import Gateway, swagger_assets_dir
     from local_runtime.local_aws import S3_DIR, BusCapture, LocalAws
-    from local_runtime.localstripe import LocalStripe
     from local_runtime.openapi import load_document
     from local_runtime.poller import StreamPoller
     from local_runtime.seed import seed_once
@@ -73,6 +80,17 @@ def cmd_dev(args: argparse.Namespace) -> int:
     except TemplateError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    # payment_steps' filters come from the templates: functions told another mode would never see what to capture
+    synthesized = _synthesized_capture(app)
+    for wanted in (args.capture, _overrides(args.env).get("CAPTURE")):
+        if wanted is None or wanted == synthesized:
+            continue
+        print(
+            f"error: {args.cdk_out} was synthesized with capture={synthesized}, not {wanted}: "
+            f"run `make synth CAPTURE={wanted}` (or `npx cdk synth -c capture={wanted}`) rather than setting CAPTURE",
+            file=sys.stderr,
+        )
+        return 2
     table_name = _table_name(app)
 
     stop = threading.Event()
@@ -86,39 +104,24 @@ def cmd_dev(args: argparse.Namespace) -> int:
     functions = None
     server = None
     paying: Any = None  # local_runtime.payments.LocalPayments with --payments stripe
-    stripe_server: LocalStripe | None = None
     follower: Follower | None = None
     pollers: list[StreamPoller] = []
     ttl: TtlEmulator | None = None
     capture: BusCapture | None = None
     ttl_deletions = TtlDeletions(app.table.spec.ttl_attribute or "expires_at", _key_names(app.table.spec))
     try:
-        names = Resolver(app, table_name=table_name, secret=lambda _: "", buses=True)
-        keys = auth.load_or_create_keys(state_dir)
-
-        def aws_ready() -> list[Any]:
-            aws.start()
-            aws.create_buckets(names.named("AWS::S3::Bucket", "BucketName"))
-            return [aws.create_bus(bus) for bus in names.named("AWS::Events::EventBus", "Name")]
-
-        def tokens() -> tuple[str, str]:
-            return auth.issue_token(keys, "demo-customer"), auth.issue_token(keys, "demo-admin", groups=["admin"])
-
-        # A warm start waits on Java's start; everything that does not need DynamoDB Local is done meanwhile:
-        # moto's server with its buckets and buses, localstripe's boot, the banner's tokens, the Swagger assets.
-        # Java and localstripe from this thread: each dies with the thread that started it (PR_SET_PDEATHSIG).
-        if args.payments == "stripe":
-            stripe_server = LocalStripe().spawn()
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="start") as starting:
-            aws_started = starting.submit(aws_ready)
-            banner_tokens = starting.submit(tokens)
-            swagger_dir = starting.submit(swagger_assets_dir)
+        # Java's start and moto's import are the slow steps of a warm start: side by side. Java from this
+        # thread: DynamoDB Local dies with the thread that started it (PR_SET_PDEATHSIG).
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="aws-start") as starting:
+            aws_started = starting.submit(aws.start)
             ddb.start()
-            buses = aws_started.result()
+            aws_started.result()
         client = ddb.client()
         create_table(client, table_name, spec=app.table.spec, exist_ok=True)
-        for bus in buses:
-            capture = BusCapture(aws, bus).start()
+        names = Resolver(app, table_name=table_name, secret=lambda _: "", buses=True)
+        aws.create_buckets(names.named("AWS::S3::Bucket", "BucketName"))
+        for bus in names.named("AWS::Events::EventBus", "Name"):
+            capture = BusCapture(aws, aws.create_bus(bus)).start()
         if not args.no_seed:
             seeded = seed_once(client, table_name, ddb_dir / ".seeded")
             if seeded:
@@ -134,14 +137,14 @@ def cmd_dev(args: argparse.Namespace) -> int:
         gateway = Gateway(
             app.routes,
             invoke,
-            auth.JwtAuthorizer(keys),
+            auth.JwtAuthorizer(auth.load_or_create_keys(state_dir)),
             openapi=lambda: load_document(REPO_ROOT, servers=[url]),
-            swagger_dir=swagger_dir.result(),
+            swagger_dir=swagger_assets_dir(),
         )
         server = gateway.server(args.host, args.port)
         url = f"http://{args.host}:{server.server_address[1]}"
         if args.payments == "stripe":
-            paying = local_payments.start(state_dir, url, stripe_server)
+            paying = local_payments.start(state_dir, url)
             overrides = {**paying.environment, **overrides}
         else:
             local_payments.forget(state_dir)
@@ -160,6 +163,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             log_dir=(logs := start_run(state_dir, sorted(app.functions))),
         )
         functions.warm()
+        keys = auth.load_or_create_keys(state_dir)
         threading.Thread(target=server.serve_forever, name="gateway", daemon=True).start()
         for mapping in app.mappings:
             if mapping.table is None or not mapping.enabled:
@@ -192,11 +196,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
             localstripe=paying.server.endpoint if paying is not None else None,
         )
         payments_line = (
-            f"localstripe {paying.server.endpoint} -> {paying.webhook_url}; pay: make -s pay ORDER=<id>"
+            f"localstripe {paying.server.endpoint} -> {paying.webhook_url}; capture {_synthesized_capture(app)}; "
+            "pay: make -s pay ORDER=<id>"
             if paying is not None
             else "off (PAYMENTS=none: the stream confirms every order)"
         )
-        customer, admin = banner_tokens.result()
+        customer = auth.issue_token(keys, "demo-customer")
+        admin = auth.issue_token(keys, "demo-admin", groups=["admin"])
         print(
             f"\nShop API      {url}\n"
             f"API docs      {url}/docs   (OpenAPI: {url}/openapi.json)\n"
@@ -244,8 +250,6 @@ def cmd_dev(args: argparse.Namespace) -> int:
         if paying is not None:
             paying.server.stop()
             local_payments.forget(state_dir)
-        if stripe_server is not None:
-            stripe_server.stop()
         (state_dir / DEV_ENV_FILE).unlink(missing_ok=True)
         dev_state.forget(state_dir)
         if capture is not None:
@@ -463,6 +467,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="none",
         help="stripe: localstripe on a free port, every function pointed at it (make dev's default); "
         "none: version 2's flow, the stream confirms every order",
+    )
+    dev.add_argument(
+        "--capture",
+        choices=CAPTURE_MODES,
+        default=None,
+        help="refuse to start unless the templates were synthesized for this capture mode (-c capture: CAPTURE and "
+        "payment_steps' filters come from them; make dev passes its CAPTURE); default: whatever they hold",
     )
     dev.add_argument("-v", "--verbose", action="store_true", help="log every request, and the functions' logs")
     dev.add_argument(

@@ -20,7 +20,6 @@ from infra.constructs.functions import Layers, build_function, live_alias
 from infra.constructs.protection import removal_policy
 from infra.settings import (
     EVENT_ARCHIVE_RETENTION_DAYS,
-    PAYMENT_STEP_FILTERS,
     PAYMENT_STEPS_FUNCTION,
     STREAM,
     STREAM_FAILURE_PREFIX,
@@ -28,6 +27,7 @@ from infra.settings import (
     STREAM_FILTERS,
     STREAM_FUNCTION,
     DeployConfig,
+    payment_step_filters,
 )
 
 
@@ -86,8 +86,9 @@ class OrderEventsProcessing(Construct):
 class PaymentSteps(Construct):
     """`-c payments=stripe`: payment_steps, a second consumer of the table stream (capture, cancel, refund, expiry).
 
-    Its own mapping with its own filters (PAYMENT_STEP_FILTERS), failure bucket and alarm (Monitoring): a Stripe
-    outage retries and then parks payment records (`make replay`), never order_events' records.
+    Its own mapping with its own filters (payment_step_filters: -c capture=on_confirm adds the confirmation),
+    failure bucket and alarm (Monitoring): a Stripe outage retries and then parks payment records (`make replay`),
+    never order_events' records.
     """
 
     def __init__(
@@ -116,7 +117,7 @@ class PaymentSteps(Construct):
             iam.PolicyStatement(actions=["events:PutEvents"], resources=[bus.event_bus_arn])
         )
         self.alias = live_alias(self, self.function, config=config)
-        self.mapping_id = _consume_stream(self.alias, table, self.failures, PAYMENT_STEP_FILTERS)
+        self.mapping_id = _consume_stream(self.alias, table, self.failures, payment_step_filters(config.capture))
 
 
 @jsii.implements(lambda_.IEventSourceDlq)

@@ -248,6 +248,9 @@ def build_function(
             "PAYMENTS": config.payments,
             "STRIPE_SECRET_ARN": stripe_secret.secret_arn,
             "SHOP_CURRENCY": config.currency,
+            # when the authorised amount is captured (shop.config.payment_settings().capture): every function that
+            # reads the payment settings gets the mode payment_steps' filters were built for (-c capture)
+            "CAPTURE": config.capture,
         }
         role.add_to_policy(
             iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[stripe_secret.secret_arn])

@@ -189,3 +189,9 @@ def payments_on(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
         "payments",
         {"arch": "x86_64", "stage": "prod", **PINNED, "alarm_email": "oncall@example.com", "payments": "stripe"},
     )
+
+
+@pytest.fixture(scope="session")
+def capture_on_confirm(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """`-c payments=stripe -c capture=on_confirm` on dev: captured at CONFIRMED, refunded at CANCELLED."""
+    return _synth(tmp_path_factory, "capture", {"arch": "x86_64", "payments": "stripe", "capture": "on_confirm"})
