@@ -60,6 +60,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     from local_runtime.functions import Functions
     from local_runtime.gateway import Gateway, swagger_assets_dir
     from local_runtime.local_aws import S3_DIR, BusCapture, LocalAws
+    from local_runtime.localstripe import LocalStripe
     from local_runtime.openapi import load_document
     from local_runtime.poller import StreamPoller
     from local_runtime.seed import seed_once
@@ -104,24 +105,39 @@ def cmd_dev(args: argparse.Namespace) -> int:
     functions = None
     server = None
     paying: Any = None  # local_runtime.payments.LocalPayments with --payments stripe
+    stripe_server: LocalStripe | None = None
     follower: Follower | None = None
     pollers: list[StreamPoller] = []
     ttl: TtlEmulator | None = None
     capture: BusCapture | None = None
     ttl_deletions = TtlDeletions(app.table.spec.ttl_attribute or "expires_at", _key_names(app.table.spec))
     try:
-        # Java's start and moto's import are the slow steps of a warm start: side by side. Java from this
-        # thread: DynamoDB Local dies with the thread that started it (PR_SET_PDEATHSIG).
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="aws-start") as starting:
-            aws_started = starting.submit(aws.start)
+        names = Resolver(app, table_name=table_name, secret=lambda _: "", buses=True)
+        keys = auth.load_or_create_keys(state_dir)
+
+        def aws_ready() -> list[Any]:
+            aws.start()
+            aws.create_buckets(names.named("AWS::S3::Bucket", "BucketName"))
+            return [aws.create_bus(bus) for bus in names.named("AWS::Events::EventBus", "Name")]
+
+        def tokens() -> tuple[str, str]:
+            return auth.issue_token(keys, "demo-customer"), auth.issue_token(keys, "demo-admin", groups=["admin"])
+
+        # A warm start waits on Java's start; everything that does not need DynamoDB Local is done meanwhile:
+        # moto's server with its buckets and buses, localstripe's boot, the banner's tokens, the Swagger assets.
+        # Java and localstripe from this thread: each dies with the thread that started it (PR_SET_PDEATHSIG).
+        if args.payments == "stripe":
+            stripe_server = LocalStripe().spawn()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="start") as starting:
+            aws_started = starting.submit(aws_ready)
+            banner_tokens = starting.submit(tokens)
+            swagger_dir = starting.submit(swagger_assets_dir)
             ddb.start()
-            aws_started.result()
+            buses = aws_started.result()
         client = ddb.client()
         create_table(client, table_name, spec=app.table.spec, exist_ok=True)
-        names = Resolver(app, table_name=table_name, secret=lambda _: "", buses=True)
-        aws.create_buckets(names.named("AWS::S3::Bucket", "BucketName"))
-        for bus in names.named("AWS::Events::EventBus", "Name"):
-            capture = BusCapture(aws, aws.create_bus(bus)).start()
+        for bus in buses:
+            capture = BusCapture(aws, bus).start()
         if not args.no_seed:
             seeded = seed_once(client, table_name, ddb_dir / ".seeded")
             if seeded:
@@ -137,14 +153,14 @@ def cmd_dev(args: argparse.Namespace) -> int:
         gateway = Gateway(
             app.routes,
             invoke,
-            auth.JwtAuthorizer(auth.load_or_create_keys(state_dir)),
+            auth.JwtAuthorizer(keys),
             openapi=lambda: load_document(REPO_ROOT, servers=[url]),
-            swagger_dir=swagger_assets_dir(),
+            swagger_dir=swagger_dir.result(),
         )
         server = gateway.server(args.host, args.port)
         url = f"http://{args.host}:{server.server_address[1]}"
         if args.payments == "stripe":
-            paying = local_payments.start(state_dir, url)
+            paying = local_payments.start(state_dir, url, stripe_server)
             overrides = {**paying.environment, **overrides}
         else:
             local_payments.forget(state_dir)
@@ -163,7 +179,6 @@ def cmd_dev(args: argparse.Namespace) -> int:
             log_dir=(logs := start_run(state_dir, sorted(app.functions))),
         )
         functions.warm()
-        keys = auth.load_or_create_keys(state_dir)
         threading.Thread(target=server.serve_forever, name="gateway", daemon=True).start()
         for mapping in app.mappings:
             if mapping.table is None or not mapping.enabled:
@@ -201,8 +216,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             if paying is not None
             else "off (PAYMENTS=none: the stream confirms every order)"
         )
-        customer = auth.issue_token(keys, "demo-customer")
-        admin = auth.issue_token(keys, "demo-admin", groups=["admin"])
+        customer, admin = banner_tokens.result()
         print(
             f"\nShop API      {url}\n"
             f"API docs      {url}/docs   (OpenAPI: {url}/openapi.json)\n"
@@ -250,6 +264,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
         if paying is not None:
             paying.server.stop()
             local_payments.forget(state_dir)
+        if stripe_server is not None:
+            stripe_server.stop()
         (state_dir / DEV_ENV_FILE).unlink(missing_ok=True)
         dev_state.forget(state_dir)
         if capture is not None:
