@@ -21,6 +21,7 @@ from constructs import Construct
 
 from infra.constructs.functions import metrics_namespace
 from infra.settings import ALL_FUNCTIONS, PAYMENT_STEPS_FUNCTION, STREAM_FUNCTION, DeployConfig, runbook_anchor
+from shop.payment_secrets import CREDENTIALS_UNUSABLE_METRIC
 
 PERIOD = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
@@ -226,6 +227,28 @@ class Monitoring(Construct):
                 1,
                 "Stream failures not archived",
                 "given-up payment step records could not be written to payment_steps' failure bucket",
+                once=True,
+            )
+        if config.payments == "stripe":
+            # The shop's own Stripe credentials cannot be used (the secret still holds its placeholder, cannot be
+            # read, or holds a key Stripe refuses): checkouts answer 503 and webhook deliveries 503 until someone
+            # fixes the secret, so one datapoint pages (shop.payment_secrets counts it where it is found).
+            callers = sorted(spec.name for spec in ALL_FUNCTIONS if spec.calls_stripe)
+            alarm(
+                "PaymentCredentialsUnusable",
+                cw.MathExpression(
+                    expression=" + ".join(f"FILL(c{i}, 0)" for i in range(len(callers))),
+                    using_metrics={
+                        f"c{i}": shop_metric(namespace, CREDENTIALS_UNUSABLE_METRIC, name, PERIOD)
+                        for i, name in enumerate(callers)
+                    },
+                    period=PERIOD,
+                    label=f"{CREDENTIALS_UNUSABLE_METRIC} ({', '.join(callers)})",
+                ),
+                1,
+                "Payment credentials unusable",
+                "the Stripe secret holds its placeholder, cannot be read, or holds a key Stripe refuses: "
+                "checkouts and webhook deliveries answer 503 PAYMENT_PROVIDER_UNAVAILABLE",
                 once=True,
             )
 

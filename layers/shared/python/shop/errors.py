@@ -368,3 +368,11 @@ class InvalidWebhookPayload(DomainError):
     """A correctly signed webhook whose body is not a provider event (400)."""
 
     code = "WEBHOOK_PAYLOAD_INVALID"
+
+
+class PaymentCredentialsUnusable(PaymentProviderUnavailable):
+    """The shop's own Stripe credentials cannot be used: the stage's secret still holds the placeholder it was
+    created with, cannot be read, is not the JSON it must be, or holds a key Stripe refuses. A deployment fault,
+    yet answered as an outage (503 PAYMENT_PROVIDER_UNAVAILABLE with Retry-After, nothing written; a webhook
+    delivery is then redelivered by Stripe), never 500; shop.payment_secrets counts it for its alarm
+    (docs/operations.md, "Payment credentials unusable")."""

@@ -61,6 +61,8 @@ STATUS_BY_ERROR: dict[type[errors.DomainError], int] = {
     PreconditionRequired: 428,
     InternalError: 500,
     errors.ServiceUnavailable: 503,
+    # the Stripe secret unfilled or a key Stripe refuses: an outage to the client, an alarm to operations
+    errors.PaymentCredentialsUnusable: 503,
 }
 
 # Errors answered with ``Retry-After`` (seconds).

@@ -3,8 +3,11 @@ is shop.payments.stripe_webhooks (the standard library: the webhook never import
 
 Stripe's errors become the shop's typed errors here and nowhere else (`translate`): transient causes (no
 connection, throttling, a 5xx) are PaymentProviderUnavailable (503), a declined card PaymentDeclined, a request
-the intent's state refuses PaymentRejected, bad credentials PaymentMisconfigured. The library retries a
-transient failure itself (STRIPE_NETWORK_RETRIES), every time with the call's idempotency key.
+the intent's state refuses PaymentRejected, bad credentials PaymentMisconfigured. The adapter raises the last as
+PaymentCredentialsUnusable, counted for its alarm (shop.payment_secrets.credentials_unusable): a key Stripe refuses
+(the secret's placeholder, a revoked or rolled key, a restricted key without the permission) is a 503 to the
+client and a page to operations, never a 500. The library retries a transient failure itself
+(STRIPE_NETWORK_RETRIES), every time with the call's idempotency key.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import stripe
 from shop import errors
 from shop.limits import STRIPE_NETWORK_RETRIES
 from shop.models.payments import IntentStatus, PaymentIntent, Refund
+from shop.payment_secrets import credentials_unusable
 from shop.payments.stripe_webhooks import StripeWebhooks, parse_event
 
 __all__ = ["StripePayments", "StripeWebhooks", "parse_event", "translate"]
@@ -43,7 +47,10 @@ def _translated() -> Iterator[None]:
     try:
         yield
     except stripe.StripeError as error:
-        raise translate(error) from error
+        translated = translate(error)
+        if isinstance(translated, errors.PaymentMisconfigured):
+            raise credentials_unusable(translated.message) from error
+        raise translated from error
 
 
 def _intent(obj: Any) -> PaymentIntent:
