@@ -14,7 +14,17 @@ pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
 @pytest.mark.parametrize(
     "assembly_name",
-    ["arm64", "prod_external", "staging", "edge", "edge_default_domain", "cognito_options", "snapstart"],
+    [
+        "arm64",
+        "prod_external",
+        "staging",
+        "edge",
+        "edge_default_domain",
+        "cognito_options",
+        "snapstart",
+        "payments_on",
+        "capture_on_confirm",
+    ],
 )
 def test_cdk_nag_reports_no_unacknowledged_finding(request, assembly_name) -> None:
     assembly = request.getfixturevalue(assembly_name)  # synth itself fails on a finding
@@ -41,7 +51,18 @@ def test_every_acknowledgement_carries_a_reason(arm64) -> None:
 
 @pytest.mark.parametrize(
     "assembly_name",
-    ["arm64", "x86_64", "prod_external", "staging", "edge", "edge_default_domain", "cognito_options", "snapstart"],
+    [
+        "arm64",
+        "x86_64",
+        "prod_external",
+        "staging",
+        "edge",
+        "edge_default_domain",
+        "cognito_options",
+        "snapstart",
+        "payments_on",
+        "capture_on_confirm",
+    ],
 )
 def test_cfn_lint_is_clean(request, assembly_name) -> None:
     assembly = request.getfixturevalue(assembly_name)
