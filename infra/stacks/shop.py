@@ -31,6 +31,15 @@ class DataStack(Stack):
             value=self.archive.bucket.bucket_name,
             description="archived orders, one JSON line each under orders/year=/month=/day= (Athena)",
         )
+        if self.stripe is not None:
+            # Named (the cross-stack export's name is CDK's): the secret the operator fills after the first deploy
+            CfnOutput(
+                self,
+                "StripeSecretArn",
+                value=self.stripe.secret.secret_arn,
+                description='the Stripe keys\' secret, created with placeholders: put {"secret_key": "sk_...", '
+                '"webhook_secret": "whsec_..."} in it (docs/deploy.md, "Taking payments with Stripe")',
+            )
 
 
 class ApiStack(Stack):
