@@ -31,8 +31,14 @@ COLUMNS: tuple[tuple[str, str], ...] = (
         "shipping_address",
         "struct<name:string,line1:string,line2:string,city:string,postal_code:string,country:string>",
     ),
-    ("history", "array<struct<status:string,at:string,carrier:string,tracking_number:string,reason:string>>"),
+    (
+        "history",
+        "array<struct<status:string,at:string,carrier:string,tracking_number:string,reason:string,"
+        "shipped_without_payment:boolean>>",
+    ),
     ("shipment", "struct<carrier:string,tracking_number:string,shipped_at:string>"),
+    ("payment_expires_at", "string"),  # RFC 3339 while PENDING_PAYMENT: null in every archived (final) order
+    ("shipped_without_payment", "boolean"),  # shipped after its card authorisation lapsed (ship_without_payment)
 )
 # The key's partition folders (strings: zero-padded as the archive writes them).
 PARTITION_KEYS: tuple[str, ...] = ("year", "month", "day")
