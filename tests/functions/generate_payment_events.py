@@ -21,9 +21,10 @@ SAMPLE_SECRET = "whsec_sample_events"
 SIGNED_AT = 1767225600  # 2026-01-01T00:00:00Z
 ORDER = "00-alice-pending"
 INTENT = "pi_sample_00alicepending"
+CHARGE = "ch_sample_00alicepending"
 
 
-def _intent(status: str) -> dict[str, Any]:
+def _intent(status: str, **more: Any) -> dict[str, Any]:
     return {
         "id": INTENT,
         "object": "payment_intent",
@@ -33,6 +34,39 @@ def _intent(status: str) -> dict[str, Any]:
         "capture_method": "manual",
         "status": status,
         "metadata": {"order_id": ORDER},
+        **more,
+    }
+
+
+def _charge() -> dict[str, Any]:
+    """The intent's charge after a partial refund in the dashboard: it names its intent, not the order (Stripe does
+    not copy the intent's metadata onto its charge)."""
+    return {
+        "id": CHARGE,
+        "object": "charge",
+        "amount": 2500,
+        "amount_captured": 2500,
+        "amount_refunded": 1000,
+        "captured": True,
+        "currency": "usd",
+        "payment_intent": INTENT,
+        "refunded": False,
+        "status": "succeeded",
+        "metadata": {},
+    }
+
+
+def _dispute() -> dict[str, Any]:
+    return {
+        "id": "du_sample_00alicepending",
+        "object": "dispute",
+        "amount": 2500,
+        "charge": CHARGE,
+        "currency": "usd",
+        "payment_intent": INTENT,
+        "reason": "fraudulent",
+        "status": "needs_response",
+        "metadata": {},
     }
 
 
@@ -53,8 +87,25 @@ STRIPE_EVENTS: dict[str, dict[str, Any]] = {
         "evt_sample_authorised", "payment_intent.amount_capturable_updated", _intent("requires_capture")
     ),
     "payment_intent_payment_failed_200": _stripe_event(
-        "evt_sample_failed", "payment_intent.payment_failed", _intent("requires_payment_method")
+        "evt_sample_failed",
+        "payment_intent.payment_failed",
+        _intent(
+            "requires_payment_method",
+            last_payment_error={
+                "code": "card_declined",
+                "decline_code": "insufficient_funds",
+                "message": "Your card has insufficient funds.",
+                "type": "card_error",
+            },
+        ),
     ),
+    "payment_intent_canceled_200": _stripe_event(
+        "evt_sample_canceled",
+        "payment_intent.canceled",
+        _intent("canceled", cancellation_reason="expired", canceled_at=SIGNED_AT),
+    ),
+    "charge_refunded_200": _stripe_event("evt_sample_refunded", "charge.refunded", _charge()),
+    "charge_dispute_created_200": _stripe_event("evt_sample_dispute", "charge.dispute.created", _dispute()),
     "customer_created_ignored_200": _stripe_event(
         "evt_sample_ignored", "customer.created", {"id": "cus_sample", "object": "customer"}
     ),

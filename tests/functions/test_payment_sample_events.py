@@ -29,9 +29,10 @@ def webhook(moto_api, monkeypatch) -> Iterator[Any]:
     monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", SAMPLE_SECRET)
     config.payment_settings.cache_clear()
     API.handler("payments")
-    service = wiring.payment_service(moto_api.table, provider=FakePayments())
+    provider = FakePayments()
+    service = wiring.payment_service(moto_api.table, provider=provider)
     monkeypatch.setattr(sys.modules["_in_process_payments_handler"], "_service", service)
-    yield moto_api.table
+    yield moto_api.table, provider
     config.payment_settings.cache_clear()
 
 
@@ -50,10 +51,27 @@ def test_a_sample_is_stale_as_committed_and_answers_its_status_once_signed(webho
     assert stale.status == 400
     assert stale.code == "WEBHOOK_SIGNATURE_INVALID"
     expected = int(STATUS.search(path.name).group(1))  # type: ignore[union-attr]
-    with counting(webhook.client) as calls:
+    table, provider = webhook
+    with counting(table.client) as calls:
         fresh = invoke("payments", sign(event, SAMPLE_SECRET) if not path.stem.startswith("forged") else event)
     assert fresh.status == expected, fresh.body
-    # a verified event of a type the shop acts on reads its order (the samples' order is not the table's: nothing
-    # is written, no mark either); an ignored type is answered without the rule, a forged one refused
     kind = fresh.body.get("kind") if expected == 200 else None
-    assert calls.operations == (["GetItem"] if kind in ("authorised", "failed") else [])
+    assert kind == EXPECTED_KINDS.get(path.stem)
+    # What the rule asks of the table (the samples' order is not a paid one: nothing is written, no mark either):
+    # an intent's event reads its order; a failed attempt is one conditional UpdateItem, its condition refused;
+    # a charge or a dispute names no order, so the provider is asked for its intent (the fake does not know the
+    # sample's: no order, no store call). An ignored type is answered without the rule, a forged one refused.
+    assert calls.operations == STORE_CALLS.get(str(kind), []), kind
+    assert [op for op, _ in provider.calls] == (["get_intent"] if kind in ("refunded", "dispute") else [])
+
+
+# The kind each sample is read as, and the store calls its rule makes on an order that is not a paid one.
+EXPECTED_KINDS = {
+    "payment_intent_amount_capturable_updated_200": "authorised",
+    "payment_intent_payment_failed_200": "failed",
+    "payment_intent_canceled_200": "canceled",
+    "charge_refunded_200": "refunded",
+    "charge_dispute_created_200": "dispute",
+    "customer_created_ignored_200": "ignored",
+}
+STORE_CALLS = {"authorised": ["GetItem"], "canceled": ["GetItem"], "failed": ["UpdateItem"]}

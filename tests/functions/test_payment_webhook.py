@@ -1,8 +1,9 @@
 """POST /webhooks/stripe through the payments function and the real rule (PaymentService.apply_event) on moto:
-a signed authorisation confirms the order, a failure releases its stock, each event is applied once whatever the
-redeliveries (the order's state is the guard: nothing else is written, issue 26), forged or stale deliveries are 400
-and change nothing, unknown types and unknown orders are 200 and write nothing, a transient failure is 503 and the
-redelivery applies it. The provider is the in-memory fake.
+a signed authorisation confirms the order (once the provider holds the amount), a failed attempt is recorded, a
+cancelled intent releases its stock, each event is applied once whatever the redeliveries (the order's state is the
+guard: nothing else is written, issue 26), forged or stale deliveries are 400 and change nothing, unknown types and
+unknown orders are 200 and write nothing, a transient failure is 503 and the redelivery applies it. The provider is
+the in-memory fake.
 """
 
 from __future__ import annotations
@@ -82,14 +83,17 @@ def stripe_event(
     event_type: str = "payment_intent.succeeded",
     event_id: str = "evt_route_1",
     unpaid: Unpaid | None = None,
+    **fields: Any,
 ) -> dict[str, Any]:
+    """A Stripe event about a payment intent; `fields` are more of the intent's own (`last_payment_error`)."""
     intent, order_id = (unpaid.intent_id, unpaid.order_id) if unpaid else ("pi_1", "ord-1")
+    obj = {"id": intent, "object": "payment_intent", "metadata": {"order_id": order_id}, **fields}
     return {
         "id": event_id,
         "object": "event",
         "type": event_type,
         "created": int(time.time()),
-        "data": {"object": {"id": intent, "object": "payment_intent", "metadata": {"order_id": order_id}}},
+        "data": {"object": obj},
     }
 
 
@@ -125,19 +129,45 @@ def test_an_authorisation_confirms_the_order_once_whatever_the_redeliveries(webh
     assert webhook.items() == confirmed
 
 
-def test_a_failed_payment_releases_the_stock_once_whatever_the_redeliveries(webhook):
+def test_a_failed_attempt_is_recorded_once_and_the_order_keeps_its_stock(webhook):
     unpaid, pid = webhook.unpaid()
-    body = json.dumps(stripe_event("payment_intent.payment_failed", "evt_route_failed", unpaid))
+    declined = {
+        "code": "card_declined",
+        "decline_code": "insufficient_funds",
+        "message": "Your card has insufficient funds.",
+    }
+    body = json.dumps(
+        stripe_event("payment_intent.payment_failed", "evt_route_failed", unpaid, last_payment_error=declined)
+    )
+    answer = deliver(body, signature(body))
+    assert (answer.status, answer.body["kind"]) == (200, "failed")
+    recorded = webhook.items()
+    for _ in range(2):
+        assert deliver(body, signature(body)).body == answer.body  # redelivered: answered alike, nothing written
+    assert webhook.items() == recorded
+    order = webhook.order(unpaid.order_id)
+    assert (order["status"], order["version"], order["payment"]["status"]) == ("PENDING_PAYMENT", 1, "REQUIRES_PAYMENT")
+    failure = order["payment"]["last_failure"]
+    assert (failure["code"], failure["message"]) == ("insufficient_funds", "Your card has insufficient funds.")
+    assert stock(webhook.table, pid) == 3  # still held: the customer may try another card
+    assert "expires_at" not in order  # not final
+
+
+def test_a_cancelled_intent_releases_the_stock_once_whatever_the_redeliveries(webhook):
+    unpaid, pid = webhook.unpaid()
+    webhook.payments.cancel(unpaid.intent_id, idempotency_key="stripe-dashboard")  # cancelled at Stripe
+    body = json.dumps(stripe_event("payment_intent.canceled", "evt_route_canceled", unpaid))
     for _ in range(3):
         answer = deliver(body, signature(body))
-        assert (answer.status, answer.body["kind"]) == (200, "failed")
+        assert (answer.status, answer.body["kind"]) == (200, "canceled")
     order = webhook.order(unpaid.order_id)
-    assert (order["status"], order["version"], order["payment"]["status"]) == ("PAYMENT_FAILED", 2, "FAILED")
+    assert (order["status"], order["version"], order["payment"]["status"]) == ("PAYMENT_FAILED", 2, "CANCELED")
     assert stock(webhook.table, pid) == 5  # back, once
     assert order["expires_at"] > time.time()  # final: archived later
+    failed = webhook.items()
     authorised = json.dumps(stripe_event("payment_intent.succeeded", "evt_route_after_failure", unpaid))
     assert deliver(authorised, signature(authorised)).status == 200  # an authorisation for a dead order
-    assert webhook.order(unpaid.order_id)["status"] == "PAYMENT_FAILED"
+    assert webhook.items() == failed
     assert stock(webhook.table, pid) == 5
 
 
@@ -152,6 +182,7 @@ def test_an_unknown_order_is_200_and_writes_nothing(webhook):
 
 def test_a_base64_encoded_body_is_verified_as_its_bytes(webhook):
     unpaid, _ = webhook.unpaid()
+    webhook.payments.authorise(unpaid.intent_id)
     body = json.dumps(stripe_event(event_id="evt_route_b64", unpaid=unpaid), ensure_ascii=False)
     assert deliver(body, signature(body), base64_body=True).status == 200
     assert webhook.order(unpaid.order_id)["status"] == "CONFIRMED"
@@ -196,6 +227,7 @@ def test_a_signed_body_that_is_no_event_is_400(webhook):
 
 def test_a_transient_failure_to_apply_is_503_and_the_redelivery_applies_it(webhook):
     unpaid, _ = webhook.unpaid()
+    webhook.payments.authorise(unpaid.intent_id)
     body = json.dumps(stripe_event(event_id="evt_route_retry", unpaid=unpaid))
     webhook.service.fail_next = True
     first = deliver(body, signature(body))

@@ -17,7 +17,7 @@ from tests.stream.conftest import dump, local_s3, s3  # noqa: F401 - fixtures
 from tests.support.factories import ADMIN, product
 from tests.support.fake_payments import FakePayments
 from tests.support.streams import StreamReader
-from tests.support.unpaid_orders import AUTHORISED, FAILED, event, item, place_unpaid, stock
+from tests.support.unpaid_orders import AUTHORISED, CANCELED, FAILED, event, item, place_unpaid, stock
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 
@@ -46,8 +46,10 @@ def test_events_and_replays_for_an_archived_failed_order_change_nothing(store, m
     pid = product(store.table, name="Kettle", price_cents=2500, stock=5)
     unpaid = place_unpaid(store.table, fake, [(pid, "Kettle", 2500, 2)])
     reader = StreamReader(store, ttl_deletions=deletions)
-    wiring.payment_service(store.table).apply_event(event(FAILED, unpaid))
-    failed_records = consume(reader)  # history, notification; the CANCEL step
+    fake.cancel(unpaid.intent_id, idempotency_key="stripe-dashboard")  # nothing can be charged on it any more
+    cancelled = event(CANCELED, unpaid)
+    wiring.payment_service(store.table).apply_event(cancelled)  # the waiting order fails
+    failed_records = consume(reader)  # history, notification; the CANCEL step finds it recorded
     assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
 
     swept = TtlEmulator(
@@ -74,8 +76,8 @@ def test_events_and_replays_for_an_archived_failed_order_change_nothing(store, m
     assert (payment.status.value, secret_shown) == ("CANCELED", False)
     table = dump(store)
 
-    late = event(AUTHORISED, unpaid)
-    wiring.payment_service(store.table).apply_event(late)  # a late authorisation for the archived order
+    for late in (event(AUTHORISED, unpaid), cancelled, event(CANCELED, unpaid), event(FAILED, unpaid)):
+        wiring.payment_service(store.table).apply_event(late)  # late events, replays, for the archived order
     assert run_payment_steps(failed_records) == {"batchItemFailures": []}  # the PAYMENT_FAILED record replayed
     assert run_order_events(failed_records) == {"batchItemFailures": []}
 

@@ -10,13 +10,22 @@ from bench.model import KB, item_size
 from shop import clock, ids, keys, wiring
 from shop.models import Order, OrderLine, OrderStatus
 from shop.models.orders import OrderPayment
+from shop.models.payments import IntentStatus, PaymentIntent
 from shop.repository.orders import OrderRepository, payment_map
 from shop.repository.store import to_item
 from shop.services.orders import ShipmentIn
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, product
 from tests.support.fake_payments import FakePayments
-from tests.support.unpaid_orders import AUTHORISED, FAILED, event, place_unpaid
+from tests.support.unpaid_orders import (
+    AUTHORISED,
+    CANCELED,
+    DISPUTE_CREATED,
+    FAILED,
+    REFUNDED,
+    event,
+    place_unpaid,
+)
 
 # A Stripe PaymentIntent's id and client secret at their usual lengths (the fake's are shorter).
 STRIPE_INTENT = "pi_3QxYzAbCdEfGhIjK1a2b3c4d"
@@ -30,18 +39,22 @@ def test_the_webhooks_confirmation_reads_once_and_writes_one_item(store):
     fake.authorise(unpaid.intent_id)
     service = wiring.payment_service(store.table, provider=fake)
 
+    asked = len(fake.calls)
     with counting(store.client) as calls:
         service.apply_event(event(AUTHORISED, unpaid))
     assert calls.operations == ["GetItem", "UpdateItem"]  # the order; its paid transition (no mark, no window)
+    assert [op for op, _ in fake.calls[asked:]] == ["get_intent"]  # between them: the provider's own record
 
+    asked = len(fake.calls)
     with counting(store.client) as calls:
         service.apply_event(event(AUTHORISED, unpaid))  # a redelivery
     assert calls.operations == ["GetItem"]  # the order's state says it is done
+    assert fake.calls[asked:] == []  # without asking the provider
 
     with counting(store.client) as calls:
         service.capture(unpaid.order_id)
     assert calls.operations == ["GetItem", "UpdateItem"]  # the order; its payment's record
-    assert [op for op, _ in fake.calls if op not in ("create_intent",)] == ["capture"]
+    assert [op for op, _ in fake.calls[asked:]] == ["capture"]  # its answer says what was captured: no read
 
     with counting(store.client) as calls:
         service.expire(unpaid.order_id)  # its PAYMENT_DUE item's removal by TTL, 30 minutes after the checkout
@@ -74,15 +87,74 @@ def test_the_paid_checkout_reads_once_and_writes_one_transaction(store, monkeypa
     assert stored.payment.intent_id == order.payment.intent_id
 
 
-def test_a_failed_payment_is_one_transaction_of_the_order_and_its_stock(store):
+def test_a_cancelled_intent_fails_its_waiting_order_in_one_transaction_of_the_order_and_its_stock(store):
+    fake = FakePayments()
+    pid = product(store.table, name="Kettle", price_cents=2500, stock=5)
+    unpaid = place_unpaid(store.table, fake, [(pid, "Kettle", 2500, 1)])
+    fake.cancel(unpaid.intent_id, idempotency_key="stripe-dashboard")
+    service = wiring.payment_service(store.table, provider=fake)
+
+    asked = len(fake.calls)
+    with counting(store.client) as calls:
+        service.apply_event(event(CANCELED, unpaid))
+    assert calls.operations == ["GetItem", "TransactWriteItems"]  # the order; the order and the stock back
+    assert fake.calls[asked:] == []  # a cancel is final at the provider: the event is not read back
+
+    with counting(store.client) as calls:
+        service.apply_event(event(CANCELED, unpaid))  # a redelivery
+    assert calls.operations == ["GetItem"]
+
+
+def test_a_failed_attempt_is_one_conditional_update_without_a_read(store):
+    """The attempt's record is conditional on the order waiting, on the intent and on no later attempt recorded:
+    no read first; a duplicate or older report is refused by that condition."""
     fake = FakePayments()
     pid = product(store.table, name="Kettle", price_cents=2500, stock=5)
     unpaid = place_unpaid(store.table, fake, [(pid, "Kettle", 2500, 1)])
     service = wiring.payment_service(store.table, provider=fake)
+    declined = event(FAILED, unpaid, failure_code="card_declined", failure_message="Your card was declined.")
 
-    with counting(store.client) as calls:
-        service.apply_event(event(FAILED, unpaid))
-    assert calls.operations == ["GetItem", "TransactWriteItems"]  # the order; the order and the stock back
+    for _ in range(2):  # the attempt; its redelivery (refused by the condition: nothing written)
+        with counting(store.client) as calls:
+            service.apply_event(declined)
+        assert calls.operations == ["UpdateItem"]
+    assert [op for op, _ in fake.calls] == ["create_intent"]
+
+
+def test_a_lapse_a_dashboard_refund_and_a_dispute_each_read_the_order_and_write_one_item(store):
+    fake = FakePayments()
+    pid = product(store.table, name="Kettle", price_cents=2500, stock=5)
+    lapsing = place_unpaid(store.table, fake, [(pid, "Kettle", 2500, 1)])
+    paid = place_unpaid(store.table, fake, [(pid, "Kettle", 2500, 1)])
+    service = wiring.payment_service(store.table, provider=fake)
+    for unpaid in (lapsing, paid):
+        fake.authorise(unpaid.intent_id)
+        service.apply_event(event(AUTHORISED, unpaid))
+    service.capture(paid.order_id)
+    fake.lapse(lapsing.intent_id)
+    fake.dashboard_refund(paid.intent_id, 1000)
+    dispute: dict[str, Any] = {"dispute_id": "dp_1", "dispute_status": "needs_response", "dispute_amount_cents": 2500}
+    # A charge and a dispute carry no order id of their own: the intent's metadata names it (one provider read).
+    charge_events = [
+        event(REFUNDED, order_id=None, intent_id=paid.intent_id, amount_refunded_cents=1000),
+        event(DISPUTE_CREATED, order_id=None, intent_id=paid.intent_id, **dispute),
+    ]
+
+    for delivered in [event(CANCELED, lapsing), *charge_events]:
+        asked = len(fake.calls)
+        with counting(store.client) as calls:
+            service.apply_event(delivered)
+        assert calls.operations == ["GetItem", "UpdateItem"], delivered.event_type  # the order; its payment's record
+        expected = [] if delivered.event_type == CANCELED else ["get_intent"]
+        assert [op for op, _ in fake.calls[asked:]] == expected, delivered.event_type
+
+    with counting(store.client) as calls:  # redelivered: the order's record says each is applied
+        service.apply_event(event(CANCELED, lapsing))
+        service.apply_event(charge_events[0])
+    assert calls.operations == ["GetItem", "GetItem"]
+    with counting(store.client) as calls:  # a dispute report no later than the recorded one: refused by the write
+        service.apply_event(charge_events[1])
+    assert calls.operations == ["GetItem", "UpdateItem"]
 
 
 def test_the_window_closing_reads_the_settled_order_eventually_consistent(store, monkeypatch):
@@ -125,10 +197,30 @@ def raw_size(store, order_id: str) -> int:
     return item_size(got["Item"])
 
 
+class HoldsTheBenchOrder:
+    """The provider's record of the bench order's Stripe-sized intent, authorised for the order's amount (what the
+    confirmation reads back)."""
+
+    def __init__(self, order_id: str, amount_cents: int) -> None:
+        self.intent = PaymentIntent(
+            intent_id=STRIPE_INTENT,
+            client_secret=STRIPE_SECRET,
+            status=IntentStatus.REQUIRES_CAPTURE,
+            amount_cents=amount_cents,
+            currency="usd",
+            order_id=order_id,
+            amount_capturable_cents=amount_cents,
+        )
+
+    def get_intent(self, intent_id: str) -> PaymentIntent:
+        assert intent_id == STRIPE_INTENT
+        return self.intent
+
+
 def test_a_paid_three_line_order_stays_under_1_kb_through_its_life(store):
     """The bench's order (3 lines, its address, the payment with a Stripe-sized intent): every write of it costs
-    1 WRU (+ its GSI1 entry), from the checkout to the capture (issue 26: it crossed 1 KB at SHIPPED)."""
-    fake = FakePayments()
+    1 WRU (+ its GSI1 entry), from the checkout to the capture (issue 26: it crossed 1 KB at SHIPPED), a declined
+    first card included (its failure is shown only while the order waits: it leaves the order with the secret)."""
     names = [f"Bench item {i:02d}" for i in range(3)]
     pids = [product(store.table, name=name, price_cents=1299, stock=10) for name in names]
     lines = [OrderLine.priced(pid, name, 1299, q) for pid, name, q in zip(pids, names, (1, 2, 1), strict=True)]
@@ -150,9 +242,14 @@ def test_a_paid_three_line_order_stays_under_1_kb_through_its_life(store):
     )
     placed = OrderRepository(store.table).place(order)  # with its intent, as the checkout writes it
     sizes = {"checkout": raw_size(store, order.order_id)}
-    fake_intent = fake.create_intent(order.order_id, total, "usd", idempotency_key="k")
-    fake.authorise(fake_intent.intent_id)
-    service = wiring.payment_service(store.table, provider=fake)
+    service = wiring.payment_service(store.table, provider=HoldsTheBenchOrder(order.order_id, total))  # type: ignore[arg-type]
+    # Stripe's decline for a card without the funds (the code and message its event carries)
+    declined: dict[str, Any] = {
+        "failure_code": "insufficient_funds",
+        "failure_message": "Your card has insufficient funds.",
+    }
+    service.apply_event(event(FAILED, order_id=order.order_id, intent_id=STRIPE_INTENT, **declined))
+    declined_size = raw_size(store, order.order_id)
     confirm = event(AUTHORISED, order_id=order.order_id, intent_id=STRIPE_INTENT)
     service.apply_event(confirm)
     sizes["confirmed"] = raw_size(store, order.order_id)
@@ -168,6 +265,7 @@ def test_a_paid_three_line_order_stays_under_1_kb_through_its_life(store):
     sizes["captured"] = raw_size(store, order.order_id)
 
     assert all(size <= KB for size in sizes.values()), sizes
+    assert declined_size > sizes["checkout"]  # recorded while it waited
 
 
 def test_an_order_item_in_the_old_shape_reads_as_the_new_one(store):

@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import stripe
@@ -61,7 +62,12 @@ def test_a_signed_authorisation_is_read_from_its_type_and_metadata():
         ("payment_intent.payment_failed", PaymentEventKind.FAILED),
         ("payment_intent.canceled", PaymentEventKind.CANCELED),
         ("payment_intent.created", PaymentEventKind.IGNORED),
-        ("charge.refunded", PaymentEventKind.IGNORED),
+        ("charge.refunded", PaymentEventKind.REFUNDED),
+        ("charge.dispute.created", PaymentEventKind.DISPUTE),
+        ("charge.dispute.updated", PaymentEventKind.DISPUTE),
+        ("charge.dispute.closed", PaymentEventKind.DISPUTE),
+        ("charge.succeeded", PaymentEventKind.IGNORED),
+        ("charge.dispute.funds_withdrawn", PaymentEventKind.IGNORED),
     ],
 )
 def test_each_event_type_has_one_meaning(event_type, kind):
@@ -70,13 +76,58 @@ def test_each_event_type_has_one_meaning(event_type, kind):
 
 
 def test_an_event_about_another_object_names_no_intent():
-    data = _event("charge.refunded")
-    data["data"]["object"] = {"id": "ch_1", "object": "charge"}
+    data = _event("customer.created")
+    data["data"]["object"] = {"id": "cus_1", "object": "customer", "payment_intent": "pi_1"}
     body = json.dumps(data).encode()
 
     event = StripeWebhooks(SECRET).verify(body, _signed(body))
 
     assert (event.kind, event.intent_id, event.order_id) == (PaymentEventKind.IGNORED, None, None)
+
+
+def test_a_charge_or_dispute_names_its_intent_and_only_what_the_shop_reads():
+    """A charge (charge.refunded) and a dispute (charge.dispute.*) name their payment intent, not the order: the rule
+    finds the order through the intent's metadata. A charge made without an intent names none."""
+    webhooks = StripeWebhooks(SECRET)
+
+    def verified(event_type: str, obj: dict) -> Any:
+        data = _event(event_type)
+        data["data"]["object"] = obj
+        body = json.dumps(data).encode()
+        return webhooks.verify(body, _signed(body))
+
+    refunded = verified(
+        "charge.refunded",
+        {"id": "ch_1", "object": "charge", "payment_intent": "pi_1", "amount": 5000, "amount_refunded": 1200},
+    )
+    assert (refunded.kind, refunded.intent_id, refunded.order_id, refunded.amount_refunded_cents) == (
+        PaymentEventKind.REFUNDED,
+        "pi_1",
+        None,
+        1200,
+    )
+    bare = verified("charge.refunded", {"id": "ch_2", "object": "charge", "amount_refunded": 1200})
+    assert (bare.kind, bare.intent_id, bare.order_id) == (PaymentEventKind.REFUNDED, None, None)
+    disputed = verified(
+        "charge.dispute.closed",
+        {
+            "id": "dp_1",
+            "object": "dispute",
+            "charge": "ch_1",
+            "payment_intent": "pi_1",
+            "amount": 5000,
+            "status": "lost",
+            "reason": "fraudulent",
+        },
+    )
+    assert (
+        disputed.kind,
+        disputed.intent_id,
+        disputed.dispute_id,
+        disputed.dispute_status,
+        disputed.dispute_reason,
+        disputed.dispute_amount_cents,
+    ) == (PaymentEventKind.DISPUTE, "pi_1", "dp_1", "lost", "fraudulent", 5000)
 
 
 def _refused(body: bytes, signature: str | None) -> errors.DomainError:

@@ -72,15 +72,25 @@ def place_unpaid(
 _events = iter(range(1, 1_000_000))
 
 
-def event(event_type: str, unpaid: Unpaid | None = None, *, order_id: str | None = None, intent_id: str | None = None):
-    """A verified provider event about `unpaid`'s intent (or the given ids), with a fresh event id."""
+def event(
+    event_type: str,
+    unpaid: Unpaid | None = None,
+    *,
+    order_id: str | None = None,
+    intent_id: str | None = None,
+    created: int | None = None,
+    **fields: Any,
+) -> PaymentEvent:
+    """A verified provider event about `unpaid`'s intent (or the given ids), with a fresh event id, created now (or
+    at `created`, epoch seconds); `fields` are the event's own (failure_code, amount_refunded_cents, dispute_...)."""
     return PaymentEvent(
         event_id=f"evt_test_{ids.new_id()}_{next(_events)}",
         event_type=event_type,
         kind=event_kind(event_type),
-        created=clock.epoch(clock.now()),
+        created=clock.epoch(clock.now()) if created is None else created,
         intent_id=intent_id or (unpaid.intent_id if unpaid else None),
         order_id=order_id or (unpaid.order_id if unpaid else None),
+        **fields,
     )
 
 
@@ -88,6 +98,10 @@ AUTHORISED = "payment_intent.amount_capturable_updated"
 SUCCEEDED = "payment_intent.succeeded"
 FAILED = "payment_intent.payment_failed"
 CANCELED = "payment_intent.canceled"
+REFUNDED = "charge.refunded"
+DISPUTE_CREATED = "charge.dispute.created"
+DISPUTE_UPDATED = "charge.dispute.updated"
+DISPUTE_CLOSED = "charge.dispute.closed"
 
 
 def item(table: Any, key: dict[str, str]) -> dict[str, Any] | None:
