@@ -227,9 +227,13 @@ class PaymentService:
         if found is None or event.amount_refunded_cents is None:
             return
         _, payment = found
-        if payment.status is not PaymentStatus.CAPTURED:
+        if payment.status is PaymentStatus.AUTHORISED:
             # The capture is not recorded yet (its step is being retried): the provider delivers the event again.
             raise errors.ServiceUnavailable("the order's capture is not recorded yet, retry later")
+        if payment.status is not PaymentStatus.CAPTURED:
+            # Nothing was captured and nothing will be (CANCELED, LAPSED): Stripe API versions before 2025-03-31
+            # report a released authorisation as a refund of the whole charge. Nothing to record; answered 200.
+            return
         refunded = min(event.amount_refunded_cents, payment.captured_cents)
         if refunded > payment.refunded_cents:
             self.store.record_provider_refunds(order_id, refunded_cents=refunded)
@@ -352,18 +356,22 @@ class PaymentService:
                 payment.intent_id, now, idempotency_key=idempotency_key(order_id, PaymentStep.REFUND, str(version))
             )
         refunded = min(made + now, payment.captured_cents)
+        # What the return refunded: everything refunded at the provider that the order's record does not hold yet.
+        # Not `now` alone: after an attempt that refunded and died before its record, the retry's `now` is 0, and
+        # the return would be recorded as refunding nothing, its OrderRefunded never published.
+        returned = max(0, refunded - payment.refunded_cents)
         recorded = self.store.record_payment(
             order_id,
             expected=PaymentStatus.CAPTURED,
             refunded_cents=refunded,
             at_most_refunded_cents=refunded,
-            return_refunded_cents=now,
+            return_refunded_cents=returned,
         ) or self.store.record_payment(  # a provider's refund recorded meanwhile holds a higher total: keep it
-            order_id, expected=PaymentStatus.CAPTURED, return_refunded_cents=now
+            order_id, expected=PaymentStatus.CAPTURED, return_refunded_cents=returned
         )
         if not recorded:
             return StepOutcome(StepAction.ALREADY_DONE, order_id)
-        events = _refund_events(order, version, now, payment.currency, returned_at)
+        events = _refund_events(order, version, returned, payment.currency, returned_at)
         return StepOutcome(StepAction.REFUNDED, order_id, events)
 
     def sweep(self) -> list[StepOutcome]:
