@@ -81,7 +81,7 @@ $(SYNTH_STAMP): $(SYNTH_INPUTS) build/layers/deps-$(ARCH).stamp build/layers/pay
 	rm -f cdk.out/.synth-*
 	@mkdir -p .cache
 	npx cdk synth --no-notices -q -c arch=$(ARCH) -c payments=$(SYNTH_PAYMENTS) -c capture=$(CAPTURE) \
-	  $(if $(SNAPSTART),-c snapstart=$(SNAPSTART) ,)> /dev/null 2> .cache/synth.log || { cat .cache/synth.log >&2; exit 1; }
+	  $(if $(SNAPSTART),-c snapstart=$(SNAPSTART),) > /dev/null 2> .cache/synth.log || { cat .cache/synth.log >&2; exit 1; }
 	touch $@
 
 # Templates for `sam local invoke` only (never deploy them): every function on `make dev`'s DynamoDB Local.
