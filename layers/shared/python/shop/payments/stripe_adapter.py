@@ -56,13 +56,22 @@ def _translated() -> Iterator[None]:
 def _intent(obj: Any) -> PaymentIntent:
     data = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
     metadata = data.get("metadata") or {}
+    status, amount = IntentStatus(data["status"]), int(data["amount"])
+    # localstripe reports neither figure: the amount is what its status implies.
+    capturable, received = data.get("amount_capturable"), data.get("amount_received")
     return PaymentIntent(
         intent_id=data["id"],
         client_secret=data.get("client_secret") or "",
-        status=IntentStatus(data["status"]),
-        amount_cents=int(data["amount"]),
+        status=status,
+        amount_cents=amount,
         currency=str(data["currency"]),
         order_id=metadata.get("order_id"),
+        amount_capturable_cents=int(capturable)
+        if capturable is not None
+        else (amount if status is IntentStatus.REQUIRES_CAPTURE else 0),
+        amount_received_cents=int(received)
+        if received is not None
+        else (amount if status is IntentStatus.SUCCEEDED else 0),
     )
 
 

@@ -26,12 +26,15 @@ from shop.models.events import (
     DetailType,
     Event,
     OrderChange,
+    OrderDisputed,
     OrderExpired,
+    OrderPaymentLapsed,
     OrderRefundDue,
+    OrderRefundedAtProvider,
     ShipmentDetail,
     Source,
 )
-from shop.models.orders import StatusEntry, units_of
+from shop.models.orders import OrderPayment, PaymentStatus, StatusEntry, units_of
 from shop.models.pricing import subtotal
 from shop.services.archive_timing import fresh_record
 from shop.services.sales import sales_change
@@ -142,6 +145,57 @@ def expired_event(order: OrderImage) -> Event:
         expired_at=order.updated_at,
     )
     return Event(source=Source.ORDERS, detail_type=DetailType.ORDER_EXPIRED, detail=dict(detail))
+
+
+def payment_events(order: OrderImage, before: OrderPayment | None, at: str) -> tuple[Event, ...]:
+    """What a change of the order's payment record tells consumers: an authorisation lapsed, a dispute opened or
+    moved, a refund made at the provider (the return's own refund is the payment steps' OrderRefunded). Each `id`
+    names the change, so a redelivered record publishes the same events."""
+    after = order.payment
+    if after is None:
+        return ()
+    events: list[Event] = []
+    if after.status is PaymentStatus.LAPSED and (before is None or before.status is not PaymentStatus.LAPSED):
+        lapsed = OrderPaymentLapsed(
+            id=f"{order.order_id}:lapsed",
+            order_id=order.order_id,
+            customer_id=order.customer_id,
+            status=order.status.value,
+            amount_cents=after.amount_cents,
+            currency=after.currency,
+            recorded_at=at,
+        )
+        events.append(Event(source=Source.ORDERS, detail_type=DetailType.ORDER_PAYMENT_LAPSED, detail=dict(lapsed)))
+    dispute = after.dispute
+    if dispute is not None and (before is None or before.dispute != dispute):
+        detail = OrderDisputed(
+            id=f"{order.order_id}:{dispute.dispute_id}:{dispute.status}",
+            order_id=order.order_id,
+            customer_id=order.customer_id,
+            dispute_id=dispute.dispute_id,
+            dispute_status=dispute.status,
+            amount_cents=dispute.amount_cents,
+            currency=after.currency,
+            updated_at=dispute.updated_at,
+        )
+        if dispute.reason:
+            detail["reason"] = dispute.reason
+        events.append(Event(source=Source.ORDERS, detail_type=DetailType.ORDER_DISPUTED, detail=dict(detail)))
+    was_refunded = before.refunded_cents if before is not None else 0
+    by_return = before is not None and before.return_refunded_cents != after.return_refunded_cents
+    if after.refunded_cents > was_refunded and not by_return:
+        refund = OrderRefundedAtProvider(
+            id=f"{order.order_id}:refunded:{after.refunded_cents}",
+            order_id=order.order_id,
+            customer_id=order.customer_id,
+            amount_cents=after.refunded_cents - was_refunded,
+            refunded_cents=after.refunded_cents,
+            currency=after.currency,
+            origin="provider",
+            recorded_at=at,
+        )
+        events.append(Event(source=Source.ORDERS, detail_type=DetailType.ORDER_REFUNDED, detail=dict(refund)))
+    return tuple(events)
 
 
 def cart_abandoned_event(session: SessionImage) -> Event:
@@ -279,7 +333,7 @@ class OrderEventsService:
     def order_changed(self, record: StreamChange) -> Outcome:
         before = record.old_status
         if before == record.new_status:
-            return SKIPPED
+            return self.payment_changed(record)
         order = record.new_order()
         if before == OrderStatus.PENDING_PAYMENT.value:
             # The order left PENDING_PAYMENT (paid, failed, expired, cancelled): its id and units leave the
@@ -314,6 +368,20 @@ class OrderEventsService:
             sales_counted=recorded.sales_counted,
             events=tuple(events),
         )
+
+    def payment_changed(self, record: StreamChange) -> Outcome:
+        """An order's payment recorded without a status change (a step's record, a provider's report): its events."""
+        if not record.changed_attributes(["payment"]):
+            return SKIPPED
+        order = record.new_order()
+        old = record.old_item().get("payment")
+        before = OrderPayment.model_validate(old) if isinstance(old, dict) else None
+        events = payment_events(order, before, record.created_at or self.now())
+        if not events:
+            return SKIPPED
+        lapsed = any(event.detail_type is DetailType.ORDER_PAYMENT_LAPSED for event in events)
+        action = Action.PAYMENT_LAPSED if lapsed else Action.PAYMENT_CHANGED
+        return Outcome(action, order.order_id, order.status.value, events=events)
 
     def order_removed(self, record: StreamChange) -> Outcome:
         archived = self.archival.order_removed(record)
