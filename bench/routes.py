@@ -92,6 +92,7 @@ LIST_ROUTES = (
     "GET /categories",
     "GET /products/{product_id}/reviews",
     "GET /orders",
+    "GET /orders (payment=expiring)",
     "GET /admin/alerts",
 )
 
@@ -128,6 +129,39 @@ def record_past_cutover(table: Any) -> None:
     at = clock.iso(dt.datetime.now(dt.UTC) - dt.timedelta(seconds=2 * CUTOVER_MARGIN_SECONDS))
     item = {**keys.sales_cutover_key(this_release()), "entity": CUTOVER_ENTITY, "cutover_at": at}
     table.client.put_item(TableName=table.name, Item=to_item(item))
+
+
+def old_confirmed(table: Any, products: list[str], count: int) -> None:
+    """`count` paid orders confirmed (as placed) more than AUTHORISATION_WARN_DAYS ago, their payment still only
+    authorised: what GET /orders?payment=expiring lists. Written as stored (the bench cannot wait a week)."""
+    from shop import clock, ids
+    from shop.config import payment_settings
+    from shop.models import Order, OrderLine, OrderStatus, ShippingAddress, StatusEntry
+    from shop.models.orders import OrderPayment, PaymentStatus
+    from shop.repository import OrderRepository
+
+    repository = OrderRepository(table)
+    days = payment_settings().authorisation_warn_days
+    for n in range(count):
+        at = clock.iso(dt.datetime.now(dt.UTC) - dt.timedelta(days=days + 1, hours=n))
+        line = OrderLine.priced(products[n % 4], f"Bench item {n % 4:02d}", 1000 + 100 * (n % 4), 1)
+        repository.restore(
+            Order(
+                order_id=ids.new_id(),
+                customer_id=ALICE[0],
+                status=OrderStatus.CONFIRMED,
+                version=2,
+                total_cents=line.line_total_cents,
+                created_at=at,
+                updated_at=at,
+                lines=[line],
+                shipping_address=ShippingAddress.model_validate(ADDRESS),
+                history=[StatusEntry(status=OrderStatus.CONFIRMED, at=at)],
+                payment=OrderPayment(
+                    status=PaymentStatus.AUTHORISED, amount_cents=line.line_total_cents, currency="usd"
+                ),
+            )
+        )
 
 
 def log(message: str) -> None:
@@ -341,6 +375,7 @@ class Scenario:
             sessions.set_quantity(self.ids["anonymous_session"], product_id, 1)
         for i in range(PAGE + 3):  # Alice's order history, confirmed by the stream processor
             orders.place(alice, address=address, lines=[RequestedLine(products[i % 4], 1)])
+        old_confirmed(table, products, PAGE + 3)  # more than a page of orders whose authorisation will soon lapse
         for i in range(PAGE + 2):  # stock alerts: each product's stock crosses below the default threshold once
             low = catalog.create(
                 admin, name=f"Bench low {i}", category=LOW_CATEGORY, price_cents=500, description=None, stock=6
@@ -446,6 +481,14 @@ class Scenario:
         if self.payments is not None:
             self.call("", "GET", f"/orders/{order_id}/payment", ALICE, 200)
         self.call("", "GET", "/orders", ADMIN, 200, query={"status": "CONFIRMED", "limit": str(PAGE)})
+        self.call(
+            "GET /orders (payment=expiring)",
+            "GET",
+            "/orders",
+            ADMIN,
+            200,
+            query={"payment": "expiring", "limit": str(PAGE)},
+        )
         self.call(
             "",
             "PATCH",
@@ -594,7 +637,7 @@ class Scenario:
             if status_step and status_step.measurement
             else None,
             "stream_records_not_attributed": self.accountant.unattributed if self.accountant else None,
-            "target": "every read route 1 call (GET /orders?status=: one Query per shard, in parallel; "
+            "target": "every read route 1 call (GET /orders?status= and ?payment=expiring: one Query per shard, in parallel; "
             "GET /sessions/{session_id} with a cart: 2, the session and its products' current prices; "
             "GET /categories/{slug}: 3, the category, its ancestors' names and its children); "
             "POST /orders at most 2 store calls plus the idempotency record's",

@@ -163,18 +163,52 @@ def place_order(
 
 @app.get(
     "/orders",
-    summary="Orders in a status, each page newest first (admin)",
-    responses=declare(200, s.OrderSummaryPage, 401, 403, errors_described={422: "VALIDATION_ERROR: unknown status"}),
+    summary="Orders in a status, each page newest first; or the confirmed orders whose card authorisation will soon "
+    "lapse, oldest first (admin)",
+    description="Give exactly one of `status` and `payment` (both, or neither: 422). `payment=expiring` lists the "
+    "CONFIRMED orders placed more than AUTHORISATION_WARN_DAYS days ago (default 6; Stripe lets an uncaptured card "
+    "authorisation lapse after about 7), oldest first, each with its `payment_status`: AUTHORISED ones are to ship "
+    "(or cancel) before the authorisation lapses, LAPSED ones have lapsed already. With CAPTURE=on_confirm every "
+    "order is captured at confirmation, so nothing is left to lapse: the list then shows such orders as CAPTURED "
+    "(confirmed orders still waiting to ship), and one still AUTHORISED is one whose capture has not been recorded. "
+    "Orders taken without payment show `payment_status: null`. Pages are sorted; across the status index's shards "
+    "the order is approximate, as with `status`.",
+    responses=declare(
+        200,
+        s.OrderListPage,
+        401,
+        403,
+        errors_described={
+            422: "VALIDATION_ERROR: an unknown status or payment, both status and payment, or neither",
+        },
+    ),
     tags=TAGS,
 )
 def list_orders(
     request: Request,
-    status: Annotated[OrderStatus, Query()],
+    status: Annotated[
+        OrderStatus | None, Query(description="the orders in this status, newest first (not with payment)")
+    ] = None,
+    payment: Annotated[
+        s.PaymentFilter | None,
+        Query(
+            description="expiring: the confirmed orders whose card authorisation will soon lapse, oldest first "
+            "(not with status)"
+        ),
+    ] = None,
     limit: Limit = DEFAULT_LIMIT,
     next_token: NextToken = None,
 ):
-    page = orders.list_by_status(caller(request), status, limit=limit, next_token=next_token)
-    return json_response(200, page)
+    actor = caller(request)
+    actor.require_admin()
+    if (status is None) == (payment is None):
+        raise errors.InvalidRequest(
+            "give exactly one of status or payment",
+            {"status": "exactly one of status and payment", "payment": "exactly one of status and payment"},
+        )
+    if status is not None:
+        return json_response(200, orders.list_by_status(actor, status, limit=limit, next_token=next_token))
+    return json_response(200, orders.list_expiring_authorisations(actor, limit=limit, next_token=next_token))
 
 
 @app.get(

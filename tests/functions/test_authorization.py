@@ -119,6 +119,8 @@ MATRIX: list[tuple[str, str, dict[str, Any], tuple[int, int, int, int]]] = [
         },
         (401, 403, 403, 409),
     ),
+    # issue 39: the confirmed orders whose card authorisation will soon lapse are listed for admins only
+    ("GET", "/orders", {"query": {"payment": "expiring"}}, (401, 403, 403, 200)),
 ]
 # The error code of a 404 where it is not ORDER_NOT_FOUND: (method, path) -> caller -> code.
 NOT_FOUND_CODES = {

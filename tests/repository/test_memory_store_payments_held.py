@@ -4,6 +4,7 @@ it, moto and DynamoDB Local (as tests/repository/test_memory_store.py does for t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -119,3 +120,36 @@ def test_a_held_payment_passes_the_guard_and_records_nothing(stores):
     )
     assert (shipped.status, shipped.version, shipped.shipped_without_payment) == (OrderStatus.SHIPPED, 3, None)
     assert stores.orders.get(order.order_id).shipped_without_payment is None
+
+
+def test_confirmed_orders_before_a_cutoff_oldest_first_with_their_payment(stores):
+    hammer = new_product(stores)
+    now = clock.now()
+
+    def at(days: int) -> str:
+        return clock.iso(now - timedelta(days=days))
+
+    old = [paid_order(stores, hammer, created_at=at(10 - n)) for n in range(3)]  # 10, 9 and 8 days ago
+    assert stores.payments.record_payment(
+        old[1].order_id, expected=PaymentStatus.AUTHORISED, status=PaymentStatus.LAPSED
+    )
+    paid_order(stores, hammer, created_at=at(2))  # after the cutoff
+    stores.orders.change_status(  # before it, but shipped
+        paid_order(stores, hammer, created_at=at(9)), OrderStatus.SHIPPED, updated_at=clock.iso_now()
+    )
+    cutoff = clock.iso(now - timedelta(days=6))
+    seen, token = [], None
+    while True:
+        page = stores.orders.list_confirmed_before(cutoff, limit=2, next_token=token)
+        assert len(page.items) <= 2
+        seen += [(o.order_id, o.status, o.payment_status) for o in page.items]
+        token = page.next_token
+        if token is None:
+            break
+    assert seen == [
+        (old[0].order_id, OrderStatus.CONFIRMED, PaymentStatus.AUTHORISED),
+        (old[1].order_id, OrderStatus.CONFIRMED, PaymentStatus.LAPSED),
+        (old[2].order_id, OrderStatus.CONFIRMED, PaymentStatus.AUTHORISED),
+    ]
+    with pytest.raises(errors.InvalidNextToken):
+        stores.orders.list_confirmed_before(cutoff, limit=2, next_token="not-a-token")

@@ -24,7 +24,15 @@ from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, O
 from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
 from shop.models.carts import CartClaim, CartOwnerKind, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category, path_slugs
-from shop.models.orders import NO_DETAILS, PaymentStatus, Placement, StatusDetails, UnpaidLimits, units_of
+from shop.models.orders import (
+    NO_DETAILS,
+    OrderPaymentSummary,
+    PaymentStatus,
+    Placement,
+    StatusDetails,
+    UnpaidLimits,
+    units_of,
+)
 from shop.models.payments import Settled
 from shop.models.products import CataloguePrice, ProductListing, ProductStatus
 from shop.models.sales import DaySales, SalesChange, TopSeller
@@ -549,6 +557,31 @@ class MemoryOrders:
 
     def list_by_status(self, status: OrderStatus, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
         return page_of(self._summaries(lambda o: o.status is status), limit=limit, next_token=next_token)
+
+    def list_confirmed_before(self, cutoff: str, *, limit: int, next_token: str | None) -> Page[OrderPaymentSummary]:
+        """Oldest first; the token is `<position>@<cutoff>`: a walk keeps its first page's cutoff, as the table's."""
+        position: str | None = None
+        if next_token:
+            position, _, cutoff = next_token.partition("@")
+            if not cutoff:
+                raise errors.InvalidNextToken("next_token is not a token this list issued")
+        chosen = sorted(
+            (o for o in self.state.orders.values() if o.status is OrderStatus.CONFIRMED and o.created_at < cutoff),
+            key=lambda o: (o.created_at, o.order_id),
+        )
+        listed = [
+            OrderPaymentSummary.model_validate(
+                {
+                    **o.model_dump(include=set(OrderSummary.model_fields)),
+                    "payment_status": o.payment and o.payment.status,
+                }
+            )
+            for o in chosen
+        ]
+        page = page_of(listed, limit=limit, next_token=position)
+        return Page[OrderPaymentSummary](
+            items=page.items, next_token=f"{page.next_token}@{cutoff}" if page.next_token else None
+        )
 
     def change_status(
         self,

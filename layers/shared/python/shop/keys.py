@@ -150,6 +150,18 @@ def created_at_of_status_sk(sort_key: str) -> str:
     return sort_key.split("#", 1)[0]
 
 
+def order_status_position(status: str, partition: int, sort_key: str) -> Key:
+    """Where a Query of a status partition resumes after the entry whose ``order_status_sk`` is `sort_key` (its
+    ExclusiveStartKey: the index's key and the table's, the order's id being the sort key's tail). The entry need
+    not be in that partition: the position is a place in its key order."""
+    return {
+        PK: order_pk(sort_key.split("#", 1)[1]),
+        SK: ORDER_SK,
+        GSI1PK: order_status_pk(status, partition),
+        GSI1SK: sort_key,
+    }
+
+
 def customer_order_key(customer_id: str, order_id: str) -> Key:
     """Ids are ULIDs, so this collection sorts oldest to newest by itself."""
     return {PK: customer_pk(customer_id), SK: f"{CUSTOMER_ORDER_PREFIX}{order_id}"}

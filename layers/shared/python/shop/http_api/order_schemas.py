@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StrictBool, StrictInt, model_validator
@@ -172,18 +173,47 @@ class OrderSummaryPage(Model):
     next_token: str | None
 
 
+class PaymentFilter(StrEnum):
+    """GET /orders?payment=: `expiring`, the confirmed orders whose card authorisation will soon lapse."""
+
+    expiring = "expiring"
+
+
+class ListedOrder(OrderSummary):
+    """An order in an administrator's listing (GET /orders)."""
+
+    payment_status: PaymentStatus | MISSING | None = Field(
+        default=MISSING,
+        description="with payment=expiring only: the order's payment as the shop recorded it: AUTHORISED (held on "
+        "the card: ship or cancel it before the authorisation lapses), LAPSED (it lapsed: shipping needs "
+        "ship_without_payment), CAPTURED (taken at confirmation under CAPTURE=on_confirm: nothing lapses); null for "
+        "an order taken without payment",
+    )
+
+
+class OrderListPage(Model):
+    """A page of GET /orders: with status=, newest first (approximately, across the index's shards); with
+    payment=expiring, oldest first (likewise), each order with its payment_status."""
+
+    items: list[ListedOrder]
+    next_token: str | None
+
+
 __all__ = [
     "AddressIn",
     "CheckoutPayment",
+    "ListedOrder",
     "Order",
     "OrderFromCustomerCart",
     "OrderFromLines",
     "OrderFromSession",
     "OrderIn",
     "OrderLineIn",
+    "OrderListPage",
     "OrderStatusPatch",
     "OrderSummary",
     "OrderSummaryPage",
+    "PaymentFilter",
     "PaymentView",
     "PlacedOrder",
     "ProductSales",

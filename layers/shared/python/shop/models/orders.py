@@ -169,6 +169,17 @@ class OrderSummary(Model):
     updated_at: Timestamp
 
 
+class OrderPaymentSummary(OrderSummary):
+    """An order in the list of confirmed orders whose card authorisation will soon lapse: its summary and where its
+    payment stands."""
+
+    payment_status: PaymentStatus | None = Field(
+        description="the order's payment as the shop recorded it: AUTHORISED (held on the card: ship or cancel before "
+        "it lapses), LAPSED (it lapsed: shipping needs ship_without_payment), CAPTURED (taken at confirmation, "
+        "CAPTURE=on_confirm: nothing lapses); null for an order taken without payment"
+    )
+
+
 class Order(OrderSummary):
     lines: list[OrderLine]
     shipping_address: ShippingAddress

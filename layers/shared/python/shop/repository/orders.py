@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -15,7 +15,7 @@ from shop.config import StatusShardSwitch, settings
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_STATUS_SHARDS, MAX_TRANSACTION_ITEMS
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails
 from shop.models.carts import CartClaim
-from shop.models.orders import NO_DETAILS, OrderPayment, PaymentStatus, Placement, UnpaidLimits
+from shop.models.orders import NO_DETAILS, OrderPayment, OrderPaymentSummary, PaymentStatus, Placement, UnpaidLimits
 from shop.models.products import ProductStatus
 from shop.models.stock import StockTake
 from shop.repository import pagination, status_switch, unpaid_holds
@@ -30,7 +30,7 @@ from shop.repository.order_items import (
     stock_returns,
 )
 from shop.repository.queries import collection_page
-from shop.repository.shard_walk import Cursor, ShardWalk
+from shop.repository.shard_walk import EXHAUSTED, Cursor, ShardWalk
 from shop.repository.stock_shards import restock_update, shard_label, take_update
 from shop.repository.store import (
     ConditionFailed,
@@ -381,54 +381,116 @@ class OrderRepository:
         During a shard-count switch (STATUS_SHARDS_NEXT) the listing reads both counts
         (shop.repository.status_switch); a token of another count is read as lanes.
         """
+
+        def scope(lanes: int) -> str:
+            return _status_scope(status, lanes)
+
+        def query(partition: int, cursor: Cursor, count: int) -> tuple[list[dict[str, Any]], bool]:
+            return self._query_status(status, partition, cursor, count)
+
+        position = _token_position(next_token, scope) if next_token else None
+        items, token = self._walk_status_index(query, position, limit, scope)
+        return Page[OrderSummary](items=[OrderSummary.model_validate(i) for i in items], next_token=token)
+
+    def list_confirmed_before(self, cutoff: str, *, limit: int, next_token: str | None) -> Page[OrderPaymentSummary]:
+        """The CONFIRMED orders created before `cutoff` (an ISO-8601 instant, as created_at is written), oldest first,
+        each with its payment's status: the status listing's walk (one round of parallel Queries, one per shard with
+        its share of the page, every item read returned) over the CONFIRMED partitions with a key condition on the
+        sort key (`GSI1SK < cutoff`: the sort key starts with created_at), ascending, each resuming after its cursor
+        (ExclusiveStartKey). A token carries the cutoff of the walk's first page: later pages keep it, so a walk
+        neither skips nor repeats orders as time passes. Shard-count switches as list_by_status.
+        """
+        position = _token_position(next_token, _confirmed_before_scope) if next_token else None
+        walked_before = cutoff
+        if position is not None:
+            kept = position.get("x")
+            if not isinstance(kept, str) or not kept:
+                raise errors.InvalidNextToken("next_token is not a token this list issued")
+            walked_before = kept
+
+        def query(partition: int, cursor: Cursor, count: int) -> tuple[list[dict[str, Any]], bool]:
+            return self._query_confirmed_before(walked_before, partition, cursor, count)
+
+        items, token = self._walk_status_index(
+            query, position, limit, _confirmed_before_scope, descending=False, extra={"x": walked_before}
+        )
+        return Page[OrderPaymentSummary](items=[_payment_summary(i) for i in items], next_token=token)
+
+    def _walk_status_index(
+        self,
+        query: status_switch.QueryPartition,
+        position: dict[str, Any] | None,
+        limit: int,
+        scope: Callable[[int], str],
+        *,
+        descending: bool = True,
+        extra: dict[str, Any] | None = None,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of a walk over a status index's partitions (`query`: one partition past a cursor, in the walk's
+        order), from the (verified) `position` of a token, or the start; its items in order and the next token (its
+        scope from the number of its cursors, `extra` carried along). During a shard-count switch, both counts are
+        read (shop.repository.status_switch); a token of another count is read as lanes."""
         switch = self.switch
-        walk = self._token_walk(status, next_token) if next_token else None
+        walk = None
+        if position is not None:
+            walk = ShardWalk.from_position(position, len(position["c"]), descending=descending)
         if switch.next is not None:
-            return self._list_during_switch(status, switch, walk.cursors if walk else status_switch.start(), limit)
+            cursors = walk.cursors if walk else status_switch.start()
+            items, following = status_switch.read_page(
+                switch, cursors, limit, query, _shard_pool(), descending=descending
+            )
+            finished = all(c == EXHAUSTED for c in following)
+            token = (
+                None
+                if finished
+                else pagination.encode(scope(len(following)), {"c": following, **(extra or {})}, compress=True)
+            )
+            return items, token
         shards = switch.current
         if walk is not None and len(walk.cursors) != shards:
-            cursors = status_switch.widened(walk.cursors, shards)
-            if cursors is None:  # a count this one is not a multiple of (after a shrink): start again
+            widened = status_switch.widened(walk.cursors, shards)
+            if widened is None:  # a count this one is not a multiple of (after a shrink): start again
                 raise errors.InvalidNextToken("next_token is not a token this list issued")
-            walk = ShardWalk(cursors, walk.gap_us, walk.top_us)
-        walk = walk or ShardWalk.start(shards)
+            walk = ShardWalk(widened, walk.gap_us, walk.top_us, descending)
+        walk = walk or ShardWalk.start(shards, descending=descending)
         shares = walk.plan(limit, MAX_PARALLEL_QUERIES)
         pending = {
-            s: _shard_pool().submit(contextvars.copy_context().run, self._query_status, status, s, walk.cursors[s], n)
+            s: _shard_pool().submit(contextvars.copy_context().run, query, s, walk.cursors[s], n)
             for s, n in shares.items()
         }
         # Each query runs in a copy of this context: the invocation's deadline (shop.aws_config) holds there too.
         results = {shard: future.result() for shard, future in pending.items()}
         walk.advance({shard: ([i["GSI1SK"] for i in items], more) for shard, (items, more) in results.items()})
-        page = sorted((i for items, _ in results.values() for i in items), key=lambda i: i["GSI1SK"], reverse=True)
-        token = (
-            None if walk.finished else pagination.encode(_status_scope(status, shards), walk.position(), compress=True)
+        page = sorted(
+            (i for items, _ in results.values() for i in items), key=lambda i: i["GSI1SK"], reverse=descending
         )
-        return Page[OrderSummary](items=[OrderSummary.model_validate(i) for i in page], next_token=token)
-
-    def _token_walk(self, status: OrderStatus, token: str) -> ShardWalk:
-        """The walk a token holds, verified against the scope of its own count (its number of cursors)."""
-        peeked = pagination.peek(token)
-        cursors = peeked.get("c") if isinstance(peeked, dict) else None
-        lanes = len(cursors) if isinstance(cursors, list) else 0
-        if not 1 <= lanes <= MAX_STATUS_SHARDS:
-            raise errors.InvalidNextToken("next_token is not a token this list issued")
-        return ShardWalk.from_position(pagination.decode(token, _status_scope(status, lanes)), lanes)
-
-    def _list_during_switch(
-        self, status: OrderStatus, switch: StatusShardSwitch, cursors: list[Cursor], limit: int
-    ) -> Page[OrderSummary]:
-        def query(partition: int, cursor: Cursor, count: int) -> tuple[list[dict[str, Any]], bool]:
-            return self._query_status(status, partition, cursor, count)
-
-        items, following = status_switch.read_page(switch, cursors, limit, query, _shard_pool())
-        finished = all(c == 0 for c in following)
         token = (
             None
-            if finished
-            else pagination.encode(_status_scope(status, len(following)), {"c": following}, compress=True)
+            if walk.finished
+            else pagination.encode(scope(shards), {**walk.position(), **(extra or {})}, compress=True)
         )
-        return Page[OrderSummary](items=[OrderSummary.model_validate(i) for i in items], next_token=token)
+        return page, token
+
+    def _query_confirmed_before(
+        self, cutoff: str, partition: int, cursor: Cursor, limit: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """One CONFIRMED partition's entries created before `cutoff`, oldest first, after `cursor`: its items and
+        whether it has more. No filter: the key condition selects exactly what is returned."""
+        status = OrderStatus.CONFIRMED
+        resume: dict[str, Any] = {}
+        if isinstance(cursor, str):
+            resume["ExclusiveStartKey"] = to_item(keys.order_status_position(status, partition, cursor))
+        with translated_errors():
+            response = self.table.client.query(
+                TableName=self.table.name,
+                IndexName=keys.GSI1,
+                KeyConditionExpression="GSI1PK = :pk AND GSI1SK < :cutoff",
+                ExpressionAttributeValues=values(pk=keys.order_status_pk(status, partition), cutoff=cutoff),
+                ScanIndexForward=True,
+                Limit=limit,
+                **resume,
+            )
+        return [from_item(i) for i in response.get("Items", [])], "LastEvaluatedKey" in response
 
     def _query_status(
         self, status: OrderStatus, partition: int, cursor: Cursor, limit: int
@@ -483,6 +545,9 @@ class OrderRepository:
         else:
             sets.append("#ttl = :ttl")
             extra["ttl"] = expires_at
+        attr_values = status_move_values(order, new_status, updated_at, gsi[keys.GSI1PK], **extra)
+        if unless_payment is not None:
+            attr_values.update(values(unheld=unless_payment.value))
         update = {
             "TableName": self.table.name,
             "Key": to_item(keys.order_key(order.order_id)),
@@ -492,11 +557,9 @@ class OrderRepository:
             "ConditionExpression": "#status = :old AND version = :version"
             + (" AND payment.#status <> :unheld" if unless_payment is not None else ""),
             "ExpressionAttributeNames": {"#status": "status", "#ttl": keys.TTL_ATTRIBUTE},
-            "ExpressionAttributeValues": status_move_values(order, new_status, updated_at, gsi[keys.GSI1PK], **extra),
+            "ExpressionAttributeValues": attr_values,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        if unless_payment is not None:
-            update["ExpressionAttributeValues"].update(values(unheld=unless_payment.value))
         if restock:
             returns = stock_returns(order, restock)
             token = status_change_token(order, new_status, updated_at, expires_at)
@@ -546,6 +609,30 @@ class OrderRepository:
 def _status_scope(status: OrderStatus, lanes: int) -> str:
     """A listing token's scope: the status and its number of cursors (the count it was issued under)."""
     return f"orders-by-status:{status}:{lanes}"
+
+
+def _confirmed_before_scope(lanes: int) -> str:
+    """The confirmed-before listing's token scope: its number of cursors (the count it was issued under)."""
+    return f"orders-confirmed-before:{lanes}"
+
+
+def _token_position(token: str, scope: Callable[[int], str]) -> dict[str, Any]:
+    """The position a token of a status index's walk holds, verified against the scope of its own count (its number
+    of cursors) and well formed (shop.repository.shard_walk)."""
+    peeked = pagination.peek(token)
+    cursors = peeked.get("c") if isinstance(peeked, dict) else None
+    lanes = len(cursors) if isinstance(cursors, list) else 0
+    if not 1 <= lanes <= MAX_STATUS_SHARDS:
+        raise errors.InvalidNextToken("next_token is not a token this list issued")
+    position = pagination.decode(token, scope(lanes))
+    ShardWalk.from_position(position, lanes)  # refuses what is not a walk's position
+    return dict(position)
+
+
+def _payment_summary(item: dict[str, Any]) -> OrderPaymentSummary:
+    payment = item.get("payment")
+    status = payment.get("status") if isinstance(payment, dict) else None
+    return OrderPaymentSummary.model_validate({**item, "payment_status": status})
 
 
 def _detail_updates(details: StatusDetails) -> tuple[list[str], dict[str, Any]]:

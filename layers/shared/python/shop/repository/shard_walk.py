@@ -1,7 +1,11 @@
-"""Where a walk through a sharded, newest-first index stands, and how its next page is shared out.
+"""Where a walk through a sharded, time-ordered index stands, and how its next page is shared out.
 
 A page is one round of parallel Queries whose every item is returned; across shards the order is only approximately
-newest first. Sort keys start with an ISO-8601 UTC timestamp. docs/decisions.md, "Data model and repository".
+newest first (or, for a walk that is not `descending`, oldest first). Sort keys start with an ISO-8601 UTC timestamp.
+docs/decisions.md, "Data model and repository".
+
+An oldest-first walk is the newest-first one on negated times: "top" is then the oldest time seen, a shard not
+started is taken to hold the oldest entries, and each shard's share follows how far it is from the front.
 """
 
 from __future__ import annotations
@@ -39,14 +43,15 @@ def _micros(sort_key: str) -> int | None:
 class ShardWalk:
     cursors: list[Cursor]
     gap_us: int | None = None
-    top_us: int | None = None
+    top_us: int | None = None  # the front's time: the newest seen (oldest first: the oldest, negated)
+    descending: bool = True  # newest first; False: oldest first (not part of the position: the list's own)
 
     @classmethod
-    def start(cls, shards: int) -> ShardWalk:
-        return cls([NOT_STARTED] * shards)
+    def start(cls, shards: int, *, descending: bool = True) -> ShardWalk:
+        return cls([NOT_STARTED] * shards, descending=descending)
 
     @classmethod
-    def from_position(cls, position: Any, shards: int) -> ShardWalk:
+    def from_position(cls, position: Any, shards: int, *, descending: bool = True) -> ShardWalk:
         """The walk a (signed) token holds; anything else is refused as a token this list did not issue."""
         invalid = errors.InvalidNextToken("next_token is not a token this list issued")
         if not isinstance(position, dict) or not isinstance(position.get("c"), list):
@@ -60,7 +65,7 @@ class ShardWalk:
         )
         if not well_formed:
             raise invalid
-        return cls(list(cursors), gap, top)
+        return cls(list(cursors), gap, top, descending)
 
     def position(self) -> dict[str, Any]:
         """What the next token carries (compact: absent rather than null)."""
@@ -75,12 +80,17 @@ class ShardWalk:
     def finished(self) -> bool:
         return all(c == EXHAUSTED for c in self.cursors)
 
+    def _at(self, sort_key: str) -> int | None:
+        """The sort key's time in the walk's direction: later in the walk is smaller."""
+        at = _micros(sort_key)
+        return at if at is None or self.descending else -at
+
     def _expected_next(self, shard: int, gap: int) -> int:
         top = self.top_us if self.top_us is not None else _NEWEST
         cursor = self.cursors[shard]
         if cursor is NOT_STARTED:
             return top
-        at = _micros(str(cursor))
+        at = self._at(str(cursor))
         return (at if at is not None else top) - gap
 
     def plan(self, limit: int, max_queries: int) -> dict[int, int]:
@@ -99,15 +109,16 @@ class ShardWalk:
         return shares
 
     def advance(self, read: dict[int, tuple[list[str], bool]]) -> None:
-        """Move past what each queried shard returned (its sort keys, newest first; whether it has more)."""
+        """Move past what each queried shard returned (its sort keys in the walk's order, newest first unless
+        oldest first; whether it has more). `newest` and `oldest` below are the walk's first and last."""
         spans = gaps = 0
         for shard, (sort_keys, more) in read.items():
             before = self.cursors[shard]
             if sort_keys:
-                newest, oldest = _micros(sort_keys[0]), _micros(sort_keys[-1])
+                newest, oldest = self._at(sort_keys[0]), self._at(sort_keys[-1])
                 if newest is not None:
                     self.top_us = newest if self.top_us is None else max(self.top_us, newest)
-                start = _micros(before) if isinstance(before, str) else newest
+                start = self._at(before) if isinstance(before, str) else newest
                 between = len(sort_keys) if isinstance(before, str) else len(sort_keys) - 1
                 if start is not None and oldest is not None and between:
                     spans += start - oldest

@@ -78,11 +78,14 @@ def read_page(
     limit: int,
     query: QueryPartition,
     pool: ThreadPoolExecutor,
+    *,
+    descending: bool = True,
 ) -> tuple[list[dict[str, Any]], list[Cursor]]:
     """One page of the listing during the switch: its entries newest first and the lanes' next cursors.
 
     `query(partition, cursor, limit)` is one Query of a status partition below `cursor` (a sort key, or
     NOT_STARTED for the top), newest first; it answers the items and whether the partition has more.
+    Not `descending`: everything the other way round (oldest first, each Query above its cursor).
     """
     assert switch.next is not None
     counts = (switch.current, switch.next)
@@ -116,18 +119,19 @@ def read_page(
     for lane in {lane for lane, _ in jobs}:
         mine = [r for r in reads if r.lane == lane]
         cut = [r.last for r in mine if r.more and r.last is not None]
-        frontier = max(cut) if cut else None
+        # The least advanced of the partitions that have more: past it, one of them has not shown its entries yet.
+        frontier = (max(cut) if descending else min(cut)) if cut else None
         distinct: dict[str, dict[str, Any]] = {}
         for read in mine:
             for item in read.items:
                 sort_key = str(item[keys.GSI1SK])
-                if frontier is None or sort_key >= frontier:
+                if frontier is None or (sort_key >= frontier if descending else sort_key <= frontier):
                     distinct.setdefault(sort_key, item)
-        candidates[lane] = sorted(distinct.values(), key=lambda i: str(i[keys.GSI1SK]), reverse=True)
+        candidates[lane] = sorted(distinct.values(), key=lambda i: str(i[keys.GSI1SK]), reverse=descending)
         frontiers[lane] = frontier
 
     merged = sorted(
-        ((str(item[keys.GSI1SK]), lane) for lane, items in candidates.items() for item in items), reverse=True
+        ((str(item[keys.GSI1SK]), lane) for lane, items in candidates.items() for item in items), reverse=descending
     )[:limit]
     taken: dict[int, int] = {}
     for _, lane in merged:
@@ -143,7 +147,7 @@ def read_page(
         else:  # all it could return is returned: it goes on below what every partition has shown
             frontier = frontiers[lane]
             next_cursors[lane] = frontier if frontier is not None else EXHAUSTED
-    page.sort(key=lambda i: str(i[keys.GSI1SK]), reverse=True)
+    page.sort(key=lambda i: str(i[keys.GSI1SK]), reverse=descending)
     return page, next_cursors
 
 

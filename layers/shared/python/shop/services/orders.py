@@ -27,7 +27,7 @@ from shop.models import (
     StatusEntry,
 )
 from shop.models.carts import CartClaim, CartOwner, CartOwnerKind
-from shop.models.orders import OrderPayment, PaymentStatus, Placement, UnpaidLimits
+from shop.models.orders import OrderPayment, OrderPaymentSummary, PaymentStatus, Placement, UnpaidLimits
 from shop.models.payments import PaymentIntent, PaymentStep, idempotency_key
 from shop.models.pricing import subtotal
 from shop.models.sessions import StoredLine
@@ -548,6 +548,20 @@ class OrderService:
     ) -> Page[OrderSummary]:
         actor.require_admin()
         return self.orders.list_by_status(status, limit=limit, next_token=next_token)
+
+    def list_expiring_authorisations(
+        self, actor: Actor, *, limit: int, next_token: str | None
+    ) -> Page[OrderPaymentSummary]:
+        """The confirmed orders whose card authorisation will soon lapse (the admin's GET /orders?payment=expiring):
+        CONFIRMED and placed more than AUTHORISATION_WARN_DAYS ago, oldest first, each with its payment's status.
+
+        Placement stands for confirmation: a paid order is confirmed within its payment window (at most a day) after
+        it was placed, so every order confirmed more than the warning's days ago is listed, and one confirmed up to
+        a window later may be too (a warning a little early). The store's key condition selects exactly these: no
+        order is read to be left out (docs/payments.md, "Orders whose authorisation will soon lapse")."""
+        actor.require_admin()
+        cutoff = clock.now() - timedelta(days=payment_settings().authorisation_warn_days)
+        return self.orders.list_confirmed_before(clock.iso(cutoff), limit=limit, next_token=next_token)
 
     def change_status(
         self,

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
     from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
     from shop.models.categories import Category
     from shop.models.orders import (
+        OrderPaymentSummary,
         PaymentDispute,
         PaymentFailure,
         PaymentStatus,
@@ -207,6 +208,10 @@ class OrderStore(Protocol):
 
     def list_by_status(self, status: OrderStatus, *, limit: int, next_token: str | None) -> Page[OrderSummary]:
         """Newest first."""
+
+    def list_confirmed_before(self, cutoff: str, *, limit: int, next_token: str | None) -> Page[OrderPaymentSummary]:
+        """The CONFIRMED orders created before `cutoff` (ISO-8601), oldest first, each with its payment's status; a
+        token keeps the cutoff of its walk's first page."""
 
     def change_status(
         self,
