@@ -221,20 +221,6 @@ def test_check_and_off_decide_alone_and_never_read_the_cut_over(mode, checked):
     assert cutover.asked == 0
 
 
-def test_the_cut_over_margin_covers_a_canary_deploy_the_processors_timeout_and_clock_skew():
-    """While this release's first count records the cut-over, the release before may still start invocations: a
-    protected stage's canary keeps it on 90% of the batches for 5 minutes (infra.constructs.functions), and an
-    invocation it started handles records written before it, for up to order_events' timeout."""
-    import inspect
-
-    from infra.constructs import functions
-    from infra.settings import STREAM_FUNCTION
-
-    assert "CANARY_10_PERCENT_5_MINUTES" in inspect.getsource(functions)  # the slowest shift the stacks make
-    canary_s, skew_s = 5 * 60, 300
-    assert canary_s + STREAM_FUNCTION.timeout_s + skew_s < CUTOVER_MARGIN_SECONDS
-
-
 @pytest.mark.parametrize("value", ["", "auto", "check", "off", "Off", "yes"])
 def test_the_setting_is_auto_by_default_and_one_of_three(monkeypatch, value):
     from shop.config import ConfigurationError, sales_legacy_markers
