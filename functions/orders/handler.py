@@ -258,6 +258,10 @@ def get_order_payment(order_id: OrderId, request: Request):
     )
     if secret_shown and payment.client_secret is not None:
         view.client_secret = payment.client_secret
+    if payment.last_failure is not None:
+        view.last_failure = payment.last_failure
+    if payment.dispute is not None:
+        view.dispute = payment.dispute
     return json_response(200, view)
 
 

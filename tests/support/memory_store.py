@@ -25,8 +25,12 @@ from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
 from shop.models.carts import CartClaim, CartOwnerKind, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category, path_slugs
 from shop.models.orders import (
+    CLOSED_DISPUTE_STATUSES,
     NO_DETAILS,
+    OrderPayment,
     OrderPaymentSummary,
+    PaymentDispute,
+    PaymentFailure,
     PaymentStatus,
     Placement,
     StatusDetails,
@@ -656,6 +660,14 @@ class MemoryOrderPayments:
     def current(self, order_id: str, *, consistent: bool = True) -> Order | None:
         return self.state.orders.get(order_id)
 
+    def overdue(self, placed_before: str, *, per_shard: int) -> list[tuple[str, int | None]]:
+        waiting = sorted(
+            (o.created_at, o.order_id, o.payment_expires_at)
+            for o in self.state.orders.values()
+            if o.status is OrderStatus.PENDING_PAYMENT and o.created_at < placed_before
+        )
+        return [(order_id, expires) for _, order_id, expires in waiting]
+
     def settle(
         self,
         order: Order,
@@ -690,7 +702,10 @@ class MemoryOrderPayments:
         if new_status is OrderStatus.CONFIRMED:
             update["confirmed_at"] = updated_at
         if current.payment is not None:  # the client secret leaves the order with its window
-            update["payment"] = current.payment.model_copy(update={"status": payment_status, "client_secret": None})
+            left: dict[str, Any] = {"status": payment_status, "client_secret": None}
+            if new_status is OrderStatus.CONFIRMED:  # paid: its last failed attempt too (OrderPaymentRepository.settle)
+                left["last_failure"] = None
+            update["payment"] = current.payment.model_copy(update=left)
         self.state.orders[order.order_id] = changed.model_copy(update=update)
         if archive_at is not None:
             self.state.order_ttls[order.order_id] = archive_at
@@ -704,7 +719,8 @@ class MemoryOrderPayments:
         status: PaymentStatus | None = None,
         captured_cents: int | None = None,
         refunded_cents: int | None = None,
-        expected_refunded_cents: int | None = None,
+        at_most_refunded_cents: int | None = None,
+        return_refunded_cents: int | None = None,
     ) -> bool:
         current = self.state.orders.get(order_id)
         payment = current.payment if current is not None else None
@@ -712,7 +728,9 @@ class MemoryOrderPayments:
             return False
         if expected is not None and payment.status is not expected:
             return False
-        if expected_refunded_cents is not None and (payment.refunded_cents or 0) != expected_refunded_cents:
+        if at_most_refunded_cents is not None and payment.refunded_cents > at_most_refunded_cents:
+            return False
+        if return_refunded_cents is not None and payment.return_refunded_cents is not None:
             return False
         update: dict[str, Any] = {}
         if status is not None:
@@ -721,7 +739,47 @@ class MemoryOrderPayments:
             update["captured_cents"] = captured_cents
         if refunded_cents is not None:
             update["refunded_cents"] = refunded_cents
-        self.state.orders[order_id] = current.model_copy(update={"payment": payment.model_copy(update=update)})
+        if return_refunded_cents is not None:
+            update["return_refunded_cents"] = return_refunded_cents
+        return self._write(current, payment, update)
+
+    def record_failed_attempt(self, order_id: str, *, intent_id: str | None, failure: PaymentFailure) -> bool:
+        current = self.state.orders.get(order_id)
+        payment = current.payment if current is not None else None
+        if current is None or payment is None or current.status is not OrderStatus.PENDING_PAYMENT:
+            return False
+        if intent_id is not None and payment.intent_id not in (None, intent_id):
+            return False
+        if payment.last_failure is not None and not payment.last_failure.at < failure.at:
+            return False
+        return self._write(current, payment, {"last_failure": failure})
+
+    def record_provider_refunds(self, order_id: str, *, refunded_cents: int) -> bool:
+        current = self.state.orders.get(order_id)
+        payment = current.payment if current is not None else None
+        if current is None or payment is None or not payment.refunded_cents < refunded_cents:
+            return False
+        return self._write(current, payment, {"refunded_cents": refunded_cents})
+
+    def record_dispute(self, order_id: str, dispute: PaymentDispute) -> bool:
+        current = self.state.orders.get(order_id)
+        payment = current.payment if current is not None else None
+        if current is None or payment is None:
+            return False
+        held = payment.dispute
+        if held is not None and not (
+            held.updated_at < dispute.updated_at
+            or (
+                held.updated_at == dispute.updated_at
+                and dispute.status in CLOSED_DISPUTE_STATUSES
+                and held.status not in CLOSED_DISPUTE_STATUSES
+            )
+        ):
+            return False
+        return self._write(current, payment, {"dispute": dispute})
+
+    def _write(self, order: Order, payment: OrderPayment, update: dict[str, Any]) -> bool:
+        self.state.orders[order.order_id] = order.model_copy(update={"payment": payment.model_copy(update=update)})
         return True
 
 
@@ -1163,13 +1221,15 @@ class MemoryStore:
     def payment_service(self, provider: Payments | None) -> PaymentService:
         """The payment rules (the webhook's, the payment steps') on this store and `provider`; the archive delay
         from the settings, as shop.wiring's."""
-        from shop.config import settings
+        from shop.config import payment_settings, settings
 
         return PaymentService(
             self.order_payments,
             provider,
             archive_after_days=lambda: settings().archive_after_days,
             archive_grace_seconds=lambda: settings().archive_grace_seconds,
+            captures_on_confirm=lambda: payment_settings().captures_on_confirm,
+            window_seconds=lambda: payment_settings().payment_window_seconds,
         )
 
     def alert_service(self) -> AlertService:

@@ -19,7 +19,7 @@ from shop.limits import (
 )
 from shop.models import Order, OrderStatus, OrderSummary, ShippingAddress
 from shop.models.common import Model
-from shop.models.orders import PaymentStatus
+from shop.models.orders import PaymentDispute, PaymentFailure, PaymentStatus
 from shop.models.sales import ProductSales, TopSeller
 
 
@@ -153,12 +153,21 @@ class PaymentView(Model):
     """An order's payment as the shop recorded it. `client_secret` only to the order's owner while it is
     PENDING_PAYMENT (to pay again after a declined card); amounts in the order's currency."""
 
-    status: PaymentStatus
+    status: PaymentStatus = Field(
+        description="LAPSED: the provider cancelled the authorisation before it was captured; no money is held"
+    )
     amount_cents: Cents
     captured_cents: Cents
     refunded_cents: Cents
     currency: str = Field(pattern=r"^[a-z]{3}$", description="ISO 4217, lower case")
     client_secret: str | MISSING = MISSING
+    last_failure: PaymentFailure | MISSING = Field(
+        default=MISSING,
+        description="the latest failed attempt (a declined card) while the order waits for its payment",
+    )
+    dispute: PaymentDispute | MISSING = Field(
+        default=MISSING, description="a dispute (chargeback) on the charge, as the provider last reported it"
+    )
 
 
 class TopSellerPage(Model):
