@@ -289,15 +289,16 @@ def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
 
 
 def test_payments_grants_match_its_calls(moto_api, monkeypatch):
-    """The webhook's function (issue 25) through its route: an authorisation, a failure, an authorisation of the
-    failed (dead) order (its intent cancelled and recorded), a duplicate, an unknown order and an ignored type."""
+    """The webhook's function through its route: an authorisation and its duplicate, a failed attempt, a cancelled
+    intent (the order failed, its stock back), an authorisation of a cancelled (dead) order (its intent cancelled
+    and recorded), an unknown order and an ignored type."""
     import sys
     import time
 
     from shop import config, wiring
     from tests.functions.apigw import API, call
     from tests.functions.generate_payment_events import signature
-    from tests.support.factories import product
+    from tests.support.factories import ALICE, product
     from tests.support.fake_payments import FakePayments
     from tests.support.unpaid_orders import place_unpaid
 
@@ -315,8 +316,10 @@ def test_payments_grants_match_its_calls(moto_api, monkeypatch):
             wiring.payment_service(moto_api.table, provider=fake),
         )
         pid = product(moto_api.table, name="Kettle", price_cents=2500, stock=9)
-        paid, failed = (place_unpaid(moto_api.table, fake, [(pid, "Kettle", 2500, 1)]) for _ in range(2))
+        paid, failed, late = (place_unpaid(moto_api.table, fake, [(pid, "Kettle", 2500, 1)]) for _ in range(3))
         fake.authorise(paid.intent_id)
+        wiring.order_service(moto_api.table).cancel(ALICE, late.order_id)  # dead before its card is authorised
+        fake.authorise(late.intent_id)
         recorder = record(moto_api.client)
 
         def deliver(event_id: str, event_type: str, intent_id: str, order_id: str) -> None:
@@ -329,11 +332,13 @@ def test_payments_grants_match_its_calls(moto_api, monkeypatch):
 
         deliver("evt_lp_1", "payment_intent.amount_capturable_updated", paid.intent_id, paid.order_id)
         deliver("evt_lp_1", "payment_intent.amount_capturable_updated", paid.intent_id, paid.order_id)  # again
-        deliver("evt_lp_2", "payment_intent.payment_failed", failed.intent_id, failed.order_id)
-        deliver("evt_lp_3", "payment_intent.succeeded", failed.intent_id, failed.order_id)  # a dead order's
-        deliver("evt_lp_4", "payment_intent.succeeded", "pi_nobody", "no-such-order")
-        deliver("evt_lp_5", "customer.created", "cus_1", "")
-        assert [op for op, _ in fake.calls].count("cancel") == 1
+        deliver("evt_lp_2", "payment_intent.payment_failed", failed.intent_id, failed.order_id)  # an attempt
+        fake.cancel(failed.intent_id, idempotency_key="the-customer-gave-up")
+        deliver("evt_lp_3", "payment_intent.canceled", failed.intent_id, failed.order_id)  # PAYMENT_FAILED
+        deliver("evt_lp_4", "payment_intent.succeeded", late.intent_id, late.order_id)  # a dead order's
+        deliver("evt_lp_5", "payment_intent.succeeded", "pi_nobody", "no-such-order")
+        deliver("evt_lp_6", "customer.created", "cus_1", "")
+        assert ("cancel", f"shop-order-{late.order_id}-cancel") in fake.calls
         actions, uses_index = granted("payments")
         assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
         assert recorder.uses_index == uses_index
