@@ -225,7 +225,7 @@ class StoreRejected(InvalidRequest):
         super().__init__("a value in this request is larger than the store accepts")
 
 
-# -- the catalogue tree (issue 12) ----------------------------------------------------------------
+# -- the catalogue tree ----------------------------------------------------------------
 
 
 class CategoryNotFound(NotFound):
@@ -285,7 +285,7 @@ class OrderEffectsClosed(Conflict):
         self.order_id = order_id
 
 
-# -- payments (issue 25) --------------------------------------------------------------------------
+# -- payments --------------------------------------------------------------------------
 
 
 class PaymentProviderUnavailable(ServiceUnavailable):

@@ -34,7 +34,7 @@ HISTORY_PREFIX = "HISTORY#"
 REVIEW_BY_RATING_PREFIX = "BY_RATING#"
 REVIEWER_PREFIX = "REVIEWER#"
 
-# Customer carts (issue 14): their own partition prefix, so the sessions function's writes can be held to
+# Customer carts: their own partition prefix, so the sessions function's writes can be held to
 # SESSION# and CART# (IAM dynamodb:LeadingKeys) and never reach a customer's profile or orders.
 CART_PK_PREFIX = "CART#"
 CART_SK = "CART"
@@ -210,7 +210,7 @@ def idempotency_key(record_key: str) -> Key:
     return {PK: f"{IDEMPOTENCY_PK_PREFIX}{record_key}", SK: IDEMPOTENCY_SK}
 
 
-# -- the catalogue tree and its listings (issue 12) -------------------------------------------------
+# -- the catalogue tree and its listings -------------------------------------------------
 
 CATEGORY_SK = "CATEGORY"
 CATEGORY_TREE_PK = "CATEGORY_TREE"
@@ -292,7 +292,7 @@ def entity_of(pk: str, sk: str) -> str:
     return prefix
 
 
-# StockLow alerts (issue 12): one partition, newest first by the crossing's time. Alerts are rare
+# StockLow alerts: one partition, newest first by the crossing's time. Alerts are rare
 # (once per crossing below a product's threshold), far below one partition's 1,000 writes/s.
 ALERTS_PK = "ALERTS"
 ALERT_PREFIX = "ALERT#"
@@ -307,7 +307,7 @@ def stock_low_state_key(product_id: str) -> Key:
     return {PK: f"STOCK_LOW#{product_id}", SK: "STATE"}
 
 
-# Flash-sale stock shards (issue 11): each shard is its own partition key, so the orders of one hot
+# Flash-sale stock shards: each shard is its own partition key, so the orders of one hot
 # product spread over `shards` keys instead of writing the product item's one key.
 STOCK_SHARD_PREFIX = "STOCK#"
 STOCK_SHARD_SK = "STOCK"
@@ -317,7 +317,7 @@ def stock_shard_key(product_id: str, shard: int) -> Key:
     return {PK: f"{STOCK_SHARD_PREFIX}{product_id}#{shard:02d}", SK: STOCK_SHARD_SK}
 
 
-# -- sales by date (issue 13) -----------------------------------------------------------------------
+# -- sales by date -----------------------------------------------------------------------
 # A product's units and revenue of one UTC day, one item per (product, day) in the product's own
 # partition; in GSI1, the day's top-seller list, spread over SALES_TOP_SHARDS partitions by product.
 SALES_DAY_PREFIX = "DAY#"
@@ -386,7 +386,7 @@ def sales_cutover_key(release: str) -> Key:
     return {PK: "SALES_CUTOVER", SK: f"VERSION#{release}"}
 
 
-# -- online migrations (issue 28) -------------------------------------------------------------------
+# -- online migrations -------------------------------------------------------------------
 # One partition per migration: its done record and one checkpoint per Scan segment of a run.
 MIGRATION_PK_PREFIX = "MIGRATION#"
 MIGRATION_SK = "MIGRATION"
@@ -409,7 +409,7 @@ def product_category_gsi_v1(category: str, name: str, product_id: str) -> Key:
     return {GSI1PK: category_pk(category), GSI1SK: f"{name_sort_key(name)}#{product_id}"}
 
 
-# -- payments (issue 25) --------------------------------------------------------------------------
+# -- payments --------------------------------------------------------------------------
 
 PAYMENT_DUE_SK = "PAYMENT_DUE"
 

@@ -42,12 +42,12 @@ MAX_CART_LINES = 25  # distinct products in one session's cart
 MAX_PRICE_CENTS = 100_000_000
 MAX_STOCK = 1_000_000  # what an admin may set or adjust stock to
 
-# Product events (issue 12): a product without a low_stock_threshold attribute alerts below this stock.
+# Product events: a product without a low_stock_threshold attribute alerts below this stock.
 DEFAULT_LOW_STOCK_THRESHOLD = 5
 # Flash-sale stock shards of one product (POST /products/{id}/stock-shards; 1 = not sharded). At 2 WCU per
 # transactional decrement a shard key carries about 500 orders/s, so 32 carry 10,000+ (docs/performance.md).
 MAX_STOCK_SHARDS = 32
-# The catalogue tree (issue 12).
+# The catalogue tree.
 CATEGORY_SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,39}$"
 MAX_SLUG_LENGTH = 40
 MAX_CATEGORY_NAME_LENGTH = 100
@@ -59,7 +59,7 @@ MAX_CHILDREN = 100
 MOVE_STEP_PRODUCTS = 100
 # Categories one step of a category move re-paths (three items each in one transaction).
 MOVE_STEP_CATEGORIES = 25
-# Order lifecycle and sales (issue 13).
+# Order lifecycle and sales.
 RETURN_WINDOW_DAYS = 30  # a delivered order may be returned this many days after its delivery
 MAX_REASON_LENGTH = 500  # a return request's reason, a rejection's reason
 MAX_CARRIER_LENGTH = 100
@@ -94,7 +94,7 @@ DEFAULT_HOT_PRODUCT_CACHE_SECONDS = 1
 MAX_HOT_PRODUCT_CACHE_SECONDS = 60
 ARCHIVE_PREFIX = "orders/"  # where the archive's objects are (the repository writes them, infra grants them)
 
-# Payments (issue 25): which provider takes the money. "none" keeps version 2's flow (the stream confirms every
+# Payments: which provider takes the money. "none" keeps version 2's flow (the stream confirms every
 # order); "stripe" uses the Stripe adapter (shop.payments.stripe_adapter). Read by shop.config.
 PAYMENT_PROVIDERS = ("none", "stripe")
 DEFAULT_PAYMENTS = "none"

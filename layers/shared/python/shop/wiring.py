@@ -256,7 +256,7 @@ def archival_service(
     )
 
 
-# -- payments (issue 25): built only where PAYMENTS=stripe; nothing here loads stripe otherwise -----------
+# -- payments: built only where PAYMENTS=stripe; nothing here loads stripe otherwise -----------
 
 
 def payments() -> Payments | None:

@@ -46,7 +46,7 @@ COMPRESSED = "z"
 
 def compact(response: dict[str, Any]) -> dict[str, Any]:
     """The stored form of a response: its JSON deflated and base64-encoded, so a 3-line order's completed
-    record stays under 1 KB (1 WRU, not 2; docs/performance.md, "Issue 26")."""
+    record stays under 1 KB (1 WRU, not 2; docs/performance.md)."""
     text = json.dumps(response, separators=(",", ":"), sort_keys=True).encode()
     return {COMPRESSED: base64.b64encode(zlib.compress(text, 9)).decode("ascii")}
 

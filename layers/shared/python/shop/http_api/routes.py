@@ -47,7 +47,7 @@ ROUTES: tuple[Route, ...] = (
     _r("GET", "/sessions/{session_id}", "sessions", "getSession", public=True),
     _r("PUT", "/sessions/{session_id}/cart/{product_id}", "sessions", "setCartLine", public=True),
     _r("DELETE", "/sessions/{session_id}", "sessions", "deleteSession", public=True),
-    # Customer carts (issue 14): served with the session carts they merge from and price alike.
+    # Customer carts: served with the session carts they merge from and price alike.
     _r("GET", "/customers/{customer_id}/cart", "sessions", "getCustomerCart"),
     _r("PUT", "/customers/{customer_id}/cart/{product_id}", "sessions", "setCustomerCartLine"),
     _r("POST", "/customers/{customer_id}/cart/merge", "sessions", "mergeSessionIntoCart"),
@@ -57,22 +57,22 @@ ROUTES: tuple[Route, ...] = (
     _r("GET", "/orders/{order_id}", "orders", "getOrder"),
     _r("PATCH", "/orders/{order_id}", "orders", "changeOrderStatus"),
     _r("POST", "/orders/{order_id}/cancel", "orders", "cancelOrder"),
-    # Version 2 (issue 12): StockLow alerts. products serves it: its grants (Query on the table) already
+    # Version 2: StockLow alerts. products serves it: its grants (Query on the table) already
     # cover the read, and stock is its concern; customers would need nothing new either, but holds no stock.
     _r("GET", "/admin/alerts", "products", "listAlerts"),
-    # Flash-sale stock shards (issue 11).
+    # Flash-sale stock shards.
     _r("POST", "/products/{product_id}/stock-shards", "products", "setStockShards"),
-    # issue 12: the catalogue tree, browse-all and subtree listings (GET /products), archive
+    # The catalogue tree, browse-all and subtree listings (GET /products), archive
     _r("POST", "/categories", "products", "createCategory"),
     _r("GET", "/categories", "products", "listCategories", public=True),
     _r("GET", "/categories/{slug}", "products", "getCategory", public=True),
     _r("PATCH", "/categories/{slug}", "products", "updateCategory"),
     _r("DELETE", "/products/{product_id}", "products", "archiveProduct"),
-    # issue 13: returns and sales by date (the orders function: sales are counted from orders)
+    # Returns and sales by date (the orders function: sales are counted from orders)
     _r("POST", "/orders/{order_id}/return", "orders", "requestReturn"),
     _r("GET", "/products/{product_id}/sales", "orders", "getProductSales"),
     _r("GET", "/sales/top", "orders", "listTopSellers"),
-    # issue 25: payments. The order's payment (owner or admin); Stripe's webhook, public: the handler verifies
+    # Payments. The order's payment (owner or admin); Stripe's webhook, public: the handler verifies
     # the Stripe-Signature (no JWT), served by the one HTTP function that loads Stripe's library.
     _r("GET", "/orders/{order_id}/payment", "orders", "getOrderPayment"),
     _r("POST", "/webhooks/stripe", "payments", "receiveStripeWebhook", public=True),

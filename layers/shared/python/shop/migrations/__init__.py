@@ -1,4 +1,4 @@
-"""Online migrations of the table (issue 28): versioned, each a pure function item -> writes.
+"""Online migrations of the table: versioned, each a pure function item -> writes.
 
 `runner` walks parallel Scan segments (the one place a Scan is allowed) through
 `shop.repository.migrations`, checkpointing each segment in the table, at a rate in write units per

@@ -50,7 +50,7 @@ class SessionImage(BaseModel):
 
 
 class ProductImage(BaseModel):
-    """The product item as a stream image holds it, with the defaults of items written before issue 12
+    """The product item as a stream image holds it, with the defaults of items written before the catalogue tree existed
     (no status: ACTIVE; no threshold: DEFAULT_LOW_STOCK_THRESHOLD; one `category`, no `categories`)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)

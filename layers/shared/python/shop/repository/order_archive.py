@@ -107,7 +107,7 @@ class Remains:
 
     archive_key: str | None  # set when a marker exists: the object is written
     history: list[dict[str, Any]]  # the HISTORY# items still there
-    # Everything else of the order still there but its marker: the history and the sales markers (issue 13's
+    # Everything else of the order still there but its marker: the history and the sales markers (the
     # once-per-version counting, which no record of a finished order's stream can need any more).
     leftovers: list[dict[str, Any]] = field(default_factory=list)
 

@@ -1,6 +1,6 @@
 """What an order's items read as, and where its stock goes back: shared by the checkout's repository
 (shop.repository.orders) and the payment writes (shop.repository.order_payments), which must not load the
-checkout's whole repository at a webhook's first delivery (issue 26, cold starts)."""
+checkout's whole repository at a webhook's first delivery (a cold start)."""
 
 from __future__ import annotations
 

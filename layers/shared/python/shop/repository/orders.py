@@ -70,7 +70,7 @@ def order_item(order: Order, shards: int) -> dict[str, Any]:
 
 
 # The payment map's fields left out while they hold their default (OrderPayment reads them back as it): a paid
-# order's item stays under 1 KB through its life (issue 26), where every byte over costs each later write a unit.
+# order's item stays under 1 KB through its life, where every byte over costs each later write a unit.
 # `status` is always written: the payment steps' conditions compare it.
 _PAYMENT_DEFAULTS = {"provider": "stripe", "captured_cents": 0, "refunded_cents": 0}
 

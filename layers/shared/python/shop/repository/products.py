@@ -49,7 +49,7 @@ def listed(product: Product, scopes: list[str], version: int) -> Product:
 
 
 def product_item(product: Product, scopes: list[str], rating_sum: int = 0) -> dict[str, Any]:
-    """The product item: no GSI1 keys (it holds the stock, which orders rewrite: issue 11)."""
+    """The product item: no GSI1 keys (it holds the stock, which every order rewrites)."""
     return {
         **keys.product_key(product.product_id),
         "entity": "PRODUCT",

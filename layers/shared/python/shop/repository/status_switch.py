@@ -1,4 +1,4 @@
-"""The orders-by-status listing while the index's shard count changes (issue 28, migration 0002).
+"""The orders-by-status listing while the index's shard count changes (migration 0002).
 
 During the switch an order is indexed under the current count (``blake2b(id) mod current``) or under the
 next one (``mod next``): writers may be on either, and migration 0002 moves the rest. One count divides

@@ -1,4 +1,4 @@
-"""A short per-instance cache of flash-sale products' reads (issue 11: every read of one hot product hit one key).
+"""A short per-instance cache of flash-sale products' reads (every read of one hot product hit one key).
 
 Only a product on sale and marked hot (stock_shards > 1) is kept, for settings().hot_product_cache_seconds:
 what GET /products/{id} shows (its stock may lag by that long) and the catalogue entry placement prices from

@@ -246,7 +246,7 @@ class OrderEventsService:
         """`products`, `moves` and `archival` build the rules of rarer records (shop.wiring's factories);
         `grace_seconds` is the archival grace (ARCHIVE_GRACE_SECONDS) that tells a fresh record;
         `legacy_markers` tells whether a count written at that time (None: unknown) checks the sales marker of the
-        releases before issue 26 (shop.services.sales.LegacyMarkerCheck.needed; always, by default)."""
+        older releases, which kept a sales marker per version (shop.services.sales.LegacyMarkerCheck.needed; always, by default)."""
         self.effects = effects
         self.now = now
         self.grace_seconds = grace_seconds

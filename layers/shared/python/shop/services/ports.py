@@ -460,7 +460,7 @@ class OrderEffects(Protocol):
     ) -> Recorded:
         """The version's history entry, once; with `sales`, the version's sales counted in the same write, all
         or nothing (the entry is their once-only key: a replay writes and counts nothing). `legacy`: the count
-        also checks that a release before issue 26 did not count the version on its own sales marker."""
+        also checks that an older release (one that kept a sales marker per version) did not count the version on its own sales marker."""
 
     def notify(
         self,
@@ -536,7 +536,7 @@ class ProductRelisting(Protocol):
         """The ids whose product changed meanwhile (to re-read and re-file)."""
 
 
-# -- payments (issue 25) -----------------------------------------------------------------------------
+# -- payments -----------------------------------------------------------------------------
 
 
 class Payments(Protocol):
