@@ -97,6 +97,10 @@ class FunctionSpec:
     # calls Stripe when payments are on (`-c payments=stripe`): gets the payments layer, PAYMENTS=stripe, the Stripe
     # secret's ARN and the right to read it; with payments off it gets none of them (docs/payments.md, "Layers")
     calls_stripe: bool = False
+    # operations of dynamodb_actions it calls on GSI1 alone: granted on "<table arn>/index/GSI1" only, never on the
+    # table (without uses_index the other operations are granted on the table only); reads only, unconditioned
+    # like every function's reads
+    index_only: tuple[str, ...] = ()
 
     @property
     def construct_id(self) -> str:
@@ -105,7 +109,8 @@ class FunctionSpec:
 
 # THE single declaration of what each function may do to the table: the DynamoDB
 # API operations it calls. They become IAM actions through iam_actions() and are
-# granted on the table ARN, and on "<table arn>/index/GSI1" only when uses_index.
+# granted on the table ARN, and on "<table arn>/index/GSI1" only when uses_index (a FunctionSpec's index_only
+# operations: on the index alone).
 DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     # tests/functions/test_least_privilege.py proves each list is exactly what the code calls.
     "customers": ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
@@ -235,12 +240,15 @@ def iam_actions(operations: tuple[str, ...]) -> list[str]:
 # mapping, filters, failure store and alarm: a Stripe outage never holds back order_events' records.
 DYNAMODB_ACTIONS["payment_steps"] = (
     "GetItem",  # the order as it is now (consistent)
+    # the windows' sweep: the PENDING_PAYMENT shards of the status index placed before a time (one Query each);
+    # on GSI1 only (index_only below): it never queries the table
+    "Query",
     "UpdateItem",  # a step's record on the order's payment; an expiry's order update and restocks
-    "TransactWriteItems",  # an expiry: the order and the restocks, all or nothing (its PAYMENT_DUE is gone: TTL)
+    "TransactWriteItems",  # an expiry: the order and the restocks, all or nothing (its PAYMENT_DUE may be gone: TTL)
 )
 PAYMENT_STEPS_FUNCTION = FunctionSpec(
     "payment_steps",
-    "Payment steps from the table stream: capture, cancel, refund, expiry",
+    "Payment steps from the table stream (capture, cancel, refund, expiry) and the payment windows' sweep every minute",
     DYNAMODB_ACTIONS["payment_steps"],
     memory_mb=256,
     timeout_s=60,  # a batch of Stripe calls, each with the library's retries
@@ -248,7 +256,17 @@ PAYMENT_STEPS_FUNCTION = FunctionSpec(
     calls_stripe=True,
     # it writes only orders (the order item) and the stock an expiry gives back
     write_leading_keys=("ORDER#*", "PRODUCT#*", "STOCK#*"),
+    index_only=("Query",),  # the sweep's Query: the index, never the table
 )
+# The payment windows' sweep (PaymentService.sweep, docs/payments.md "The windows' sweep"): an EventBridge rule
+# invokes payment_steps' live alias every PAYMENT_SWEEP_MINUTES with a "Scheduled Event". Each run does what the
+# next one would redo, so nothing is kept for later: EventBridge retries a delivery Lambda refused for at most
+# PAYMENT_SWEEP_MAX_AGE_S (then drops it, no dead-letter queue: the event carries no data), and Lambda does not
+# retry a run that failed (PAYMENT_SWEEP_RUN_RETRIES; the next run retries its orders; its Errors alarm pages).
+PAYMENT_SWEEP_MINUTES = 1
+PAYMENT_SWEEP_MAX_AGE_S = 60  # EventBridge's and Lambda's minimum: a sweep event older than the period is superseded
+PAYMENT_SWEEP_DELIVERY_RETRIES = 2  # EventBridge -> Lambda, within PAYMENT_SWEEP_MAX_AGE_S
+PAYMENT_SWEEP_RUN_RETRIES = 0  # Lambda's asynchronous retries of a failed run (its default: 2)
 # The records payment_steps needs, as Lambda filters (at most 5 per mapping; docs/payments.md, "The payment
 # steps"): an order item with a payment whose status changed to one a step acts on, each pattern naming the status
 # it came from (a filter cannot compare OldImage with NewImage, so the steps' own records on the payment, which

@@ -9,6 +9,7 @@ import jsii
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
@@ -21,6 +22,10 @@ from infra.constructs.protection import removal_policy
 from infra.settings import (
     EVENT_ARCHIVE_RETENTION_DAYS,
     PAYMENT_STEPS_FUNCTION,
+    PAYMENT_SWEEP_DELIVERY_RETRIES,
+    PAYMENT_SWEEP_MAX_AGE_S,
+    PAYMENT_SWEEP_MINUTES,
+    PAYMENT_SWEEP_RUN_RETRIES,
     STREAM,
     STREAM_FAILURE_PREFIX,
     STREAM_FAILURE_RETENTION_DAYS,
@@ -84,11 +89,13 @@ class OrderEventsProcessing(Construct):
 
 
 class PaymentSteps(Construct):
-    """`-c payments=stripe`: payment_steps, a second consumer of the table stream (capture, cancel, refund, expiry).
+    """`-c payments=stripe`: payment_steps, a second consumer of the table stream (capture, cancel, refund, expiry),
+    and the payment windows' sweep on a schedule.
 
     Its own mapping with its own filters (payment_step_filters: -c capture=on_confirm adds the confirmation),
     failure bucket and alarm (Monitoring): a Stripe outage retries and then parks payment records (`make replay`),
-    never order_events' records.
+    never order_events' records. The sweep's rule invokes the same live alias every minute (infra.settings,
+    PAYMENT_SWEEP_*): no dead-letter queue and no retried run, since the next run does the same work.
     """
 
     def __init__(
@@ -118,6 +125,33 @@ class PaymentSteps(Construct):
         )
         self.alias = live_alias(self, self.function, config=config)
         self.mapping_id = _consume_stream(self.alias, table, self.failures, payment_step_filters(config.capture))
+        self.sweep_rule = _sweep_schedule(self, self.alias, config)
+
+
+def _sweep_schedule(scope: Construct, alias: lambda_.Alias, config: DeployConfig) -> events.Rule:
+    """The payment windows' sweep: a "Scheduled Event" to payment_steps' live alias every PAYMENT_SWEEP_MINUTES.
+
+    A run that fails is not retried by Lambda (its Errors alarm counts it; the next run, a minute later, retries
+    its orders), and a delivery Lambda refused is retried by EventBridge within a minute, then dropped (its
+    FailedInvocations alarm): a queued copy would only redo what the next run does.
+    """
+    alias.configure_async_invoke(
+        retry_attempts=PAYMENT_SWEEP_RUN_RETRIES, max_event_age=Duration.seconds(PAYMENT_SWEEP_MAX_AGE_S)
+    )
+    return events.Rule(
+        scope,
+        "SweepSchedule",
+        rule_name=config.name("payment-window-sweep"),
+        description="payment_steps' sweep of the payment windows whose TTL removal has not come (docs/payments.md)",
+        schedule=events.Schedule.rate(Duration.minutes(PAYMENT_SWEEP_MINUTES)),
+        targets=[
+            targets.LambdaFunction(
+                alias,
+                retry_attempts=PAYMENT_SWEEP_DELIVERY_RETRIES,
+                max_event_age=Duration.seconds(PAYMENT_SWEEP_MAX_AGE_S),
+            )
+        ],
+    )
 
 
 @jsii.implements(lambda_.IEventSourceDlq)

@@ -225,10 +225,7 @@ def build_function(
             resources=[log_group.log_group_arn],
         )
     )
-    resources = [table.table_arn]
-    if spec.uses_index:
-        resources.append(f"{table.table_arn}/index/{TABLE_INDEX}")
-    for statement in table_statements(spec, resources):
+    for statement in table_statements(spec, table.table_arn, f"{table.table_arn}/index/{TABLE_INDEX}"):
         role.add_to_policy(statement)
     secret_env: dict[str, str] = {}
     if spec.paginates:
@@ -315,11 +312,17 @@ def build_function(
     return function
 
 
-def table_statements(spec: FunctionSpec, resources: list[str]) -> list[iam.PolicyStatement]:
-    """The function's DynamoDB grant; with write_leading_keys, writes go to its own partition keys only."""
-    actions = iam_actions(spec.dynamodb_actions)
+def table_statements(spec: FunctionSpec, table_arn: str, index_arn: str) -> list[iam.PolicyStatement]:
+    """The function's DynamoDB grant: on the table (and GSI1 with uses_index); with write_leading_keys, writes go to
+    its own partition keys only; its index_only operations on GSI1 alone, in a statement of their own."""
+    index_only = iam_actions(spec.index_only) if spec.index_only else []
+    if not set(spec.index_only) <= set(spec.dynamodb_actions) or set(index_only) & WRITE_IAM_ACTIONS:
+        raise ValueError(f"{spec.name}: index_only must be reads among its dynamodb_actions, got {spec.index_only}")
+    actions = [action for action in iam_actions(spec.dynamodb_actions) if action not in index_only]
+    resources = [table_arn, index_arn] if spec.uses_index else [table_arn]
+    on_index = [iam.PolicyStatement(actions=index_only, resources=[index_arn])] if index_only else []
     if not spec.write_leading_keys:
-        return [iam.PolicyStatement(actions=actions, resources=resources)]
+        return [iam.PolicyStatement(actions=actions, resources=resources), *on_index]
     reads = [action for action in actions if action not in WRITE_IAM_ACTIONS]
     writes = [action for action in actions if action in WRITE_IAM_ACTIONS]
     return [
@@ -329,6 +332,7 @@ def table_statements(spec: FunctionSpec, resources: list[str]) -> list[iam.Polic
             resources=resources,
             conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(spec.write_leading_keys)}},
         ),
+        *on_index,
     ]
 
 

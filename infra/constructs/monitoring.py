@@ -13,6 +13,7 @@ from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
@@ -48,6 +49,8 @@ NEAR_TIMEOUT = 0.8
 STREAM_BEHIND = Duration.minutes(5)
 TRANSACTION_CONFLICTS_PER_MINUTE = 10
 STORE_UNAVAILABLE_PER_MINUTE = 5
+# order_events' EMF count of the lapsed authorisations it records (functions/order_events/handler.py)
+AUTHORISATIONS_LAPSED_METRIC = "AuthorisationsLapsed"
 API_STATUS_FIELD = "$.status"
 
 
@@ -59,6 +62,9 @@ class PaymentStepsTarget(Protocol):
 
     @property
     def mapping_id(self) -> str: ...
+
+    @property
+    def sweep_rule(self) -> events.IRule: ...
 
 
 class Monitoring(Construct):
@@ -229,6 +235,22 @@ class Monitoring(Construct):
                 "given-up payment step records could not be written to payment_steps' failure bucket",
                 once=True,
             )
+            # The windows' sweep: a run that fails is payment_steps' Errors above (some order's provider call
+            # failed; the next run retries). A run that never started is EventBridge's: deliveries it gave up.
+            alarm(
+                "PaymentSweepNotDelivered",
+                cw.Metric(
+                    namespace="AWS/Events",
+                    metric_name="FailedInvocations",
+                    dimensions_map={"RuleName": payment_steps.sweep_rule.rule_name},
+                    statistic="Sum",
+                    period=PERIOD,
+                ),
+                1,
+                "Payment sweep not delivered",
+                "EventBridge could not invoke payment_steps for the payment windows' sweep: unpaid orders whose "
+                "window's TTL removal is late keep their stock",
+            )
         if config.payments == "stripe":
             # The shop's own Stripe credentials cannot be used (the secret still holds its placeholder, cannot be
             # read, or holds a key Stripe refuses): checkouts answer 503 and webhook deliveries 503 until someone
@@ -249,6 +271,17 @@ class Monitoring(Construct):
                 "Payment credentials unusable",
                 "the Stripe secret holds its placeholder, cannot be read, or holds a key Stripe refuses: "
                 "checkouts and webhook deliveries answer 503 PAYMENT_PROVIDER_UNAVAILABLE",
+                once=True,
+            )
+            # Stripe cancelled a confirmed order's uncaptured card authorisation (about 7 days after it was made):
+            # the order's payment is LAPSED, no money is held. order_events counts it from the order's record.
+            alarm(
+                "PaymentAuthorisationLapsed",
+                shop_metric(namespace, AUTHORISATIONS_LAPSED_METRIC, STREAM_FUNCTION.name, PERIOD),
+                1,
+                "Payment authorisation lapsed",
+                "a confirmed order's card authorisation lapsed before its capture: its payment is LAPSED and no "
+                "money is held for it",
                 once=True,
             )
 

@@ -3,7 +3,7 @@
 The API functions run every sample event of events/<function>/; order_events confirms, ships and
 records a real order from the stream. A botocore hook records each DynamoDB operation, the item
 actions inside each transaction (IAM authorizes a transaction item by item) and whether GSI1 was
-queried, and the partition key of every item written. A function calling something it was not
+queried (and which operations reached the index, which the table), and the partition key of every item written. A function calling something it was not
 granted fails here, not on AWS; a grant no code uses fails too, so the roles cannot drift wider than
 the code; a function whose writes IAM limits to some partition keys (dynamodb:LeadingKeys) writes
 no other.
@@ -35,16 +35,22 @@ class Recorder:
     def __init__(self) -> None:
         self.operations: set[str] = set()
         self.uses_index = False
+        self.on_index: set[str] = set()  # the operations that named GSI1
+        self.on_table: set[str] = set()  # the others, with the item actions of their transactions
         self.written_keys: set[str] = set()  # partition keys of the items written
 
     def __call__(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         self.operations.add(model.name)
         if params.get("IndexName"):
             self.uses_index = True
+            self.on_index.add(model.name)
+        else:
+            self.on_table.add(model.name)
         if model.name in WRITES:
             self._written(params)
         for item in params.get("TransactItems", []):
             self.operations.update(TRANSACTION_ITEM_ACTIONS[kind] for kind in item)
+            self.on_table.update(TRANSACTION_ITEM_ACTIONS[kind] for kind in item)
             for kind, action in item.items():
                 if kind != "ConditionCheck":
                     self._written(action)
@@ -73,6 +79,13 @@ def spec_of(function: str) -> FunctionSpec:
 
 def granted(function: str) -> tuple[list[str], bool]:
     return iam_actions(DYNAMODB_ACTIONS[function]), spec_of(function).uses_index
+
+
+def granted_where(spec: FunctionSpec) -> tuple[list[str], list[str]]:
+    """The IAM actions granted on the table and on GSI1 (infra.constructs.functions.table_statements)."""
+    on_table = iam_actions(tuple(op for op in spec.dynamodb_actions if op not in spec.index_only))
+    on_index = iam_actions(spec.dynamodb_actions) if spec.uses_index else iam_actions(spec.index_only)
+    return on_table, on_index
 
 
 def outside(keys: set[str], patterns: tuple[str, ...]) -> set[str]:
@@ -218,16 +231,21 @@ def test_exactly_the_functions_serving_next_tokens_are_granted_the_key():
 
 
 def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
-    """payment_steps (issue 25) on DynamoDB Local's stream: a capture at SHIPPED, a refund at RETURNED, the cancel
-    after a failed payment and an expiry by TTL. Its writes stay on orders and stock (its LeadingKeys)."""
+    """payment_steps on DynamoDB Local's stream: a capture at SHIPPED, a refund at RETURNED, the cancel after a
+    failed payment and an expiry by TTL; then, on its schedule, the windows' sweep expiring an unpaid order whose TTL
+    removal has not come. Its writes stay on orders and stock (its LeadingKeys), its Query on GSI1 (its grant there
+    alone), every other call on the table."""
+    import json
     import time
+    from datetime import timedelta
 
     from functions.payment_steps.handler import handler
     from local_runtime.events import stream_event
     from local_runtime.ttl import TtlDeletions, TtlEmulator
-    from shop import publishing, wiring
+    from shop import clock, publishing, wiring
     from shop.models import OrderStatus
     from shop.repository.store import dynamodb_client
+    from shop.services.payments import SWEEP_GRACE_SECONDS
     from tests.stream.conftest import RecordingEvents
     from tests.stream.conftest import order_events_context as FakeContext
     from tests.support.factories import ADMIN, ALICE, parcel, product
@@ -280,11 +298,25 @@ def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
     steps()  # expiry: the order and the restock in one transaction (its PAYMENT_DUE is gone: TTL)
     assert wiring.order_service(table).get(ADMIN, unpaid.order_id).status is OrderStatus.EXPIRED
     assert [op for op, _ in fake.calls].count("capture") == 1
-    actions, uses_index = iam_actions(DYNAMODB_ACTIONS["payment_steps"]), False
+    # The schedule: an unpaid order whose window closed more than the sweep's grace ago, its TTL removal not come
+    # (its PAYMENT_DUE item is still there), swept by the handler on EventBridge's event on the function's table
+    overdue = place_unpaid(table, fake, [(pid, "Kettle", 2500, 1)])
+    later = clock.now() + timedelta(seconds=WINDOW_S + SWEEP_GRACE_SECONDS + 5)
+    build = wiring.payment_service
+    monkeypatch.setattr(wiring, "payment_service", lambda: build(provider=fake, now=lambda: later))
+    scheduled = json.loads((REPO / "events" / "payment_steps" / "payment_window_sweep.json").read_text())
+    assert handler(scheduled, FakeContext()) == {"swept": 1}
+    assert wiring.order_service(table).get(ADMIN, overdue.order_id).status is OrderStatus.EXPIRED
+    actions, uses_index = iam_actions(DYNAMODB_ACTIONS["payment_steps"]), True
     assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
     assert recorder.uses_index == uses_index
     from infra.settings import PAYMENT_STEPS_FUNCTION
 
+    # exactly its grants where they are granted: Query on GSI1 alone, the rest on the table alone
+    on_table, on_index = granted_where(PAYMENT_STEPS_FUNCTION)
+    assert on_index == ["dynamodb:Query"]
+    assert iam_actions(tuple(sorted(recorder.on_index))) == on_index, recorder.on_index
+    assert iam_actions(tuple(sorted(recorder.on_table))) == on_table, recorder.on_table
     assert outside(recorder.written_keys, PAYMENT_STEPS_FUNCTION.write_leading_keys) == set()
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.constructs.monitoring import runbook_anchor
+from infra.constructs.monitoring import AUTHORISATIONS_LAPSED_METRIC, runbook_anchor
 from tests.infra.conftest import STAGING_ALARM_TOPIC, STAGING_RUNBOOK
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
@@ -66,9 +66,13 @@ def test_every_alarm_fires_on_a_sustained_breach(arm64) -> None:
         assert props["TreatMissingData"] == "notBreaching", logical_id
 
 
-def test_every_alarm_links_an_existing_runbook_section(arm64, staging) -> None:
+def test_every_alarm_links_an_existing_runbook_section(arm64, staging, payments_on) -> None:
     anchors = _operations_anchors()
-    for assembly, base in ((arm64, "docs/operations.md"), (staging, STAGING_RUNBOOK)):
+    for assembly, base in (
+        (arm64, "docs/operations.md"),
+        (staging, STAGING_RUNBOOK),
+        (payments_on, "docs/operations.md"),
+    ):
         for logical_id, alarm in _alarms(assembly).items():
             found = re.search(r"Runbook: (\S+)#([a-z0-9_-]+)$", alarm["Properties"]["AlarmDescription"])
             assert found, logical_id
@@ -246,3 +250,25 @@ def test_each_api_function_alarms_on_its_handled_server_errors(arm64) -> None:
         assert metric["MetricStat"]["Metric"]["Namespace"] == "Shop/dev"
         assert metric["MetricStat"]["Metric"]["MetricName"] == "ServerErrors"
         assert metric["MetricStat"]["Metric"]["Dimensions"] == [{"Name": "service", "Value": name}]
+
+
+def test_a_lapsed_authorisation_pages_on_one_datapoint_with_payments_on(payments_on, arm64) -> None:
+    """order_events counts AuthorisationsLapsed (namespace Shop/<stage>, dimension service) when Stripe cancels a
+    confirmed order's uncaptured authorisation: no money is held for an order about to ship, never noise."""
+    assert not [logical_id for logical_id in _alarms(arm64) if "Lapsed" in logical_id]  # payments off: none
+    props = _by_id(payments_on, "PaymentAuthorisationLapsed")
+    assert (props["Threshold"], props["EvaluationPeriods"], props["DatapointsToAlarm"]) == (1, 1, 1)
+    assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert props["TreatMissingData"] == "notBreaching"
+    (metric,) = props["Metrics"]
+    assert metric["MetricStat"]["Metric"] == {
+        "Namespace": "Shop/prod",
+        "MetricName": AUTHORISATIONS_LAPSED_METRIC,
+        "Dimensions": [{"Name": "service", "Value": "order_events"}],
+    }
+    assert (metric["MetricStat"]["Stat"], metric["MetricStat"]["Period"]) == ("Sum", 60)
+    assert props["AlarmActions"] == props["OKActions"]
+    assert props["AlarmDescription"].endswith("Runbook: docs/operations.md#payment-authorisation-lapsed")
+    # the name the handler counts (functions/order_events/handler.py), the function the alarm names
+    handler = (OPERATIONS.parents[1] / "functions" / "order_events" / "handler.py").read_text()
+    assert f'metrics.add_metric(name="{AUTHORISATIONS_LAPSED_METRIC}"' in handler

@@ -192,13 +192,21 @@ def test_payment_steps_role_is_least_privilege(payments_on) -> None:
     ]
     granted = sorted(a for s in table for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
     assert granted == iam_actions(DYNAMODB_ACTIONS["payment_steps"])
-    assert granted == ["dynamodb:GetItem", "dynamodb:UpdateItem"]  # no PutItem (no marks), no DeleteItem (TTL)
+    # no PutItem (no marks), no DeleteItem (TTL); Query: the windows' sweep
+    assert granted == ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"]
     writes = [s for s in table if "Condition" in s]
     assert [s["Condition"] for s in writes] == [
         {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ORDER#*", "PRODUCT#*", "STOCK#*"]}}
     ]
+    # the sweep's Query on GSI1 alone (its own statement, unconditioned like every read); nothing else on the index
+    (on_index,) = [s for s in table if "index" in json.dumps(s["Resource"])]
+    assert on_index["Action"] == "dynamodb:Query"
+    assert on_index["Resource"]["Fn::Join"][1][-1] == "/index/GSI1"
+    assert "Condition" not in on_index
     for statement in table:
-        assert "index" not in json.dumps(statement["Resource"])
+        if statement is not on_index:
+            assert "dynamodb:Query" not in statement["Action"]
+            assert "index" not in json.dumps(statement["Resource"])
     actions = {a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
     assert "events:PutEvents" in actions
     assert not [a for a in actions if a.endswith("*")]
