@@ -18,7 +18,7 @@ from shop.models.payments import PaymentEvent, event_kind
 from shop.services.orders import RequestedLine
 from shop.services.payments import SWEEP_GRACE_SECONDS, PaymentService, StepAction
 from shop.services.stream_outcome import Action
-from tests.support.factories import ADDRESS, ALICE
+from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel
 from tests.support.fake_payments import FakePayments
 from tests.support.memory_stream import MemoryStream, order_events_service
 from tests.unit.test_order_rules import product, stock
@@ -321,3 +321,17 @@ def test_a_sweep_in_a_provider_outage_leaves_the_order_to_the_next_sweep(memory,
     assert order(memory, order_id).status is OrderStatus.PENDING_PAYMENT
     assert [o.action for o in rules.sweep()] == [StepAction.EXPIRED]
     assert stock(memory, pid) == 10
+
+
+def test_an_order_confirmed_before_a_switch_to_capture_on_confirm_is_captured_when_shipped(memory, fake, monkeypatch):
+    stream = MemoryStream(memory)
+    rules = memory.payment_service(fake)
+    order_id, intent, _ = placed(memory, fake)
+    authorised(rules, fake, order_id, intent)  # confirmed under on_ship: nothing captured
+    stream.read()
+    monkeypatch.setenv("CAPTURE", "on_confirm")
+    config.payment_settings.cache_clear()
+    memory.order_service().change_status(ADMIN, order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    [shipped] = [change for change in stream.read() if change.entity == "ORDER"]
+    assert rules.handle(shipped).action is StepAction.CAPTURED
+    assert fake.captured_cents(intent) == 3000

@@ -262,8 +262,10 @@ class PaymentService:
         image = record.new_order()
         if image.payment is None:
             return SKIPPED_STEP
-        capture_at = OrderStatus.CONFIRMED if self.captures_on_confirm() else OrderStatus.SHIPPED
-        if image.status is capture_at:
+        # SHIPPED captures in either mode: an order confirmed before a switch to CAPTURE=on_confirm is captured then.
+        if image.status is OrderStatus.SHIPPED or (
+            image.status is OrderStatus.CONFIRMED and self.captures_on_confirm()
+        ):
             return self.capture(image.order_id)
         if image.status in DEAD_STATUSES:
             return self.cancel(image.order_id, version=image.version, at=image.updated_at)
