@@ -114,8 +114,8 @@ class FunctionSpec:
 DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     # tests/functions/test_least_privilege.py proves each list is exactly what the code calls.
     "customers": ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
-    # BatchGetItem, DeleteItem, ConditionCheckItem: categories and listing entries (issue 12), flash-sale
-    # stock shards (read together; deleted when the stock is spread over fewer: issue 11)
+    # BatchGetItem, DeleteItem, ConditionCheckItem: categories and listing entries, flash-sale stock shards (read
+    # together; deleted when the stock is spread over fewer)
     "products": (
         "GetItem",
         "BatchGetItem",
@@ -130,16 +130,16 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # BatchGetItem: cart prices, a customer cart with its profile; TransactWriteItems: merging a session into a cart
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
-    # issue 25: a webhook event reads its order (GetItem); an authorisation confirms it (one UpdateItem), a failure
-    # is one transaction of the order's change and the stock it releases (UpdateItem each), a dead order's
-    # cancelled intent is recorded (UpdateItem). Issue 26: no event marks (PutItem) and no PAYMENT_DUE delete
-    # (DeleteItem) any more: the order's state guards every effect, the window is left to its TTL
+    # A webhook event reads its order (GetItem); an authorisation confirms it, a failed attempt, a lapse, a refund
+    # or a dispute is recorded (one UpdateItem each); a cancelled intent fails a waiting order in one transaction
+    # of the order's change and the stock it releases (UpdateItem each). No event marks (PutItem) and no
+    # PAYMENT_DUE delete (DeleteItem): the order's state guards every effect, the window is left to its TTL
     "payments": ("GetItem", "UpdateItem", "TransactWriteItems"),
-    # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps (issue 12); BatchGetItem +
-    # TransactWriteItems also: the daily sales counters and their once-per-order-version marker (issue 13);
+    # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps; BatchGetItem +
+    # TransactWriteItems also: the daily sales counters and their once-per-order-version marker;
     # Query and BatchWriteItem: archiving an order reads and deletes what is left of it (shop.services.archival);
-    # ConditionCheckItem: every effect of an order record checks the order is not archived (issue 23);
-    # TransactGetItems (a GetItem grant): a sharded product's whole stock for StockLow (issue 23)
+    # ConditionCheckItem: every effect of an order record checks the order is not archived;
+    # TransactGetItems (a GetItem grant): a sharded product's whole stock for StockLow
     "order_events": (
         "GetItem",
         "BatchGetItem",
@@ -189,7 +189,7 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Stripe's webhook: payment events applied to orders",
         DYNAMODB_ACTIONS["payments"],
         calls_stripe=True,  # verifies deliveries with the webhook secret (the library's signature check)
-        # it writes only orders and the stock a failed payment gives back (no webhook marks since issue 26)
+        # it writes only orders and the stock a failed payment gives back (no webhook marks)
         write_leading_keys=("ORDER#*", "PRODUCT#*", "STOCK#*"),
     ),
 )
@@ -235,7 +235,7 @@ def iam_actions(operations: tuple[str, ...]) -> list[str]:
     return sorted(f"dynamodb:{op}" for op in operations if op not in _NOT_IAM_ACTIONS)
 
 
-# issue 25: the payment steps of the stream (capture at SHIPPED, cancel, refund at RETURNED, expiry at the end of
+# The payment steps of the stream (capture at SHIPPED, cancel, refund at RETURNED, expiry at the end of
 # the payment window), a second consumer of the table stream, built only with `-c payments=stripe`. Its own
 # mapping, filters, failure store and alarm: a Stripe outage never holds back order_events' records.
 DYNAMODB_ACTIONS["payment_steps"] = (
@@ -507,7 +507,7 @@ class DeployConfig:
     status_shards_writers: str = "current"
     archive_after_days: int = DEFAULT_ARCHIVE_AFTER_DAYS
     archive_grace_seconds: int = DEFAULT_ARCHIVE_GRACE_SECONDS
-    # `-c payments=none|stripe` (issue 25): none (the default) keeps version 2's flow; stripe takes the money
+    # `-c payments=none|stripe`: none (the default) keeps version 2's flow; stripe takes the money
     # (docs/payments.md, "Deploying with payments"); `-c currency=eur` the shop's currency
     payments: str = "none"
     currency: str = "usd"

@@ -1,4 +1,4 @@
-"""Operations stacks (issue 28): the migration state machine, and the archive as an Athena table."""
+"""Operations stacks: the migration state machine, and the archive as an Athena table."""
 
 from __future__ import annotations
 
