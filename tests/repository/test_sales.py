@@ -10,9 +10,10 @@ import pytest
 from shop import keys
 from shop.models.sales import SalesChange, SalesLine
 from shop.repository import sales as sales_module
-from shop.repository.sales import SalesRepository, forget_instance_memo
+from shop.repository.sales import SalesRepository
 from shop.repository.store import from_item, to_item
 from tests.support.calls import counting
+from tests.support.streams import forget_instance_memo
 
 # Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
 pytestmark = pytest.mark.table_without_stream

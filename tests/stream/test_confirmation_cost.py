@@ -12,13 +12,12 @@ import pytest
 from local_runtime.events import stream_event as lambda_event
 from shop import clock, wiring
 from shop.models import OrderStatus
-from shop.repository.sales import forget_instance_memo
 from shop.repository.store import dynamodb_client
 from shop.services.orders import RequestedLine
 from tests.stream.conftest import shipped_order
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
-from tests.support.streams import StreamReader, only
+from tests.support.streams import StreamReader, forget_instance_memo, only
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 

@@ -17,14 +17,14 @@ from shop.limits import SALES_TOP_SHARDS
 from shop.models import OrderStatus
 from shop.models.sales import SalesChange, SalesLine
 from shop.repository import sales as sales_module
-from shop.repository.sales import SalesRepository, forget_instance_memo, this_release
+from shop.repository.sales import SalesRepository, this_release
 from shop.repository.store import dynamodb_client, to_item
 from shop.services.orders import RequestedLine
 from shop.services.sales import CUTOVER_MARGIN_SECONDS
 from tests.stream.conftest import dump
 from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
-from tests.support.streams import StreamReader, only
+from tests.support.streams import StreamReader, forget_instance_memo, only
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 

@@ -70,3 +70,16 @@ def ttl_removal(
         "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},
         "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/shop/stream/2026-01-01T00:00:00.000",
     }
+
+
+def forget_instance_memo() -> None:
+    """A new stream processor instance: forget what shop.repository.sales keeps for an instance's life (the day
+    markers it wrote, when it refreshed ranks, the cut-over it read). Cleared in place: a repository already built
+    holds its table's sets, as an instance's would."""
+    from shop.repository import sales
+
+    for marked in sales._MARKED.values():
+        marked.clear()
+    for refreshed in sales._REFRESHED.values():
+        refreshed.clear()
+    sales._CUTOVER.clear()

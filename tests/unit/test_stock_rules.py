@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from shop import errors
 from shop.limits import MAX_TRANSACTION_ITEMS
 from shop.models import OrderStatus
-from shop.models.stock import StockLayout
+from shop.models.stock import StockLayout, StockSource
 from shop.repository.stock_shards import even_split
 from shop.services import stock as stock_rules
 from shop.services.orders import RequestedLine
@@ -25,6 +25,11 @@ layouts = st.builds(
 )
 
 
+def held(layout: StockLayout, source: StockSource) -> int:
+    """What `source` holds in `layout`: the product item's stock (None) or a shard's."""
+    return layout.main if source is None else layout.shards[source]
+
+
 @given(layouts, st.integers(1, 99))
 def test_a_line_is_taken_whole_from_places_that_hold_it_or_refused(layout, quantity):
     takes = takes_for(quantity, layout)
@@ -35,7 +40,7 @@ def test_a_line_is_taken_whole_from_places_that_hold_it_or_refused(layout, quant
     assert sum(take.quantity for take in takes) == quantity
     assert len({take.source for take in takes}) == len(takes)  # each place once
     for take in takes:
-        assert 0 < take.quantity <= layout.stock_of(take.source)
+        assert 0 < take.quantity <= held(layout, take.source)
     if any(stock >= quantity for stock in layout.shards):
         assert len(takes) == 1
         assert takes[0].source is not None  # a shard before the product item
@@ -134,7 +139,7 @@ def test_gathering_moves_a_line_into_one_shard_and_keeps_every_unit(layout, quan
     assert len(takes) <= 2
     assert takes[0].source is not None or not any(layout.shards)  # the gathering shard first
     for take in takes:
-        assert 0 < take.quantity <= after.stock_of(take.source)
+        assert 0 < take.quantity <= held(after, take.source)
     assert {move.target for move in moves} <= {takes[0].source}
 
 
@@ -207,7 +212,7 @@ def test_a_gathering_that_fails_on_shards_another_order_gathered_re_reads_and_pl
 
     assert sum(take.quantity for take in plan[pid]) == 40
     now = memory.products.stock_layout(pid)
-    assert all(take.quantity <= now.stock_of(take.source) for take in plan[pid])
+    assert all(take.quantity <= held(now, take.source) for take in plan[pid])
     assert now.total == 64
     assert reservation.failures == 2  # the first attempt and the failed gathering
 

@@ -54,10 +54,6 @@ def standard_backoff_ceiling(attempts: int) -> float:
     return sum(min(STANDARD_BACKOFF_BASE ** (n - 1), STANDARD_BACKOFF_CAP_S) for n in range(1, attempts))
 
 
-def conflict_backoff_ceiling(attempts: int = CONFLICT_ATTEMPTS) -> float:
-    return sum(min(CONFLICT_MAX_DELAY, CONFLICT_FIRST_DELAY * 2 ** (n - 1)) for n in range(1, attempts))
-
-
 @dataclass(frozen=True)
 class Budget:
     """How long the store may take within one invocation of a function with `function_timeout_s`."""
@@ -86,16 +82,8 @@ class Budget:
         raise ValueError(f"a {function_timeout_s} s function timeout leaves no time for one store attempt")
 
     @property
-    def answer_within_s(self) -> float:
-        return self.function_timeout_s - self.margin_s
-
-    @property
     def attempt_s(self) -> float:
         return self.connect_timeout_s + self.read_timeout_s
-
-    def worst_case_s(self) -> float:
-        """One call that exhausts standard mode: every attempt times out, every sleep is the longest."""
-        return self.attempts * self.attempt_s + standard_backoff_ceiling(self.attempts)
 
 
 def _tenths(seconds: float) -> float:

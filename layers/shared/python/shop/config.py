@@ -78,10 +78,6 @@ class StatusShardSwitch:
         """The count new and changed orders are indexed under."""
         return self.next if self.next is not None and self.writers_on_next else self.current
 
-    @property
-    def switching(self) -> bool:
-        return self.next is not None
-
 
 def _required(name: str) -> str:
     value = os.environ.get(name)

@@ -27,9 +27,6 @@ class StockLayout:
         """1 for a product that is not sharded, as the product's `stock_shards` says."""
         return len(self.shards) or 1
 
-    def stock_of(self, source: StockSource) -> int:
-        return self.main if source is None else self.shards[source]
-
 
 @dataclass(frozen=True)
 class StockTake:

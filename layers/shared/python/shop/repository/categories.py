@@ -128,13 +128,6 @@ class CategoryRepository:
                 return found
             params["ExclusiveStartKey"] = last
 
-    def move_in_progress(self) -> dict[str, Any] | None:
-        with translated_errors():
-            response = self.table.client.get_item(
-                TableName=self.table.name, Key=to_item(keys.category_move_key()), ConsistentRead=True
-            )
-        return from_item(response["Item"]) if "Item" in response else None
-
     # -- writes -------------------------------------------------------------------------------------
 
     def _no_move(self) -> dict[str, Any]:

@@ -80,16 +80,6 @@ _REFRESHED: dict[str, dict[tuple[str, str], float]] = {}
 _CUTOVER: dict[tuple[str, str], str] = {}  # (table, release) -> the release's cut-over on the table
 
 
-def forget_instance_memo() -> None:
-    """Forget which markers this instance wrote, when it refreshed ranks and the cut-over it read (tests and the
-    bench)."""
-    for marked in _MARKED.values():
-        marked.clear()
-    for refreshed in _REFRESHED.values():
-        refreshed.clear()
-    _CUTOVER.clear()
-
-
 def this_release() -> str:
     """The version of the function Lambda runs (each deploy publishes one); `$LATEST` locally and in tests."""
     return os.environ.get("AWS_LAMBDA_FUNCTION_VERSION") or "$LATEST"
