@@ -188,6 +188,90 @@ def test_no_two_infra_modules_import_each_other():
     assert not cycles, cycles
 
 
+def _shop_modules() -> dict[str, pathlib.Path]:
+    """Every module of the shop layer by its dotted name (a package's `__init__.py` by the package's)."""
+    modules = {}
+    for path in sorted(SHOP.rglob("*.py")):
+        parts = path.relative_to(SHOP.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def _lazy_exports(path: pathlib.Path) -> dict[str, str]:
+    """A package's `_WHERE` (shop.lazy_packages.exports): the module each name it exports is imported from."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_WHERE" for t in node.targets):
+            return dict(ast.literal_eval(node.value))
+    return {}
+
+
+def _shop_import_graph() -> dict[str, set[str]]:
+    """Each shop module -> the shop modules it imports: at its top, inside functions and under TYPE_CHECKING
+    alike (a type-only import is a dependency all the same). A name a lazy package exports counts as the module
+    it is loaded from when used. The import of a module's own parent package, which Python makes first, is
+    not an edge: no package's `__init__` loads its modules."""
+    modules = _shop_modules()
+    exported = {name: _lazy_exports(path) for name, path in modules.items() if path.name == "__init__.py"}
+
+    def module_of(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(module_of(alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+                source = ".".join(part for part in (base, node.module) if part)
+                for alias in node.names:
+                    if f"{source}.{alias.name}" in modules:
+                        found.add(f"{source}.{alias.name}")
+                    else:
+                        found.add(exported.get(source, {}).get(alias.name) or module_of(source))
+        graph[name] = {other for other in found if other is not None and other != name}
+    return graph
+
+
+def _a_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle of `graph` as the path that closes it (`a -> b -> a`), or None."""
+    finished: set[str] = set()
+
+    def walk(name: str, path: list[str]) -> list[str] | None:
+        if name in path:
+            return [*path[path.index(name) :], name]
+        if name in finished:
+            return None
+        for imported in sorted(graph.get(name, ())):
+            found = walk(imported, [*path, name])
+            if found:
+                return found
+        finished.add(name)
+        return None
+
+    for name in sorted(graph):
+        found = walk(name, [])
+        if found:
+            return found
+    return None
+
+
+def test_no_shop_module_imports_itself_through_others():
+    cycle = _a_cycle(_shop_import_graph())
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_the_shop_import_graph_sees_imports_in_functions_and_through_lazy_packages():
+    graph = _shop_import_graph()
+    assert "shop.services.orders" in graph["shop.wiring"]  # imported inside its factory
+    assert "shop.models.orders" in graph["shop.repository.order_effects"]  # `from shop.models import OrderStatus`
+    assert _a_cycle({"a": {"b"}, "b": {"c"}, "c": {"b"}}) == ["b", "c", "b"]
+
+
 def test_http_support_is_not_imported_by_rules_or_repositories():
     for package in ("services", "repository", "models"):
         for path in _modules(package):

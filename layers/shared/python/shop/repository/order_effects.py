@@ -12,7 +12,7 @@ Either way a refused condition answers "done before" (False), so replays read th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from shop import errors, keys
 from shop.config import StatusShardSwitch, settings
@@ -30,8 +30,19 @@ from shop.repository.store import (
     values,
 )
 
-if TYPE_CHECKING:
-    from shop.repository.sales import SalesRepository
+
+class SalesCounts(Protocol):
+    """The sales counters a counting version's history entry is written with: shop.repository.sales.SalesRepository,
+    handed in by shop.wiring. That module builds on this one's writes (write_once, not_archived), so this one does
+    not import it: the layer has no import circle (tests/unit/test_architecture.py)."""
+
+    def count_once(
+        self, change: SalesChange, history: dict[str, Any], *, guarded: bool = True, legacy: bool = True
+    ) -> tuple[bool, bool]: ...
+
+    def begin_batch(self) -> None: ...
+
+    def settle_batch(self) -> None: ...
 
 
 def notification_id(order_id: str, version: int) -> str:
@@ -97,27 +108,18 @@ def history_item(change: OrderSummary, entry: StatusEntry | None = None) -> dict
 
 
 class OrderEffectsRepository:
-    def __init__(self, table: Table, shards: int | None = None, sales: SalesRepository | None = None) -> None:
+    def __init__(self, table: Table, shards: int | None = None, *, sales: SalesCounts) -> None:
         """`shards` fixes the status index's count (tests, tools); else the settings, as OrderRepository reads
-        them. The checkout's repository is not imported: it is most of what a first batch would load for nothing
-        (issue 26)."""
+        them. The checkout's repository is not imported: it is most of what a first batch would load for nothing.
+        `sales`: the counters a counting version's history entry is written with."""
         self.table = table
         self._switch = StatusShardSwitch(shards) if shards is not None else None
-        self._sales = sales
+        self.sales = sales
 
     @property
     def shards(self) -> int:
         """The count new and changed orders are indexed under (OrderRepository.shards)."""
         return (self._switch if self._switch is not None else settings().status_switch).writes
-
-    @property
-    def sales(self) -> SalesRepository:
-        """The sales counters a counting version's history entry is written with (shop.repository.sales)."""
-        if self._sales is None:
-            from shop.repository.sales import SalesRepository
-
-            self._sales = SalesRepository(self.table)
-        return self._sales
 
     def confirm(self, order_id: str, *, version: int, confirmed_at: str, created_at: str) -> bool:
         """PENDING at `version` -> CONFIRMED at version + 1. False when that already happened or cannot."""
