@@ -1,6 +1,6 @@
 """`POST /webhooks/stripe` as HTTP: the raw body and `Stripe-Signature` of an API Gateway (payload 2.0) event,
-verified, handed to the rules, answered. Not routed yet (docs/payments.md, "Next"): the payments function will
-call `answer_webhook` with `shop.wiring.payment_webhooks()` and the rule that applies an event.
+verified, handed to the rules, answered. The payments function (functions/payments/handler.py) routes it and calls
+`answer_webhook` with `shop.wiring.payment_webhooks()` and the rule that applies an event.
 
 The body is verified exactly as it arrived: never parsed and re-serialised before the signature check. API
 Gateway passes a JSON body as text (the bytes are its UTF-8) and any other as base64.
