@@ -54,7 +54,7 @@ class Settings:
     archive_grace_seconds: int
     archive_bucket: str | None  # where archived orders are (orders function: read; order_events: write)
     hot_product_cache_seconds: float  # shop.services.hot_products: a flash-sale product's reads kept this long
-    # The status index's shard-count switch (issue 28, migration 0002; docs/operations.md, "Changing the status
+    # The status index's shard-count switch (migration 0002; docs/operations.md, "Changing the status
     # index's shard count"): with STATUS_SHARDS_NEXT set, readers read both counts; with STATUS_SHARDS_WRITERS=next,
     # writers index under the next count too.
     status_shards_next: int | None = None
@@ -182,7 +182,7 @@ SALES_LEGACY_MODES = ("auto", "check", "off")
 
 
 def sales_legacy_markers() -> str:
-    """When a sales count also checks the version's sales marker of the releases before issue 26
+    """When a sales count also checks the version's sales marker of older releases, which kept one per version
     (SALES_LEGACY_MARKERS). Such a release may have counted a version and died before its history entry: the
     check keeps a redelivery or a replay of that record from counting it again. `auto` (the default): only for
     records written before the table's cut-over (shop.services.sales.LegacyMarkerCheck); `check`: always; `off`:
@@ -193,7 +193,7 @@ def sales_legacy_markers() -> str:
     return text
 
 
-# -- payments (issue 25): read apart from settings(), so a function that takes no payment never needs them --
+# -- payments: read apart from settings(), so a function that takes no payment never needs them --
 
 
 @dataclass(frozen=True)

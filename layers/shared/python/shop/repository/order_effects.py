@@ -189,7 +189,7 @@ class OrderEffectsRepository:
     ) -> Recorded:
         """The version's history entry, once; with `sales`, the version's sales counted in the same transaction
         (the entry is the count's once-only key, shop.repository.sales; `legacy`: it also checks the version's
-        sales marker of the releases before issue 26)."""
+        sales marker of older releases, which kept one per version)."""
         if sales is not None:
             item = history_item(change, entry)
             written, counted = self.sales.count_once(sales, item, guarded=guarded, legacy=legacy)

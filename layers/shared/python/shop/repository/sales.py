@@ -212,8 +212,8 @@ class SalesRepository:
         }
 
     def apply(self, change: SalesChange) -> bool:
-        """Count `change` under its own sales marker (`ORDER#<id>` / `SALES#<version>`), as the releases before
-        issue 26 did: for a version whose history entry such a release wrote. False on a replay."""
+        """Count `change` under its own sales marker (`ORDER#<id>` / `SALES#<version>`), as the releases that
+        kept a marker per version did: for a version whose history entry such a release wrote. False on a replay."""
         lines = merged_lines(change.lines)
         for line in lines.values():
             if line.shard is not None:

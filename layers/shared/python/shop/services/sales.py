@@ -6,7 +6,7 @@
   so a day's totals net out: they are the sales confirmed that day that were not taken back since.
 - Each order version counts once, whatever the replays: the stream processor writes the version's history
   entry and its counts in one transaction (OrderEffects.append_history), the entry being the once-only key.
-- A count also checks the version's sales marker of the releases before issue 26 only where such a release can
+- A count also checks the version's sales marker of older releases (one per version) only where such a release can
   have handled the record: LegacyMarkerCheck (SALES_LEGACY_MARKERS=auto), from the table's cut-over.
 - A line that took stock from a flash-sale product's stock shards counts on the counter shard of the same
   number (the first, when it took from several), so the counts spread as the stock takes do.
@@ -104,7 +104,7 @@ def legacy_marker_possible(record_at: datetime | None, cutover_at: datetime, now
 
 
 class LegacyMarkerCheck:
-    """Whether a count checks the version's sales marker of the releases before issue 26 (SALES_LEGACY_MARKERS):
+    """Whether a count checks the version's sales marker of older releases, which kept one per version (SALES_LEGACY_MARKERS):
     `check` always, `off` never, `auto` where legacy_marker_possible. `auto` reads the table's cut-over (recording
     it the first time, SalesCutover) at its first record of known time, and only then: a processor that counts
     nothing never reads it."""
