@@ -5,19 +5,14 @@ back once the provider answers again. No order holds stock after the replay."""
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-from typing import Any
-
 import pytest
 
-from local_runtime import failures
-from local_runtime.events import stream_event
 from local_runtime.ttl import TtlDeletions
 from shop.models.payments import IntentStatus
 from tests.payments.test_payment_stream import (
     bus,  # noqa: F401 - the fixture: events go to a recording bus
     consume,
+    kept_then_replayed,
     order_of,
     provided,
     run_payment_steps,
@@ -54,17 +49,7 @@ def test_an_expiry_that_failed_in_an_outage_is_applied_by_its_replay(local_store
     assert order_of(local_store, unpaid.order_id)["status"] == "PENDING_PAYMENT"  # its PAYMENT_DUE item is gone
     assert stock(local_store.table, pid) == 2
 
-    kept = failures.DirectoryStore(tmp_path)
-    key = failures.object_key("PaymentStepsMapping", "shard-0", dt.datetime.now(dt.UTC))
-    kept.write(key, {"version": "1.0", "payload": json.dumps(stream_event(removals))})
-
-    def invoke(event_: dict[str, Any]) -> failures.Outcome:
-        return failures.Outcome(ok=True, payload=run_payment_steps(event_["Records"]))
-
-    def wrong_consumer(event_: dict[str, Any]) -> failures.Outcome:
-        raise AssertionError("a payment_steps batch replayed through order_events")
-
-    report = failures.replay(kept, wrong_consumer, routes={"PaymentStepsMapping": invoke})
+    _, key, report = kept_then_replayed(tmp_path, removals)
     assert (report.replayed, report.failed) == ([key], [])
     after = order_of(local_store, unpaid.order_id)
     assert (after["status"], after["payment"]["status"]) == ("EXPIRED", "CANCELED")

@@ -336,6 +336,24 @@ def test_a_crash_between_the_provider_and_the_record_captures_and_refunds_once(l
     assert order_of(local_store, unpaid.order_id)["payment"]["refunded_cents"] == 1999
 
 
+def kept_then_replayed(
+    folder: Any, records: list[dict[str, Any]]
+) -> tuple[failures.DirectoryStore, str, failures.ReplayReport]:
+    """The batch the mapping gave up (its retries exhausted), kept as its on-failure destination keeps it (the local
+    poller's shape), then `make replay`'s work on it: sent to payment_steps, the consumer that gave it up."""
+    kept = failures.DirectoryStore(folder)
+    key = failures.object_key("PaymentStepsMapping", "shard-0", dt.datetime.now(dt.UTC))
+    kept.write(key, {"version": "1.0", "payload": json.dumps(stream_event(records))})
+
+    def invoke(event_: dict[str, Any]) -> failures.Outcome:
+        return failures.Outcome(ok=True, payload=run_payment_steps(event_["Records"]))
+
+    def wrong_consumer(event_: dict[str, Any]) -> failures.Outcome:
+        raise AssertionError("a payment_steps batch replayed through order_events")
+
+    return kept, key, failures.replay(kept, wrong_consumer, routes={"PaymentStepsMapping": invoke})
+
+
 def test_a_step_that_keeps_failing_is_kept_in_the_failure_store_and_replay_applies_it(
     local_store, bus, monkeypatch, tmp_path
 ):
@@ -356,19 +374,8 @@ def test_a_step_that_keeps_failing_is_kept_in_the_failure_store_and_replay_appli
     fake.fail_next(3)  # the provider is down for every retry the mapping makes
     for _ in range(3):
         assert len(run_payment_steps(shipped)["batchItemFailures"]) == 1
-    # Retries exhausted: the mapping's on-failure destination keeps the batch (the local poller's shape).
-    kept = failures.DirectoryStore(tmp_path)
-    key = failures.object_key("PaymentStepsMapping", "shard-0", dt.datetime.now(dt.UTC))
-    kept.write(key, {"version": "1.0", "payload": json.dumps(stream_event(shipped))})
     assert order_of(local_store, unpaid.order_id)["payment"]["status"] == "AUTHORISED"
-
-    def invoke(event_: dict[str, Any]) -> failures.Outcome:
-        return failures.Outcome(ok=True, payload=run_payment_steps(event_["Records"]))
-
-    def wrong_consumer(event_: dict[str, Any]) -> failures.Outcome:
-        raise AssertionError("a payment_steps batch replayed through order_events")
-
-    report = failures.replay(kept, wrong_consumer, routes={"PaymentStepsMapping": invoke})
+    kept, key, report = kept_then_replayed(tmp_path, shipped)
 
     assert (report.replayed, report.failed) == ([key], [])
     assert order_of(local_store, unpaid.order_id)["payment"]["status"] == "CAPTURED"
