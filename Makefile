@@ -18,6 +18,9 @@ PYTEST_ARGS ?=
 SNAPSTART ?=
 # seconds between two sweeps of make dev's TTL emulator (DynamoDB Local never expires items; 0: off)
 TTL_INTERVAL ?= 2
+# seconds between two runs of each schedule the templates hold (payment_steps' windows' sweep, rate(1 minute)
+# deployed): an unpaid order expires within its window plus about a minute even with TTL_INTERVAL=0; 0: none
+SCHEDULE_INTERVAL ?= 10
 # `make dev`'s payments: stripe (localstripe on a free port, the default) or none (version 2's flow)
 PAYMENTS ?= stripe
 # When the authorised amount is captured: on_ship (at SHIPPED, the default) or on_confirm (at CONFIRMED, refunded at
@@ -138,7 +141,7 @@ openapi: setup
 # `make dev FUNCTION_ENV="STATUS_SHARDS=4 STATUS_SHARDS_NEXT=16"`: variables of every function overridden (a switch's phase).
 dev: setup synth
 	$(PY) -m local_runtime dev --port $(PORT) --dynamodb-port $(DYNAMODB_PORT) --ttl-interval $(TTL_INTERVAL) \
-	  --payments $(PAYMENTS) --capture $(CAPTURE) $(if $(FRESH),--fresh,) $(if $(V),-v,) $(foreach pair,$(FUNCTION_ENV),--env $(pair))
+	  --schedule-interval $(SCHEDULE_INTERVAL) --payments $(PAYMENTS) --capture $(CAPTURE) $(if $(FRESH),--fresh,) $(if $(V),-v,) $(foreach pair,$(FUNCTION_ENV),--env $(pair))
 
 # Pay an order of the running `make dev` through localstripe: `make -s pay ORDER=<id> [CARD=declined]`
 # (docs/payments.md, "Local runs"). pm_card_visa authorises; CARD=declined is a card localstripe declines.
@@ -201,7 +204,7 @@ clean:
 HELP := \
   'help|this list' \
   'setup|.venv from the pinned locks and node_modules (npm ci); every other target runs it first' \
-  'dev|the whole backend on http://127.0.0.1:3000, Ctrl-C stops it [PORT= DYNAMODB_PORT= FRESH=1 V=1 PAYMENTS=none]' \
+  'dev|the whole backend on http://127.0.0.1:3000, Ctrl-C stops it [PORT= DYNAMODB_PORT= FRESH=1 V=1 PAYMENTS=none SCHEDULE_INTERVAL=]' \
   'pay|pay an order of the running make dev through localstripe: make -s pay ORDER=<id> [CARD=declined]' \
   'logs|follow the function logs of the running make dev, one readable line each [RAW=1]' \
   'token|a bearer token for the local gateway: make -s token SUB=<id> [GROUPS=admin]' \

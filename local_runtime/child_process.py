@@ -1,4 +1,4 @@
-"""What the local servers' launchers share (DynamoDB Local, localstripe): a child in its own process group that
+"""What the local servers' launchers share (DynamoDB Local, localstripe, moto): a child in its own process group that
 dies with its parent, stopped as a group, with its log kept for error messages, and stopped at exit.
 """
 
@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import weakref
 from typing import IO, Any, Protocol
 
@@ -58,6 +59,21 @@ def stop_group(proc: subprocess.Popen[Any], timeout: float) -> None:
             proc.wait(timeout=timeout)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def read_port(proc: subprocess.Popen[str], prefix: str, timeout: float, log: IO[Any] | None) -> int:
+    """The port a child reports on its first stdout line (`<prefix><port>`), as soon as it has bound it; RuntimeError
+    with its log's tail when it says anything else, exits or stays silent for `timeout` seconds."""
+    stdout = proc.stdout
+    assert stdout is not None
+    found: list[str] = []
+    reader = threading.Thread(target=lambda: found.append(stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    line = found[0] if found else ""
+    if not line.startswith(prefix):
+        raise RuntimeError(f"{prefix.split(maxsplit=1)[0]} did not start: {line.strip()!r} {log_tail(log)}")
+    return int(line[len(prefix) :].strip())
 
 
 def log_tail(log: IO[Any] | None, limit: int = 2000) -> str:

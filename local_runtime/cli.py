@@ -26,6 +26,7 @@ DEFAULT_STATE_DIR = REPO_ROOT / ".local"
 DEFAULT_TABLE_NAME = LOCAL_TABLE_NAME  # the `-c local=true` synth names it too (sam local invoke)
 READY_LINE = "local stack ready"
 MAX_STORE_RESTARTS = 5
+WORKER_INIT_S = 60.0  # how long `dev` waits for the functions' workers to import their handlers before it serves
 STORE_FAULTS_FILE = "store-faults.json"  # what fault drills write to throttle the functions' store calls
 # The variables the running `dev` gives its functions (its --env, make dev's FUNCTION_ENV, and its payments'):
 # `replay` gives them to the functions it runs, so that a replay judges a record's freshness with the stack's
@@ -63,6 +64,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     from local_runtime.localstripe import LocalStripe
     from local_runtime.openapi import load_document
     from local_runtime.poller import StreamPoller
+    from local_runtime.schedules import Scheduler
     from local_runtime.seed import seed_once
     from local_runtime.template import Resolver, TemplateError, load_app
     from local_runtime.ttl import TtlDeletions, TtlEmulator
@@ -92,6 +94,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.schedule_interval is not None and args.schedule_interval < 0:
+        print("error: --schedule-interval takes seconds (0: no schedules)", file=sys.stderr)
+        return 2
     table_name = _table_name(app)
 
     stop = threading.Event()
@@ -102,38 +107,75 @@ def cmd_dev(args: argparse.Namespace) -> int:
     quick = () if args.deployed_budget else QUICK_START
     ddb = DynamoDBLocal(port=args.dynamodb_port, data_dir=ddb_dir, jvm_options=quick)
     aws = LocalAws(state_dir, port=args.aws_port)
-    functions = None
+    functions: Functions | None = None
     server = None
     paying: Any = None  # local_runtime.payments.LocalPayments with --payments stripe
     stripe_server: LocalStripe | None = None
     follower: Follower | None = None
     pollers: list[StreamPoller] = []
     ttl: TtlEmulator | None = None
+    scheduler: Scheduler | None = None
     capture: BusCapture | None = None
     ttl_deletions = TtlDeletions(app.table.spec.ttl_attribute or "expires_at", _key_names(app.table.spec))
     try:
         names = Resolver(app, table_name=table_name, secret=lambda _: "", buses=True)
         keys = auth.load_or_create_keys(state_dir)
+        overrides = _overrides(args.env)
+        webhook_secret = local_payments.new_webhook_secret()
 
         def aws_ready() -> list[Any]:
-            aws.start()
+            aws.wait_ready()
             aws.create_buckets(names.named("AWS::S3::Bucket", "BucketName"))
             return [aws.create_bus(bus) for bus in names.named("AWS::Events::EventBus", "Name")]
 
         def tokens() -> tuple[str, str]:
             return auth.issue_token(keys, "demo-customer"), auth.issue_token(keys, "demo-admin", groups=["admin"])
 
-        # A warm start waits on Java's start; everything that does not need DynamoDB Local is done meanwhile:
-        # moto's server with its buckets and buses, localstripe's boot, the banner's tokens, the Swagger assets.
-        # Java and localstripe from this thread: each dies with the thread that started it (PR_SET_PDEATHSIG).
+        def warm_functions() -> Functions:
+            started = Functions(
+                app,
+                table_name=table_name,
+                endpoint=ddb.endpoint,
+                state_dir=state_dir,
+                concurrency=args.concurrency,
+                deployed_budget=args.deployed_budget,
+                store_faults=state_dir / STORE_FAULTS_FILE if args.deployed_budget else None,
+                aws_endpoint=aws.endpoint,
+                overrides=overrides,
+                log_dir=logs,
+            )
+            started.warm()
+            return started
+
+        # A warm start waits on Java's start; everything else is done meanwhile: every function's worker importing
+        # its handler (a deployed function's init), moto's server (a child too: its import and requests stay off
+        # this interpreter) with its buckets and buses, localstripe's boot, the banner's tokens, the Swagger assets.
+        # The workers' environment names every port, so the ports come first: Java's is taken when it is spawned,
+        # moto's and localstripe's as soon as their children have bound them.
+        # Java, moto and localstripe from this thread: each dies with the thread that started it (PR_SET_PDEATHSIG).
+        ddb.spawn()
+        aws.spawn()
         if args.payments == "stripe":
             stripe_server = LocalStripe().spawn()
+            stripe_server.wait_port()
+            overrides = {**local_payments.environment(stripe_server.endpoint, webhook_secret), **overrides}
+        else:
+            local_payments.forget(state_dir)
+            overrides = {"PAYMENTS": "none", **overrides}
+        aws.wait_port()
+        _remember_env(state_dir, overrides)
+        logs = start_run(state_dir, sorted(app.functions))
+        functions = warm_functions()
+        planned = ddb.endpoint
         with concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="start") as starting:
             aws_started = starting.submit(aws_ready)
             banner_tokens = starting.submit(tokens)
             swagger_dir = starting.submit(swagger_assets_dir)
             ddb.start()
             buses = aws_started.result()
+        if ddb.endpoint != planned:  # the port Java was given was taken meanwhile: the workers must know the new one
+            functions.close()
+            functions = warm_functions()
         client = ddb.client()
         create_table(client, table_name, spec=app.table.spec, exist_ok=True)
         for bus in buses:
@@ -142,14 +184,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
             seeded = seed_once(client, table_name, ddb_dir / ".seeded")
             if seeded:
                 print(f"seeded {len(seeded)} demo products", flush=True)
-        overrides = _overrides(args.env)
 
-        # The gateway is bound first (port 0: any free one), so localstripe can be told where to deliver; it
-        # serves once the functions are warm. It calls them through `functions`, set just below.
         def invoke(name: str, event: Any) -> Any:
-            assert functions is not None  # built below, before the gateway serves
+            assert functions is not None
             return functions.invoke(name, event)
 
+        # The gateway is bound first (port 0: any free one), so localstripe can be told where to deliver; it
+        # serves once every function is warm.
         gateway = Gateway(
             app.routes,
             invoke,
@@ -159,26 +200,21 @@ def cmd_dev(args: argparse.Namespace) -> int:
         )
         server = gateway.server(args.host, args.port)
         url = f"http://{args.host}:{server.server_address[1]}"
-        if args.payments == "stripe":
-            paying = local_payments.start(state_dir, url, stripe_server)
-            overrides = {**paying.environment, **overrides}
-        else:
-            local_payments.forget(state_dir)
-            overrides = {"PAYMENTS": "none", **overrides}
-        _remember_env(state_dir, overrides)
-        functions = Functions(
-            app,
-            table_name=table_name,
-            endpoint=ddb.endpoint,
-            state_dir=state_dir,
-            concurrency=args.concurrency,
-            deployed_budget=args.deployed_budget,
-            store_faults=state_dir / STORE_FAULTS_FILE if args.deployed_budget else None,
-            aws_endpoint=aws.endpoint,
-            overrides=overrides,
-            log_dir=(logs := start_run(state_dir, sorted(app.functions))),
-        )
-        functions.warm()
+        if stripe_server is not None:
+            paying = local_payments.start(state_dir, url, stripe_server, webhook_secret)
+        # Every worker has imported its handler before the first request or record: the first answer is as fast
+        # as the next (a deployed function is initialised before its first invocation too).
+        for name, ready in sorted(functions.wait_warm(WORKER_INIT_S).items()):
+            if ready is None:
+                print(f"warning: {name} is still importing its handler after {WORKER_INIT_S:.0f}s", file=sys.stderr)
+            elif not ready.get("ready"):
+                error = ready.get("error") or {}
+                print(
+                    f"warning: {name} failed its init ({error.get('errorType')}: {error.get('errorMessage')}): "
+                    f"each invocation answers that error; {logs / (name + '.log')} has the traceback",
+                    file=sys.stderr,
+                    flush=True,
+                )
         threading.Thread(target=server.serve_forever, name="gateway", daemon=True).start()
         for mapping in app.mappings:
             if mapping.table is None or not mapping.enabled:
@@ -189,7 +225,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
                     dynamodb=client,
                     streams=ddb.client("dynamodbstreams"),
                     table_name=table_name,
-                    invoke=functools.partial(functions.invoke, mapping.function),
+                    invoke=functools.partial(invoke, mapping.function),
                     state_dir=state_dir,
                     ttl_deletions=ttl_deletions,
                 ).start()
@@ -203,6 +239,10 @@ def cmd_dev(args: argparse.Namespace) -> int:
                 deletions=ttl_deletions,
                 interval=args.ttl_interval,
             ).start()
+        if args.schedule_interval != 0:
+            scheduler = Scheduler(app.schedules, invoke, interval_s=args.schedule_interval)
+            if scheduler:
+                scheduler.start()
         dev_state.record(
             state_dir,
             gateway=url,
@@ -224,6 +264,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             f"S3, events    {aws.endpoint}  buckets {', '.join(aws.buckets) or '-'}; "
             f"bus events -> {state_dir / 'events.jsonl'}\n"
             f"TTL           {f'every {args.ttl_interval:g}s' if ttl else 'off'}\n"
+            f"schedules     {scheduler.describe() if scheduler is not None else 'off (--schedule-interval 0)'}\n"
             f"payments      {payments_line}\n"
             f"functions     {', '.join(sorted(app.functions))}; stream pollers: {len(pollers)}\n"
             f"logs          {logs}/<function>.log   (follow them: make logs; or make dev V=1)\n\n"
@@ -257,6 +298,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
             server.server_close()
         if ttl is not None:
             ttl.stop()
+        if scheduler is not None:
+            scheduler.stop()
         for poller in pollers:
             poller.stop()
         if functions is not None:
@@ -468,6 +511,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=2.0,
         help="seconds between two TTL sweeps (DynamoDB Local's own deletes are unreliable; 0: off)",
+    )
+    dev.add_argument(
+        "--schedule-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="run each schedule of the templates (an EventBridge rule with a rate invoking a function: payment_steps' "
+        "windows' sweep) every SECONDS instead of its rate (make dev: SCHEDULE_INTERVAL; 0: none; default: its rate)",
     )
     dev.add_argument("--aws-port", type=int, default=0, help="the local S3 and EventBridge port (default: free)")
     dev.add_argument(

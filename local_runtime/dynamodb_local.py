@@ -115,6 +115,7 @@ class DynamoDBLocal:
         self.data_dir = pathlib.Path(data_dir) if data_dir is not None else None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: Any = None
+        self._ready = False
         self._lock = threading.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -131,20 +132,34 @@ class DynamoDBLocal:
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def start(self, timeout: float = 30.0) -> DynamoDBLocal:
-        """Spawn Java and block until ListTables answers (RuntimeError with the log tail otherwise)."""
+    def spawn(self) -> DynamoDBLocal:
+        """Start Java and return at once: its port (`endpoint`) is known from then on, and `start()` waits until it
+        answers, so the caller can do other work meanwhile (`make dev` starts the functions' workers). Java dies
+        with the thread that spawns it (PR_SET_PDEATHSIG): spawn it from a long-lived one."""
         with self._lock:
-            if self.is_running():
+            if self._proc is None:
+                self._spawn(require_java(), *find_jar())
+                child_process.track(self)
+            return self
+
+    def start(self, timeout: float = 30.0) -> DynamoDBLocal:
+        """Spawn Java (unless `spawn` did) and block until ListTables answers (RuntimeError with the log tail
+        otherwise). On a port it picked itself it tries twice more on other ports (a free port can be taken
+        meanwhile): `endpoint` may then differ from the one `spawn` gave."""
+        with self._lock:
+            if self._ready and self.is_running():
                 return self
             java = require_java()
             jar, lib = find_jar()
-            attempts = 1 if self._requested_port else 3  # a picked free port can be taken meanwhile
+            attempts = 1 if self._requested_port else 3
             last_error: RuntimeError | None = None
             for _ in range(attempts):
-                self.port = self._requested_port or free_port()
+                if self._proc is None:
+                    self._spawn(java, jar, lib)
                 try:
-                    self._spawn(java, jar, lib, timeout)
+                    self._wait_ready(timeout)
                     child_process.track(self)
+                    self._ready = True
                     return self
                 except RuntimeError as exc:
                     last_error = exc
@@ -152,7 +167,8 @@ class DynamoDBLocal:
             assert last_error is not None
             raise last_error
 
-    def _spawn(self, java: str, jar: pathlib.Path, lib: pathlib.Path, timeout: float) -> None:
+    def _spawn(self, java: str, jar: pathlib.Path, lib: pathlib.Path) -> None:
+        self.port = self._requested_port or free_port()
         cmd = [java, *self.jvm_options, f"-Djava.library.path={lib}", "-jar", str(jar), "-port", str(self.port)]
         if self.data_dir is None:
             cmd.append("-inMemory")
@@ -170,7 +186,6 @@ class DynamoDBLocal:
             start_new_session=True,
             preexec_fn=child_process.set_pdeathsig,  # noqa: PLW1509 - async-signal-safe enough: one prctl call
         )
-        self._wait_ready(timeout)
 
     def _wait_ready(self, timeout: float) -> None:
         import botocore.config
@@ -218,6 +233,7 @@ class DynamoDBLocal:
 
     def _terminate(self, timeout: float = 10.0) -> None:
         proc, self._proc = self._proc, None
+        self._ready = False
         if proc is not None:
             child_process.stop_group(proc, timeout)
         child_process.close_log(self._log)

@@ -184,12 +184,17 @@ class _Worker:
             raise EOFError("worker exited")
         return json.loads(line)
 
+    def wait_ready(self, timeout: float) -> dict[str, Any] | None:
+        """The worker's signal that its init (the handler's import) is over: {"ready": bool, "error": ...}; None
+        when it has not come within `timeout`. Read once; the caller holds the worker (no invocation meanwhile)."""
+        if self.ready is None:
+            self.ready = self._read(timeout)
+        return self.ready
+
     def invoke(self, event: Any, request_id: str, timeout: float) -> dict[str, Any] | None:
         """None on timeout (the caller kills the worker)."""
-        if self.ready is None:
-            self.ready = self._read(max(timeout, 30.0))  # init has its own, longer budget
-            if self.ready is None:
-                return None
+        if self.wait_ready(max(timeout, 30.0)) is None:  # init has its own, longer budget
+            return None
         deadline = time.monotonic() + timeout
         assert self.proc.stdin is not None
         self.proc.stdin.write((json.dumps({"event": event, "request_id": request_id}) + "\n").encode())
@@ -237,6 +242,23 @@ class FunctionPool:
             self._all.add(w)
         self._idle.put(w)
 
+    def wait_warm(self, timeout: float) -> dict[str, Any] | None:
+        """Wait for the warm worker's init to end (`warm` first); its ready signal, None if it did not come in time.
+        Before any invocation only: the worker is taken from the idle ones meanwhile."""
+        with self._lock:
+            if not self._all:
+                return None
+        try:
+            w = self._idle.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return None
+        try:
+            return w.wait_ready(timeout)
+        except (EOFError, OSError, ValueError) as exc:  # it died in its init: the next invocation starts another
+            return {"ready": False, "error": {"errorType": "Runtime.ExitError", "errorMessage": str(exc)}}
+        finally:
+            self._idle.put(w)
+
     def invoke(self, event: Any, request_id: str | None = None) -> InvokeResult:
         request_id = request_id or str(uuid.uuid4())
         started = time.monotonic()
@@ -253,6 +275,7 @@ class FunctionPool:
                     },
                 }
                 self._discard(w)
+                self._log_platform_error(response["error"], request_id)
             else:
                 if response is None:
                     response = {
@@ -264,12 +287,30 @@ class FunctionPool:
                         },
                     }
                     self._discard(w)
+                    self._log_platform_error(response["error"], request_id)
                 else:
                     self._idle.put(w)
         duration = (time.monotonic() - started) * 1000
         if response.get("ok"):
             return InvokeResult(True, response.get("result"), duration, request_id)
         return InvokeResult(False, response.get("error"), duration, request_id)
+
+    def _log_platform_error(self, error: dict[str, str], request_id: str) -> None:
+        """What Lambda itself writes to the function's log when its runtime times out or exits (the worker could
+        not): one ERROR record, so `make logs` shows why an invocation failed without a traceback."""
+        record = {
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "level": "ERROR",
+            "message": error["errorMessage"],
+            "errorType": error["errorType"],
+            "requestId": request_id,
+        }
+        line = json.dumps(record) + "\n"
+        if self.log_path is None:
+            sys.stderr.write(line)
+            return
+        with contextlib.suppress(OSError), self.log_path.open("a", encoding="utf-8") as log:
+            log.write(line)
 
     def _checkout(self) -> _Worker:
         while True:
@@ -355,6 +396,13 @@ class Functions:
     def warm(self) -> None:
         for pool in self.pools.values():
             pool.warm()
+
+    def wait_warm(self, timeout: float = 60.0) -> dict[str, dict[str, Any] | None]:
+        """After `warm`: wait until every function's worker has ended its init (imported its handler), as a
+        deployed function is initialised before its first invocation; each one's ready signal (`ready` false with
+        the init error, as Lambda reports Runtime.ImportModuleError; None: not within `timeout`)."""
+        deadline = time.monotonic() + timeout
+        return {name: pool.wait_warm(deadline - time.monotonic()) for name, pool in self.pools.items()}
 
     def close(self) -> None:
         for pool in self.pools.values():

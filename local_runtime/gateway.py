@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import pathlib
@@ -256,12 +257,12 @@ def _json(status: int, body: Any, headers: list[tuple[str, str]] | None = None) 
 
 
 def swagger_assets_dir() -> pathlib.Path | None:
-    """Powertools ships the Swagger UI bundle (js + css) for offline use."""
-    try:
-        from aws_lambda_powertools.event_handler.openapi import swagger_ui
-    except ImportError:
+    """Powertools ships the Swagger UI bundle (js + css) for offline use: found in its package's folder, without
+    importing Powertools' event handler (a third of a second of `dev`'s start)."""
+    spec = importlib.util.find_spec("aws_lambda_powertools")
+    if spec is None or not spec.submodule_search_locations:
         return None
-    folder = pathlib.Path(swagger_ui.__file__).parent
+    folder = pathlib.Path(spec.submodule_search_locations[0]) / "event_handler" / "openapi" / "swagger_ui"
     return folder if (folder / "swagger-ui-bundle.min.js").exists() else None
 
 

@@ -46,6 +46,7 @@ class LocalStripe:
         self._proc: subprocess.Popen[str] | None = None
         self._log: Any = None
         self._ready = False
+        self._port_read = False  # the spawned child's port line read (`wait_port`)
         self._lock = threading.Lock()
 
     @property
@@ -73,7 +74,7 @@ class LocalStripe:
         with self._lock:
             if self.is_running():
                 return self
-            self._ready = False
+            self._ready = self._port_read = False
             self._log = tempfile.TemporaryFile(prefix="localstripe-", mode="w+")  # noqa: SIM115 - closed in stop()
             self._proc = subprocess.Popen(
                 [
@@ -96,13 +97,25 @@ class LocalStripe:
             child_process.track(self)
             return self
 
+    def wait_port(self, timeout: float = 30.0) -> int:
+        """The port the spawned server bound: the child binds it before it loads localstripe, so `endpoint` is known
+        about when Python has started, well before the server answers (`wait_ready`)."""
+        with self._lock:
+            try:
+                self._read_port_once(timeout)
+            except RuntimeError:
+                self._terminate()
+                child_process.untrack(self)
+                raise
+            return self.port
+
     def wait_ready(self, timeout: float = 30.0) -> LocalStripe:
         """Block until the spawned server answers (RuntimeError with its log tail otherwise)."""
         with self._lock:
             if self._ready:
                 return self
             try:
-                self.port = self._read_port(timeout)
+                self._read_port_once(timeout)
                 self._wait_ready(timeout)
             except RuntimeError:
                 self._terminate()
@@ -119,18 +132,11 @@ class LocalStripe:
             self._requested_port = self.port
         return self.start(timeout)
 
-    def _read_port(self, timeout: float) -> int:
-        assert self._proc is not None
-        stdout = self._proc.stdout
-        assert stdout is not None
-        found: list[str] = []
-        reader = threading.Thread(target=lambda: found.append(stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(timeout)
-        line = found[0] if found else ""
-        if not line.startswith(_READY_PREFIX):
-            raise RuntimeError(f"localstripe did not start: {line.strip()!r} {self._log_tail()}")
-        return int(line[len(_READY_PREFIX) :].strip())
+    def _read_port_once(self, timeout: float) -> None:
+        if not self._port_read:
+            assert self._proc is not None
+            self.port = child_process.read_port(self._proc, _READY_PREFIX, timeout, self._log)
+            self._port_read = True
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -210,16 +216,18 @@ def _confirmable_after_decline(resources: Any) -> None:
 
 
 def _serve(host: str, port: int, *, as_released: bool = False) -> None:  # pragma: no cover - the child process
+    # The port first, reported at once (LocalStripe.wait_port), then the libraries: the parent can hand the endpoint
+    # to its functions while they load; a connection before the server listens is refused and retried.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    print(f"{_READY_PREFIX}{sock.getsockname()[1]}", flush=True)
     from aiohttp import web
     from localstripe import resources, server
 
     resources.Store.dump_to_disk = lambda self: None  # in memory only
     if not as_released:
         _confirmable_after_decline(resources)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    print(f"{_READY_PREFIX}{sock.getsockname()[1]}", flush=True)
     web.run_app(server.app, sock=sock, print=None, access_log=None, handle_signals=True)
 
 

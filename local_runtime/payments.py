@@ -61,20 +61,31 @@ class LocalPayments:
     @property
     def environment(self) -> dict[str, str]:
         """What every function of `make dev` gets (overriding the template's payment variables)."""
-        return {
-            "PAYMENTS": "stripe",
-            "STRIPE_API_BASE": self.server.endpoint,
-            "STRIPE_SECRET_KEY": TEST_SECRET_KEY,
-            "STRIPE_WEBHOOK_SECRET": self.webhook_secret,
-            "STRIPE_SECRET_ARN": "",  # never Secrets Manager locally
-        }
+        return environment(self.server.endpoint, self.webhook_secret)
 
 
-def start(state_dir: pathlib.Path, gateway_url: str, server: LocalStripe | None = None) -> LocalPayments:
+def environment(stripe_api: str, webhook_secret: str) -> dict[str, str]:
+    """The payment variables of functions pointed at localstripe (`stripe_api`) with the webhook's signing secret."""
+    return {
+        "PAYMENTS": "stripe",
+        "STRIPE_API_BASE": stripe_api,
+        "STRIPE_SECRET_KEY": TEST_SECRET_KEY,
+        "STRIPE_WEBHOOK_SECRET": webhook_secret,
+        "STRIPE_SECRET_ARN": "",  # never Secrets Manager locally
+    }
+
+
+def new_webhook_secret() -> str:
+    return f"whsec_local_{secrets.token_hex(16)}"
+
+
+def start(
+    state_dir: pathlib.Path, gateway_url: str, server: LocalStripe | None = None, secret: str | None = None
+) -> LocalPayments:
     """localstripe on a free port (`server`, when `dev` spawned it earlier), delivering every event to the gateway's
-    webhook route (signed)."""
+    webhook route, signed with `secret` (a new one when omitted; `dev` makes it first, for its functions)."""
     server = (server or LocalStripe()).start()
-    secret = f"whsec_local_{secrets.token_hex(16)}"
+    secret = secret or new_webhook_secret()
     url = f"{gateway_url}/webhooks/stripe"
     try:
         server.register_webhook(WEBHOOK_ID, url, secret)
@@ -115,13 +126,7 @@ def running_environment(state_dir: pathlib.Path) -> dict[str, str] | None:
     if not path.exists():
         return None
     state = json.loads(path.read_text())
-    return {
-        "PAYMENTS": "stripe",
-        "STRIPE_API_BASE": state["stripe"],
-        "STRIPE_SECRET_KEY": TEST_SECRET_KEY,
-        "STRIPE_WEBHOOK_SECRET": state["webhook_secret"],
-        "STRIPE_SECRET_ARN": "",
-    }
+    return environment(state["stripe"], state["webhook_secret"])
 
 
 def forget(state_dir: pathlib.Path) -> None:

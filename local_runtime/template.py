@@ -1,7 +1,8 @@
 """Read what the local runtime needs out of the synthesized CloudFormation templates in `cdk.out/`.
 
-Routes, integrations, the JWT authorizer, functions, the table and the stream mapping, with intrinsics resolved
-locally (`Resolver`); what each becomes: docs/local-runtime.md, "What mirrors AWS".
+Routes, integrations, the JWT authorizer, functions, the table, the stream mapping and the schedules (EventBridge
+rules with a rate that invoke a function), with intrinsics resolved locally (`Resolver`); what each becomes:
+docs/local-runtime.md, "What mirrors AWS".
 """
 
 from __future__ import annotations
@@ -99,6 +100,41 @@ class MappingDef:
     enabled: bool = True
 
 
+# EventBridge's rate expressions (`rate(1 minute)`, `rate(5 minutes)`, `rate(2 hours)`, `rate(1 day)`); seconds too,
+# which EventBridge refuses but a local template may hold.
+_RATE = re.compile(r"^rate\(\s*(\d+)\s+(second|minute|hour|day)s?\s*\)$")
+_UNIT_S = {"second": 1, "minute": 60, "hour": 3600, "day": 86_400}
+
+
+def rate_seconds(expression: str) -> int | None:
+    """The period of a `rate(...)` schedule expression in seconds; None for anything else (cron, malformed)."""
+    match = _RATE.match(expression.strip())
+    if match is None or int(match.group(1)) < 1:
+        return None
+    return int(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+@dataclass
+class ScheduleDef:
+    """An EventBridge rule's schedule and one of its targets that is a function of the app."""
+
+    logical_id: str  # the rule's
+    name: str  # the rule's name: its Name, else its logical id
+    expression: str  # "rate(1 minute)", "cron(...)"
+    function: str  # FunctionDef.name
+    input: Any = None  # the target's constant Input (parsed JSON), sent instead of the scheduled event
+    enabled: bool = True
+
+    @property
+    def rate_s(self) -> int | None:
+        """Its period in seconds, None when it is not a rate (a cron expression: not run locally)."""
+        return rate_seconds(self.expression)
+
+    @property
+    def arn(self) -> str:
+        return f"arn:aws:events:{REGION}:{ACCOUNT_ID}:rule/{self.name}"
+
+
 @dataclass
 class TableDef:
     logical_id: str
@@ -114,6 +150,7 @@ class AppModel:
     authorizers: dict[str, AuthorizerDef]
     mappings: list[MappingDef]
     tables: dict[str, TableDef]
+    schedules: list[ScheduleDef] = field(default_factory=list)
 
     def function(self, name: str) -> FunctionDef:
         try:
@@ -349,7 +386,31 @@ def load_app(
             )
         )
 
-    return AppModel(templates, functions, routes, authorizers, mappings, tables)
+    schedules: list[ScheduleDef] = []
+    for lid, (_stack, res) in of_type("AWS::Events::Rule").items():
+        props = res.get("Properties") or {}
+        expression = props.get("ScheduleExpression")
+        if not isinstance(expression, str):
+            continue  # a rule on an event pattern: not a schedule (docs/local-runtime.md, "What differs")
+        named = props.get("Name")
+        name = named if isinstance(named, str) else lid
+        for target in props.get("Targets") or []:
+            fn_refs = [by_logical[r] for r in _refs(target.get("Arn"), exports) if r in by_logical]
+            if not fn_refs:
+                continue  # a target that is not one of the app's functions (a queue, a state machine...)
+            constant = target.get("Input")
+            schedules.append(
+                ScheduleDef(
+                    logical_id=lid,
+                    name=name,
+                    expression=expression,
+                    function=fn_refs[0],
+                    input=json.loads(constant) if isinstance(constant, str) else None,
+                    enabled=str(props.get("State", "ENABLED")) == "ENABLED",
+                )
+            )
+
+    return AppModel(templates, functions, routes, authorizers, mappings, tables, schedules)
 
 
 # -- intrinsic functions -------------------------------------------------------------------------

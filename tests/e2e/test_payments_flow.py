@@ -109,7 +109,9 @@ class Paying:
 
 
 @pytest.fixture(scope="module")
-def paying(paying_stack: Stack) -> Paying:
+def paying(paying_stack: Stack, left_to_sweep: dict[str, Any]) -> Paying:
+    """The module's orders; first, the one left to the windows' sweep, whose wait then runs beside this module's
+    tests (tests/e2e/test_payments_sweep.py)."""
     stack = paying_stack
     admin, customer = stack.admin_token(), stack.token("e2e-payer")
     product = create_product(stack.api, admin, category="e2e-pay-late", name="Tamper", price_cents=1900, stock=4)
