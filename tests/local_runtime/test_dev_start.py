@@ -122,6 +122,8 @@ def test_localstripes_port_is_known_before_it_answers() -> None:
 
 @pytest.mark.integration
 def test_motos_port_is_known_before_it_answers_and_its_objects_outlive_it(tmp_path: pathlib.Path) -> None:
+    # Under xdist the worker may hold another stack's moto child already (a session stack of another test).
+    others = {p.pid for p in descendants(os.getpid()) if "local_runtime.local_aws" in p.cmdline}
     aws = LocalAws(tmp_path).spawn()
     try:
         port = aws.wait_port()
@@ -129,7 +131,9 @@ def test_motos_port_is_known_before_it_answers_and_its_objects_outlive_it(tmp_pa
         aws.wait_ready()
         aws.create_buckets(["shop-local-archive"])
         aws.client("s3").put_object(Bucket="shop-local-archive", Key="orders/o1.json", Body=b'{"order_id": "o1"}')
-        (child,) = [p for p in descendants(os.getpid()) if "local_runtime.local_aws" in p.cmdline]
+        (child,) = [
+            p for p in descendants(os.getpid()) if "local_runtime.local_aws" in p.cmdline and p.pid not in others
+        ]
     finally:
         aws.stop()
     assert (tmp_path / "s3" / "shop-local-archive" / "orders/o1.json").read_bytes() == b'{"order_id": "o1"}'
