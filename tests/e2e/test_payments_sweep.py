@@ -70,7 +70,8 @@ def test_an_unpaid_order_whose_ttl_removal_was_lost_is_expired_by_the_scheduled_
     # window on this stack) had nothing to remove.
     waited = _instant(expired["updated_at"]) - _instant(expired["created_at"])
     assert waited >= timedelta(seconds=PAYING_WINDOW_S + SWEEP_GRACE_SECONDS)
-    assert _swept(stack, order_id), "payment_steps logged no sweep step for the order"
+    # The worker's log lines reach the file after its invocation has answered: wait for them too.
+    eventually(lambda: _swept(stack, order_id), timeout=30, what="payment_steps' log line of the sweep's step")
     assert expired["version"] == 2
     product = expect(stack.api.get(f"/products/{left['product_id']}"), 200)
     assert product["stock"] == 3  # the two held units back
