@@ -67,9 +67,11 @@ EXPLAINED_COMPUTED_IMPORTS = {
     "pydantic.v1.utils": "PyObject fields only",
     "pydantic.v1.types": "PyObject fields only",
     "pydantic.v1.version": "literal names",
-    # shop.lazy_packages: a submodule a Powertools package's `__init__` names in a `from .x import name` (those
-    # imports are followed: the `__init__` is reached as the parent of every submodule)
-    "shop.lazy_packages": "the packages' __init__ imports",
+    # shop.runtime.lazy_powertools: a submodule a Powertools package's `__init__` names in a `from .x import name`
+    # (those imports are followed: the `__init__` is reached as the parent of every submodule)
+    "shop.runtime.lazy_powertools": "the packages' __init__ imports",
+    # shop.runtime.lazy_exports: the submodules a shop package's `_WHERE` names (every shop module is a root)
+    "shop.runtime.lazy_exports": "the shop's own modules",
     # the names of a literal tuple (chardet, charset_normalizer; urllib3, idna), followed as strings (neither
     # character detector is in a layer: infra.build_layers.LEFT_OUT)
     "requests.compat": "literal names",
@@ -283,7 +285,7 @@ def closure(roots: Iterable[str], sites: Sites, why: dict[str, str] | None = Non
         for text, reason in strings.items():
             if text in sites and text not in kept:
                 reach(text, reason)
-        # `pkg.sub` read on a package: a submodule that a lazy `__getattr__` imports (shop.lazy_packages does)
+        # `pkg.sub` read on a package: a submodule that a lazy `__getattr__` imports (as shop.runtime.lazy_powertools')
         for owner, attr in package_attributes:
             if f"{owner}.{attr}" in sites and f"{owner}.{attr}" not in kept:
                 reach(f"{owner}.{attr}", f"{owner}.{attr} read")

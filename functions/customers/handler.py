@@ -1,9 +1,9 @@
 """customers: profiles (created for the token's sub, unique email) and the customer's notifications."""
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
-from shop import startup
+from shop.runtime import lean_init
 
-startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
+lean_init.begin()  # lazy Powertools packages, no cyclic GC until lean_init.done() below
 
 # isort: split
 from typing import Annotated
@@ -112,4 +112,4 @@ def list_notifications(
 
 
 handler = lambda_handler(app.resolve)
-startup.done()
+lean_init.done()

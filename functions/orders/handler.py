@@ -2,9 +2,9 @@
 returns, and the admins' sales reports (counted from the orders by the stream processor)."""
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
-from shop import startup
+from shop.runtime import lean_init
 
-startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
+lean_init.begin()  # lazy Powertools packages, no cyclic GC until lean_init.done() below
 
 # isort: split
 from typing import Annotated
@@ -406,4 +406,4 @@ def list_customer_orders(
 
 
 handler = lambda_handler(app.resolve)
-startup.done()
+lean_init.done()

@@ -10,9 +10,9 @@ fails its record alone: the stream retries it, then the on-failure destination k
 from __future__ import annotations
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
-from shop import startup
+from shop.runtime import lean_init
 
-startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
+lean_init.begin()  # lazy Powertools packages, no cyclic GC until lean_init.done() below
 
 # isort: split
 import os
@@ -105,5 +105,5 @@ if not tracing_disabled():
 
     handler = Tracer().capture_lambda_handler(handler)
 
-handler = startup.paused_first_call(handler)
-startup.done()
+handler = lean_init.paused_first_call(handler)
+lean_init.done()

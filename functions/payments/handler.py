@@ -6,9 +6,9 @@ payments layer. The route is public: API Gateway's authorizer cannot check a Str
 """
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
-from shop import startup
+from shop.runtime import lean_init
 
-startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
+lean_init.begin()  # lazy Powertools packages, no cyclic GC until lean_init.done() below
 
 # isort: split
 from typing import Annotated, Any
@@ -101,4 +101,4 @@ STRIPE_EVENT = {
 app.raw_body("POST", "/webhooks/stripe", STRIPE_EVENT, "a Stripe Event, verified byte for byte before it is read")
 
 handler = lambda_handler(app.resolve)
-startup.done()
+lean_init.done()

@@ -2,9 +2,9 @@
 stock alerts."""
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
-from shop import startup
+from shop.runtime import lean_init
 
-startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
+lean_init.begin()  # lazy Powertools packages, no cyclic GC until lean_init.done() below
 
 # isort: split
 from enum import StrEnum
@@ -348,4 +348,4 @@ def list_alerts(request: Request, limit: Limit = DEFAULT_LIMIT, next_token: Next
 
 
 handler = lambda_handler(app.resolve)
-startup.done()
+lean_init.done()

@@ -2,9 +2,9 @@
 and customer carts (the token's customer's, 30 days past their last change, merged from a session at sign-in)."""
 
 # ruff: noqa: E402 - the collector is paused before the imports it is there to speed up
-from shop import startup
+from shop.runtime import lean_init
 
-startup.begin()  # lean init: lazy Powertools packages, no cyclic GC (shop.startup)
+lean_init.begin()  # lazy Powertools packages, no cyclic GC until lean_init.done() below
 
 # isort: split
 from shop import wiring
@@ -137,4 +137,4 @@ def empty_customer_cart(customer_id: CustomerId, request: Request):
 
 
 handler = lambda_handler(app.resolve)
-startup.done()
+lean_init.done()

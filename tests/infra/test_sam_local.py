@@ -77,7 +77,7 @@ def client_services() -> set[str]:
                     and isinstance(node.args[0].value, str)
                 ):
                     services.add(node.args[0].value)
-                if (  # shop.lazy_client.ProcessClient(__name__, "<service>"): the process-wide clients
+                if (  # shop.runtime.botocore_clients.ProcessClient(__name__, "<service>"): the process-wide clients
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Name)
                     and node.func.id == "ProcessClient"

@@ -23,7 +23,7 @@ def test_a_handler_import_leaves_out_what_it_does_not_use(function):
     # Powertools' batch module (the stream processor's) defines its async processor at import.
     uses_asyncio = function == "order_events"
     # the pagination key's parameters utility loads on the first paginated request, not at init
-    # the shop's clients are botocore's (shop.lazy_client); Powertools' idempotency (orders) still imports boto3
+    # the shop's clients are botocore's (shop.runtime.botocore_clients); Powertools' idempotency (orders) still imports boto3
     uses_boto3 = function == "orders"
     assert loaded == {
         "asyncio": uses_asyncio,
@@ -38,8 +38,8 @@ def test_a_handler_import_leaves_out_what_it_does_not_use(function):
 def test_every_name_of_the_lazily_loaded_packages_still_imports():
     loaded = fresh_python(
         "import json\n"
-        "from shop import lazy_packages\n"
-        "lazy_packages.install()\n"
+        "from shop.runtime import lazy_powertools\n"
+        "lazy_powertools.install()\n"
         "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, AppSyncResolver, Response\n"
         "from aws_lambda_powertools.event_handler import content_types\n"
         "from aws_lambda_powertools.utilities.data_classes import DynamoDBStreamEvent, SQSEvent\n"
@@ -96,3 +96,15 @@ def test_the_stream_function_loads_the_rules_of_rarer_records_on_their_first_rec
     for rarer in ("shop.services.category_moves", "shop.services.product_events", "shop.services.archival"):
         assert rarer not in loaded
     assert "shop.services.order_events" in loaded
+
+
+def test_the_runtime_package_itself_imports_nothing():
+    # a handler's first line imports shop.runtime.lean_init: the package costs no import of its own
+    loaded = fresh_python(
+        "import json, sys\n"
+        "import shop\n"
+        "before = set(sys.modules)\n"
+        "import shop.runtime\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))"
+    )
+    assert loaded == ["shop.runtime"]

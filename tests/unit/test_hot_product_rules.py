@@ -196,7 +196,7 @@ def test_a_snapstart_restore_empties_every_cache(memory, clock, monkeypatch):
 
     hooks: list = []
     monkeypatch.setattr(hot_products, "_caches", weakref.WeakSet())
-    monkeypatch.setattr(hot_products.restore_hooks, "after_restore", hooks.append)
+    monkeypatch.setattr(hot_products.snapstart, "after_restore", hooks.append)
     catalog = CatalogService(
         products=memory.products, categories=memory.categories, hot=HotProductCache(TTL, now=clock)
     )

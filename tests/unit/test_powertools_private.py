@@ -1,4 +1,4 @@
-"""What the shop uses of Powertools' private shape (shop.powertools_private) still has the shape it relies on.
+"""What the shop uses of Powertools' private shape (shop.runtime.powertools_private) keeps the shape it relies on.
 
 Each override and each private call is pinned by its signature in Powertools and by Powertools still calling
 it; a release that renames, reshapes or stops calling one fails here, naming which.
@@ -18,8 +18,8 @@ from aws_lambda_powertools.event_handler.api_gateway import (
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
-from shop import powertools_private
 from shop.http_api.resolver import create_app
+from shop.runtime import powertools_private
 
 CLASSES = {
     cls.__name__: cls

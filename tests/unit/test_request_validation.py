@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.event_handler.middlewares.openapi_validation import OpenAPIRequestValidationMiddleware
 
-from shop import powertools_private
 from shop.http_api.params import DEFAULT_LIMIT, Limit, ProductId, Request
 from shop.http_api.resolver import PathOnlyRequestValidation, ShopResolver, create_app, json_response
 from shop.limits import MAX_ID_LENGTH
+from shop.runtime import powertools_private
 
 
 def _app(validation: OpenAPIRequestValidationMiddleware) -> ShopResolver:

@@ -10,7 +10,7 @@ import secrets
 import threading
 from typing import Any
 
-from shop import restore_hooks
+from shop.runtime import snapstart
 
 _ulids: Any = None
 _lock = threading.Lock()
@@ -44,4 +44,4 @@ def _forget_last_id() -> None:
     _ulids = None
 
 
-restore_hooks.after_restore(_forget_last_id)
+snapstart.after_restore(_forget_last_id)

@@ -16,8 +16,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shop.config import settings
-from shop.lazy_client import ProcessClient
 from shop.models.events import Event
+from shop.runtime.botocore_clients import ProcessClient
 
 logger = logging.getLogger(__name__)
 

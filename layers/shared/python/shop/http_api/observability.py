@@ -14,8 +14,8 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import Metrics, MetricUnit
 
-from shop import startup
 from shop.aws_config import invocation_deadline
+from shop.runtime import lean_init
 from shop.tracing import tracing_disabled
 from shop.version_metrics import count_for_version
 
@@ -88,5 +88,5 @@ def lambda_handler(resolve: Handler) -> Handler:
     if tracing_enabled():
         from aws_lambda_powertools import Tracer
 
-        return startup.paused_first_call(Tracer().capture_lambda_handler(handler))
-    return startup.paused_first_call(handler)
+        return lean_init.paused_first_call(Tracer().capture_lambda_handler(handler))
+    return lean_init.paused_first_call(handler)

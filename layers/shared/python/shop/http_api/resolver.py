@@ -22,11 +22,12 @@ from aws_lambda_powertools.event_handler.middlewares.openapi_validation import O
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
 from pydantic import BaseModel
 
-from shop import errors, powertools_private
+from shop import errors
 from shop.http_api import errors as http_errors
 from shop.http_api import observability
 from shop.http_api.routes import ROUTES, Route
 from shop.http_api.schemas import ErrorResponse, UnauthorizedResponse, ValidationErrorResponse
+from shop.runtime import powertools_private
 
 JSON = content_types.APPLICATION_JSON
 
@@ -178,7 +179,7 @@ class ShopResponseBuilder(ResponseBuilder[Any]):
     enables compression: Powertools builds the case-insensitive map of every header to find ``Accept-Encoding``
     on every response, and then compresses nothing unless one of them does. No shop route compresses."""
 
-    @staticmethod  # private in Powertools: shop.powertools_private
+    @staticmethod  # private in Powertools: shop.runtime.powertools_private
     def _has_compression_enabled(route_compression: bool, response_compression: bool | None, event: Any) -> bool:
         if not route_compression and not response_compression:
             return False  # what Powertools answers for these, whatever the headers say
@@ -270,7 +271,7 @@ class ShopResolver(APIGatewayHttpResolver):
 
     def _prepare(self) -> None:
         """Build every route's middleware stack once, before threads race to build it twice; a route whose stack
-        is Powertools' validation alone calls it without Powertools' frames (shop.powertools_private)."""
+        is Powertools' validation alone calls it without Powertools' frames (shop.runtime.powertools_private)."""
         if getattr(self, "_prepared", False):
             return
         with self._build_lock:
@@ -309,18 +310,18 @@ class ShopResolver(APIGatewayHttpResolver):
                     operation.requestBody = RequestBody.model_validate(body)
         return schema
 
-    @staticmethod  # private in Powertools: shop.powertools_private
+    @staticmethod  # private in Powertools: shop.runtime.powertools_private
     def _compile_regex(rule: str, base_regex: str = "^{}$") -> re.Pattern[str]:
         """A route's regex whose variables match one decoded path segment, whatever its characters."""
         return re.compile(base_regex.format(_PATH_VARIABLE.sub(r"(?P<\1>[^/]+)", rule)))
 
-    # private in Powertools: shop.powertools_private
+    # private in Powertools: shop.runtime.powertools_private
     def _convert_matches_into_route_keys(self, match: re.Match[str]) -> dict[str, str]:
         """The decoded values API Gateway put in ``pathParameters``, else the values in the path."""
         given = self.current_event.get("pathParameters") or {}
         return {name: str(given.get(name, value)) for name, value in match.groupdict().items()}
 
-    def _to_proxy_event(self, event: dict[str, Any]) -> Any:  # private in Powertools: shop.powertools_private
+    def _to_proxy_event(self, event: dict[str, Any]) -> Any:  # private in Powertools: shop.runtime.powertools_private
         """The proxy event ``resolve`` made of this very event already (Powertools would make it again)."""
         current = self.current_event
         if current is not None and current.raw_event is event:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shop.lazy_packages import exports
+from shop.runtime.lazy_exports import exports
 
 if TYPE_CHECKING:
     from shop.models.common import Page

@@ -20,7 +20,7 @@ class _RecordPerKey(DynamoDBPersistenceLayer):
     ``_get_key`` is the one key builder behind every read, put, update and delete the layer makes
     (Powertools 3.x), so overriding it moves the records and leaves Powertools' conditions and
     record handling untouched; ``tests/functions/test_api.py`` proves the records land there. Private in
-    Powertools: shop.powertools_private.
+    Powertools: shop.runtime.powertools_private.
     """
 
     def _get_key(self, idempotency_key: str) -> dict[str, Any]:

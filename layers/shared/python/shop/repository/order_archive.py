@@ -18,11 +18,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from shop import errors, keys
 from shop.config import settings
-from shop.lazy_client import ProcessClient
 from shop.limits import ARCHIVE_PREFIX, BATCH_WRITE_MAX_ITEMS
 from shop.models import Order
 from shop.repository.order_items import order_from_items
 from shop.repository.store import ConditionFailed, Table, conditional_write, from_item, to_item, translated_errors
+from shop.runtime.botocore_clients import ProcessClient
 
 CONTENT_TYPE = "application/json"
 # Deletes BatchWriteItem left unprocessed are sent again this often, then the record fails (and is retried).

@@ -12,8 +12,8 @@ from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, HTT
 from shop import errors, keys
 from shop.aws_config import CONFLICT_ERROR, CONFLICT_REASON, with_conflict_retries
 from shop.config import settings
-from shop.lazy_client import ProcessClient
 from shop.repository.attribute_values import deserialize, serialize
+from shop.runtime.botocore_clients import ProcessClient
 
 UNAVAILABLE_CODES = frozenset(
     {

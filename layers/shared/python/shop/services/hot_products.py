@@ -14,9 +14,9 @@ import weakref
 from collections.abc import Callable
 from enum import StrEnum
 
-from shop import restore_hooks
 from shop.config import settings
 from shop.models import Product
+from shop.runtime import snapstart
 
 # Beyond this many entries an insert first sweeps out the expired ones (only hot products are ever kept).
 SWEEP_AT = 256
@@ -47,7 +47,7 @@ class HotProductCache:
         self._entries: dict[tuple[str, Kind, str], tuple[float, Product]] = {}
         self._lock = threading.Lock()
         if not _caches:
-            restore_hooks.after_restore(clear_all)
+            snapstart.after_restore(clear_all)
         _caches.add(self)
 
     @property

@@ -30,7 +30,7 @@ def after_restore(hook: Callable[[], Any]) -> None:
 
 
 def install() -> None:
-    """Reseed `random` from os.urandom after a restore; once per process (shop.startup.begin)."""
+    """Reseed `random` from os.urandom after a restore; once per process (shop.runtime.lean_init.begin)."""
     global _installed
     if not _installed:
         _installed = True

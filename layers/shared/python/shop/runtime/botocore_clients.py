@@ -7,7 +7,15 @@ imports s3transfer and multiprocessing for its transfer manager (~15 ms of a col
 service botocore ships (~400 folders, ~15 ms on the first client). The legacy endpoint resolver a client is
 built with reads `botocore_endpoints.json` beside this module: botocore's own endpoints.json (1.2 MB, ~10 ms to
 parse) with only the services the shop calls, for the botocore version it was cut from (`python -m
-shop.lazy_client` cuts it again; any other version or service reads botocore's whole file).
+shop.runtime.cut_botocore_endpoints` cuts it again; any other version or service reads botocore's whole file).
+
+botocore has no public hook for either, so both rely on its undocumented shape, named in `BOTOCORE_PRIVATE` and pinned
+by tests/unit/test_botocore_private.py (signatures, and that botocore still calls each):
+- `Session._internal_components.lazy_register_component("endpoint_resolver", ...)`: the resolver a session's
+  clients are built with (`Session.register_component` registers public components only).
+- `Loader.load_service_model`, overridden by a copy that skips the listing; it calls the loader's
+  `_find_extras` and `_extras_processor.process` as botocore's does.
+- `EndpointResolver(data, uses_builtin_data=True)`: the cut data resolved as botocore's bundled file is.
 """
 
 from __future__ import annotations
@@ -27,16 +35,17 @@ ENDPOINTS_FILE = pathlib.Path(__file__).with_name("botocore_endpoints.json")
 # service name -> its endpoint prefix in endpoints.json, for every client the shop makes
 ENDPOINT_PREFIXES = {"dynamodb": "dynamodb", "dynamodbstreams": "streams.dynamodb", "events": "events", "s3": "s3"}
 _endpoints: dict[str, Any] | None = None
-
-
-def cut_endpoints(full: dict[str, Any], botocore_version: str) -> dict[str, Any]:
-    """botocore's endpoints.json with only the shop's services in each partition (every other field as is)."""
-    keep = set(ENDPOINT_PREFIXES.values())
-    partitions = [
-        {**partition, "services": {k: v for k, v in partition["services"].items() if k in keep}}
-        for partition in full["partitions"]
-    ]
-    return {**full, "partitions": partitions, "botocore": botocore_version}
+# botocore's private shape used here, pinned by tests/unit/test_botocore_private.py: "module.Class.name" -> its
+# signature there (a method), or the class an instance's attribute holds
+BOTOCORE_PRIVATE = {
+    "botocore.session.Session._internal_components": "botocore.session.ComponentLocator",
+    "botocore.session.ComponentLocator.lazy_register_component": "(self, name, no_arg_factory)",
+    "botocore.loaders.Loader.load_service_model": "(self, service_name, type_name, api_version=None)",
+    "botocore.loaders.Loader._find_extras": "(self, service_name, type_name, api_version)",
+    "botocore.loaders.Loader._extras_processor": "botocore.loaders.ExtrasProcessor",
+    "botocore.loaders.ExtrasProcessor.process": "(self, original_model, extra_models)",
+    "botocore.regions.EndpointResolver.__init__": "(self, endpoint_data, uses_builtin_data=False)",
+}
 
 
 def _cut_endpoints() -> dict[str, Any] | None:
@@ -123,19 +132,3 @@ class ProcessClient:
         """Forget the client (tests switch stores and mocks between runs)."""
         with self._lock:
             self._module._client = None  # type: ignore[attr-defined]
-
-
-def main() -> None:
-    """Cut botocore_endpoints.json again from the installed botocore (after upgrading it)."""
-    import botocore
-    from botocore.loaders import Loader
-
-    full = Loader(include_default_search_paths=False, extra_search_paths=[Loader.BUILTIN_DATA_PATH]).load_data(
-        "endpoints"
-    )
-    cut = cut_endpoints(full, botocore.__version__)
-    ENDPOINTS_FILE.write_text(json.dumps(cut, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
-
-
-if __name__ == "__main__":
-    main()

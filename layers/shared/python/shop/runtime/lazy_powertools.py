@@ -1,8 +1,10 @@
-"""Import one class from a large package without running the package's ``__init__``.
+"""Import one class from Powertools' large packages without running the package's ``__init__``.
 
-``install()`` registers Powertools' ``event_handler`` and ``utilities.data_classes`` uninitialised; any name still
-imports, and anything unexpected falls back to the ordinary import. ``exports`` does the same for the shop's own
-packages. Why: docs/decisions.md, "Cold start".
+``install()`` (called by ``shop.runtime.lean_init.begin``) registers Powertools' ``event_handler`` and
+``utilities.data_classes`` uninitialised; any name still imports, and anything unexpected falls back to the
+ordinary import. It reads the ``__init__``'s ``from .x import name`` lines, the shape of the pinned Powertools
+(tests/unit/test_cold_start_imports.py fails if a handler's import runs an ``__init__`` again). The shop's own
+packages do the same with ``shop.runtime.lazy_exports``. Why: docs/decisions.md, "Cold start".
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import importlib.util
 import re
 import sys
 import threading
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -75,21 +76,6 @@ def _lazy(package: str) -> ModuleType | None:
 
     module.__getattr__ = __getattr__  # type: ignore[method-assign]
     return module
-
-
-def exports(package: str, where: dict[str, str]) -> Callable[[str], Any]:
-    """A package's ``__getattr__`` (PEP 562): each exported name imports its own submodule on first use, so a
-    function loads the shop's models and repositories it uses, not all of them."""
-
-    def __getattr__(name: str) -> Any:
-        module = where.get(name)
-        if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        setattr(sys.modules[package], name, value)
-        return value
-
-    return __getattr__
 
 
 def install() -> None:

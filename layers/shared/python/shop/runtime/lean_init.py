@@ -1,7 +1,8 @@
 """Cold start: no cyclic garbage collection while a function's module is imported (Lambda's init).
 
-``begin()`` first thing in ``handler.py`` (it also installs ``shop.lazy_packages`` and ``shop.restore_hooks``),
-``done()`` last thing; ``paused_first_call`` covers the first invocation. Why: docs/decisions.md, "Cold start".
+``begin()`` first thing in ``handler.py`` (it also installs ``shop.runtime.lazy_powertools`` and
+``shop.runtime.snapstart``), ``done()`` last thing; ``paused_first_call`` covers the first invocation.
+Why: docs/decisions.md, "Cold start".
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from shop import lazy_packages, restore_hooks
+from shop.runtime import lazy_powertools, snapstart
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,8 +23,8 @@ _paused = False
 def begin() -> None:
     """Init starts: Powertools' large packages load lazily, the cyclic collector pauses until ``done()``."""
     global _paused
-    lazy_packages.install()
-    restore_hooks.install()
+    lazy_powertools.install()
+    snapstart.install()
     if gc.isenabled():
         gc.disable()
         _paused = True
