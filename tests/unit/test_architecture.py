@@ -78,8 +78,9 @@ def _documented_imports(where: str) -> tuple[str, ...]:
         ("shop/services/", _modules("services"), "shop.services"),
         ("shop/models/", _modules("models"), "shop.models"),
         ("shop/keys.py", [SHOP / "keys.py"], "shop.keys"),
+        ("shop/runtime/", _modules("runtime"), "shop.runtime"),
     ],
-    ids=["rules", "data", "keys"],
+    ids=["rules", "data", "keys", "runtime"],
 )
 def test_each_room_imports_only_what_architecture_md_says(where, modules, own):
     allowed = (own, *_documented_imports(where))
