@@ -39,13 +39,16 @@ from shop.models import Customer, OrderStatus, Product, Review, ShippingAddress
 from shop.models.categories import Category, category_path, listing_scopes, path_slugs
 from shop.services import hot_products, product_events
 from shop.services.alerts import AlertService
+from shop.services.archival import ArchivalService
 from shop.services.carts import CartService
 from shop.services.catalog import CatalogService
 from shop.services.categories import CategoryService
+from shop.services.category_moves import CategoryMoves
 from shop.services.customers import CustomerService
 from shop.services.order_events import OrderEventsService
 from shop.services.orders import OrderService
 from shop.services.payments import PaymentService
+from shop.services.product_events import ProductEventsService
 from shop.services.sales import SalesService
 from shop.services.sessions import SessionService
 from tests.functions.apigw import event
@@ -229,6 +232,15 @@ class MemoryWiring:
 
     def order_events_service(self) -> OrderEventsService:
         return order_events_service(self.store, self.stream)
+
+    def product_events_service(self) -> ProductEventsService:
+        return self.order_events_service().products
+
+    def category_moves(self) -> CategoryMoves:
+        return self.order_events_service().moves
+
+    def archival_service(self) -> ArchivalService:
+        return self.order_events_service().archival
 
     def migration_store(self) -> MemoryMigrations:
         return self.migrations

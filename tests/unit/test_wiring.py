@@ -3,6 +3,8 @@ loads only the modules that service needs (a function's cold start stays what it
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from shop import wiring
@@ -75,3 +77,31 @@ def test_a_factory_loads_only_its_services_modules(factory, used, unused):
     )
     assert used <= loaded
     assert not unused & loaded
+
+
+class _Injected:
+    """An InjectedStore whose every method answers its own name."""
+
+    def __getattr__(self, name: str):
+        return lambda: f"injected {name}"
+
+
+def _factories_on_a_table() -> dict[str, object]:
+    return {
+        name: factory
+        for name, factory in vars(wiring).items()
+        if inspect.isfunction(factory)
+        and not name.startswith("_")
+        and next(iter(inspect.signature(factory).parameters), None) == "table"
+    }
+
+
+def test_under_built_on_every_factory_on_a_table_called_bare_answers_the_injected_store(table):
+    factories = _factories_on_a_table()
+    assert len(factories) == 15
+    with wiring.built_on(_Injected()):  # type: ignore[arg-type]
+        assert {name: factory() for name, factory in factories.items()} == {  # type: ignore[operator]
+            name: f"injected {name}" for name in factories
+        }
+        assert type(wiring.customer_service(table)).__name__ == "CustomerService"  # a table given: built on it
+    assert type(wiring.customer_service()).__name__ == "CustomerService"  # outside built_on: the function's table

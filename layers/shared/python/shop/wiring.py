@@ -4,17 +4,18 @@ Services take ports (shop.services.ports) and never load an SDK; the adapters ar
 on `table` (default: the function's table, TABLE_NAME), the S3 archive and the stream records. Each factory
 imports only the modules of the service it builds, so a function loads what it uses and no more.
 
-The one seam: `built_on(store)` makes every factory called without a table build on `store` instead (an
-`InjectedStore`: the fast lane's in-memory store, tests/support/memory_wiring.py), so the handlers run
-unchanged on it. Nothing in the deployed code calls it.
+The one seam: under `built_on(store)`, every factory on a table (each marked `@_injectable`) called without
+arguments, as the handlers call them, answers the `InjectedStore`'s method of its own name instead (the fast lane's
+in-memory store, tests/support/memory_wiring.py), so the handlers run unchanged on it. Nothing in the deployed code
+calls it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol
+from functools import lru_cache, wraps
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast
 
 from shop import clock
 
@@ -58,12 +59,32 @@ class InjectedStore(Protocol):
         ...
 
     def order_events_service(self) -> OrderEventsService: ...
+    def product_events_service(self) -> ProductEventsService: ...
+    def category_moves(self) -> CategoryMoves: ...
+    def archival_service(self) -> ArchivalService: ...
     def payment_service(self) -> PaymentService: ...
     def migration_store(self) -> Any:  # shop.migrations.runner.MigrationStore
         ...
 
 
 _injected: InjectedStore | None = None
+_Args = ParamSpec("_Args")
+_Built = TypeVar("_Built")
+
+
+def _injectable(factory: Callable[_Args, _Built]) -> Callable[_Args, _Built]:
+    """The factory, or under `built_on` and called without arguments the injected store's method of its name."""
+    name = factory.__name__
+    if not hasattr(InjectedStore, name):
+        raise TypeError(f"InjectedStore has no {name}(): declare it there first")
+
+    @wraps(factory)
+    def build(*args: _Args.args, **kwargs: _Args.kwargs) -> _Built:
+        if _injected is not None and not args and not kwargs:
+            return cast(_Built, getattr(_injected, name)())
+        return factory(*args, **kwargs)
+
+    return build
 
 
 @contextmanager
@@ -91,9 +112,8 @@ def _table(table: Table | None) -> Table:
 # -- the API functions' services ------------------------------------------------------------------
 
 
+@_injectable
 def catalog_service(table: Table | None = None, *, hot: HotProductCache | None = None) -> CatalogService:
-    if table is None and _injected is not None:
-        return _injected.catalog_service()
     from shop.repository.categories import CategoryRepository
     from shop.repository.products import ProductRepository
     from shop.services.catalog import CatalogService
@@ -102,33 +122,31 @@ def catalog_service(table: Table | None = None, *, hot: HotProductCache | None =
     return CatalogService(products=ProductRepository(table), categories=CategoryRepository(table), hot=hot)
 
 
+@_injectable
 def category_service(table: Table | None = None) -> CategoryService:
-    if table is None and _injected is not None:
-        return _injected.category_service()
     from shop.repository.categories import CategoryRepository
     from shop.services.categories import CategoryService
 
     return CategoryService(categories=CategoryRepository(_table(table)))
 
 
+@_injectable
 def alert_service(table: Table | None = None) -> AlertService:
-    if table is None and _injected is not None:
-        return _injected.alert_service()
     from shop.repository.alerts import AlertRepository
     from shop.services.alerts import AlertService
 
     return AlertService(alerts=AlertRepository(_table(table)))
 
 
+@_injectable
 def customer_service(table: Table | None = None) -> CustomerService:
-    if table is None and _injected is not None:
-        return _injected.customer_service()
     from shop.repository.customers import CustomerRepository
     from shop.services.customers import CustomerService
 
     return CustomerService(customers=CustomerRepository(_table(table)))
 
 
+@_injectable
 def order_service(
     table: Table | None = None,
     shards: int | None = None,
@@ -139,8 +157,6 @@ def order_service(
 ) -> OrderService:
     """The status index in `shards` shards, or under a shard-count `switch` (default: the settings); the S3
     archive of ARCHIVE_BUCKET."""
-    if table is None and _injected is not None:
-        return _injected.order_service()
     from shop.repository.carts import CustomerCartRepository
     from shop.repository.order_archive import ArchiveBucket
     from shop.repository.orders import OrderRepository
@@ -162,27 +178,24 @@ def order_service(
     )
 
 
+@_injectable
 def idempotency_records(table: Table | None = None) -> IdempotencyRecords:
     """Where the HTTP API's idempotent operations (shop.http_api.idempotency) keep their records."""
-    if table is None and _injected is not None:
-        return _injected.idempotency_records()
     from shop.repository.idempotency_records import IdempotencyRecords
 
     return IdempotencyRecords(_table(table))
 
 
+@_injectable
 def sales_service(table: Table | None = None) -> SalesService:
-    if table is None and _injected is not None:
-        return _injected.sales_service()
     from shop.repository.sales import SalesRepository
     from shop.services.sales import SalesService
 
     return SalesService(SalesRepository(_table(table)))
 
 
+@_injectable
 def session_service(table: Table | None = None, ttl_seconds: int | None = None) -> SessionService:
-    if table is None and _injected is not None:
-        return _injected.session_service()
     from shop.repository.products import ProductRepository
     from shop.repository.sessions import SessionRepository
     from shop.services.sessions import SessionService
@@ -191,9 +204,8 @@ def session_service(table: Table | None = None, ttl_seconds: int | None = None) 
     return SessionService(sessions=SessionRepository(table), products=ProductRepository(table), ttl_seconds=ttl_seconds)
 
 
+@_injectable
 def cart_service(table: Table | None = None, ttl_seconds: int | None = None) -> CartService:
-    if table is None and _injected is not None:
-        return _injected.cart_service()
     from shop.repository.carts import CustomerCartRepository
     from shop.repository.products import ProductRepository
     from shop.services.carts import CartService
@@ -205,12 +217,11 @@ def cart_service(table: Table | None = None, ttl_seconds: int | None = None) -> 
 # -- the stream processor's services --------------------------------------------------------------
 
 
+@_injectable
 def order_events_service(
     table: Table | None = None, shards: int | None = None, now: Callable[[], str] = clock.iso_now
 ) -> OrderEventsService:
     """The rules of rarer records (products, category moves, archival) are built on their first record."""
-    if table is None and _injected is not None:
-        return _injected.order_events_service()
     from shop.config import sales_legacy_markers
     from shop.repository.order_effects import OrderEffectsRepository
     from shop.repository.sales import SalesRepository
@@ -229,6 +240,7 @@ def order_events_service(
     )
 
 
+@_injectable
 def product_events_service(table: Table | None = None) -> ProductEventsService:
     from shop.repository.alerts import AlertRepository
     from shop.services.product_events import ProductEventsService
@@ -236,6 +248,7 @@ def product_events_service(table: Table | None = None) -> ProductEventsService:
     return ProductEventsService(AlertRepository(_table(table)))
 
 
+@_injectable
 def category_moves(table: Table | None = None) -> CategoryMoves:
     from shop.repository.categories import CategoryRepository
     from shop.repository.products import ProductRepository
@@ -245,6 +258,7 @@ def category_moves(table: Table | None = None) -> CategoryMoves:
     return CategoryMoves(CategoryRepository(table), ProductRepository(table))
 
 
+@_injectable
 def archival_service(
     table: Table | None = None, bucket: ArchiveBucket | None = None, now: Callable[[], str] = clock.iso_now
 ) -> ArchivalService:
@@ -304,6 +318,7 @@ def payment_webhooks() -> PaymentWebhooks | None:
     return StripeWebhooks(webhook_secret())
 
 
+@_injectable
 def payment_service(
     table: Table | None = None,
     shards: int | None = None,
@@ -313,8 +328,6 @@ def payment_service(
 ) -> PaymentService:
     """The payment rules (the webhook's, the payment steps') on the table and the provider PAYMENTS names
     (`provider` replaces it: the tests' fake). Built per call; the provider's client is made lazily by it."""
-    if table is None and provider is None and _injected is not None:
-        return _injected.payment_service()
     from shop.config import payment_settings, settings
     from shop.repository.order_payments import OrderPaymentRepository
     from shop.services.payments import PaymentService
@@ -333,10 +346,9 @@ def payment_service(
 # -- the migration worker ---------------------------------------------------------------------------
 
 
+@_injectable
 def migration_store(table: Table | None = None) -> MigrationRepository:
     """The migrations' Scan segments, writes and checkpoints on the function's table."""
-    if table is None and _injected is not None:
-        return _injected.migration_store()
     from shop.repository.migrations import MigrationRepository
 
     return MigrationRepository(_table(table))
