@@ -3,7 +3,7 @@ issue 39): the CONFIRMED status index walked oldest first, one Query per shard i
 condition `GSI1SK < <cutoff>` on the sort key (it starts with created_at), each shard resuming after its cursor
 (ExclusiveStartKey); no Scan, no filter: every item read is returned (read amplification 1.00). During a shard-count
 switch the walk reads both counts (resuming partitions at entries that are not theirs). The rules:
-tests/unit/test_expiring_authorisation_rules.py."""
+tests/unit/services/test_orders.py."""
 
 from __future__ import annotations
 

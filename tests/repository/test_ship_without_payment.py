@@ -4,8 +4,8 @@ The webhook records a lapse on the order's payment (`payment.status` LAPSED) wit
 a status change conditional on the version alone would ship an order whose lapse landed between the admin's read and
 the write. The SHIPPED write is also conditional on the payment not being LAPSED: refused, it answers
 PAYMENT_NOT_HELD (from the item the failed condition returns); with ship_without_payment it ships, recorded on the
-order item and, through the stream processor, on the version's history entry. The rules: tests/unit/
-test_ship_without_payment_rules.py."""
+order item and, through the stream processor, on the version's history entry. The rules:
+tests/unit/services/test_orders.py."""
 
 from __future__ import annotations
 

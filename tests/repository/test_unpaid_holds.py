@@ -1,7 +1,7 @@
 """The customer's unpaid hold on DynamoDB Local (shop.repository.unpaid_holds; docs/payments.md, "Hoarding"): the
 placement transaction's condition on the string set's size and on the units, its refusal writing nothing and naming
 what the hold held (ReturnValuesOnConditionCheckFailure), the release's `contains` condition under replays, and the
-one consistent read of the held orders. The rules on the memory store: tests/unit/test_unpaid_limit_rules.py."""
+one consistent read of the held orders. The rules on the memory store: tests/unit/services/test_orders.py (the release: test_order_events.py)."""
 
 from __future__ import annotations
 

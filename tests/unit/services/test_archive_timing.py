@@ -1,4 +1,5 @@
-"""Archival rules on the memory store: which status changes set the order's TTL, and how an archived order reads."""
+"""When a finished order may be archived (shop.services.archive_timing): the TTL a status change sets, never sooner
+than the grace, which stream records are fresh, the grace setting. How an archived order reads: test_orders.py."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shop import clock, errors
+from shop import clock
 from shop.limits import DEFAULT_ARCHIVE_GRACE_SECONDS, MAX_ARCHIVE_GRACE_SECONDS, RETURN_WINDOW_DAYS
 from shop.models import OrderStatus
 from shop.services.archive_timing import DAY_SECONDS, FRESH_RECORD_MARGIN_SECONDS, archive_at, fresh_record
-from shop.services.orders import RequestedLine
-from tests.support.factories import ADDRESS, ADMIN, ALICE, BOB, parcel
+from tests.support.factories import ADMIN, ALICE, parcel
+from tests.unit.services.test_orders import placed
 
 
 def test_final_statuses_expire_after_the_setting_delivered_after_its_return_window_too():
@@ -79,13 +80,6 @@ def orders(memory):
     return memory.order_service()
 
 
-def placed(memory, orders):
-    hammer = memory.catalog_service().create(
-        ADMIN, name="Hammer", category="tools", price_cents=1500, description=None, stock=10
-    )
-    return orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(hammer.product_id, 1)])
-
-
 def test_the_ttl_is_set_with_the_final_status_and_only_then(memory, orders, monkeypatch):
     monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "10")
     order = placed(memory, orders)
@@ -110,34 +104,6 @@ def test_a_cancel_sets_the_ttl_in_the_same_change_archivable_only_after_the_grac
     before = clock.epoch(clock.now())
     orders.cancel(ALICE, order.order_id)
     assert before + grace <= memory.state.order_ttls[order.order_id] <= clock.epoch(clock.now()) + grace
-
-
-def test_an_archived_order_reads_from_the_archive_for_its_owner_and_admins_only(memory, orders):
-    order = placed(memory, orders)
-    cancelled = orders.cancel(ALICE, order.order_id)
-    memory.orders.expire(order.order_id)
-    archived = orders.get(ALICE, order.order_id)
-    assert archived.archived is True
-    assert archived.model_dump(exclude={"archived"}) == cancelled.model_dump(exclude={"archived"})
-    assert orders.get(ADMIN, order.order_id).archived is True
-    with pytest.raises(errors.OrderNotFound):
-        orders.get(BOB, order.order_id)
-    listed = orders.list_for_customer(ALICE, "alice", limit=10, next_token=None).items
-    assert [(o.order_id, o.status) for o in listed] == [(order.order_id, OrderStatus.CANCELLED)]
-
-
-def test_an_archived_order_cannot_change(memory, orders):
-    order = placed(memory, orders)
-    cancelled = orders.cancel(ALICE, order.order_id)
-    memory.orders.expire(order.order_id)
-    with pytest.raises(errors.OrderArchived):
-        orders.change_status(
-            ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=cancelled.version, shipment=parcel()
-        )
-    with pytest.raises(errors.OrderArchived):
-        orders.cancel(ALICE, order.order_id)
-    with pytest.raises(errors.OrderNotFound):
-        orders.cancel(BOB, order.order_id)
 
 
 @pytest.mark.parametrize("value", ["-1", "1.5", "abc", str(MAX_ARCHIVE_GRACE_SECONDS + 1), "٣"])
