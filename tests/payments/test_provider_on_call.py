@@ -1,53 +1,54 @@
-"""The payment rules get their provider built at its first call (shop.payments.deferred): the webhook's first
-delivery verifies with the standard library and never imports `stripe` unless the rule calls Stripe."""
+"""The payment rules are handed their provider as a callable (shop.wiring's `_current_payments`), called only when
+a rule calls the provider: the webhook's first delivery verifies with the standard library and never imports
+`stripe` unless the rule calls Stripe."""
 
 from __future__ import annotations
 
 import pytest
 
-from shop import errors
+from shop import errors, wiring
 from shop.models.payments import PaymentStep, idempotency_key
-from shop.payments.deferred import DeferredPayments
+from shop.repository.store import Table
 from tests.support.fake_payments import FakePayments
 from tests.support.fresh_python import LAMBDA_LIKE_ENV, fresh_python
 
 
-def test_the_provider_is_built_once_at_the_first_call_and_every_call_reaches_it():
+def test_the_rules_ask_for_the_provider_at_each_call_and_every_call_reaches_it(monkeypatch):
     built: list[FakePayments] = []
+    provider = FakePayments()
 
-    def build() -> FakePayments:
-        built.append(FakePayments())
-        return built[-1]
+    def payments() -> FakePayments:
+        built.append(provider)
+        return provider
 
-    payments = DeferredPayments(build)
+    monkeypatch.setattr(wiring, "payments", payments)  # looked up at the call, as the tests that replace it need
+    rules = wiring.payment_service(Table(client=object(), table_name="shop-provider"))
     assert built == []
 
-    intent = payments.create_intent(
+    intent = rules.payments.create_intent(
         "ord-d", 500, "eur", idempotency_key=idempotency_key("ord-d", PaymentStep.AUTHORISE)
     )
-    built[0].authorise(intent.intent_id)
-    assert payments.get_intent(intent.intent_id).status == built[0].get_intent(intent.intent_id).status
-    cancelled = payments.cancel(intent.intent_id, idempotency_key=idempotency_key("ord-d", PaymentStep.CANCEL))
+    provider.authorise(intent.intent_id)
+    cancelled = rules.payments.cancel(intent.intent_id, idempotency_key=idempotency_key("ord-d", PaymentStep.CANCEL))
 
-    assert len(built) == 1
+    assert len(built) == 2
     assert cancelled.status.value == "canceled"
-    assert [operation for operation, _ in built[0].calls] == ["create_intent", "get_intent", "get_intent", "cancel"]
-    assert payments.refunds(intent.intent_id) == []
-    assert len(built) == 1
+    assert [operation for operation, _ in provider.calls] == ["create_intent", "cancel"]
 
 
-def test_payments_off_is_a_misconfiguration_at_the_first_call():
-    payments = DeferredPayments(lambda: None)
+def test_payments_off_is_a_misconfiguration_at_the_first_call(monkeypatch):
+    monkeypatch.setattr(wiring, "payments", lambda: None)
+    rules = wiring.payment_service(Table(client=object(), table_name="shop-provider"))
     with pytest.raises(errors.PaymentMisconfigured):
-        payments.get_intent("pi_1")
+        rules.payments.get_intent("pi_1")
 
 
 def test_a_delivery_verified_and_the_rules_built_load_no_stripe_until_a_call():
     env = {
         **LAMBDA_LIKE_ENV,
         "PAYMENTS": "stripe",
-        "STRIPE_SECRET_KEY": "sk_test_deferred",
-        "STRIPE_WEBHOOK_SECRET": "whsec_deferred",
+        "STRIPE_SECRET_KEY": "sk_test_on_call",
+        "STRIPE_WEBHOOK_SECRET": "whsec_on_call",
         "STRIPE_API_BASE": "http://127.0.0.1:9",
     }
     loaded = fresh_python(
@@ -56,10 +57,10 @@ def test_a_delivery_verified_and_the_rules_built_load_no_stripe_until_a_call():
         "from shop import wiring\n"
         "body = json.dumps({'id': 'evt_1', 'object': 'event', 'type': 'payment_intent.payment_failed',\n"
         "    'created': 1, 'data': {'object': {'id': 'pi_1', 'object': 'payment_intent'}}}).encode()\n"
-        "event = wiring.payment_webhooks().verify(body, signed(body, 'whsec_deferred'))\n"
+        "event = wiring.payment_webhooks().verify(body, signed(body, 'whsec_on_call'))\n"
         "service = wiring.payment_service()\n"
         "before = 'stripe' in sys.modules\n"
-        "provider = type(service.payments.provider).__name__\n"
+        "provider = type(service.payments).__name__\n"
         "print(json.dumps({'event': event.event_id, 'before': before, 'provider': provider,\n"
         "    'after': 'stripe' in sys.modules}))",
         env,

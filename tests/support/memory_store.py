@@ -1225,7 +1225,7 @@ class MemoryStore:
 
         return PaymentService(
             self.order_payments,
-            provider,
+            lambda: provider,
             archive_after_days=lambda: settings().archive_after_days,
             archive_grace_seconds=lambda: settings().archive_grace_seconds,
             captures_on_confirm=lambda: payment_settings().captures_on_confirm,

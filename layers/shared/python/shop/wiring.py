@@ -172,9 +172,7 @@ def order_service(
         carts=CustomerCartRepository(table),
         archive=archive if archive is not None else ArchiveBucket(),
         hot=hot,
-        # Called at each checkout that takes a payment (PAYMENTS=none never does); looked up then, so tests can
-        # put a fake provider in its place.
-        payments=lambda: payments(),  # noqa: PLW0108
+        payments=_current_payments,  # at each checkout that takes a payment (PAYMENTS=none never does)
     )
 
 
@@ -295,12 +293,11 @@ def _stripe_payments(secret_key: str, api_base: str | None) -> Payments:
     return StripePayments(secret_key, api_base=api_base)
 
 
-def _deferred_payments() -> Payments:
-    """payments(), looked up and built at the first call (the webhook's rule calls Stripe only to cancel a dead
-    order's intent, so its first delivery never imports stripe); PaymentMisconfigured then for PAYMENTS=none."""
-    from shop.payments.deferred import DeferredPayments
-
-    return DeferredPayments(lambda: payments())  # noqa: PLW0108 - looked up at the call, as order_service's
+def _current_payments() -> Payments | None:
+    """payments(), looked up when called: the services are handed this, never a provider, so the provider (and
+    `stripe`) is built only by a call that needs it (the webhook's rule calls Stripe only to cancel a dead order's
+    intent: its first delivery never imports stripe), and tests can put a fake in `payments`' place."""
+    return payments()
 
 
 def payment_webhooks() -> PaymentWebhooks | None:
@@ -327,14 +324,14 @@ def payment_service(
     now: Callable[[], datetime] = clock.now,
 ) -> PaymentService:
     """The payment rules (the webhook's, the payment steps') on the table and the provider PAYMENTS names
-    (`provider` replaces it: the tests' fake). Built per call; the provider's client is made lazily by it."""
+    (`provider` replaces it: the tests' fake), built at the rules' first call to it (`_current_payments`)."""
     from shop.config import payment_settings, settings
     from shop.repository.order_payments import OrderPaymentRepository
     from shop.services.payments import PaymentService
 
     return PaymentService(
         OrderPaymentRepository(_table(table), shards),
-        provider if provider is not None else _deferred_payments(),
+        _current_payments if provider is None else lambda: provider,
         archive_after_days=lambda: settings().archive_after_days,
         archive_grace_seconds=lambda: settings().archive_grace_seconds,
         captures_on_confirm=lambda: payment_settings().captures_on_confirm,

@@ -12,7 +12,7 @@ library lets `hmac.compare_digest`'s TypeError escape (a 500 for a forged header
 Why not the library (docs/decisions.md, "The webhook verifies Stripe-Signature with the standard library"):
 importing `stripe` for this one HMAC cost the payments function's cold start ~55 ms of its ~120 ms first
 delivery (its HTTP client imports requests, urllib3 and asyncio); the service imports stripe only when it calls
-Stripe (shop.payments.deferred).
+Stripe (shop.wiring hands the service the provider as a callable).
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ class PaymentService:
     def __init__(
         self,
         store: OrderPayments,
-        payments: Payments | None,
+        payments: Callable[[], Payments | None],
         *,
         archive_after_days: Callable[[], int],
         archive_grace_seconds: Callable[[], int],
@@ -121,8 +121,9 @@ class PaymentService:
         window_seconds: Callable[[], int] = lambda: DEFAULT_PAYMENT_WINDOW_MINUTES * 60,
         now: Callable[[], datetime] = clock.now,
     ) -> None:
-        """`captures_on_confirm`: CAPTURE=on_confirm (capture at CONFIRMED, refund at CANCELLED); `window_seconds`:
-        the payment window new orders get (PAYMENT_WINDOW_MINUTES), which the sweep looks past."""
+        """`payments` gives the provider at each call to it (None: PAYMENTS=none), so rules that never call it never
+        build it; `captures_on_confirm`: CAPTURE=on_confirm (capture at CONFIRMED, refund at CANCELLED);
+        `window_seconds`: the payment window new orders get (PAYMENT_WINDOW_MINUTES), which the sweep looks past."""
         self.store = store
         self._payments = payments
         self.archive_after_days = archive_after_days
@@ -136,9 +137,10 @@ class PaymentService:
 
     @property
     def payments(self) -> Payments:
-        if self._payments is None:
+        provider = self._payments()
+        if provider is None:
             raise errors.PaymentMisconfigured("a payment step ran with PAYMENTS=none")
-        return self._payments
+        return provider
 
     # -- the webhook's rule -----------------------------------------------------------------------
 
