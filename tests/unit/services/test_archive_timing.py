@@ -1,5 +1,6 @@
 """When a finished order may be archived (shop.services.archive_timing): the TTL a status change sets, never sooner
-than the grace, which stream records are fresh, the grace setting. How an archived order reads: test_orders.py."""
+than the grace, which stream records are fresh, the grace setting. How an archived order reads: test_orders.py;
+the archiving itself: test_archival.py."""
 
 from __future__ import annotations
 
