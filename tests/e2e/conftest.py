@@ -361,7 +361,7 @@ def new_stack(
 
 
 @pytest.fixture
-def api(stack: Stack) -> Api:
+def stack_api(stack: Stack) -> Api:
     return stack.api
 
 

@@ -94,8 +94,10 @@ def assert_authorizer_401(resp: Any) -> None:
 
 
 @pytest.mark.parametrize(("method", "path", "body"), PROTECTED, ids=[f"{m} {p}" for m, p, _ in PROTECTED])
-def test_no_token_is_401_from_the_gateway(api: Api, world: dict[str, Any], method: str, path: str, body: Any) -> None:
-    assert_authorizer_401(call(api, method, path, body, world))
+def test_no_token_is_401_from_the_gateway(
+    stack_api: Api, world: dict[str, Any], method: str, path: str, body: Any
+) -> None:
+    assert_authorizer_401(call(stack_api, method, path, body, world))
 
 
 def _bad_tokens(stack: Stack, tmp: pathlib.Path) -> dict[str, str]:
@@ -136,49 +138,51 @@ def _tamper(token: str) -> str:
     return f"{header}.{forged}.{signature}"
 
 
-def test_bad_tokens_are_401(stack: Stack, api: Api, world: dict[str, Any], tmp_path: pathlib.Path) -> None:
+def test_bad_tokens_are_401(stack: Stack, stack_api: Api, world: dict[str, Any], tmp_path: pathlib.Path) -> None:
     routes = [("GET", "/customers/{cid}", None), ("POST", "/products", PROTECTED[6][2]), ("GET", "/orders/{oid}", None)]
     for name, token in _bad_tokens(stack, tmp_path).items():
         for method, path, body in routes:
-            resp = call(api, method, path, body, world, headers={"Authorization": f"Bearer {token}"})
+            resp = call(stack_api, method, path, body, world, headers={"Authorization": f"Bearer {token}"})
             assert resp.status_code == 401, f"{name}: {method} {path} -> {resp.status_code} {resp.text[:200]}"
             assert resp.json() == {"message": "Unauthorized"}, name
 
 
-def test_a_valid_token_without_the_bearer_prefix_or_with_odd_case_is_accepted(api: Api, world: dict[str, Any]) -> None:
+def test_a_valid_token_without_the_bearer_prefix_or_with_odd_case_is_accepted(
+    stack_api: Api, world: dict[str, Any]
+) -> None:
     """API Gateway's JWT authorizer takes the token with or without `Bearer `; the local one does too."""
     for value in (world["a"], f"bearer {world['a']}", f"Bearer {world['a']}"):
-        expect(api.get(f"/customers/{world['a_id']}", headers={"Authorization": value}), 200)
+        expect(stack_api.get(f"/customers/{world['a_id']}", headers={"Authorization": value}), 200)
 
 
-def test_the_cli_token_is_accepted(stack: Stack, api: Api, world: dict[str, Any]) -> None:
+def test_the_cli_token_is_accepted(stack: Stack, stack_api: Api, world: dict[str, Any]) -> None:
     """`python -m local_runtime token` (what `make -s token` runs) prints a token the gateway accepts."""
     admin = stack.cli_token(f"e2e-cli-admin-{world['uid']}", groups="admin")
-    create_product(api, admin, category=f"e2e-cli-{world['uid']}", name="Cli", price_cents=1, stock=0)
+    create_product(stack_api, admin, category=f"e2e-cli-{world['uid']}", name="Cli", price_cents=1, stock=0)
     customer = stack.cli_token(f"e2e-cli-{world['uid']}")
-    expect(api.get(f"/customers/e2e-cli-{world['uid']}/orders", token=customer), 200)
-    expect(api.post("/products", token=customer, json=PROTECTED[6][2]), 403)
+    expect(stack_api.get(f"/customers/e2e-cli-{world['uid']}/orders", token=customer), 200)
+    expect(stack_api.post("/products", token=customer, json=PROTECTED[6][2]), 403)
 
 
-def test_another_customers_order_is_404_and_their_profile_403(api: Api, world: dict[str, Any]) -> None:
+def test_another_customers_order_is_404_and_their_profile_403(stack_api: Api, world: dict[str, Any]) -> None:
     b, a_id, oid = world["b"], world["a_id"], world["oid"]
-    expect(api.get(f"/orders/{oid}", token=b), 404)
-    expect(api.post(f"/orders/{oid}/cancel", token=b), 404)
-    expect(api.get(f"/customers/{a_id}", token=b), 403)
-    expect(api.patch(f"/customers/{a_id}", token=b, json={"name": "Mallory"}), 403)
-    expect(api.get(f"/customers/{a_id}/orders", token=b), 403)
-    expect(api.get(f"/customers/{a_id}/notifications", token=b), 403)
+    expect(stack_api.get(f"/orders/{oid}", token=b), 404)
+    expect(stack_api.post(f"/orders/{oid}/cancel", token=b), 404)
+    expect(stack_api.get(f"/customers/{a_id}", token=b), 403)
+    expect(stack_api.patch(f"/customers/{a_id}", token=b, json={"name": "Mallory"}), 403)
+    expect(stack_api.get(f"/customers/{a_id}/orders", token=b), 403)
+    expect(stack_api.get(f"/customers/{a_id}/notifications", token=b), 403)
     # and A (the owner) or an admin can
-    assert expect(api.get(f"/orders/{oid}", token=world["a"]), 200)["customer_id"] == a_id
-    assert expect(api.get(f"/orders/{oid}", token=world["admin"]), 200)["customer_id"] == a_id
-    assert expect(api.get(f"/customers/{a_id}", token=world["admin"]), 200)["name"] == "A"
+    assert expect(stack_api.get(f"/orders/{oid}", token=world["a"]), 200)["customer_id"] == a_id
+    assert expect(stack_api.get(f"/orders/{oid}", token=world["admin"]), 200)["customer_id"] == a_id
+    assert expect(stack_api.get(f"/customers/{a_id}", token=world["admin"]), 200)["name"] == "A"
     assert [
-        o["order_id"] for o in expect(api.get(f"/customers/{a_id}/orders", token=world["admin"]), 200)["items"]
+        o["order_id"] for o in expect(stack_api.get(f"/customers/{a_id}/orders", token=world["admin"]), 200)["items"]
     ] == [oid]
     # B's own order list does not show A's order
-    assert expect(api.get(f"/customers/{world['b_id']}/orders", token=b), 200)["items"] == []
+    assert expect(stack_api.get(f"/customers/{world['b_id']}/orders", token=b), 200)["items"] == []
     # nothing B tried changed A's order
-    assert expect(api.get(f"/orders/{oid}", token=world["a"]), 200)["status"] in ("PENDING", "CONFIRMED")
+    assert expect(stack_api.get(f"/orders/{oid}", token=world["a"]), 200)["status"] in ("PENDING", "CONFIRMED")
 
 
 ADMIN_ONLY = [
@@ -198,68 +202,74 @@ ADMIN_ONLY = [
 
 
 @pytest.mark.parametrize(("method", "path", "body"), ADMIN_ONLY, ids=[f"{m} {p}" for m, p, _ in ADMIN_ONLY])
-def test_customer_on_admin_routes_is_403(api: Api, world: dict[str, Any], method: str, path: str, body: Any) -> None:
+def test_customer_on_admin_routes_is_403(
+    stack_api: Api, world: dict[str, Any], method: str, path: str, body: Any
+) -> None:
     for who in ("a", "b"):  # the order's owner is not an admin either
-        expect(call(api, method, path, body, world, token=world[who]), 403)
+        expect(call(stack_api, method, path, body, world, token=world[who]), 403)
 
 
-def test_admin_only_changes_were_not_applied(api: Api, world: dict[str, Any]) -> None:
-    product = expect(api.get(f"/products/{world['pid']}"), 200)
+def test_admin_only_changes_were_not_applied(stack_api: Api, world: dict[str, Any]) -> None:
+    product = expect(stack_api.get(f"/products/{world['pid']}"), 200)
     assert product["name"] == "Widget"
     assert product["stock"] == 49  # 50 minus A's order, no +1 from a customer
 
 
-def test_anonymous_on_public_routes(api: Api, world: dict[str, Any]) -> None:
+def test_anonymous_on_public_routes(stack_api: Api, world: dict[str, Any]) -> None:
     pid, a_id = world["pid"], world["a_id"]
-    assert expect(api.get("/products", params={"category": f"e2e-authz-{world['uid']}"}), 200)["items"]
-    assert expect(api.get(f"/products/{pid}"), 200)["product_id"] == pid
-    assert expect(api.get(f"/products/{pid}/reviews"), 200)["items"] == []
-    assert expect(api.get(f"/customers/{a_id}/reviews"), 200)["items"] == []
-    sid = expect(api.post("/sessions"), 201)["session_id"]
-    expect(api.put(f"/sessions/{sid}/cart/{pid}", json={"quantity": 1}), 200)
-    assert expect(api.get(f"/sessions/{sid}"), 200)["cart"][0]["product_id"] == pid
-    expect(api.delete(f"/sessions/{sid}"), 204)
-    expect(api.get(f"/sessions/{sid}"), 404)
-    assert api.get("/openapi.json").json()["paths"]
-    assert api.get("/docs").status_code == 200
-    expect(api.get("/no/such/route"), 404, "NOT_FOUND")
+    assert expect(stack_api.get("/products", params={"category": f"e2e-authz-{world['uid']}"}), 200)["items"]
+    assert expect(stack_api.get(f"/products/{pid}"), 200)["product_id"] == pid
+    assert expect(stack_api.get(f"/products/{pid}/reviews"), 200)["items"] == []
+    assert expect(stack_api.get(f"/customers/{a_id}/reviews"), 200)["items"] == []
+    sid = expect(stack_api.post("/sessions"), 201)["session_id"]
+    expect(stack_api.put(f"/sessions/{sid}/cart/{pid}", json={"quantity": 1}), 200)
+    assert expect(stack_api.get(f"/sessions/{sid}"), 200)["cart"][0]["product_id"] == pid
+    expect(stack_api.delete(f"/sessions/{sid}"), 204)
+    expect(stack_api.get(f"/sessions/{sid}"), 404)
+    assert stack_api.get("/openapi.json").json()["paths"]
+    assert stack_api.get("/docs").status_code == 200
+    expect(stack_api.get("/no/such/route"), 404, "NOT_FOUND")
 
 
-def test_public_route_errors_keep_the_contract(api: Api) -> None:
-    expect(api.get("/products", params={"sort": "price_asc"}), 422, "VALIDATION_ERROR")  # a price sort needs a category
-    expect(api.get("/products", params={"category": "no-such-category"}), 404, "CATEGORY_NOT_FOUND")
-    expect(api.get("/products/no-such-product"), 404)
-    expect(api.get("/sessions/no-such-session"), 404)
-    bad = api.post("/sessions", data="{not json", headers={"Content-Type": "application/json"})
+def test_public_route_errors_keep_the_contract(stack_api: Api) -> None:
+    expect(
+        stack_api.get("/products", params={"sort": "price_asc"}), 422, "VALIDATION_ERROR"
+    )  # a price sort needs a category
+    expect(stack_api.get("/products", params={"category": "no-such-category"}), 404, "CATEGORY_NOT_FOUND")
+    expect(stack_api.get("/products/no-such-product"), 404)
+    expect(stack_api.get("/sessions/no-such-session"), 404)
+    bad = stack_api.post("/sessions", data="{not json", headers={"Content-Type": "application/json"})
     assert bad.status_code in (201, 400), bad.text  # POST /sessions takes no body; if it reads one, 400
-    forged = api.get("/products", params={"category": "x", "next_token": "forged-token"})
+    forged = stack_api.get("/products", params={"category": "x", "next_token": "forged-token"})
     expect(forged, 400, "INVALID_NEXT_TOKEN")
 
 
-def test_the_banner_prints_the_url_docs_and_working_tokens(stack: Stack, api: Api, world: dict[str, Any]) -> None:
+def test_the_banner_prints_the_url_docs_and_working_tokens(stack: Stack, stack_api: Api, world: dict[str, Any]) -> None:
     """`make dev` prints the URL, the docs URL and ready-to-paste tokens for a demo customer and an admin."""
     out = stack.output()
     assert f"{stack.url}/docs" in out
     assert f"{stack.url}/openapi.json" in out
     tokens = dict(line.removeprefix("export ").split("=", 1) for line in out.splitlines() if line.startswith("export "))
     assert set(tokens) >= {"CUSTOMER_TOKEN", "ADMIN_TOKEN"}, out
-    create_product(api, tokens["ADMIN_TOKEN"], category=f"e2e-banner-{world['uid']}", name="B", price_cents=1, stock=0)
-    expect(api.get("/customers/demo-customer/orders", token=tokens["CUSTOMER_TOKEN"]), 200)
-    expect(api.post("/products", token=tokens["CUSTOMER_TOKEN"], json=PROTECTED[6][2]), 403)
+    create_product(
+        stack_api, tokens["ADMIN_TOKEN"], category=f"e2e-banner-{world['uid']}", name="B", price_cents=1, stock=0
+    )
+    expect(stack_api.get("/customers/demo-customer/orders", token=tokens["CUSTOMER_TOKEN"]), 200)
+    expect(stack_api.post("/products", token=tokens["CUSTOMER_TOKEN"], json=PROTECTED[6][2]), 403)
 
 
-def test_swagger_ui_works_offline(api: Api) -> None:
+def test_swagger_ui_works_offline(stack_api: Api) -> None:
     """GET /docs is a Swagger UI whose assets the gateway serves itself (no CDN)."""
     import re
 
-    page = api.get("/docs")
+    page = stack_api.get("/docs")
     assert page.status_code == 200
     assert "text/html" in page.headers["Content-Type"]
     assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
     assert assets
     assert not [a for a in assets if a.startswith(("http:", "https:", "//"))], assets
     for asset in assets:
-        resp = api.get(asset)
+        resp = stack_api.get(asset)
         assert resp.status_code == 200, asset
         assert len(resp.content) > 1000, asset
     assert "/openapi.json" in page.text
