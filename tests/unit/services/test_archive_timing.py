@@ -1,6 +1,6 @@
-"""When a finished order may be archived (shop.services.archive_timing): the TTL a status change sets, never sooner
-than the grace, which stream records are fresh, the grace setting. How an archived order reads: test_orders.py;
-the archiving itself: test_archival.py."""
+"""When a finished order may be archived (shop.services.archive_timing): its TTL, never sooner than the grace;
+which stream records are fresh; the grace setting. The TTL an order's status change sets, and how an archived order
+reads: test_orders.py; the archiving itself: test_archival.py."""
 
 from __future__ import annotations
 
@@ -8,12 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shop import clock
 from shop.limits import DEFAULT_ARCHIVE_GRACE_SECONDS, MAX_ARCHIVE_GRACE_SECONDS, RETURN_WINDOW_DAYS
 from shop.models import OrderStatus
 from shop.services.archive_timing import DAY_SECONDS, FRESH_RECORD_MARGIN_SECONDS, archive_at, fresh_record
-from tests.support.factories import ADMIN, ALICE, parcel
-from tests.unit.services.test_orders import placed
 
 
 def test_final_statuses_expire_after_the_setting_delivered_after_its_return_window_too():
@@ -74,37 +71,6 @@ def test_the_margin_covers_the_processors_timeout_and_the_slowest_writer():
 
     slowest_writer = max(spec.timeout_s for spec in ALL_FUNCTIONS)
     assert STREAM_FUNCTION.timeout_s + slowest_writer + 300 < FRESH_RECORD_MARGIN_SECONDS
-
-
-@pytest.fixture
-def orders(memory):
-    return memory.order_service()
-
-
-def test_the_ttl_is_set_with_the_final_status_and_only_then(memory, orders, monkeypatch):
-    monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "10")
-    order = placed(memory, orders)
-    before = clock.epoch(clock.now())
-    confirmed = orders.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
-    assert order.order_id not in memory.state.order_ttls
-    shipped = orders.change_status(
-        ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=confirmed.version, shipment=parcel()
-    )
-    assert order.order_id not in memory.state.order_ttls
-    orders.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=shipped.version)
-    after = clock.epoch(clock.now())
-    window = (RETURN_WINDOW_DAYS + 10) * DAY_SECONDS
-    assert before + window <= memory.state.order_ttls[order.order_id] <= after + window
-
-
-@pytest.mark.parametrize("grace", [0, 7200])
-def test_a_cancel_sets_the_ttl_in_the_same_change_archivable_only_after_the_grace(memory, orders, monkeypatch, grace):
-    monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
-    monkeypatch.setenv("ARCHIVE_GRACE_SECONDS", str(grace))
-    order = placed(memory, orders)
-    before = clock.epoch(clock.now())
-    orders.cancel(ALICE, order.order_id)
-    assert before + grace <= memory.state.order_ttls[order.order_id] <= clock.epoch(clock.now()) + grace
 
 
 @pytest.mark.parametrize("value", ["-1", "1.5", "abc", str(MAX_ARCHIVE_GRACE_SECONDS + 1), "٣"])

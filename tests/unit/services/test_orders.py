@@ -1,6 +1,6 @@
 """Every rule of shop.services.orders on the memory store: the status machine and line merging as properties,
 then placement (pricing, limits, stock, carts, idempotency), visibility, status changes and cancels; shipments
-and returns; archived orders; shipping without payment; the expiring authorisations' list; the paid checkout;
+and returns; the TTL and archived orders; shipping without payment; the expiring authorisations' list; the paid checkout;
 the unpaid hold. Fixtures shared with the other services' files: tests/unit/services/conftest.py."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from shop.limits import (
 from shop.models import ORDER_TRANSITIONS, Order, OrderLine, OrderStatus, StatusDetails, StatusEntry
 from shop.models.orders import OrderPayment, PaymentStatus
 from shop.models.payments import IntentStatus
+from shop.services.archive_timing import DAY_SECONDS
 from shop.services.orders import (
     CANCEL_ATTEMPTS,
     REPRICE_ATTEMPTS,
@@ -557,8 +558,9 @@ def test_a_return_request_meeting_a_concurrent_change_reads_the_order_again(memo
     assert (requested.status, requested.version) == (OrderStatus.RETURN_REQUESTED, 6)
 
 
-# Archived orders: an order whose TTL passed reads from the archive, for its owner and admins only, and changes no
-# more (when the TTL is set: test_archive_timing.py).
+# The TTL and archived orders: a status change to a final status sets the order's TTL in the same change, never
+# sooner than the grace (the TTL's rule: test_archive_timing.py); an order whose TTL passed reads from the archive,
+# for its owner and admins only, and changes no more.
 
 
 def placed(memory, orders):
@@ -566,6 +568,32 @@ def placed(memory, orders):
         ADMIN, name="Hammer", category="tools", price_cents=1500, description=None, stock=10
     )
     return orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(hammer.product_id, 1)])
+
+
+def test_the_ttl_is_set_with_the_final_status_and_only_then(memory, orders, monkeypatch):
+    monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "10")
+    order = placed(memory, orders)
+    before = clock.epoch(clock.now())
+    confirmed = orders.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    assert order.order_id not in memory.state.order_ttls
+    shipped = orders.change_status(
+        ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=confirmed.version, shipment=parcel()
+    )
+    assert order.order_id not in memory.state.order_ttls
+    orders.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=shipped.version)
+    after = clock.epoch(clock.now())
+    window = (RETURN_WINDOW_DAYS + 10) * DAY_SECONDS
+    assert before + window <= memory.state.order_ttls[order.order_id] <= after + window
+
+
+@pytest.mark.parametrize("grace", [0, 7200])
+def test_a_cancel_sets_the_ttl_in_the_same_change_archivable_only_after_the_grace(memory, orders, monkeypatch, grace):
+    monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
+    monkeypatch.setenv("ARCHIVE_GRACE_SECONDS", str(grace))
+    order = placed(memory, orders)
+    before = clock.epoch(clock.now())
+    orders.cancel(ALICE, order.order_id)
+    assert before + grace <= memory.state.order_ttls[order.order_id] <= clock.epoch(clock.now()) + grace
 
 
 def test_an_archived_order_reads_from_the_archive_for_its_owner_and_admins_only(memory, orders):
