@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from shop import clock, errors, keys
+from shop.config import payment_settings, settings
 from shop.limits import MAX_CART_LINES, MAX_CHILDREN, MAX_STOCK, MAX_TRANSACTION_ITEMS
 from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, OrderSummary, Page, Product, Review
 from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
@@ -1215,21 +1216,16 @@ class MemoryStore:
             sessions=self.sessions,
             carts=self.carts,
             archive=self.archive,
+            settings=settings,
+            payment_settings=payment_settings,
             payments=payments,
         )
 
     def payment_service(self, provider: Payments | None) -> PaymentService:
         """The payment rules (the webhook's, the payment steps') on this store and `provider`; the archive delay
         from the settings, as shop.wiring's."""
-        from shop.config import payment_settings, settings
-
         return PaymentService(
-            self.order_payments,
-            lambda: provider,
-            archive_after_days=lambda: settings().archive_after_days,
-            archive_grace_seconds=lambda: settings().archive_grace_seconds,
-            captures_on_confirm=lambda: payment_settings().captures_on_confirm,
-            window_seconds=lambda: payment_settings().payment_window_seconds,
+            self.order_payments, lambda: provider, settings=settings, payment_settings=payment_settings
         )
 
     def alert_service(self) -> AlertService:
@@ -1239,7 +1235,9 @@ class MemoryStore:
         return SalesService(self.sales)
 
     def session_service(self, ttl_seconds: int = 600) -> SessionService:
-        return SessionService(ttl_seconds=ttl_seconds, sessions=self.sessions, products=self.products)
+        return SessionService(
+            ttl_seconds=ttl_seconds, sessions=self.sessions, products=self.products, settings=settings
+        )
 
     def cart_service(self, ttl_seconds: int = 30 * 24 * 3600) -> CartService:
-        return CartService(ttl_seconds=ttl_seconds, carts=self.carts, products=self.products)
+        return CartService(ttl_seconds=ttl_seconds, carts=self.carts, products=self.products, settings=settings)

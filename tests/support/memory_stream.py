@@ -32,6 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from shop import clock, errors, keys
+from shop.config import move_step_products, settings
 from shop.models import Notification, Order, OrderStatus, OrderSummary, Product, Shipment, StatusEntry
 from shop.models.orders import NO_DETAILS
 from shop.models.sales import Recorded, SalesChange
@@ -326,8 +327,9 @@ def order_events_service(
     return OrderEventsService(
         MemoryOrderEffects(store, stream.state),
         products=lambda: ProductEventsService(store.alerts),
-        moves=lambda: CategoryMoves(store.categories, store.products),
+        moves=lambda: CategoryMoves(store.categories, store.products, step_products=move_step_products),
         archival=lambda: ArchivalService(MemoryArchival(store), MemoryArchival(store), now=now),
+        settings=settings,
         now=now,
     )
 

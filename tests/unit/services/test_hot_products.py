@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from shop import errors
-from shop.config import ConfigurationError, settings
+from shop import errors, wiring
+from shop.config import ConfigurationError, payment_settings, settings
+from shop.repository.store import Table
 from shop.services.catalog import CatalogService
 from shop.services.hot_products import HotProductCache
 from shop.services.orders import OrderService, RequestedLine
@@ -44,6 +45,8 @@ def orders(memory, clock) -> OrderService:
         carts=memory.carts,
         archive=memory.archive,
         hot=HotProductCache(TTL, now=clock),
+        settings=settings,
+        payment_settings=payment_settings,
     )
 
 
@@ -181,12 +184,13 @@ def test_the_ttl_is_a_setting_of_a_few_seconds(monkeypatch):
     monkeypatch.setenv("TABLE_NAME", "shop-test")
     monkeypatch.setenv("HOT_PRODUCT_CACHE_SECONDS", "2.5")
     settings.cache_clear()
-    assert HotProductCache().seconds == 2.5
+    cache = wiring.catalog_service(Table(client=object(), table_name="shop-test")).hot  # read at each use
+    assert cache.seconds == 2.5
     for wrong in ("-1", "61", "soon", "nan"):
         monkeypatch.setenv("HOT_PRODUCT_CACHE_SECONDS", wrong)
         settings.cache_clear()
         with pytest.raises(ConfigurationError):
-            _ = HotProductCache().seconds
+            _ = cache.seconds
 
 
 def test_a_snapstart_restore_empties_every_cache(memory, clock, monkeypatch):

@@ -4,6 +4,7 @@ DynamoDB Local and localstripe: tests/payments/test_payment_rules.py and test_pa
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -248,9 +249,8 @@ def swept_at(memory, fake_payments, moment: datetime) -> PaymentService:
     return PaymentService(
         memory.order_payments,
         lambda: fake_payments,
-        archive_after_days=lambda: 30,
-        archive_grace_seconds=lambda: 0,
-        window_seconds=lambda: config.payment_settings().payment_window_seconds,
+        settings=lambda: replace(config.settings(), archive_after_days=30, archive_grace_seconds=0),
+        payment_settings=config.payment_settings,
         now=lambda: moment,
     )
 

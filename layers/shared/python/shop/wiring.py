@@ -109,6 +109,16 @@ def _table(table: Table | None) -> Table:
     return table if table is not None else function_table()
 
 
+def _hot(hot: HotProductCache | None) -> HotProductCache:
+    """`hot`, or an instance's own cache of flash-sale products for HOT_PRODUCT_CACHE_SECONDS, read at each use."""
+    if hot is not None:
+        return hot
+    from shop.config import settings
+    from shop.services.hot_products import HotProductCache
+
+    return HotProductCache(lambda: settings().hot_product_cache_seconds)
+
+
 # -- the API functions' services ------------------------------------------------------------------
 
 
@@ -119,7 +129,7 @@ def catalog_service(table: Table | None = None, *, hot: HotProductCache | None =
     from shop.services.catalog import CatalogService
 
     table = _table(table)
-    return CatalogService(products=ProductRepository(table), categories=CategoryRepository(table), hot=hot)
+    return CatalogService(products=ProductRepository(table), categories=CategoryRepository(table), hot=_hot(hot))
 
 
 @_injectable
@@ -157,6 +167,7 @@ def order_service(
 ) -> OrderService:
     """The status index in `shards` shards, or under a shard-count `switch` (default: the settings); the S3
     archive of ARCHIVE_BUCKET."""
+    from shop.config import payment_settings, settings
     from shop.repository.carts import CustomerCartRepository
     from shop.repository.order_archive import ArchiveBucket
     from shop.repository.orders import OrderRepository
@@ -171,7 +182,9 @@ def order_service(
         sessions=SessionRepository(table),
         carts=CustomerCartRepository(table),
         archive=archive if archive is not None else ArchiveBucket(),
-        hot=hot,
+        hot=_hot(hot),
+        settings=settings,
+        payment_settings=payment_settings,
         payments=_current_payments,  # at each checkout that takes a payment (PAYMENTS=none never does)
     )
 
@@ -194,22 +207,31 @@ def sales_service(table: Table | None = None) -> SalesService:
 
 @_injectable
 def session_service(table: Table | None = None, ttl_seconds: int | None = None) -> SessionService:
+    from shop.config import settings
     from shop.repository.products import ProductRepository
     from shop.repository.sessions import SessionRepository
     from shop.services.sessions import SessionService
 
     table = _table(table)
-    return SessionService(sessions=SessionRepository(table), products=ProductRepository(table), ttl_seconds=ttl_seconds)
+    return SessionService(
+        sessions=SessionRepository(table), products=ProductRepository(table), settings=settings, ttl_seconds=ttl_seconds
+    )
 
 
 @_injectable
 def cart_service(table: Table | None = None, ttl_seconds: int | None = None) -> CartService:
+    from shop.config import settings
     from shop.repository.carts import CustomerCartRepository
     from shop.repository.products import ProductRepository
     from shop.services.carts import CartService
 
     table = _table(table)
-    return CartService(carts=CustomerCartRepository(table), products=ProductRepository(table), ttl_seconds=ttl_seconds)
+    return CartService(
+        carts=CustomerCartRepository(table),
+        products=ProductRepository(table),
+        settings=settings,
+        ttl_seconds=ttl_seconds,
+    )
 
 
 # -- the stream processor's services --------------------------------------------------------------
@@ -220,7 +242,7 @@ def order_events_service(
     table: Table | None = None, shards: int | None = None, now: Callable[[], str] = clock.iso_now
 ) -> OrderEventsService:
     """The rules of rarer records (products, category moves, archival) are built on their first record."""
-    from shop.config import sales_legacy_markers
+    from shop.config import sales_legacy_markers, settings
     from shop.repository.order_effects import OrderEffectsRepository
     from shop.repository.sales import SalesRepository
     from shop.services.order_events import OrderEventsService
@@ -233,8 +255,10 @@ def order_events_service(
         products=lambda: product_events_service(table),
         moves=lambda: category_moves(table),
         archival=lambda: archival_service(table, now=now),
+        settings=settings,
         now=now,
-        legacy_markers=LegacyMarkerCheck(sales_legacy_markers(), sales, now).needed,
+        # SALES_LEGACY_MARKERS read at each count, as every setting
+        legacy_markers=lambda written: LegacyMarkerCheck(sales_legacy_markers(), sales, now).needed(written),
     )
 
 
@@ -248,12 +272,13 @@ def product_events_service(table: Table | None = None) -> ProductEventsService:
 
 @_injectable
 def category_moves(table: Table | None = None) -> CategoryMoves:
+    from shop.config import move_step_products
     from shop.repository.categories import CategoryRepository
     from shop.repository.products import ProductRepository
     from shop.services.category_moves import CategoryMoves
 
     table = _table(table)
-    return CategoryMoves(CategoryRepository(table), ProductRepository(table))
+    return CategoryMoves(CategoryRepository(table), ProductRepository(table), step_products=move_step_products)
 
 
 @_injectable
@@ -332,10 +357,8 @@ def payment_service(
     return PaymentService(
         OrderPaymentRepository(_table(table), shards),
         _current_payments if provider is None else lambda: provider,
-        archive_after_days=lambda: settings().archive_after_days,
-        archive_grace_seconds=lambda: settings().archive_grace_seconds,
-        captures_on_confirm=lambda: payment_settings().captures_on_confirm,
-        window_seconds=lambda: payment_settings().payment_window_seconds,
+        settings=settings,
+        payment_settings=payment_settings,
         now=now,
     )
 

@@ -8,16 +8,18 @@ cart's products (one BatchGetItem) and marks the lines whose price moved since t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from shop import clock, errors
-from shop.config import settings
 from shop.models import CartLine, Product
 from shop.models.carts import StoredCart
 from shop.models.pricing import subtotal
 from shop.models.products import CataloguePrice
 from shop.models.sessions import StoredLine
 from shop.services.ports import CartStore, ProductPrices
+
+if TYPE_CHECKING:
+    from shop.config import Settings
 
 
 def priced_lines(lines: Iterable[StoredLine], catalogue: dict[str, CataloguePrice]) -> list[CartLine]:
@@ -51,14 +53,16 @@ class CartLines:
     # The setting (shop.config.Settings) of how long the owner's carts last past their last change.
     ttl_setting: ClassVar[str]
 
-    def __init__(self, *, products: ProductPrices, ttl_seconds: int | None) -> None:
-        """Carts last `ttl_seconds` past their last change (None: the owner's setting)."""
+    def __init__(self, *, products: ProductPrices, settings: Callable[[], Settings], ttl_seconds: int | None) -> None:
+        """Carts last `ttl_seconds` past their last change (None: the owner's setting); `settings` gives the
+        settings at each use (shop.config's)."""
         self.products = products
+        self.settings = settings
         self._ttl = ttl_seconds
 
     @property
     def ttl(self) -> int:
-        return self._ttl if self._ttl is not None else int(getattr(settings(), self.ttl_setting))
+        return self._ttl if self._ttl is not None else int(getattr(self.settings(), self.ttl_setting))
 
     def _set_line(
         self, store: CartStore, owner_id: str, product_id: str, quantity: int, product: Callable[[], Product]

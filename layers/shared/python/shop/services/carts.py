@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from shop import clock, errors
-from shop.config import settings
 from shop.limits import MAX_CART_LINES, MAX_QUANTITY
 from shop.models import CartLine
 from shop.models.carts import CartClaim, CartOwner, CustomerCartView, MergedCart, NotMerged, NotMergedReason, StoredCart
@@ -22,6 +23,9 @@ from shop.models.sessions import StoredLine
 from shop.services.actor import Actor
 from shop.services.cart_lines import CartLines, cart_subtotal
 from shop.services.ports import CustomerCartStore, ProductPrices
+
+if TYPE_CHECKING:
+    from shop.config import Settings
 
 # Reads and conditional transactions one merge tries before answering 503 (the cart keeps changing),
 # waiting a random part of MERGE_BACKOFF_S x 2^attempt between them so that contenders spread out.
@@ -63,9 +67,16 @@ def merge_lines(cart: list[StoredLine], session: list[StoredLine]) -> tuple[list
 class CartService(CartLines):
     ttl_setting = "cart_ttl_seconds"
 
-    def __init__(self, *, carts: CustomerCartStore, products: ProductPrices, ttl_seconds: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        carts: CustomerCartStore,
+        products: ProductPrices,
+        settings: Callable[[], Settings],
+        ttl_seconds: int | None = None,
+    ) -> None:
         """The rules over the stores given; carts last `ttl_seconds` past their last change (None: the setting)."""
-        super().__init__(products=products, ttl_seconds=ttl_seconds)
+        super().__init__(products=products, settings=settings, ttl_seconds=ttl_seconds)
         self.carts = carts
 
     def get(self, actor: Actor, customer_id: str) -> CustomerCartView:
@@ -111,7 +122,7 @@ class CartService(CartLines):
                     not_merged=not_merged,
                     updated_at=clock.iso(moment),
                     expires_at=now + self.ttl,
-                    marker_expires_at=now + settings().idempotency_ttl_seconds,
+                    marker_expires_at=now + self.settings().idempotency_ttl_seconds,
                 )
             except (errors.CartChanged, errors.SessionNotFound):
                 continue  # re-read: a concurrent change, or this very merge made by a concurrent request

@@ -27,9 +27,9 @@ edited since then keeps its place in the listing, and the walk reaches it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from shop.config import move_step_products
 from shop.limits import MOVE_STEP_CATEGORIES
 from shop.models.categories import listing_scopes
 from shop.services.categories import PHASE_CATEGORIES, PHASE_PRODUCTS
@@ -42,10 +42,13 @@ RELIST_ATTEMPTS = 5
 
 
 class CategoryMoves:
-    def __init__(self, categories: CategoryMoveStore, products: ProductRelisting) -> None:
+    def __init__(
+        self, categories: CategoryMoveStore, products: ProductRelisting, *, step_products: Callable[[], int]
+    ) -> None:
+        """`step_products` gives at each step how many products it re-files (CATEGORY_MOVE_STEP_PRODUCTS)."""
         self.categories = categories
         self.products = products
-        self.step_products = move_step_products()
+        self.step_products = step_products
 
     def step(self, move: MoveImage) -> bool:
         """Run the step `move` is at; False when another run of it advanced the move first."""
@@ -56,7 +59,9 @@ class CategoryMoves:
             return self.categories.advance_move(
                 move.move_id, move.step, {"phase": PHASE_CATEGORIES if more else PHASE_PRODUCTS}
             )
-        product_ids, cursor = self.categories.listing_keys_page(move.slug, limit=self.step_products, cursor=move.cursor)
+        product_ids, cursor = self.categories.listing_keys_page(
+            move.slug, limit=self.step_products(), cursor=move.cursor
+        )
         self.relist(product_ids)
         if cursor is None:
             return self.categories.finish_move(move.move_id, move.step, move.slug)

@@ -1,6 +1,6 @@
 """A short per-instance cache of flash-sale products' reads (every read of one hot product hit one key).
 
-Only a product on sale and marked hot (stock_shards > 1) is kept, for settings().hot_product_cache_seconds:
+Only a product on sale and marked hot (stock_shards > 1) is kept, for HOT_PRODUCT_CACHE_SECONDS (shop.wiring's):
 what GET /products/{id} shows (its stock may lag by that long) and the catalogue entry placement prices from
 (a stale price only fails the placement's price condition; the reprice reads past the cache). Entries are
 kept per store scope (the table), so two tables never share one, and dropped after a SnapStart restore.
@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable
 from enum import StrEnum
 
-from shop.config import settings
+from shop.limits import DEFAULT_HOT_PRODUCT_CACHE_SECONDS
 from shop.models import Product
 from shop.runtime import snapstart
 
@@ -40,8 +40,14 @@ def is_hot(product: Product) -> bool:
 
 
 class HotProductCache:
-    def __init__(self, seconds: float | None = None, *, now: Callable[[], float] = time.monotonic) -> None:
-        """Entries live `seconds` (None: the HOT_PRODUCT_CACHE_SECONDS setting, read on use) by the clock `now`."""
+    def __init__(
+        self,
+        seconds: float | Callable[[], float] = DEFAULT_HOT_PRODUCT_CACHE_SECONDS,
+        *,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Entries live `seconds` (or what it gives at each use: shop.wiring hands the setting's reader) by the
+        clock `now`."""
         self._seconds = seconds
         self._now = now
         self._entries: dict[tuple[str, Kind, str], tuple[float, Product]] = {}
@@ -52,7 +58,7 @@ class HotProductCache:
 
     @property
     def seconds(self) -> float:
-        return settings().hot_product_cache_seconds if self._seconds is None else self._seconds
+        return self._seconds() if callable(self._seconds) else self._seconds
 
     def get(self, scope: str, kind: Kind, product_id: str) -> Product | None:
         """The entry kept for the product, if it has not expired."""

@@ -17,7 +17,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from shop import clock, errors
-from shop.config import settings
 from shop.models import OrderStatus
 from shop.models.events import (
     AbandonedLine,
@@ -41,6 +40,7 @@ from shop.services.sales import sales_change
 from shop.services.stream_outcome import SKIPPED, Action, Outcome
 
 if TYPE_CHECKING:
+    from shop.config import Settings
     from shop.models.stream_images import CustomerCartImage, OrderImage, SessionImage
     from shop.services.archival import ArchivalService
     from shop.services.category_moves import CategoryMoves
@@ -239,17 +239,18 @@ class OrderEventsService:
         products: Callable[[], ProductEventsService],
         moves: Callable[[], CategoryMoves],
         archival: Callable[[], ArchivalService],
+        settings: Callable[[], Settings],
         now: Callable[[], str] = clock.iso_now,
-        grace_seconds: Callable[[], int] = lambda: settings().archive_grace_seconds,
         legacy_markers: Callable[[datetime | None], bool] = lambda written: True,
     ) -> None:
         """`products`, `moves` and `archival` build the rules of rarer records (shop.wiring's factories);
-        `grace_seconds` is the archival grace (ARCHIVE_GRACE_SECONDS) that tells a fresh record;
+        `settings` gives the settings at each use (shop.config's: the archival grace, ARCHIVE_GRACE_SECONDS, tells
+        a fresh record);
         `legacy_markers` tells whether a count written at that time (None: unknown) checks the sales marker of the
         older releases, which kept a sales marker per version (shop.services.sales.LegacyMarkerCheck.needed; always, by default)."""
         self.effects = effects
         self.now = now
-        self.grace_seconds = grace_seconds
+        self.settings = settings
         self.legacy_markers = legacy_markers
         self.counting_records: set[str] = set()  # a batch's records that counted sales (begin_batch)
         self._batching = False
@@ -309,7 +310,9 @@ class OrderEventsService:
         """Whether the record's effects check the ARCHIVED marker: any record but a fresh one (its time unknown
         or unreadable included), measured when its processing starts (shop.services.archive_timing.fresh_record)."""
         written = written_at(record)
-        return written is None or not fresh_record(written, datetime.fromisoformat(self.now()), self.grace_seconds())
+        return written is None or not fresh_record(
+            written, datetime.fromisoformat(self.now()), self.settings().archive_grace_seconds
+        )
 
     def order_placed(self, record: StreamChange) -> Outcome:
         """Confirm a PENDING order and tell its customer (notification, then their order entry). The history

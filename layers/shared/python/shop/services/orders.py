@@ -7,9 +7,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from shop import clock, errors, ids
-from shop.config import payment_settings, settings
 from shop.limits import MAX_ORDER_LINES, MAX_QUANTITY, MAX_TRANSACTION_ITEMS, RETURN_WINDOW_DAYS
 from shop.models import (
     ORDER_TRANSITIONS,
@@ -36,6 +36,9 @@ from shop.services.archive_timing import archive_at
 from shop.services.hot_products import HotProductCache, Kind
 from shop.services.ports import CustomerCartStore, OrderArchive, OrderStore, Payments, ProductPrices, SessionStore
 from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation
+
+if TYPE_CHECKING:
+    from shop.config import PaymentSettings, Settings
 
 REPRICE_ATTEMPTS = 3
 # How long a cart checkout trusts a flash-sale product's shard count it learnt (a stale one costs one attempt).
@@ -102,11 +105,10 @@ def _priced(quantities: dict[str, int], catalogue: dict[str, Product]) -> tuple[
     return lines, {pid: product.stock_shards for pid, product in catalogue.items() if product.stock_shards > 1}
 
 
-def _unpaid_limits(quantities: dict[str, int]) -> UnpaidLimits:
+def _unpaid_limits(quantities: dict[str, int], paying: PaymentSettings) -> UnpaidLimits:
     """PAYMENTS=stripe: the limits the customer's unpaid hold takes the order within (MAX_UNPAID_ORDERS,
     MAX_UNPAID_UNITS). An order that alone holds more units than a customer may hold unpaid is refused here, before
     the provider is called, with nothing read or written."""
-    paying = payment_settings()
     limits = UnpaidLimits(orders=paying.max_unpaid_orders, units=paying.max_unpaid_units)
     units = sum(quantities.values())
     if units > limits.units:
@@ -123,9 +125,10 @@ class _Intents:
     `shop-order-<id>-cancel-<intent id>` (best effort: a failed cancel leaves an intent nobody can confirm, its
     client secret never having been given out, and is logged)."""
 
-    def __init__(self, provider: Payments, order_id: str) -> None:
+    def __init__(self, provider: Payments, order_id: str, currency: str) -> None:
         self.provider = provider
         self.order_id = order_id
+        self.currency = currency
         self.current: PaymentIntent | None = None
         self.created = 0
 
@@ -139,7 +142,7 @@ class _Intents:
         self.current = self.provider.create_intent(
             self.order_id,
             total_cents,
-            payment_settings().currency,
+            self.currency,
             idempotency_key=idempotency_key(self.order_id, PaymentStep.AUTHORISE, part),
         )
         self.created += 1
@@ -178,12 +181,17 @@ class OrderService:
         carts: CustomerCartStore,
         archive: OrderArchive,
         hot: HotProductCache | None = None,
+        settings: Callable[[], Settings],
+        payment_settings: Callable[[], PaymentSettings],
         payments: Callable[[], Payments | None] | None = None,
     ) -> None:
         """The rules over the stores given (shop.wiring builds them). `hot` keeps the catalogue entries of
-        flash-sale products a moment (this instance's own cache). `payments` gives the payment provider on the
-        first checkout that needs one (None, or a factory giving None: PAYMENTS=none, version 2's flow), so an
-        instance that takes no order never loads the provider's library."""
+        flash-sale products a moment (this instance's own cache). `settings` and `payment_settings` give the
+        settings at each use (shop.config's). `payments` gives the payment provider on the first checkout that
+        needs one (None, or a factory giving None: PAYMENTS=none, version 2's flow), so an instance that takes no
+        order never loads the provider's library."""
+        self.settings = settings
+        self.payment_settings = payment_settings
         self._payments = payments
         self.archive = archive
         self.orders = orders
@@ -213,7 +221,7 @@ class OrderService:
         now = clock.iso(moment)
         total = subtotal(lines)
         status, payment, payment_expires_at = OrderStatus.PENDING, None, None
-        paying = payment_settings()
+        paying = self.payment_settings()
         if paying.enabled:  # PAYMENTS=stripe: unpaid until the provider says the amount is authorised
             status = OrderStatus.PENDING_PAYMENT
             payment = OrderPayment(
@@ -262,7 +270,7 @@ class OrderService:
         the order on the customer's unpaid hold, within MAX_UNPAID_ORDERS and MAX_UNPAID_UNITS: beyond either,
         UnpaidOrderLimit (409), nothing written (docs/payments.md, "Hoarding")."""
         provider = None
-        if payment_settings().enabled:
+        if self.payment_settings().enabled:
             # The provider first: a missing configuration or an unreadable secret refuses the checkout before
             # anything is written (the adapter loads here, at an instance's first checkout).
             provider = self._provider()
@@ -345,7 +353,7 @@ class OrderService:
 
         placement = None
         if idempotency_key is not None:
-            placement = Placement(idempotency_key, clock.epoch(clock.now()) + settings().idempotency_ttl_seconds)
+            placement = Placement(idempotency_key, clock.epoch(clock.now()) + self.settings().idempotency_ttl_seconds)
         return self._reserve_and_place(
             actor,
             address,
@@ -382,11 +390,12 @@ class OrderService:
         # The transaction's items besides the stock takes: the order, its customer entry, the cart or session
         # it empties, the Idempotency-Key it claims (shop.repository.orders.OrderRepository.place).
         room = MAX_TRANSACTION_ITEMS - 2 - sum(part is not None for part in (cart_claim, placement))
-        room -= 2 if payment_settings().enabled else 0  # the PAYMENT_DUE item and the customer's unpaid hold
+        paying = self.payment_settings()
+        room -= 2 if paying.enabled else 0  # the PAYMENT_DUE item and the customer's unpaid hold
         # PAYMENTS=stripe: the order is unpaid, held on the customer's unpaid hold within the shop's limits.
-        unpaid = _unpaid_limits(quantities) if payment_settings().enabled else None
+        unpaid = _unpaid_limits(quantities, paying) if paying.enabled else None
         order_id = ids.new_id()
-        intents = _Intents(provider, order_id) if provider is not None else None
+        intents = _Intents(provider, order_id, paying.currency) if provider is not None else None
         reprices = 0
         released_settled = False
         try:
@@ -560,7 +569,7 @@ class OrderService:
         a window later may be too (a warning a little early). The store's key condition selects exactly these: no
         order is read to be left out (docs/payments.md, "Orders whose authorisation will soon lapse")."""
         actor.require_admin()
-        cutoff = clock.now() - timedelta(days=payment_settings().authorisation_warn_days)
+        cutoff = clock.now() - timedelta(days=self.payment_settings().authorisation_warn_days)
         return self.orders.list_confirmed_before(clock.iso(cutoff), limit=limit, next_token=next_token)
 
     def change_status(
@@ -718,7 +727,10 @@ class OrderService:
             restock=restock,
             details=details,
             expires_at=archive_at(
-                new_status, clock.epoch(moment), settings().archive_after_days, settings().archive_grace_seconds
+                new_status,
+                clock.epoch(moment),
+                self.settings().archive_after_days,
+                self.settings().archive_grace_seconds,
             ),
             unless_payment=unless_payment,
         )

@@ -44,7 +44,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from shop import clock, errors
-from shop.limits import DEFAULT_PAYMENT_WINDOW_MINUTES
 from shop.models import OrderStatus
 from shop.models.events import DetailType, Event, OrderRefunded, Source
 from shop.models.orders import PaymentDispute, PaymentFailure, PaymentStatus
@@ -60,6 +59,7 @@ from shop.models.payments import (
 from shop.services.archive_timing import archive_at
 
 if TYPE_CHECKING:
+    from shop.config import PaymentSettings, Settings
     from shop.models import Order
     from shop.models.orders import OrderPayment
     from shop.services.ports import OrderPayments, Payments, StreamChange
@@ -115,25 +115,23 @@ class PaymentService:
         store: OrderPayments,
         payments: Callable[[], Payments | None],
         *,
-        archive_after_days: Callable[[], int],
-        archive_grace_seconds: Callable[[], int],
-        captures_on_confirm: Callable[[], bool] = lambda: False,
-        window_seconds: Callable[[], int] = lambda: DEFAULT_PAYMENT_WINDOW_MINUTES * 60,
+        settings: Callable[[], Settings],
+        payment_settings: Callable[[], PaymentSettings],
         now: Callable[[], datetime] = clock.now,
     ) -> None:
         """`payments` gives the provider at each call to it (None: PAYMENTS=none), so rules that never call it never
-        build it; `captures_on_confirm`: CAPTURE=on_confirm (capture at CONFIRMED, refund at CANCELLED);
-        `window_seconds`: the payment window new orders get (PAYMENT_WINDOW_MINUTES), which the sweep looks past."""
+        build it; `settings` and `payment_settings` give the settings at each use (shop.config's): the archive
+        delay, CAPTURE (on_confirm: capture at CONFIRMED, refund at CANCELLED) and the payment window new orders
+        get (PAYMENT_WINDOW_MINUTES), which the sweep looks past."""
         self.store = store
         self._payments = payments
-        self.archive_after_days = archive_after_days
-        self.archive_grace_seconds = archive_grace_seconds
-        self.captures_on_confirm = captures_on_confirm
-        self.window_seconds = window_seconds
+        self.settings = settings
+        self.payment_settings = payment_settings
         self.now = now
 
     def _archive_at(self, status: OrderStatus, moment: datetime) -> int | None:
-        return archive_at(status, clock.epoch(moment), self.archive_after_days(), self.archive_grace_seconds())
+        settings = self.settings()
+        return archive_at(status, clock.epoch(moment), settings.archive_after_days, settings.archive_grace_seconds)
 
     @property
     def payments(self) -> Payments:
@@ -266,7 +264,7 @@ class PaymentService:
             return SKIPPED_STEP
         # SHIPPED captures in either mode: an order confirmed before a switch to CAPTURE=on_confirm is captured then.
         if image.status is OrderStatus.SHIPPED or (
-            image.status is OrderStatus.CONFIRMED and self.captures_on_confirm()
+            image.status is OrderStatus.CONFIRMED and self.payment_settings().captures_on_confirm
         ):
             return self.capture(image.order_id)
         if image.status in DEAD_STATUSES:
@@ -385,7 +383,9 @@ class PaymentService:
         left to the next sweep; the others go on, then the failure is raised (the run is counted failed)."""
         moment = self.now()
         due_by = clock.epoch(moment) - SWEEP_GRACE_SECONDS
-        placed_before = clock.iso(moment - timedelta(seconds=self.window_seconds() + SWEEP_GRACE_SECONDS))
+        placed_before = clock.iso(
+            moment - timedelta(seconds=self.payment_settings().payment_window_seconds + SWEEP_GRACE_SECONDS)
+        )
         outcomes: list[StepOutcome] = []
         failed: list[str] = []
         for order_id, closes_at in self.store.overdue(placed_before, per_shard=SWEEP_PER_SHARD):

@@ -6,12 +6,18 @@ lifetime is the session TTL.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from shop import clock, errors, ids
 from shop.models import CartLine, Session
 from shop.models.carts import StoredCart
 from shop.models.products import CataloguePrice
 from shop.services.cart_lines import CartLines, cart_subtotal, priced_lines
 from shop.services.ports import ProductPrices, SessionStore
+
+if TYPE_CHECKING:
+    from shop.config import Settings
 
 
 def _session(stored: StoredCart, cart: list[CartLine]) -> Session:
@@ -30,9 +36,16 @@ def priced_session(stored: StoredCart, catalogue: dict[str, CataloguePrice]) -> 
 class SessionService(CartLines):
     ttl_setting = "session_ttl_seconds"
 
-    def __init__(self, *, sessions: SessionStore, products: ProductPrices, ttl_seconds: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        sessions: SessionStore,
+        products: ProductPrices,
+        settings: Callable[[], Settings],
+        ttl_seconds: int | None = None,
+    ) -> None:
         """The rules over the stores given; sessions last `ttl_seconds` past their last change (None: the setting)."""
-        super().__init__(products=products, ttl_seconds=ttl_seconds)
+        super().__init__(products=products, settings=settings, ttl_seconds=ttl_seconds)
         self.sessions = sessions
 
     def create(self) -> Session:
