@@ -33,7 +33,7 @@ def app(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def stack(app, tmp_path_factory):
+def gateway_and_poller(app, tmp_path_factory):
     state = tmp_path_factory.mktemp("state")
     functions = Functions(app, table_name="shop-local", endpoint="http://127.0.0.1:9", state_dir=state, concurrency=2)
     keys = auth.load_or_create_keys(state)
@@ -49,8 +49,8 @@ def stack(app, tmp_path_factory):
     functions.close()
 
 
-def test_public_route_invokes_the_function_with_a_payload_2_event(stack):
-    url, _keys, _ = stack
+def test_public_route_invokes_the_function_with_a_payload_2_event(gateway_and_poller):
+    url, _keys, _ = gateway_and_poller
     res = requests.get(f"{url}/products/p1?x=1", headers={"Cookie": "c=1"}, timeout=30)
     assert res.status_code == 200
     assert res.headers["x-fn"] == "products"
@@ -71,8 +71,8 @@ def test_public_route_invokes_the_function_with_a_payload_2_event(stack):
     assert 0 < body["context"]["remaining"] <= 10_000
 
 
-def test_protected_route_needs_a_valid_token(stack):
-    url, keys, _ = stack
+def test_protected_route_needs_a_valid_token(gateway_and_poller):
+    url, keys, _ = gateway_and_poller
     assert requests.post(f"{url}/products", json={}, timeout=30).status_code == 401
     bad = requests.post(f"{url}/products", json={}, headers={"Authorization": "Bearer x"}, timeout=30)
     assert bad.status_code == 401
@@ -117,8 +117,8 @@ def functions_never_invoked(*_args, **_kwargs):
     raise AssertionError("an unknown route reaches no function")
 
 
-def test_unknown_route_errors_and_docs(stack):
-    url, keys, _ = stack
+def test_unknown_route_errors_and_docs(gateway_and_poller):
+    url, keys, _ = gateway_and_poller
     missing = requests.get(f"{url}/nope", timeout=30)
     assert missing.status_code == 404
     assert missing.json()["error"]["code"] == "NOT_FOUND"
@@ -136,8 +136,8 @@ def test_unknown_route_errors_and_docs(stack):
     assert requests.get(f"{url}/docs/swagger-ui-bundle.min.js", timeout=30).status_code == 200
 
 
-def test_concurrent_requests(stack):
-    url, _keys, _ = stack
+def test_concurrent_requests(gateway_and_poller):
+    url, _keys, _ = gateway_and_poller
     results: list[int] = []
 
     def call() -> None:
@@ -151,8 +151,8 @@ def test_concurrent_requests(stack):
     assert results == [200] * 8
 
 
-def test_a_worker_killed_mid_request_is_a_500_like_api_gateway_and_a_fresh_worker_serves_the_next(stack):
-    url, _keys, functions = stack
+def test_a_worker_killed_mid_request_is_a_500_like_api_gateway_and_a_fresh_worker_serves_the_next(gateway_and_poller):
+    url, _keys, functions = gateway_and_poller
     answers: list[requests.Response] = []
     in_flight = threading.Thread(target=lambda: answers.append(requests.get(f"{url}/products/slow", timeout=60)))
     in_flight.start()
@@ -186,8 +186,8 @@ def test_a_worker_killed_mid_request_is_a_500_like_api_gateway_and_a_fresh_worke
         ("%E2%82%AC%5Bx%5D%23", "€[x]#"),
     ],
 )
-def test_paths_are_decoded_before_routing_as_api_gateway_does(stack, segment, decoded):
-    url, _keys, _ = stack
+def test_paths_are_decoded_before_routing_as_api_gateway_does(gateway_and_poller, segment, decoded):
+    url, _keys, _ = gateway_and_poller
     res = requests.get(f"{url}/products/{segment}", timeout=30)
     assert res.status_code == 200
     event = res.json()["event"]
@@ -196,8 +196,8 @@ def test_paths_are_decoded_before_routing_as_api_gateway_does(stack, segment, de
     assert event["rawPath"] == event["requestContext"]["http"]["path"] == f"/products/{decoded}"
 
 
-def test_an_encoded_slash_separates_segments_as_api_gateway_does(stack):
-    url, keys, _ = stack
+def test_an_encoded_slash_separates_segments_as_api_gateway_does(gateway_and_poller):
+    url, keys, _ = gateway_and_poller
     token = auth.issue_token(keys, "u")
     res = requests.get(f"{url}/products/a%2Fb", headers={"Authorization": token}, timeout=30)
     assert res.status_code == 200
@@ -206,15 +206,15 @@ def test_an_encoded_slash_separates_segments_as_api_gateway_does(stack):
     assert event["pathParameters"] == {"product_id": "a", "proxy": "b"}
 
 
-def test_a_path_that_does_not_decode_to_utf8_is_400(stack):
-    url, _keys, _ = stack
+def test_a_path_that_does_not_decode_to_utf8_is_400(gateway_and_poller):
+    url, _keys, _ = gateway_and_poller
     res = requests.get(f"{url}/products/%FF", timeout=30)
     assert res.status_code == 400
     assert res.json() == {"message": "Bad Request"}
 
 
-def test_an_event_over_lambdas_6_mb_request_limit_is_413(stack):
-    url, keys, _ = stack
+def test_an_event_over_lambdas_6_mb_request_limit_is_413(gateway_and_poller):
+    url, keys, _ = gateway_and_poller
     headers = {"Authorization": f"Bearer {auth.issue_token(keys, 'u')}", "Content-Type": "application/json"}
     too_big = b'{"pad": "' + b"x" * (6 * 1024 * 1024) + b'"}'
     refused = requests.post(f"{url}/products", data=too_big, headers=headers, timeout=60)
@@ -224,8 +224,8 @@ def test_an_event_over_lambdas_6_mb_request_limit_is_413(stack):
     assert requests.post(f"{url}/products", data=fits, headers=headers, timeout=60).status_code == 200
 
 
-def test_a_body_over_the_http_apis_10_mb_limit_is_413_without_reading_it(stack):
-    url, _keys, _ = stack
+def test_a_body_over_the_http_apis_10_mb_limit_is_413_without_reading_it(gateway_and_poller):
+    url, _keys, _ = gateway_and_poller
     host, port = url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=30) as conn:
         conn.sendall(b"POST /products HTTP/1.1\r\nHost: local\r\nContent-Length: 10485761\r\n\r\n")

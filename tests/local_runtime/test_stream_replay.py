@@ -35,7 +35,7 @@ UNREACHABLE = "http://127.0.0.1:9"  # connection refused at once: the store is "
 
 
 @pytest.fixture(scope="module")
-def cdk_out(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+def templates_copy(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     try:  # templates only: the functions run from source, never a stale asset
         return templates_only(REPO / "cdk.out", tmp_path_factory.mktemp("cdk.out"))
     except TemplateError as exc:
@@ -43,8 +43,8 @@ def cdk_out(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="module")
-def app(cdk_out: pathlib.Path) -> AppModel:
-    return load_app(cdk_out, root=REPO)
+def app(templates_copy: pathlib.Path) -> AppModel:
+    return load_app(templates_copy, root=REPO)
 
 
 def status(table: Table, order_id: str) -> str:
@@ -66,7 +66,7 @@ def redrive(app: AppModel, endpoint: str, state: pathlib.Path) -> failures.Repla
         functions.close()
 
 
-def test_a_given_up_batch_is_archived_whole_and_replayed_exactly_once(app, cdk_out, tmp_path, capsys):
+def test_a_given_up_batch_is_archived_whole_and_replayed_exactly_once(app, templates_copy, tmp_path, capsys):
     # the templates of make synth (-c payments=stripe) hold the stream's two consumers; this is order_events'
     (mapping,) = [m for m in app.mappings if m.table is not None and m.function == "order_events"]
     with DynamoDBLocal() as ddb:
@@ -107,7 +107,9 @@ def test_a_given_up_batch_is_archived_whole_and_replayed_exactly_once(app, cdk_o
         assert status(table, order_id) == "PENDING"
 
         # what `make replay` runs while `make dev` is up (docs/operations.md)
-        code = cli.main(["replay", "--data-dir", str(tmp_path), "--cdk-out", str(cdk_out), "--endpoint", ddb.endpoint])
+        code = cli.main(
+            ["replay", "--data-dir", str(tmp_path), "--cdk-out", str(templates_copy), "--endpoint", ddb.endpoint]
+        )
         assert code == 0
         assert f"replayed  {key}" in capsys.readouterr().out
         assert status(table, order_id) == "CONFIRMED"

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 
 
 @pytest.fixture
-def bus(moto_store: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+def bus_queue(moto_store: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A moto bus whose rule forwards every shop event to an SQS queue; returns a reader of that queue."""
     events = boto3.client("events")
     sqs = boto3.client("sqs")
@@ -52,15 +52,15 @@ def no_failures(response: dict[str, Any]) -> None:
     assert response == {"batchItemFailures": []}
 
 
-def test_confirmation_and_status_change_reach_the_bus(moto_store, bus, invoke):
+def test_confirmation_and_status_change_reach_the_bus(moto_store, bus_queue, invoke):
     order_id = place(moto_store)
     reader = StreamReader(moto_store)
     no_failures(invoke(lambda_event(reader.read())))
-    assert bus() == [], "the INSERT confirms; the confirmation's MODIFY publishes"
+    assert bus_queue() == [], "the INSERT confirms; the confirmation's MODIFY publishes"
 
     confirmed = reader.read()
     no_failures(invoke(lambda_event(confirmed)))
-    [event] = bus()
+    [event] = bus_queue()
     assert event["type"] == "OrderConfirmed"
     assert event["source"] == "shop.orders"
     assert (event["id"], event["order_id"], event["customer_id"]) == (f"{order_id}:2", order_id, "alice")
@@ -71,7 +71,7 @@ def test_confirmation_and_status_change_reach_the_bus(moto_store, bus, invoke):
         ADMIN, order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel()
     )
     no_failures(invoke(lambda_event(reader.read())))
-    [shipped] = bus()
+    [shipped] = bus_queue()
     assert (shipped["type"], shipped["id"], shipped["previous_status"]) == (
         "OrderStatusChanged",
         f"{order_id}:3",
@@ -80,7 +80,7 @@ def test_confirmation_and_status_change_reach_the_bus(moto_store, bus, invoke):
 
     # At least once: a redelivered record publishes again, with the same id for consumers to dedupe on.
     no_failures(invoke(lambda_event(confirmed)))
-    assert [e["id"] for e in bus()] == [f"{order_id}:2"]
+    assert [e["id"] for e in bus_queue()] == [f"{order_id}:2"]
 
 
 class RejectingClient:
@@ -102,7 +102,7 @@ class RejectingClient:
         return {"FailedEntryCount": sum("ErrorCode" in r for r in results), "Entries": results}
 
 
-def test_partial_put_events_failure_reports_that_record_failed(moto_store, bus, invoke, monkeypatch, capsys):
+def test_partial_put_events_failure_reports_that_record_failed(moto_store, bus_queue, invoke, monkeypatch, capsys):
     orders = [place(moto_store, quantity=q) for q in (1, 2, 3)]
     reader = StreamReader(moto_store)
     no_failures(invoke(lambda_event(reader.read())))
@@ -118,7 +118,7 @@ def test_partial_put_events_failure_reports_that_record_failed(moto_store, bus, 
     failed_sequence = modifies[f"ORDER#{unlucky}"]["dynamodb"]["SequenceNumber"]
     assert response == {"batchItemFailures": [{"itemIdentifier": failed_sequence}]}
     assert client.calls == [3, 1], "the batch's events go out in one call; the rejected one is tried once more"
-    assert sorted(e["order_id"] for e in bus()) == sorted(set(orders) - {unlucky})
+    assert sorted(e["order_id"] for e in bus_queue()) == sorted(set(orders) - {unlucky})
     assert emitted_metrics(capsys.readouterr().out).get("RecordsFailed") == 1
 
     # Lambda redelivers from the failed record on: its table writes are no-ops, its event goes out now.
@@ -127,11 +127,11 @@ def test_partial_put_events_failure_reports_that_record_failed(moto_store, bus, 
     retried = [r for r in confirmed if r["dynamodb"]["SequenceNumber"] >= failed_sequence]
     no_failures(invoke(lambda_event(retried)))
     assert dump(moto_store) == before
-    ids = [e["id"] for e in bus()]
+    ids = [e["id"] for e in bus_queue()]
     assert f"{unlucky}:2" in ids
 
 
-def test_a_failed_put_events_call_fails_only_the_records_with_events(moto_store, bus, invoke, monkeypatch):
+def test_a_failed_put_events_call_fails_only_the_records_with_events(moto_store, bus_queue, invoke, monkeypatch):
     place(moto_store)
     reader = StreamReader(moto_store)
     no_failures(invoke(lambda_event(reader.read())))

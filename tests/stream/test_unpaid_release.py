@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.dynamodb_semantics, pytest.mark.filterwarnings("ignore
 
 
 @pytest.fixture
-def paying(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePayments]:
+def wired_fake_payments(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePayments]:
     provider = FakePayments()
     monkeypatch.setenv("PAYMENTS", "stripe")
     monkeypatch.setenv("PAYMENT_WINDOW_MINUTES", "30")
@@ -44,7 +44,7 @@ def hold(store: Any) -> tuple[set[str], int]:
     return set(held.get("order_ids") or ()), int(held["units"])
 
 
-def test_leaving_pending_payment_releases_the_order_once_under_replays(store, invoke, paying):
+def test_leaving_pending_payment_releases_the_order_once_under_replays(store, invoke, wired_fake_payments):
     pid = product(store.table, stock=50)
     service = wiring.order_service(store.table)
     cancelled = service.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)], idempotency_key="k-1")
