@@ -73,17 +73,11 @@ NO_AVAILABILITY_CHECK_OPERATIONS = {("PATCH", "/categories/{slug}"), ("GET", "/s
 
 
 @pytest.fixture(scope="module")
-def stack(paying_stack: Stack) -> Stack:
-    """Here the session `stack` is the payments stack: every test of this module runs on it."""
-    return paying_stack
-
-
-@pytest.fixture(scope="module")
-def api_schema(stack: Stack) -> Any:
+def api_schema(paying_stack: Stack) -> Any:
     # Loading discovers schemathesis.toml, whose bearer setting names this variable.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SCHEMATHESIS_BEARER_TOKEN", stack.admin_token("e2e-fuzz-admin"))
-        return schemathesis.openapi.from_url(f"{stack.url}/openapi.json", timeout=30)
+        patch.setenv("SCHEMATHESIS_BEARER_TOKEN", paying_stack.admin_token("e2e-fuzz-admin"))
+        return schemathesis.openapi.from_url(f"{paying_stack.url}/openapi.json", timeout=30)
 
 
 def st_command(url: str, report_dir: pathlib.Path) -> list[str]:
@@ -94,12 +88,12 @@ def st_command(url: str, report_dir: pathlib.Path) -> list[str]:
     return cmd
 
 
-def test_schemathesis_finds_nothing(stack: Stack, tmp_path: pathlib.Path) -> None:
-    env = {**os.environ, "SCHEMATHESIS_BEARER_TOKEN": stack.admin_token("e2e-fuzz-admin")}
+def test_schemathesis_finds_nothing(paying_stack: Stack, tmp_path: pathlib.Path) -> None:
+    env = {**os.environ, "SCHEMATHESIS_BEARER_TOKEN": paying_stack.admin_token("e2e-fuzz-admin")}
     # tests/e2e/fuzz_hooks.py signs the webhook's deliveries with this stack's secret
-    env["SHOP_FUZZ_WEBHOOK_SECRET"] = json.loads((stack.data_dir / STATE_FILE).read_text())["webhook_secret"]
+    env["SHOP_FUZZ_WEBHOOK_SECRET"] = json.loads((paying_stack.data_dir / STATE_FILE).read_text())["webhook_secret"]
     run = subprocess.run(
-        st_command(f"{stack.url}/openapi.json", tmp_path),
+        st_command(f"{paying_stack.url}/openapi.json", tmp_path),
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,
@@ -201,9 +195,9 @@ OPERATIONS = [
 ]
 
 
-def test_the_document_covers_every_route_of_the_contract(stack: Stack) -> None:
+def test_the_document_covers_every_route_of_the_contract(paying_stack: Stack) -> None:
     """So that `nothing excluded` above means the whole API: the served document has every route."""
-    document = requests.get(f"{stack.url}/openapi.json", timeout=30).json()
+    document = requests.get(f"{paying_stack.url}/openapi.json", timeout=30).json()
     served = {(method.upper(), path) for path, ops in document["paths"].items() for method in ops}
     contract = set(OPERATIONS)
     assert served == contract, {"undocumented": sorted(contract - served), "not fuzzed": sorted(served - contract)}
@@ -212,25 +206,25 @@ def test_the_document_covers_every_route_of_the_contract(stack: Stack) -> None:
 # ----- findings of earlier fuzz runs, each kept as a regression test -----
 
 
-def test_the_fuzzed_stack_takes_payments(stack: Stack) -> None:
+def test_the_fuzzed_stack_takes_payments(paying_stack: Stack) -> None:
     """So that the run above fuzzes the version-3 routes live: with payments off the webhook is 404."""
     resp = requests.post(
-        f"{stack.url}/webhooks/stripe", data=b"{}", headers={"Content-Type": "application/json"}, timeout=30
+        f"{paying_stack.url}/webhooks/stripe", data=b"{}", headers={"Content-Type": "application/json"}, timeout=30
     )
     assert resp.status_code == 400, resp.text[:300]
     assert resp.json()["error"]["code"] == "WEBHOOK_SIGNATURE_INVALID"
 
 
-def test_unknown_methods_are_404_not_501(stack: Stack) -> None:
-    resp = requests.request("TRACE", f"{stack.url}/products", timeout=30)
+def test_unknown_methods_are_404_not_501(paying_stack: Stack) -> None:
+    resp = requests.request("TRACE", f"{paying_stack.url}/products", timeout=30)
     assert resp.status_code == 404, resp.text[:300]
     assert resp.json()["error"]["code"] == "NOT_FOUND"
 
 
-def test_multipart_without_boundary_is_unsupported_media(stack: Stack) -> None:
+def test_multipart_without_boundary_is_unsupported_media(paying_stack: Stack) -> None:
     resp = requests.post(
-        f"{stack.url}/products",
-        headers={"Authorization": f"Bearer {stack.admin_token()}", "Content-Type": "multipart/form-data"},
+        f"{paying_stack.url}/products",
+        headers={"Authorization": f"Bearer {paying_stack.admin_token()}", "Content-Type": "multipart/form-data"},
         data=b'{"name": "n", "category": "c", "price_cents": 1}',
         timeout=30,
     )
@@ -238,12 +232,12 @@ def test_multipart_without_boundary_is_unsupported_media(stack: Stack) -> None:
     assert resp.json()["error"]["code"] == "UNSUPPORTED_MEDIA_TYPE"
 
 
-def test_the_document_describes_the_gateways_401(stack: Stack, api_schema: Any) -> None:
+def test_the_document_describes_the_gateways_401(paying_stack: Stack, api_schema: Any) -> None:
     """API Gateway's JWT authorizer answers `{"message": "Unauthorized"}` (HTTP APIs cannot customise it);
     the document must describe that body for 401, or every 401 breaks the documented schema."""
     operation = api_schema["/products"]["POST"]
     case = operation.Case(body={"name": "n", "category": "c", "price_cents": 1}, media_type="application/json")
-    resp = requests.post(f"{stack.url}/products", json=case.body, timeout=30)
+    resp = requests.post(f"{paying_stack.url}/products", json=case.body, timeout=30)
     assert resp.status_code == 401
     assert resp.json() == GATEWAY_401
     case.validate_response(resp, checks=[response_schema_conformance])

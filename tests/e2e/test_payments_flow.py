@@ -109,7 +109,7 @@ class Paying:
 
 
 @pytest.fixture(scope="module")
-def paying(paying_stack: Stack, left_to_sweep: dict[str, Any]) -> Paying:
+def paying_flow(paying_stack: Stack, left_to_sweep: dict[str, Any]) -> Paying:
     """The module's orders; first, the one left to the windows' sweep, whose wait then runs beside this module's
     tests (tests/e2e/test_payments_sweep.py)."""
     stack = paying_stack
@@ -119,8 +119,8 @@ def paying(paying_stack: Stack, left_to_sweep: dict[str, Any]) -> Paying:
     return Paying(stack, _state(stack), admin, customer, unpaid, product["product_id"])
 
 
-def test_a_paid_checkout_holds_one_intent_and_the_webhook_verifies_deliveries(paying: Paying) -> None:
-    stack, admin, customer, state = paying.stack, paying.admin, paying.customer, paying.state
+def test_a_paid_checkout_holds_one_intent_and_the_webhook_verifies_deliveries(paying_flow: Paying) -> None:
+    stack, admin, customer, state = paying_flow.stack, paying_flow.admin, paying_flow.customer, paying_flow.state
     api = stack.api
     product = create_product(api, admin, category="e2e-pay", name="Grinder", price_cents=4500, stock=5)
 
@@ -179,48 +179,48 @@ def test_a_paid_checkout_holds_one_intent_and_the_webhook_verifies_deliveries(pa
     assert expect(api.get(f"/orders/{placed['order_id']}", token=customer), 200)["status"] == "PENDING_PAYMENT"
 
 
-def test_a_paid_order_is_confirmed_by_the_webhook_and_captured_when_shipped(paying: Paying) -> None:
-    api = paying.stack.api
-    product = create_product(api, paying.admin, category="e2e-pay", name="Scale", price_cents=3200, stock=5)
-    placed = expect(place_order(api, paying.customer, "pay-ship", order_lines(product["product_id"], 2)), 201)
+def test_a_paid_order_is_confirmed_by_the_webhook_and_captured_when_shipped(paying_flow: Paying) -> None:
+    api = paying_flow.stack.api
+    product = create_product(api, paying_flow.admin, category="e2e-pay", name="Scale", price_cents=3200, stock=5)
+    placed = expect(place_order(api, paying_flow.customer, "pay-ship", order_lines(product["product_id"], 2)), 201)
     order_id = placed["order_id"]
-    assert "authorised 6400 usd" in paying.pay(order_id)  # the real signed webhook, over the gateway
+    assert "authorised 6400 usd" in paying_flow.pay(order_id)  # the real signed webhook, over the gateway
     confirmed = eventually(
-        lambda: (o := paying.order(order_id))["status"] == "CONFIRMED" and o, timeout=30, what="CONFIRMED"
+        lambda: (o := paying_flow.order(order_id))["status"] == "CONFIRMED" and o, timeout=30, what="CONFIRMED"
     )
     assert confirmed["version"] == 2
-    assert paying.payment(order_id)["status"] == "AUTHORISED"
-    assert "client_secret" not in paying.payment(order_id)  # the order no longer waits for a payment
-    assert paying.stock(product["product_id"]) == 3  # sold
+    assert paying_flow.payment(order_id)["status"] == "AUTHORISED"
+    assert "client_secret" not in paying_flow.payment(order_id)  # the order no longer waits for a payment
+    assert paying_flow.stock(product["product_id"]) == 3  # sold
 
     shipment = {"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000062"}
-    ship = api.patch(f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"2"'}, json=shipment)
+    ship = api.patch(f"/orders/{order_id}", token=paying_flow.admin, headers={"If-Match": '"2"'}, json=shipment)
     assert expect(ship, 200)["status"] == "SHIPPED"
     captured = eventually(
-        lambda: (p := paying.payment(order_id))["status"] == "CAPTURED" and p, timeout=30, what="captured"
+        lambda: (p := paying_flow.payment(order_id))["status"] == "CAPTURED" and p, timeout=30, what="captured"
     )
     assert (captured["captured_cents"], captured["amount_cents"]) == (6400, 6400)
-    intent = paying.intent(order_id)  # one intent, captured at localstripe for the stored total
+    intent = paying_flow.intent(order_id)  # one intent, captured at localstripe for the stored total
     assert (intent["status"], intent["amount"]) == ("succeeded", 6400)
 
     # delivered, returned by the customer, accepted by the admin: the stored total refunded once, stock back
     delivered = api.patch(
-        f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"3"'}, json={"status": "DELIVERED"}
+        f"/orders/{order_id}", token=paying_flow.admin, headers={"If-Match": '"3"'}, json={"status": "DELIVERED"}
     )
     assert expect(delivered, 200)["status"] == "DELIVERED"
-    asked = api.post(f"/orders/{order_id}/return", token=paying.customer, json={"reason": "Too heavy for me."})
+    asked = api.post(f"/orders/{order_id}/return", token=paying_flow.customer, json={"reason": "Too heavy for me."})
     assert expect(asked, 200)["status"] == "RETURN_REQUESTED"
     accepted = api.patch(
-        f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"5"'}, json={"status": "RETURNED"}
+        f"/orders/{order_id}", token=paying_flow.admin, headers={"If-Match": '"5"'}, json={"status": "RETURNED"}
     )
     assert expect(accepted, 200)["status"] == "RETURNED"
     refunded = eventually(
-        lambda: (p := paying.payment(order_id))["refunded_cents"] == 6400 and p, timeout=30, what="refunded"
+        lambda: (p := paying_flow.payment(order_id))["refunded_cents"] == 6400 and p, timeout=30, what="refunded"
     )
     assert (refunded["captured_cents"], refunded["refunded_cents"]) == (6400, 6400)
-    refunds = _refunds_of(paying.state, intent["id"])  # one refund at localstripe, of the stored total
+    refunds = _refunds_of(paying_flow.state, intent["id"])  # one refund at localstripe, of the stored total
     assert [r["amount"] for r in refunds] == [6400]
-    assert paying.stock(product["product_id"]) == 5  # restocked by the return
+    assert paying_flow.stock(product["product_id"]) == 5  # restocked by the return
 
 
 def _localstripe(state: dict[str, Any]) -> Any:
@@ -255,79 +255,81 @@ def _confirmed(paying: Paying, name: str, price_cents: int, quantity: int = 1) -
     return order_id, product["product_id"]
 
 
-def test_a_declined_card_is_one_attempt_and_another_card_pays_with_the_stock_held(paying: Paying) -> None:
-    api = paying.stack.api
-    product = create_product(api, paying.admin, category="e2e-pay", name="Jug", price_cents=1500, stock=5)
-    placed = expect(place_order(api, paying.customer, "pay-declined", order_lines(product["product_id"], 2)), 201)
+def test_a_declined_card_is_one_attempt_and_another_card_pays_with_the_stock_held(paying_flow: Paying) -> None:
+    api = paying_flow.stack.api
+    product = create_product(api, paying_flow.admin, category="e2e-pay", name="Jug", price_cents=1500, stock=5)
+    placed = expect(place_order(api, paying_flow.customer, "pay-declined", order_lines(product["product_id"], 2)), 201)
     order_id = placed["order_id"]
-    assert paying.stock(product["product_id"]) == 3
-    assert paying.pay(order_id, "declined").startswith("declined")  # localstripe posts payment_failed itself
+    assert paying_flow.stock(product["product_id"]) == 3
+    assert paying_flow.pay(order_id, "declined").startswith("declined")  # localstripe posts payment_failed itself
     failure = eventually(
-        lambda: paying.payment(order_id).get("last_failure"), timeout=30, what="the failed attempt recorded"
+        lambda: paying_flow.payment(order_id).get("last_failure"), timeout=30, what="the failed attempt recorded"
     )
     assert failure["code"]
-    waiting = paying.order(order_id)
+    waiting = paying_flow.order(order_id)
     assert (waiting["status"], waiting["version"]) == ("PENDING_PAYMENT", 1)
-    assert paying.stock(product["product_id"]) == 3  # still held
-    assert paying.payment(order_id)["client_secret"] == placed["payment"]["client_secret"]  # the same secret
-    assert "authorised 3000 usd" in paying.pay(order_id)  # another card, the same intent
-    eventually(lambda: paying.order(order_id)["status"] == "CONFIRMED", timeout=30, what="CONFIRMED")
-    assert paying.order(order_id)["version"] == 2
-    assert paying.stock(product["product_id"]) == 3  # sold, never released in between
-    assert paying.intent(order_id)["status"] == "requires_capture"
+    assert paying_flow.stock(product["product_id"]) == 3  # still held
+    assert paying_flow.payment(order_id)["client_secret"] == placed["payment"]["client_secret"]  # the same secret
+    assert "authorised 3000 usd" in paying_flow.pay(order_id)  # another card, the same intent
+    eventually(lambda: paying_flow.order(order_id)["status"] == "CONFIRMED", timeout=30, what="CONFIRMED")
+    assert paying_flow.order(order_id)["version"] == 2
+    assert paying_flow.stock(product["product_id"]) == 3  # sold, never released in between
+    assert paying_flow.intent(order_id)["status"] == "requires_capture"
 
 
-def test_an_intent_cancelled_at_stripe_fails_the_waiting_order_and_gives_the_stock_back(paying: Paying) -> None:
-    api = paying.stack.api
-    product = create_product(api, paying.admin, category="e2e-pay", name="Carafe", price_cents=1100, stock=5)
-    placed = expect(place_order(api, paying.customer, "pay-gave-up", order_lines(product["product_id"], 2)), 201)
+def test_an_intent_cancelled_at_stripe_fails_the_waiting_order_and_gives_the_stock_back(paying_flow: Paying) -> None:
+    api = paying_flow.stack.api
+    product = create_product(api, paying_flow.admin, category="e2e-pay", name="Carafe", price_cents=1100, stock=5)
+    placed = expect(place_order(api, paying_flow.customer, "pay-gave-up", order_lines(product["product_id"], 2)), 201)
     order_id, intent_id = placed["order_id"], placed["payment"]["intent_id"]
-    cancelled = _localstripe(paying.state).v1.payment_intents.cancel(intent_id).to_dict()
+    cancelled = _localstripe(paying_flow.state).v1.payment_intents.cancel(intent_id).to_dict()
     for _ in range(3):  # Stripe delivers at least once
-        assert _deliver(paying, "payment_intent.canceled", cancelled)["kind"] == "canceled"
+        assert _deliver(paying_flow, "payment_intent.canceled", cancelled)["kind"] == "canceled"
     failed = eventually(
-        lambda: (o := paying.order(order_id))["status"] == "PAYMENT_FAILED" and o, timeout=30, what="PAYMENT_FAILED"
+        lambda: (o := paying_flow.order(order_id))["status"] == "PAYMENT_FAILED" and o,
+        timeout=30,
+        what="PAYMENT_FAILED",
     )
     assert failed["version"] == 2
-    assert paying.stock(product["product_id"]) == 5  # back, once
-    assert paying.payment(order_id)["status"] == "CANCELED"
+    assert paying_flow.stock(product["product_id"]) == 5  # back, once
+    assert paying_flow.payment(order_id)["status"] == "CANCELED"
 
 
-def test_a_lapsed_authorisation_is_recorded_and_shipping_it_is_refused_unless_knowingly(paying: Paying) -> None:
-    api = paying.stack.api
-    order_id, _ = _confirmed(paying, "Kettle", 2700)
-    intent_id = paying.intent(order_id)["id"]
-    lapsed = _localstripe(paying.state).v1.payment_intents.cancel(intent_id).to_dict()  # Stripe, after ~7 days
+def test_a_lapsed_authorisation_is_recorded_and_shipping_it_is_refused_unless_knowingly(paying_flow: Paying) -> None:
+    api = paying_flow.stack.api
+    order_id, _ = _confirmed(paying_flow, "Kettle", 2700)
+    intent_id = paying_flow.intent(order_id)["id"]
+    lapsed = _localstripe(paying_flow.state).v1.payment_intents.cancel(intent_id).to_dict()  # Stripe, after ~7 days
     for _ in range(3):
-        assert _deliver(paying, "payment_intent.canceled", lapsed)["kind"] == "canceled"
-    eventually(lambda: paying.payment(order_id)["status"] == "LAPSED", timeout=30, what="LAPSED")
-    assert paying.order(order_id)["status"] == "CONFIRMED"
+        assert _deliver(paying_flow, "payment_intent.canceled", lapsed)["kind"] == "canceled"
+    eventually(lambda: paying_flow.payment(order_id)["status"] == "LAPSED", timeout=30, what="LAPSED")
+    assert paying_flow.order(order_id)["status"] == "CONFIRMED"
     shipment = {"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000063"}
-    refused = api.patch(f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"2"'}, json=shipment)
+    refused = api.patch(f"/orders/{order_id}", token=paying_flow.admin, headers={"If-Match": '"2"'}, json=shipment)
     expect(refused, 409, "PAYMENT_NOT_HELD")
     knowingly = {**shipment, "ship_without_payment": True}
     shipped = expect(
-        api.patch(f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"2"'}, json=knowingly), 200
+        api.patch(f"/orders/{order_id}", token=paying_flow.admin, headers={"If-Match": '"2"'}, json=knowingly), 200
     )
     assert (shipped["status"], shipped["shipped_without_payment"]) == ("SHIPPED", True)
     # The stream has read the SHIPPED record (its history entry is written): the capture step took nothing.
     eventually(
-        lambda: any(entry["status"] == "SHIPPED" for entry in paying.order(order_id)["history"]),
+        lambda: any(entry["status"] == "SHIPPED" for entry in paying_flow.order(order_id)["history"]),
         timeout=30,
         what="the SHIPPED record read",
     )
-    payment = paying.payment(order_id)
+    payment = paying_flow.payment(order_id)
     assert (payment["status"], payment["captured_cents"]) == ("LAPSED", 0)
 
 
-def test_a_dashboard_refund_is_recorded_and_a_later_return_refunds_only_the_rest(paying: Paying) -> None:
-    api = paying.stack.api
-    order_id, product_id = _confirmed(paying, "Tray", 2000, quantity=2)
+def test_a_dashboard_refund_is_recorded_and_a_later_return_refunds_only_the_rest(paying_flow: Paying) -> None:
+    api = paying_flow.stack.api
+    order_id, product_id = _confirmed(paying_flow, "Tray", 2000, quantity=2)
     shipment = {"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000064"}
-    expect(api.patch(f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"2"'}, json=shipment), 200)
-    eventually(lambda: paying.payment(order_id)["status"] == "CAPTURED", timeout=30, what="captured")
-    client = _localstripe(paying.state)
-    intent = paying.intent(order_id)
+    expect(api.patch(f"/orders/{order_id}", token=paying_flow.admin, headers={"If-Match": '"2"'}, json=shipment), 200)
+    eventually(lambda: paying_flow.payment(order_id)["status"] == "CAPTURED", timeout=30, what="captured")
+    client = _localstripe(paying_flow.state)
+    intent = paying_flow.intent(order_id)
     client.v1.refunds.create(params={"payment_intent": intent["id"], "amount": 1500})  # in Stripe's dashboard
     charge = {
         "id": intent.get("latest_charge") or "ch_e2e",
@@ -338,36 +340,36 @@ def test_a_dashboard_refund_is_recorded_and_a_later_return_refunds_only_the_rest
         "refunded": False,
     }
     for _ in range(3):
-        assert _deliver(paying, "charge.refunded", charge)["kind"] == "refunded"
-    eventually(lambda: paying.payment(order_id)["refunded_cents"] == 1500, timeout=30, what="the refund recorded")
+        assert _deliver(paying_flow, "charge.refunded", charge)["kind"] == "refunded"
+    eventually(lambda: paying_flow.payment(order_id)["refunded_cents"] == 1500, timeout=30, what="the refund recorded")
 
     delivered = api.patch(
-        f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"3"'}, json={"status": "DELIVERED"}
+        f"/orders/{order_id}", token=paying_flow.admin, headers={"If-Match": '"3"'}, json={"status": "DELIVERED"}
     )
     expect(delivered, 200)
-    expect(api.post(f"/orders/{order_id}/return", token=paying.customer, json={"reason": "Chipped."}), 200)
+    expect(api.post(f"/orders/{order_id}/return", token=paying_flow.customer, json={"reason": "Chipped."}), 200)
     accepted = api.patch(
-        f"/orders/{order_id}", token=paying.admin, headers={"If-Match": '"5"'}, json={"status": "RETURNED"}
+        f"/orders/{order_id}", token=paying_flow.admin, headers={"If-Match": '"5"'}, json={"status": "RETURNED"}
     )
     expect(accepted, 200)
     refunded = eventually(
-        lambda: (p := paying.payment(order_id))["refunded_cents"] == 4000 and p, timeout=30, what="refunded"
+        lambda: (p := paying_flow.payment(order_id))["refunded_cents"] == 4000 and p, timeout=30, what="refunded"
     )
     assert (refunded["captured_cents"], refunded["refunded_cents"]) == (4000, 4000)
-    assert sorted(r["amount"] for r in _refunds_of(paying.state, intent["id"])) == [1500, 2500]  # only the rest
-    assert paying.stock(product_id) == 5
+    assert sorted(r["amount"] for r in _refunds_of(paying_flow.state, intent["id"])) == [1500, 2500]  # only the rest
+    assert paying_flow.stock(product_id) == 5
 
 
-def test_an_unpaid_order_expires_through_the_ttl_emulator(paying: Paying) -> None:
-    order_id = paying.unpaid["order_id"]
-    assert paying.unpaid["status"] == "PENDING_PAYMENT"
+def test_an_unpaid_order_expires_through_the_ttl_emulator(paying_flow: Paying) -> None:
+    order_id = paying_flow.unpaid["order_id"]
+    assert paying_flow.unpaid["status"] == "PENDING_PAYMENT"
     expired = eventually(
-        lambda: (o := paying.order(order_id))["status"] == "EXPIRED" and o,
+        lambda: (o := paying_flow.order(order_id))["status"] == "EXPIRED" and o,
         timeout=WINDOW_S + 90,  # the window (placed when the stack started), then a sweep and the stream
         interval=1,
         what="EXPIRED",
     )
     assert expired["version"] == 2
-    assert paying.stock(paying.unpaid_product) == 4  # the three held units back
-    eventually(lambda: paying.payment(order_id)["status"] == "CANCELED", timeout=30, what="intent cancelled")
-    assert paying.intent(order_id)["status"] == "canceled"
+    assert paying_flow.stock(paying_flow.unpaid_product) == 4  # the three held units back
+    eventually(lambda: paying_flow.payment(order_id)["status"] == "CANCELED", timeout=30, what="intent cancelled")
+    assert paying_flow.intent(order_id)["status"] == "canceled"
