@@ -37,7 +37,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
-.PHONY: setup dev pay logs test unit integration infra e2e lint typecheck synth synth-local layers openapi \
+.PHONY: setup dev pay logs test unit coverage integration infra e2e lint typecheck synth synth-local layers openapi \
         invoke token replay bench drill deploy destroy lock clean
 
 setup: $(VENV)/.installed node_modules/.installed
@@ -120,6 +120,12 @@ test: setup lint synth
 # and DynamoDB Local out.
 unit: setup
 	$(PY) -m pytest tests/unit -n $(WORKERS) $(PYTEST_ARGS)
+
+# The fast lane's line coverage of each service module and handler (docs/testing.md, "The fast lane").
+coverage: setup
+	@mkdir -p .cache
+	COVERAGE_FILE=.cache/coverage $(PY) -m pytest tests/unit -n $(WORKERS) -q --cov=shop.services --cov=functions \
+	  --cov-report=term $(PYTEST_ARGS)
 
 # Handlers, repositories, stream rules and the local runtime on moto and on DynamoDB Local (`integration`
 # marker: the DynamoDB semantics), concurrency with real threads.
@@ -213,7 +219,8 @@ HELP := \
   'migrate|a table migration on the DynamoDB Local of the running make dev: NAME=<migration> [DRY_RUN=1]' \
   'archive-query|a named query of the order archive, by DuckDB: NAME=<query> [ARCHIVE_DIR=<copy>]' \
   'test|what CI runs before a deploy: lint, synth, every test tier and mypy' \
-  'unit|the fast lane: the rules on the in-memory store, under a minute' \
+  'unit|the fast lane: the rules on the in-memory store, under 30 s on a quiet machine' \
+  'coverage|the fast lane with its line coverage of every service module and handler' \
   'integration|handlers, repositories, streams and the local runtime on moto and DynamoDB Local' \
   'infra|the synthesized templates of the CDK app' \
   'e2e|the local stack over HTTP, as make dev runs it' \
