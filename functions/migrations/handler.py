@@ -19,6 +19,7 @@ from shop.migrations.rate import TokenBucket
 from shop.migrations.runner import Progress, Runner
 
 logger = Logger()
+store = wiring.migration_store()  # the migrations' scans, writes and checkpoints on the function's table (shop.wiring)
 # A segment worker stops after the page that leaves less than this of its invocation (ms): a page is
 # at most 100 items at the run's rate, and the checkpoint must be written before the timeout.
 STOP_MARGIN_MS = 120_000
@@ -31,7 +32,7 @@ def _runner(event: dict[str, Any], *, share: bool) -> Runner:
         raise ValueError(f"segments must be 1..{MAX_SEGMENTS}")
     rate = float(event["rate"]) / (segments if share else 1)
     return Runner(
-        wiring.migration_store(),
+        store,
         migration(str(event["migration"])),
         segments=segments,
         limiter=TokenBucket(rate),

@@ -31,6 +31,7 @@ from shop.version_metrics import count_for_version
 
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Shop")
+rules = wiring.order_events_service()  # on the function's table (shop.wiring); the rarer records' rules on first use
 
 
 def count(outcome: Outcome) -> None:
@@ -65,8 +66,6 @@ def log(outcome: Outcome) -> None:
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    service = wiring.order_events_service()
-
     def record_handler(record: DynamoDBRecord) -> tuple[Event, ...]:
         """One record through the rules; the events it produced, for the processor to publish."""
         try:
@@ -76,7 +75,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             raise
         with logger.append_context_keys(**parsed.log_keys):
             try:
-                outcome = service.handle(parsed)
+                outcome = rules.handle(parsed)
             except Exception:
                 logger.exception("record failed", event_name=parsed.event_name, entity=parsed.entity)
                 raise
@@ -84,7 +83,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             log(outcome)
         return outcome.events
 
-    processor = PublishingBatchProcessor(EventPublisher.from_settings(), logger, batch=service)
+    processor = PublishingBatchProcessor(EventPublisher.from_settings(), logger, batch=rules)
     with invocation_deadline(context):  # a record the store cannot serve in time fails, and is retried
         response = process_partial_response(
             event=event, record_handler=record_handler, processor=processor, context=context

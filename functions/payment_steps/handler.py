@@ -33,6 +33,7 @@ from shop.tracing import tracing_disabled
 
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Shop")
+payment_rules = wiring.payment_service()  # on the function's table (shop.wiring); the provider built when called
 
 METRIC_NAMES = {
     StepAction.CAPTURED: "PaymentsCaptured",
@@ -67,10 +68,9 @@ def sweep(service: Any) -> dict[str, Any]:
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    service = wiring.payment_service()
     if event.get("detail-type") == SCHEDULED:
         with invocation_deadline(context):
-            return sweep(service)
+            return sweep(payment_rules)
 
     def record_handler(record: DynamoDBRecord) -> tuple[Event, ...]:
         try:
@@ -80,7 +80,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             raise
         with logger.append_context_keys(**parsed.log_keys):
             try:
-                outcome = service.handle(parsed)
+                outcome = payment_rules.handle(parsed)
             except Exception:
                 logger.exception("payment step failed", event_name=parsed.event_name, entity=parsed.entity)
                 raise

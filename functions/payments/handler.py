@@ -1,6 +1,6 @@
 """payments: Stripe's webhook deliveries (POST /webhooks/stripe), verified byte for byte and applied to the order.
 
-The only HTTP function that calls Stripe's library (through shop.wiring, on the first delivery); it carries the
+The only HTTP function that calls Stripe's library (through shop.wiring, when a rule calls it); it carries the
 payments layer. The route is public: API Gateway's authorizer cannot check a Stripe-Signature, the handler does
 (shop.http_api.payment_webhooks). docs/payments.md, "The webhook".
 """
@@ -11,7 +11,7 @@ from shop.runtime import lean_init
 lean_init.begin()  # lazy Powertools packages, no cyclic GC until lean_init.done() below
 
 # isort: split
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Header
@@ -24,7 +24,7 @@ from shop.models.common import Model
 
 app = create_app("payments")
 TAGS = ["payments"]
-_service: Any = None  # the payment rules, built on the first delivery (their modules load then, not at cold start)
+payment_rules = wiring.payment_service()  # on the function's table (shop.wiring); `stripe` loads when it is called
 
 
 StripeSignature = Annotated[
@@ -37,14 +37,6 @@ class WebhookReceived(Model):
     received: bool
     event_id: str
     kind: str  # authorised | failed | canceled | ignored (a type the shop does not act on)
-
-
-def apply_event(event: Any) -> None:
-    """The payment rule for one verified event: the order's conditional change, guarded by its own state."""
-    global _service
-    if _service is None:
-        _service = wiring.payment_service()
-    _service.apply_event(event)
 
 
 @app.post(
@@ -73,7 +65,7 @@ def stripe_webhook(signature: StripeSignature = None):  # read from the raw even
     webhooks = wiring.payment_webhooks()
     if webhooks is None:
         raise errors.NotFound("payments are off")
-    answer = answer_webhook(app.current_event.raw_event, webhooks=webhooks, apply=apply_event)
+    answer = answer_webhook(app.current_event.raw_event, webhooks=webhooks, apply=payment_rules.apply_event)
     count(f"Webhook{answer['statusCode']}")
     return Response(
         status_code=answer["statusCode"],

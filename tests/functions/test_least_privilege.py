@@ -236,6 +236,7 @@ def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
     removal has not come. Its writes stay on orders and stock (its LeadingKeys), its Query on GSI1 (its grant there
     alone), every other call on the table."""
     import json
+    import sys
     import time
     from datetime import timedelta
 
@@ -302,8 +303,8 @@ def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
     # (its PAYMENT_DUE item is still there), swept by the handler on EventBridge's event on the function's table
     overdue = place_unpaid(table, fake, [(pid, "Kettle", 2500, 1)])
     later = clock.now() + timedelta(seconds=WINDOW_S + SWEEP_GRACE_SECONDS + 5)
-    build = wiring.payment_service
-    monkeypatch.setattr(wiring, "payment_service", lambda: build(provider=fake, now=lambda: later))
+    steps_function = sys.modules["functions.payment_steps.handler"]  # its rules, built at its import
+    monkeypatch.setattr(steps_function, "payment_rules", wiring.payment_service(provider=fake, now=lambda: later))
     scheduled = json.loads((REPO / "events" / "payment_steps" / "payment_window_sweep.json").read_text())
     assert handler(scheduled, FakeContext()) == {"swept": 1}
     assert wiring.order_service(table).get(ADMIN, overdue.order_id).status is OrderStatus.EXPIRED
@@ -344,7 +345,7 @@ def test_payments_grants_match_its_calls(moto_api, monkeypatch):
         fake = FakePayments()
         monkeypatch.setattr(
             sys.modules["_in_process_payments_handler"],
-            "_service",
+            "payment_rules",
             wiring.payment_service(moto_api.table, provider=fake),
         )
         pid = product(moto_api.table, name="Kettle", price_cents=2500, stock=9)

@@ -31,7 +31,7 @@ def webhook(moto_api, monkeypatch) -> Iterator[Any]:
     API.handler("payments")
     provider = FakePayments()
     service = wiring.payment_service(moto_api.table, provider=provider)
-    monkeypatch.setattr(sys.modules["_in_process_payments_handler"], "_service", service)
+    monkeypatch.setattr(sys.modules["_in_process_payments_handler"], "payment_rules", service)
     yield moto_api.table, provider
     config.payment_settings.cache_clear()
 

@@ -74,7 +74,7 @@ def webhook(moto_api, monkeypatch) -> Iterator[Webhook]:
     API.handler("payments")
     fake = FakePayments()
     service = Flaky(wiring.payment_service(moto_api.table, provider=fake))
-    monkeypatch.setattr(sys.modules["_in_process_payments_handler"], "_service", service)
+    monkeypatch.setattr(sys.modules["_in_process_payments_handler"], "payment_rules", service)
     yield Webhook(moto_api.table, fake, service)
     config.payment_settings.cache_clear()
 

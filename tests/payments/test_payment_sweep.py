@@ -7,6 +7,7 @@ key condition selects exactly them, and changes each order once, however often i
 from __future__ import annotations
 
 import json
+import sys
 from datetime import timedelta
 from typing import Any
 
@@ -32,7 +33,8 @@ def sweep_at(monkeypatch: pytest.MonkeyPatch, table: Any, fake: FakePayments, la
     from functions.payment_steps.handler import handler
 
     moment = clock.now() + later
-    monkeypatch.setattr(wiring, "payment_service", lambda: BUILD(table, provider=fake, now=lambda: moment))
+    steps_function = sys.modules["functions.payment_steps.handler"]  # its rules, built at its import
+    monkeypatch.setattr(steps_function, "payment_rules", BUILD(table, provider=fake, now=lambda: moment))
     return handler(json.loads(SWEEP_EVENT.read_text()), order_events_context())
 
 
