@@ -25,18 +25,20 @@ class Clock:
 
 
 @pytest.fixture
-def clock() -> Clock:
+def ttl_clock() -> Clock:
     return Clock()
 
 
 @pytest.fixture
-def catalog(memory, clock) -> CatalogService:
+def cached_catalog(memory, ttl_clock) -> CatalogService:
     """One products-function instance: its own cache."""
-    return CatalogService(products=memory.products, categories=memory.categories, hot=HotProductCache(TTL, now=clock))
+    return CatalogService(
+        products=memory.products, categories=memory.categories, hot=HotProductCache(TTL, now=ttl_clock)
+    )
 
 
 @pytest.fixture
-def orders(memory, clock) -> OrderService:
+def cached_orders(memory, ttl_clock) -> OrderService:
     """One orders-function instance: its own cache."""
     return OrderService(
         orders=memory.orders,
@@ -44,7 +46,7 @@ def orders(memory, clock) -> OrderService:
         sessions=memory.sessions,
         carts=memory.carts,
         archive=memory.archive,
-        hot=HotProductCache(TTL, now=clock),
+        hot=HotProductCache(TTL, now=ttl_clock),
         settings=settings,
         payment_settings=payment_settings,
     )
@@ -76,23 +78,23 @@ def buy(orders: OrderService, pid: str, quantity: int = 1):
     return orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, quantity)])
 
 
-def test_a_hot_product_is_read_once_per_ttl(memory, catalog, clock, monkeypatch):
+def test_a_hot_product_is_read_once_per_ttl(memory, cached_catalog, ttl_clock, monkeypatch):
     pid = new_product(memory, shards=4)
     reads = counted(memory, monkeypatch, "get")
-    first = catalog.get(pid)
-    clock.at += TTL - 0.1
-    assert catalog.get(pid) == first
+    first = cached_catalog.get(pid)
+    ttl_clock.at += TTL - 0.1
+    assert cached_catalog.get(pid) == first
     assert len(reads) == 1
-    clock.at += 0.1
-    catalog.get(pid)
+    ttl_clock.at += 0.1
+    cached_catalog.get(pid)
     assert len(reads) == 2
 
 
-def test_an_ordinary_product_is_read_every_time(memory, catalog, monkeypatch):
+def test_an_ordinary_product_is_read_every_time(memory, cached_catalog, monkeypatch):
     pid = new_product(memory)
     reads = counted(memory, monkeypatch, "get")
-    catalog.get(pid)
-    catalog.get(pid)
+    cached_catalog.get(pid)
+    cached_catalog.get(pid)
     assert len(reads) == 2
 
 
@@ -105,74 +107,74 @@ def test_a_zero_ttl_keeps_nothing(memory, monkeypatch):
     assert len(reads) == 2
 
 
-def test_stock_shown_lags_by_at_most_the_ttl(memory, catalog, orders, clock):
+def test_stock_shown_lags_by_at_most_the_ttl(memory, cached_catalog, cached_orders, ttl_clock):
     pid = new_product(memory, shards=4, stock=100)
-    assert catalog.get(pid).stock == 100
-    buy(orders, pid, 3)
-    assert catalog.get(pid).stock == 100  # within the TTL: as read
-    clock.at += TTL
-    assert catalog.get(pid).stock == 97
+    assert cached_catalog.get(pid).stock == 100
+    buy(cached_orders, pid, 3)
+    assert cached_catalog.get(pid).stock == 100  # within the TTL: as read
+    ttl_clock.at += TTL
+    assert cached_catalog.get(pid).stock == 97
 
 
 @pytest.mark.parametrize("change", ["price", "archive", "stock"])
-def test_an_admin_change_on_the_instance_drops_its_entry(memory, catalog, change):
+def test_an_admin_change_on_the_instance_drops_its_entry(memory, cached_catalog, change):
     pid = new_product(memory, shards=4)
-    catalog.get(pid)
+    cached_catalog.get(pid)
     if change == "price":
-        catalog.update(ADMIN, pid, {"price_cents": 5900})
-        assert catalog.get(pid).price_cents == 5900
+        cached_catalog.update(ADMIN, pid, {"price_cents": 5900})
+        assert cached_catalog.get(pid).price_cents == 5900
     elif change == "archive":
-        catalog.archive(ADMIN, pid)
-        assert not catalog.get(pid).listed
+        cached_catalog.archive(ADMIN, pid)
+        assert not cached_catalog.get(pid).listed
     else:
-        catalog.adjust_stock(ADMIN, pid, 5)
-        assert catalog.get(pid).stock == 105
+        cached_catalog.adjust_stock(ADMIN, pid, 5)
+        assert cached_catalog.get(pid).stock == 105
 
 
-def test_placement_reads_a_hot_price_once_per_ttl(memory, orders, clock, monkeypatch):
+def test_placement_reads_a_hot_price_once_per_ttl(memory, cached_orders, ttl_clock, monkeypatch):
     pid = new_product(memory, shards=4)
     reads = counted(memory, monkeypatch, "get_many")
-    buy(orders, pid)
-    buy(orders, pid)
+    buy(cached_orders, pid)
+    buy(cached_orders, pid)
     assert len(reads) == 1
-    clock.at += TTL
-    buy(orders, pid)
+    ttl_clock.at += TTL
+    buy(cached_orders, pid)
     assert len(reads) == 2
 
 
-def test_an_ordinary_price_is_read_for_every_placement(memory, orders, monkeypatch):
+def test_an_ordinary_price_is_read_for_every_placement(memory, cached_orders, monkeypatch):
     pid = new_product(memory)
     reads = counted(memory, monkeypatch, "get_many")
-    buy(orders, pid)
-    buy(orders, pid)
+    buy(cached_orders, pid)
+    buy(cached_orders, pid)
     assert len(reads) == 2
 
 
-def test_a_stale_cached_price_places_the_order_at_the_current_price(memory, catalog, orders, monkeypatch):
+def test_a_stale_cached_price_places_the_order_at_the_current_price(memory, cached_catalog, cached_orders, monkeypatch):
     pid = new_product(memory, shards=4)
-    buy(orders, pid)  # the orders instance now holds 4900
-    catalog.update(ADMIN, pid, {"price_cents": 5900})  # another instance: the orders instance does not know
+    buy(cached_orders, pid)  # the orders instance now holds 4900
+    cached_catalog.update(ADMIN, pid, {"price_cents": 5900})  # another instance: the orders instance does not know
     reads = counted(memory, monkeypatch, "get_many")
-    order = buy(orders, pid)
+    order = buy(cached_orders, pid)
     assert order.total_cents == 5900
     # The placement failed its price condition once, then read past the cache, consistently.
     assert reads == [{"consistent": True}]
-    buy(orders, pid)  # the fresh price is what the instance keeps now
+    buy(cached_orders, pid)  # the fresh price is what the instance keeps now
     assert len(reads) == 1
 
 
-def test_a_stale_cached_entry_never_sells_an_archived_product(memory, catalog, orders):
+def test_a_stale_cached_entry_never_sells_an_archived_product(memory, cached_catalog, cached_orders):
     pid = new_product(memory, shards=4)
-    buy(orders, pid)
-    catalog.archive(ADMIN, pid)
+    buy(cached_orders, pid)
+    cached_catalog.archive(ADMIN, pid)
     with pytest.raises(errors.ProductUnavailable):
-        buy(orders, pid)
+        buy(cached_orders, pid)
 
 
-def test_two_stores_never_share_an_entry(memory, clock):
+def test_two_stores_never_share_an_entry(memory, ttl_clock):
     from tests.support.memory_store import MemoryStore
 
-    cache = HotProductCache(TTL, now=clock)
+    cache = HotProductCache(TTL, now=ttl_clock)
     other = MemoryStore()
     pid = new_product(memory, shards=4)
     CatalogService(products=memory.products, categories=memory.categories, hot=cache).get(pid)
@@ -193,7 +195,7 @@ def test_the_ttl_is_a_setting_of_a_few_seconds(monkeypatch):
             _ = cache.seconds
 
 
-def test_a_snapstart_restore_empties_every_cache(memory, clock, monkeypatch):
+def test_a_snapstart_restore_empties_every_cache(memory, ttl_clock, monkeypatch):
     import weakref
 
     from shop.services import hot_products
@@ -202,7 +204,7 @@ def test_a_snapstart_restore_empties_every_cache(memory, clock, monkeypatch):
     monkeypatch.setattr(hot_products, "_caches", weakref.WeakSet())
     monkeypatch.setattr(hot_products.snapstart, "after_restore", hooks.append)
     catalog = CatalogService(
-        products=memory.products, categories=memory.categories, hot=HotProductCache(TTL, now=clock)
+        products=memory.products, categories=memory.categories, hot=HotProductCache(TTL, now=ttl_clock)
     )
     pid = new_product(memory, shards=4)
     catalog.get(pid)
