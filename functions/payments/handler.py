@@ -13,13 +13,13 @@ lean_init.begin()  # lazy Powertools packages, no cyclic GC until lean_init.done
 # isort: split
 from typing import Annotated
 
-from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Header
 
 from shop import errors, wiring
+from shop.http_api.errors import status_for
 from shop.http_api.observability import count, lambda_handler
-from shop.http_api.payment_webhooks import answer_webhook
-from shop.http_api.resolver import create_app, declare
+from shop.http_api.payment_webhooks import receive_webhook
+from shop.http_api.resolver import create_app, declare, json_response
 from shop.models.common import Model
 
 app = create_app("payments")
@@ -65,14 +65,13 @@ def stripe_webhook(signature: StripeSignature = None):  # read from the raw even
     webhooks = wiring.payment_webhooks()
     if webhooks is None:
         raise errors.NotFound("payments are off")
-    answer = answer_webhook(app.current_event.raw_event, webhooks=webhooks, apply=payment_rules.apply_event)
-    count(f"Webhook{answer['statusCode']}")
-    return Response(
-        status_code=answer["statusCode"],
-        content_type=answer["headers"]["Content-Type"],
-        body=answer["body"],
-        headers={k: v for k, v in answer["headers"].items() if k != "Content-Type"},
-    )
+    try:
+        received = receive_webhook(app.current_event.raw_event, webhooks=webhooks, apply=payment_rules.apply_event)
+    except errors.DomainError as error:  # answered by the resolver's error handler, counted here as a 200 is
+        count(f"Webhook{status_for(error)}")
+        raise
+    count("Webhook200")
+    return json_response(200, received)
 
 
 # What Stripe posts: an Event object, read as it arrived (its signature covers these bytes).

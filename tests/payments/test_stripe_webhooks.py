@@ -283,7 +283,7 @@ def test_an_event_id_too_long_for_a_key_is_refused():
 
 def test_a_delivery_from_localstripe_through_the_gateway_is_applied(delivering_localstripe):
     from local_runtime.events import HttpRequest, http_api_event
-    from shop.http_api.payment_webhooks import answer_webhook
+    from shop.http_api.payment_webhooks import receive_webhook
 
     stripe_server, receiver = delivering_localstripe
     payments = StripePayments(TEST_SECRET_KEY, api_base=stripe_server.endpoint)
@@ -304,11 +304,11 @@ def test_a_delivery_from_localstripe_through_the_gateway_is_applied(delivering_l
             headers=[("Content-Type", "application/json; charset=utf-8"), ("Stripe-Signature", signature or "")],
             body=body,
         )
-        answer = answer_webhook(
+        received = receive_webhook(  # a refusal would raise
             http_api_event(request, route_key="POST /webhooks/stripe"),
             webhooks=StripeWebhooks(SECRET),
             apply=applied.append,
         )
-        assert answer["statusCode"] == 200, answer
+        assert received["received"] is True, received
 
     assert ("ord-hook-4", PaymentEventKind.AUTHORISED) in [(e.order_id, e.kind) for e in applied]

@@ -204,6 +204,15 @@ def test_a_forged_or_unsigned_delivery_is_refused(paying):
     assert paying.wiring.store.state.orders[order["order_id"]].status is OrderStatus.PENDING_PAYMENT
 
 
+def test_each_delivery_is_counted_by_its_status_refusals_too(paying, capsys):
+    capsys.readouterr()
+    deliver(paying, "evt_fast_counted", "customer.created", None, None)
+    forged = {**WEBHOOK_HEADERS, "Stripe-Signature": "t=1,v1=" + "0" * 64}
+    paying.call("POST", "/webhooks/stripe", raw_body="{}", headers=forged)
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert [name for blob in emitted for name in blob if name.startswith("Webhook")] == ["Webhook200", "Webhook400"]
+
+
 def test_a_signed_body_nested_too_deeply_is_refused_not_a_500(paying):
     """Found attacking the webhook by hand on make dev: a correctly signed body of 100,000 nested lists made
     json.loads raise RecursionError, which is no ValueError, and the route answered 500 INTERNAL_ERROR."""

@@ -1,6 +1,7 @@
 """`POST /webhooks/stripe` as HTTP: the raw body and `Stripe-Signature` of an API Gateway (payload 2.0) event,
-verified, handed to the rules, answered. The payments function (functions/payments/handler.py) routes it and calls
-`answer_webhook` with `shop.wiring.payment_webhooks()` and the rule that applies an event.
+verified and handed to the rules. The payments function (functions/payments/handler.py) routes it, calls
+`receive_webhook` with `shop.wiring.payment_webhooks()` and the rule that applies an event, and answers as every
+route does: the 200 body with `json_response`, a domain error raised to the resolver's one error handler.
 
 The body is verified exactly as it arrived: never parsed and re-serialised before the signature check. API
 Gateway passes a JSON body as text (the bytes are its UTF-8) and any other as base64.
@@ -10,12 +11,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from shop import errors
-from shop.http_api import errors as http_errors
 from shop.models.payments import PaymentEventKind
 
 if TYPE_CHECKING:
@@ -39,27 +38,15 @@ def delivery(event: Mapping[str, Any]) -> tuple[bytes, str | None]:
     return raw, headers.get(SIGNATURE_HEADER)
 
 
-def _response(status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "statusCode": status,
-        "headers": {"Content-Type": "application/json", **(headers or {})},
-        "body": json.dumps(body),
-        "isBase64Encoded": False,
-    }
-
-
-def answer_webhook(
+def receive_webhook(
     event: Mapping[str, Any], *, webhooks: PaymentWebhooks, apply: Callable[[PaymentEvent], None]
 ) -> dict[str, Any]:
-    """200 once the event is applied (or is of a type the shop ignores: nothing applied); 400 for a delivery
-    that is not signed with the endpoint's secret or is no event; 503 (Stripe redelivers) when applying it
-    failed for a transient cause. `apply` must be idempotent by event id: Stripe delivers at least once."""
-    try:
-        payload, signature = delivery(event)
-        verified = webhooks.verify(payload, signature)
-        if verified.kind is not PaymentEventKind.IGNORED:
-            apply(verified)
-    except errors.DomainError as error:
-        status, body, headers = http_errors.describe(error)
-        return _response(status, body, headers)
-    return _response(200, {"received": True, "event_id": verified.event_id, "kind": verified.kind.value})
+    """The 200 body once the event is applied (or is of a type the shop ignores: nothing applied). Raises what
+    the resolver answers: InvalidWebhookSignature or InvalidWebhookPayload (400) for a delivery that is not signed
+    with the endpoint's secret or is no event; a transient failure to apply it (503: Stripe redelivers). `apply`
+    must be idempotent by event id: Stripe delivers at least once."""
+    payload, signature = delivery(event)
+    verified = webhooks.verify(payload, signature)
+    if verified.kind is not PaymentEventKind.IGNORED:
+        apply(verified)
+    return {"received": True, "event_id": verified.event_id, "kind": verified.kind.value}
