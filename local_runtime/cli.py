@@ -18,7 +18,7 @@ from typing import Any
 
 from infra.settings import LOCAL_TABLE_NAME
 from local_runtime import auth, dev_state, failures
-from local_runtime.dynamodb_local import QUICK_START, DynamoDBLocal, create_table
+from local_runtime.dynamodb_local import FULL_JIT, QUICK_START, DynamoDBLocal, create_table
 from shop.limits import CAPTURE_MODES, DEFAULT_CAPTURE
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -104,7 +104,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
 
     # The drills (--deployed-budget) time the store under load: the full JIT there.
-    quick = () if args.deployed_budget else QUICK_START
+    quick = FULL_JIT if args.deployed_budget else QUICK_START
     ddb = DynamoDBLocal(port=args.dynamodb_port, data_dir=ddb_dir, jvm_options=quick)
     aws = LocalAws(state_dir, port=args.aws_port)
     functions: Functions | None = None

@@ -93,8 +93,10 @@ def free_port() -> int:
 
 
 # The JIT's first tier only: Java answers in about a third of the time (15 s -> 6 s on a loaded 2-core
-# machine), at some peak speed a developer's requests never reach. `make dev` uses it; load runs do not.
+# machine) and a test run spends a third less CPU in it, at some peak speed a developer's requests never reach.
+# The default; load runs (the bench, `--deployed-budget` stacks) pass FULL_JIT.
 QUICK_START = ("-XX:TieredStopAtLevel=1",)
+FULL_JIT: tuple[str, ...] = ()
 
 
 class DynamoDBLocal:
@@ -106,7 +108,7 @@ class DynamoDBLocal:
         port: int | None = None,
         data_dir: pathlib.Path | None = None,
         host: str = "127.0.0.1",
-        jvm_options: tuple[str, ...] = (),
+        jvm_options: tuple[str, ...] = QUICK_START,
     ) -> None:
         self._requested_port = port
         self.jvm_options = jvm_options

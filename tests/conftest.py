@@ -64,11 +64,9 @@ class Store:
 
 @pytest.fixture(scope="session")
 def dynamodb_local() -> Iterator[Any]:
-    from local_runtime.dynamodb_local import QUICK_START, DynamoDBLocal
+    from local_runtime.dynamodb_local import DynamoDBLocal
 
-    # The JIT's first tier only, as `make dev`: a worker's tests never run long enough for the second tier's
-    # compilations to pay for their CPU (a third less CPU on the DynamoDB Local files, docs/testing.md, "Time").
-    instance = DynamoDBLocal(jvm_options=QUICK_START).start()
+    instance = DynamoDBLocal().start()  # the JIT's first tier (the default): a third less CPU than both tiers
     try:
         yield instance
     finally:
