@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             from bench.store import Store
 
             log("starting DynamoDB Local")
-            ctx["store"] = Store()
+            ctx["store"] = Store(measured=not config.smoke)
         for phase in phases:
             log(f"phase {phase}")
             phase_started = time.monotonic()
