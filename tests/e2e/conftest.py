@@ -280,8 +280,10 @@ def short_ttl_stack(e2e_workdir: pathlib.Path, cdk_out: pathlib.Path) -> Iterato
 # expires within a test; payment_steps' schedule (the windows' sweep, rate(1 minute) deployed) every 5 seconds.
 PAYING_WINDOW_S = 30
 PAYING_SCHEDULE_S = 5
+PAYING_SWEEP_GRACE_S = 5  # the sweep's grace (a minute by default) cut, so its test waits seconds, not a minute
 PAYING = (
     *("--payments", "stripe", "--env", f"PAYMENT_WINDOW_SECONDS={PAYING_WINDOW_S}", "--ttl-interval", "1"),
+    *("--env", f"PAYMENT_SWEEP_GRACE_SECONDS={PAYING_SWEEP_GRACE_S}"),
     *("--schedule-interval", str(PAYING_SCHEDULE_S)),
 )
 

@@ -18,8 +18,7 @@ import pytest
 import stripe
 
 from local_runtime.payments import STATE_FILE
-from shop.services.payments import SWEEP_GRACE_SECONDS
-from tests.e2e.conftest import PAYING_SCHEDULE_S, PAYING_WINDOW_S, Stack, eventually, expect
+from tests.e2e.conftest import PAYING_SCHEDULE_S, PAYING_SWEEP_GRACE_S, PAYING_WINDOW_S, Stack, eventually, expect
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-payments")]
 
@@ -62,14 +61,14 @@ def test_an_unpaid_order_whose_ttl_removal_was_lost_is_expired_by_the_scheduled_
     expired = eventually(
         lambda: (order := _order(stack, order_id, customer))["status"] == "EXPIRED" and order,
         # the window and the sweep's grace from the placement (mostly over by now), then a run and the stream
-        timeout=PAYING_WINDOW_S + SWEEP_GRACE_SECONDS + PAYING_SCHEDULE_S + 60,
+        timeout=PAYING_WINDOW_S + PAYING_SWEEP_GRACE_S + PAYING_SCHEDULE_S + 60,
         interval=1,
         what=f"order {order_id} EXPIRED by the sweep",
     )
     # By the sweep, which takes an order only past its window plus the grace; the TTL's path (a second after the
     # window on this stack) had nothing to remove.
     waited = _instant(expired["updated_at"]) - _instant(expired["created_at"])
-    assert waited >= timedelta(seconds=PAYING_WINDOW_S + SWEEP_GRACE_SECONDS)
+    assert waited >= timedelta(seconds=PAYING_WINDOW_S + PAYING_SWEEP_GRACE_S)
     # The worker's log lines reach the file after its invocation has answered: wait for them too.
     eventually(lambda: _swept(stack, order_id), timeout=30, what="payment_steps' log line of the sweep's step")
     assert expired["version"] == 2

@@ -244,9 +244,9 @@ def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
     from local_runtime.events import stream_event
     from local_runtime.ttl import TtlDeletions, TtlEmulator
     from shop import clock, publishing, wiring
+    from shop.limits import DEFAULT_SWEEP_GRACE_SECONDS as SWEEP_GRACE_SECONDS
     from shop.models import OrderStatus
     from shop.repository.store import dynamodb_client
-    from shop.services.payments import SWEEP_GRACE_SECONDS
     from tests.stream.conftest import RecordingEvents
     from tests.stream.conftest import order_events_context as FakeContext
     from tests.support.factories import ADMIN, ALICE, parcel, product

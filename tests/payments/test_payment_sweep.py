@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from shop import clock, wiring
+from shop.limits import DEFAULT_SWEEP_GRACE_SECONDS as SWEEP_GRACE_SECONDS
 from shop.repository.order_payments import OrderPaymentRepository
-from shop.services.payments import SWEEP_GRACE_SECONDS
 from tests.functions.apigw import REPO
 from tests.payments.test_payment_stream import order_of, provided
 from tests.stream.conftest import order_events_context

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 
 from shop import config, errors
+from shop.limits import DEFAULT_SWEEP_GRACE_SECONDS as SWEEP_GRACE_SECONDS
 from shop.models import OrderStatus
 from shop.models.events import DetailType
 from shop.models.orders import PaymentStatus
 from shop.models.payments import PaymentEvent, event_kind
 from shop.services.orders import RequestedLine
-from shop.services.payments import SWEEP_GRACE_SECONDS, PaymentService, StepAction
+from shop.services.payments import PaymentService, StepAction
 from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel
 from tests.support.fake_payments import FakePayments
 from tests.support.memory_stream import MemoryStream

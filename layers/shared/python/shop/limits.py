@@ -110,6 +110,10 @@ DEFAULT_CAPTURE = "on_ship"
 # A confirmed, uncaptured order this many days old is listed for the admin (GET /orders?payment=expiring):
 # Stripe cancels an online card authorisation after about 7 days.
 DEFAULT_AUTHORISATION_WARN_DAYS = 6
+# The windows' sweep expires what the window's TTL removal did not reach this long after the window closed:
+# DynamoDB's TTL deletes late (up to days), and a removal's record can be lost (retries and failure store spent).
+DEFAULT_SWEEP_GRACE_SECONDS = 60
+MAX_SWEEP_GRACE_SECONDS = 3600
 MAX_AUTHORISATION_WARN_DAYS = 30
 # What one customer may hold unpaid at once (PENDING_PAYMENT orders and their units): one account cannot take a
 # flash sale's stock for the payment window. 409 UNPAID_ORDER_LIMIT beyond either.

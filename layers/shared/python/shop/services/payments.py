@@ -66,9 +66,6 @@ if TYPE_CHECKING:
 
 # How often a rule re-reads an order that changed under it before giving up (transient: retried).
 SETTLE_ATTEMPTS = 5
-# The sweep expires what the window's TTL removal did not reach this long after the window closed: DynamoDB's TTL
-# deletes late (up to days), and a removal's record can be lost (its retries and failure store exhausted).
-SWEEP_GRACE_SECONDS = 60
 SWEEP_PER_SHARD = 25  # orders a sweep takes from each status shard: the rest are the next sweep's
 DEAD_STATUSES = frozenset({OrderStatus.PAYMENT_FAILED, OrderStatus.EXPIRED, OrderStatus.CANCELLED})
 # Payment states whose intent still holds, or may still hold, the customer's money: the CANCEL step's.
@@ -377,14 +374,15 @@ class PaymentService:
         return StepOutcome(StepAction.REFUNDED, order_id, events)
 
     def sweep(self) -> list[StepOutcome]:
-        """The windows that closed more than SWEEP_GRACE_SECONDS ago on orders still PENDING_PAYMENT, each expired
+        """The windows that closed more than the sweep's grace (PAYMENT_SWEEP_GRACE_SECONDS) ago on orders still PENDING_PAYMENT, each expired
         as its TTL removal would have (`expire`: the intent read first). Run on a schedule; idempotent, so a sweep
         racing the TTL's record, or another sweep, changes each order once. An order whose provider call fails is
         left to the next sweep; the others go on, then the failure is raised (the run is counted failed)."""
         moment = self.now()
-        due_by = clock.epoch(moment) - SWEEP_GRACE_SECONDS
+        paying = self.payment_settings()
+        due_by = clock.epoch(moment) - paying.sweep_grace_seconds
         placed_before = clock.iso(
-            moment - timedelta(seconds=self.payment_settings().payment_window_seconds + SWEEP_GRACE_SECONDS)
+            moment - timedelta(seconds=paying.payment_window_seconds + paying.sweep_grace_seconds)
         )
         outcomes: list[StepOutcome] = []
         failed: list[str] = []
