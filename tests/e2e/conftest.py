@@ -227,6 +227,31 @@ class Stack:
 # --------------------------------------------------------------------------- fixtures
 
 
+# The stack each group's tests share (a session fixture).
+STACK_OF_GROUP = {"e2e": "stack", "e2e-ttl": "short_ttl_stack", "e2e-payments": "paying_stack"}
+
+
+def _group(item: pytest.Item | None) -> str | None:
+    marker = item.get_closest_marker("xdist_group") if item is not None else None
+    return str(marker.args[0]) if marker is not None else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Under `make test` (xdist's loadgroup) a group's tests run one after another on one worker, and xdist names
+    the next test before it runs one. Once the next is of another group, the group's stack has served its last test:
+    it is stopped now (its fixture finished, with whatever depends on it), not left polling its stream, TTL and
+    schedules (about 6 s of CPU a minute) until the session ends. A later test asking for it would start it again."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return  # one process: groups interleave (tests/conftest.py orders files, not groups)
+    group = _group(item)
+    name = STACK_OF_GROUP.get(group or "")
+    if name is None or _group(nextitem) == group:
+        return
+    for fixturedef in item.session._fixturemanager.getfixturedefs(name, item) or ():
+        fixturedef.finish(request=item._request)  # type: ignore[attr-defined]  # pytest pinned (requirements)
+
+
 @pytest.fixture(scope="session")
 def e2e_workdir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return tmp_path_factory.mktemp("e2e")
