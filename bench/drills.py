@@ -1,7 +1,9 @@
 """`make drill`: fault drills against the local stack under steady load, figures into results.json `faults`.
 
-What each drill injects and checks: docs/operations.md, "Fault drills". Every process a drill starts is stopped in
-a finally block (by pid, its own process group).
+What each drill injects and checks: docs/operations.md, "Fault drills". `make drill` boots a stack of its own for
+each drill (`drill`), so that each drill's figures are measured from a fresh stack; the e2e smoke runs its drills
+one after another on one stack (`run`, tests/e2e/test_drills.py), each on shop data of its own. Every process a
+drill starts is stopped in a finally block (by pid, its own process group).
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ class Rig:
             return
         self.stop()
         raise RuntimeError(f"the local stack did not start; see {self.log}")
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def pids(self, mark: str) -> list[int]:
         """This run's processes (below the stack process) whose command line contains `mark`."""
@@ -356,8 +361,10 @@ def throttle(rig: Rig, shop: Shop, tally: Tally, seconds: float) -> None:
     """30 % of the functions' DynamoDB calls answered with throttling for `seconds` (worker.StoreFaults)."""
     path = rig.data_dir / STORE_FAULTS_FILE
     path.write_text(json.dumps({"throttle_rate": THROTTLE_RATE, "until": time.time() + seconds}))
-    time.sleep(seconds)
-    path.unlink(missing_ok=True)
+    try:
+        time.sleep(seconds)
+    finally:
+        path.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -380,34 +387,50 @@ FAULTS: dict[str, Fault] = {
 
 
 def drill(name: str, workdir: pathlib.Path, cdk_out: pathlib.Path, *, scale: float, clients: int) -> dict[str, Any]:
-    fault = FAULTS[name]
+    """One drill on a stack of its own (`make drill`): booted fresh in `workdir/<name>`, stopped after.
+    `drill_seconds` counts the boot."""
     rig = Rig(workdir / name, cdk_out)
+    started = time.monotonic()
+    try:
+        rig.start(fresh=True)
+        result = run(name, rig, scale=scale, clients=clients)
+    finally:
+        rig.stop()
+    result["drill_seconds"] = round(time.monotonic() - started, 1)
+    return result
+
+
+def run(name: str, rig: Rig, *, scale: float, clients: int) -> dict[str, Any]:
+    """One drill on a running stack, which it leaves running (the poller drill restarts it on the same data).
+
+    The drill creates its own product and customer, and its checks read only those (its orders, its product's
+    stock, its customer's notifications) and the stack's log from where the drill starts: drills may run one
+    after another on one stack. `drill_seconds` counts the drill alone."""
+    fault = FAULTS[name]
     budget = Budget.for_timeout(API_TIMEOUT_S)
     tally = Tally(budget_s=budget.function_timeout_s + GATEWAY_ALLOWANCE_S)
     started = time.monotonic()
     steady = max(1.0, 3.0 * scale)
+    log_from = rig.log.stat().st_size
+    shop = Shop(rig)
+    shop.setup()
+    stop = threading.Event()
+    threads = load(shop, tally, stop, clients)
     try:
-        rig.start(fresh=True)
-        log_from = rig.log.stat().st_size
-        shop = Shop(rig)
-        shop.setup()
-        stop = threading.Event()
-        threads = load(shop, tally, stop, clients)
         time.sleep(steady)
         fault.run(rig, shop, tally, fault.seconds * scale)
         recovered = _recovery(shop)
         time.sleep(steady)
+    finally:  # a drill that fails leaves no load behind on a stack the next drill may share
         stop.set()
         for thread in threads:
             thread.join(40)
-        result = tally.summary() | check(shop, tally, settle_s=30) | {"recovered_within_s": recovered}
-        emf = rig.log.read_bytes()[log_from:].decode(errors="replace")
-        result["store_unavailable_metric"] = emf.count(EMF_STORE_UNAVAILABLE) // 2  # definition + value
-        result["fault_seconds"] = fault.seconds * scale
-        result["crashed_invocations_answer_500"] = fault.crashes
-        result["recovery_bound_s"] = fault.recovery_bound_s
-    finally:
-        rig.stop()
+    result = tally.summary() | check(shop, tally, settle_s=30) | {"recovered_within_s": recovered}
+    emf = rig.log.read_bytes()[log_from:].decode(errors="replace")
+    result["store_unavailable_metric"] = emf.count(EMF_STORE_UNAVAILABLE) // 2  # definition + value
+    result["fault_seconds"] = fault.seconds * scale
+    result["crashed_invocations_answer_500"] = fault.crashes
+    result["recovery_bound_s"] = fault.recovery_bound_s
     result["drill_seconds"] = round(time.monotonic() - started, 1)
     return result
 
