@@ -107,10 +107,11 @@ class Sites:
         return name in self.files
 
 
-def type_checking_lines(tree: ast.AST) -> set[int]:
-    """Line numbers of the statements under `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`)."""
+def type_checking_lines(tree: ast.AST, nodes: list[ast.AST] | None = None) -> set[int]:
+    """Line numbers of the statements under `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`); `nodes`: the tree's,
+    when the caller has walked it already."""
     lines: set[int] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(tree) if nodes is None else nodes:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             for child in node.body:
                 lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
@@ -135,13 +136,23 @@ def _lazy_map(node: ast.Dict) -> dict[str, str] | None:
     return out or None
 
 
+def _called_name(func: ast.expr) -> str:
+    """`ast.unparse(func).split(".")[-1]`, without unparsing a name or an attribute (nearly every call's)."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ast.unparse(func).split(".")[-1]
+
+
 class Module:
     """What one module's source says about what it imports."""
 
     def __init__(self, name: str, path: Path, is_package: bool) -> None:
         self.name = name
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        guarded = type_checking_lines(tree)
+        nodes = list(ast.walk(tree))  # walked once: the passes below read it (most of the analysis' CPU)
+        guarded = type_checking_lines(tree, nodes)
         package = name if is_package else name.rpartition(".")[0]
         self.imports: set[str] = set()  # at run time
         self.all_imports: dict[str, str] = {}  # local name -> module or module.attr, TYPE_CHECKING ones too
@@ -153,17 +164,17 @@ class Module:
         map_nodes: set[int] = set()
         # `def name(self): return self.v1.name` (a forwarding property) runs only when `name` is read elsewhere
         forwarding: set[int] = set()
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 forwarding.update(id(n) for n in ast.walk(node) if isinstance(n, ast.Attribute) and n.attr == node.name)
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Dict):
                 lazy = _lazy_map(node.value)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if lazy is not None and isinstance(targets[0], ast.Name):
                     self.maps[targets[0].id] = lazy
                     map_nodes.update(id(n) for n in ast.walk(node.value))
-        for node in ast.walk(tree):
+        for node in nodes:
             line = getattr(node, "lineno", 0)
             runtime = line not in guarded
             if isinstance(node, ast.Import):
@@ -191,7 +202,12 @@ class Module:
                 self.attributes.add(node.attr)
                 if isinstance(node.value, ast.Name):
                     self.package_attributes.add((node.value.id, node.attr))  # resolved with the aliases below
-            elif runtime and isinstance(node, ast.Call) and ast.unparse(node.func) in ("getattr", "hasattr"):
+            elif (
+                runtime
+                and isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+            ):
                 if (
                     len(node.args) > 1
                     and isinstance(node.args[1], ast.Constant)
@@ -226,11 +242,11 @@ class Module:
         )
         self.computed_import = any(
             isinstance(node, ast.Call)
-            and ast.unparse(node.func).split(".")[-1] in COMPUTED_IMPORTERS
+            and _called_name(node.func) in COMPUTED_IMPORTERS
             and bool(node.args)
             and not isinstance(node.args[0], ast.Constant)
             and getattr(node, "lineno", 0) not in guarded
-            for node in ast.walk(tree)
+            for node in nodes
         )
 
 

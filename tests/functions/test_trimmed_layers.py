@@ -75,10 +75,28 @@ def _path(layers: dict[str, Path], function: str | None) -> list[str]:
     ]
 
 
-def _child(request: dict[str, Any], tmp_path: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def pycache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the children keep the bytecode of what they import (`-X pycache_prefix`), outside the layers' folders:
+    the layers ship no bytecode, so each child compiled every module it imported (botocore's and pydantic's
+    included), about half of its CPU; now the first child that imports a module compiles it and the others read it
+    (Python checks each source's mtime and size against its cached bytecode, as it does in __pycache__)."""
+    return tmp_path_factory.mktemp("layer-bytecode")
+
+
+def _child(request: dict[str, Any], tmp_path: Path, pycache: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
     (tmp_path / "request.json").write_text(json.dumps(request))
     done = subprocess.run(
-        [runtime_python(), "-I", "-S", "-B", str(CHILD), str(tmp_path / "request.json"), str(tmp_path / "result.json")],
+        [
+            runtime_python(),
+            "-I",
+            "-S",
+            "-X",
+            f"pycache_prefix={pycache}",
+            str(CHILD),
+            str(tmp_path / "request.json"),
+            str(tmp_path / "result.json"),
+        ],
         env=env or _env(),
         cwd=tmp_path,
         capture_output=True,
@@ -263,12 +281,12 @@ def _sections(path: Path) -> list[str]:
 # -- on the trimmed layers ---------------------------------------------------------------------------------------
 
 
-def test_every_module_a_path_reaches_imports_from_the_trimmed_layers(layers, analysis, tmp_path):
+def test_every_module_a_path_reaches_imports_from_the_trimmed_layers(layers, analysis, pycache, tmp_path):
     modules = sorted(
         name for name in analysis.kept if any(name in mods for mods in analysis.modules.values()) or name == "shop"
     )
     modules += sorted(name for name in analysis.kept if name.startswith("shop."))
-    result = _child({"sys_path": _path(layers, None), "modules": modules}, tmp_path)
+    result = _child({"sys_path": _path(layers, None), "modules": modules}, tmp_path, pycache)
     trimmed = _trimmed(analysis)
     ours = {name.split(".")[0] for mods in analysis.modules.values() for name in mods} | {"shop"}
     # what fails must fail for want of a package no layer ships (django, redis, ... that the optional integrations
@@ -323,7 +341,7 @@ def _payments_env(stripe_api: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("function", ["customers", "products", "orders", "sessions", "payments", "order_events"])
-def test_every_sample_event_answers_on_the_trimmed_layers(api, layers, tmp_path, function):
+def test_every_sample_event_answers_on_the_trimmed_layers(api, layers, pycache, tmp_path, function):
     samples = _samples()[function]
     if function == "payments":
         samples = [(name, _signed(name, event)) for name, event in samples]
@@ -337,11 +355,11 @@ def test_every_sample_event_answers_on_the_trimmed_layers(api, layers, tmp_path,
 
         server = LocalStripe().start()
         try:
-            result = _child(request, tmp_path, _payments_env(server.endpoint))
+            result = _child(request, tmp_path, pycache, _payments_env(server.endpoint))
         finally:
             server.stop()
     else:
-        result = _child(request, tmp_path, _env())
+        result = _child(request, tmp_path, pycache, _env())
     assert result["failed"] == {}
     assert _missing_of_ours(result, request["sys_path"]) == _expected_missing(result)
     assert _dependency_warnings(result) == []
@@ -365,7 +383,7 @@ def test_every_sample_event_answers_on_the_trimmed_layers(api, layers, tmp_path,
     assert wrong == []
 
 
-def test_every_handler_imports_with_tracing_on(layers, tmp_path):
+def test_every_handler_imports_with_tracing_on(layers, pycache, tmp_path):
     """The Tracer patches botocore and requests at import through aws_xray_sdk's patcher (computed names). Powertools
     turns tracing off outside Lambda (no LAMBDA_TASK_ROOT), which would skip the patch: the variable is set, as
     Lambda sets it."""
@@ -381,7 +399,7 @@ def test_every_handler_imports_with_tracing_on(layers, tmp_path):
             "handlers": {},
         }
         request["handlers"] = {spec.name: []}
-        result = _child(request, tmp_path, env)
+        result = _child(request, tmp_path, pycache, env)
         assert result["failed"] == {}, spec.name
         # the X-Ray SDK's wrappers run on wrapt's compiled extension, stripped of its debug sections
         assert result["paths"]["wrapt._wrappers"].startswith(str(layers["deps"])), spec.name
@@ -391,7 +409,7 @@ def test_every_handler_imports_with_tracing_on(layers, tmp_path):
         assert _dependency_warnings(result) == [], spec.name
 
 
-def test_the_check_sees_a_module_only_a_call_imports(api, layers, tmp_path):
+def test_the_check_sees_a_module_only_a_call_imports(api, layers, pycache, tmp_path):
     """The control: order_events' first record imports `pydantic.plugin._loader` (pydantic builds a validator at
     the call, not at import), and the batch turns the ImportError of a layer without it into a failed record, not an
     error; the finder still sees it, so the checks above would."""
@@ -405,12 +423,13 @@ def test_the_check_sees_a_module_only_a_call_imports(api, layers, tmp_path):
         "functions_dir": str(REPO / "functions"),
         "handlers": {"order_events": [json.loads((REPO / "events" / "order_events" / "new_order.json").read_text())]},
     }
-    result = _child(request, tmp_path, _env())
+    result = _child(request, tmp_path, pycache, _env())
     assert result["failed"] == {}
     assert result["answers"]["order_events"] == [{"batchItemFailures": [{"itemIdentifier": "100000000000000000001"}]}]
     assert "pydantic.plugin._loader" in _missing_of_ours(result, request["sys_path"])
 
 
 def test_the_checks_leave_the_layers_as_built(layers):
-    """The children ran with -B: no bytecode written into the folders `cdk synth` stages (last in this file)."""
+    """The children wrote their bytecode under `pycache`: none into the folders `cdk synth` stages (last in this
+    file)."""
     assert [str(p) for layer in build_layers.LAYERS for p in layers[layer].rglob("__pycache__")] == []
