@@ -12,6 +12,7 @@ no other.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -93,40 +94,64 @@ def outside(keys: set[str], patterns: tuple[str, ...]) -> set[str]:
     return {key for key in keys if patterns and not any(fnmatchcase(key, p) for p in patterns)}
 
 
-# events/seed.json's items as the repositories write them: seeded once, copied into each later table
-_seed_items: list[dict[str, Any]] = []
-
-
 def fresh_seeded_table(client: Any, monkeypatch: pytest.MonkeyPatch, number: int) -> None:
-    """Each sample event assumes the seed as it is, so each one gets its own table."""
+    """Each sample event assumes the seed as it is, so each one gets its own table: the first of the process holds
+    events/seed.json written through the repositories, every later one is a copy of moto's table object right after
+    (tests/support/moto_tables.py; a copy through moto's BatchWriteItem cost most of these tests' CPU)."""
     from local_runtime.dynamodb_local import create_table
     from local_runtime.sample_data import load_seed
     from shop.config import settings
     from shop.repository import Table
-    from tests.functions.conftest import all_items, copy_items
+    from tests.support import moto_tables
 
     name = f"privilege-{number}"
-    create_table(client, name, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
     monkeypatch.setenv("TABLE_NAME", name)
     settings.cache_clear()
-    if _seed_items:
-        copy_items(client, name, _seed_items)
-    else:
-        load_seed(Table(client, name))
-        _seed_items.extend(all_items(client, name))
+
+    def seeded(table_name: str) -> None:
+        create_table(client, table_name, native_ttl=False)  # expiry on the test's clock: the TTL emulator's
+        load_seed(Table(client, table_name))
+
+    moto_tables.fresh_table(client, name, "least-privilege-seed", seeded)
 
 
-@pytest.mark.parametrize("function", ["customers", "products", "orders", "sessions"])
-def test_api_function_grants_match_its_calls(moto_api, monkeypatch, function):
-    paths = sorted((REPO / "events" / function).glob("*.json"))
+@dataclass
+class SampleRun:
+    """What an API function's sample events did, each on its own freshly seeded table."""
+
+    recorder: Recorder  # their DynamoDB calls (not the seeding's)
+    key_reads: list[str]  # "sign" or "verify": each read of the pagination key
+
+
+# Each function's samples run once, for the two tests below that read what they did (the grant's and the key's)
+_sample_runs: dict[str, SampleRun] = {}
+
+
+def sample_run(function: str, moto_api: Any, monkeypatch: pytest.MonkeyPatch) -> SampleRun:
+    """Every sample event of events/<function>/ on the first asking test's moto mock, recording both."""
+    if function in _sample_runs:
+        return _sample_runs[function]
+    from shop import pagination_keys
+
+    used: list[str] = []
+    signing, verify = pagination_keys.signing_key, pagination_keys.verify
+    monkeypatch.setattr(pagination_keys, "signing_key", lambda: used.append("sign") or signing())
+    monkeypatch.setattr(pagination_keys, "verify", lambda matches: used.append("verify") or verify(matches))
     recorder = Recorder()
-    for number, path in enumerate(paths):
+    for number, path in enumerate(sorted((REPO / "events" / function).glob("*.json"))):
         fresh_seeded_table(moto_api.client, monkeypatch, number)
         moto_api.client.meta.events.register("provide-client-params.dynamodb.*", recorder)
         try:
             invoke(function, json.loads(path.read_text()))
         finally:
             moto_api.client.meta.events.unregister("provide-client-params.dynamodb.*", recorder)
+    _sample_runs[function] = SampleRun(recorder, used)
+    return _sample_runs[function]
+
+
+@pytest.mark.parametrize("function", ["customers", "products", "orders", "sessions"])
+def test_api_function_grants_match_its_calls(moto_api, monkeypatch, function):
+    recorder = sample_run(function, moto_api, monkeypatch).recorder
     actions, uses_index = granted(function)
     assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
     assert recorder.uses_index == uses_index
@@ -202,15 +227,7 @@ def test_order_events_grants_match_its_calls(store, monkeypatch):
 def test_a_function_that_reads_the_pagination_key_is_granted_it(moto_api, monkeypatch, function):
     """Every sample event: a function that signs or reads a next token has FunctionSpec.paginates
     (which grants secretsmanager:GetSecretValue on the key and passes PAGINATION_SECRET_ARN)."""
-    from shop import pagination_keys
-
-    used: list[str] = []
-    signing, verify = pagination_keys.signing_key, pagination_keys.verify
-    monkeypatch.setattr(pagination_keys, "signing_key", lambda: used.append("sign") or signing())
-    monkeypatch.setattr(pagination_keys, "verify", lambda matches: used.append("verify") or verify(matches))
-    for number, path in enumerate(sorted((REPO / "events" / function).glob("*.json"))):
-        fresh_seeded_table(moto_api.client, monkeypatch, number)
-        invoke(function, json.loads(path.read_text()))
+    used = sample_run(function, moto_api, monkeypatch).key_reads
     spec = next(spec for spec in ALL_FUNCTIONS if spec.name == function)
     assert spec.paginates or not used, f"{function} reads the pagination key but is not granted it"
 
