@@ -13,6 +13,7 @@ import ast
 import os
 import re
 import subprocess
+from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -61,9 +62,10 @@ def sam_environment(template: dict[str, Any], resource: dict[str, Any]) -> dict[
     return {**SAM_OWN_VARIABLES, **{name: sam_value(value, template) for name, value in declared.items()}}
 
 
-def client_services() -> set[str]:
+@cache
+def client_services() -> frozenset[str]:
     """Every service the shop's code creates a boto3 client or resource for: `*.client("<service>", ...)` or
-    `ProcessClient(__name__, "<service>")`."""
+    `ProcessClient(__name__, "<service>")` (read once: each check below asks)."""
     services = set()
     for directory in CODE_DIRS:
         for path in directory.rglob("*.py"):
@@ -86,7 +88,25 @@ def client_services() -> set[str]:
                     and isinstance(node.args[1].value, str)
                 ):
                     services.add(node.args[1].value)
-    return services
+    return frozenset(services)
+
+
+@cache
+def _data_loader() -> Any:
+    """botocore's data files (service models, endpoint rules), loaded once for every session below: a new session
+    loads them again, most of a check's CPU. What a session reads of the environment stays its own."""
+    import botocore.loaders
+
+    return botocore.loaders.create_loader()
+
+
+def _session() -> boto3.session.Session:
+    """A session on the environment as it is now, as `boto3.session.Session()` makes one."""
+    import botocore.session
+
+    core = botocore.session.get_session()
+    core.register_component("data_loader", _data_loader())
+    return boto3.session.Session(botocore_session=core)
 
 
 def use_environment(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
@@ -108,7 +128,7 @@ def unreachable_aws(template: dict[str, Any], resource: dict[str, Any], monkeypa
         problems.append(f"publishes to EventBridge bus {env['EVENT_BUS_NAME']!r}")
     use_environment(monkeypatch, env)
     # botocore reads AWS_ENDPOINT_URL_<SERVICE> and AWS_ENDPOINT_URL, as the Lambda runtime's boto3 does
-    session = boto3.session.Session()
+    session = _session()
     for service in sorted(client_services() | {"events", "sts"}):
         endpoint = session.client(service).meta.endpoint_url
         if urlsplit(endpoint).hostname not in LOCAL_HOSTS:
