@@ -115,9 +115,18 @@ class SalesRepository:
         self.release = this_release() if release is None else release
         # A stream batch in progress (begin_batch): (day -> products) whose rank entries settle_batch refreshes.
         self._deferred: dict[str, set[str]] | None = None
-        # Per instance (the module outlives an invocation's repository), per table:
-        self._marked = _MARKED.setdefault(table.name, set())  # (product, day, shard) the day's marker names
-        self._refreshed = _REFRESHED.setdefault(table.name, {})  # (product, day) -> its rank's last refresh
+
+    # Per instance (the module outlives an invocation's repository), per table; the table's name is read at the first
+    # use, not when the repository is built (a handler builds its services at import, before its settings are read).
+    @property
+    def _marked(self) -> set[tuple[str, str, int]]:
+        """(product, day, shard): the day's marker names."""
+        return _MARKED.setdefault(self.table.name, set())
+
+    @property
+    def _refreshed(self) -> dict[tuple[str, str], float]:
+        """(product, day) -> its rank's last refresh."""
+        return _REFRESHED.setdefault(self.table.name, {})
 
     # -- counting (the stream processor) ----------------------------------------------------------
 
