@@ -14,8 +14,10 @@ def test_a_handler_import_leaves_out_what_it_does_not_use(function):
     loaded = fresh_python(
         "import json, sys\n"
         "from local_runtime.worker import import_handler_module\n"
+        "from shop import config\n"
         f"module = import_handler_module('functions/{function}', 'handler')\n"
-        "print(json.dumps({'asyncio': 'asyncio' in sys.modules, 'xray': 'aws_xray_sdk' in sys.modules,"
+        "read = config.settings.cache_info().misses + config.payment_settings.cache_info().misses\n"
+        "print(json.dumps({'settings_read': read, 'asyncio': 'asyncio' in sys.modules, 'xray': 'aws_xray_sdk' in sys.modules,"
         " 'appsync': any('appsync' in name for name in sys.modules), 'handler': callable(module.handler),"
         " 'parameters': 'aws_lambda_powertools.utilities.parameters' in sys.modules,"
         " 'boto3': 'boto3' in sys.modules}))"
@@ -26,6 +28,7 @@ def test_a_handler_import_leaves_out_what_it_does_not_use(function):
     # the shop's clients are botocore's (shop.runtime.botocore_clients); Powertools' idempotency (orders) still imports boto3
     uses_boto3 = function == "orders"
     assert loaded == {
+        "settings_read": 0,  # at the first call: the services a handler builds at import read none
         "asyncio": uses_asyncio,
         "xray": False,
         "appsync": False,
