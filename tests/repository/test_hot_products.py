@@ -29,7 +29,7 @@ class Clock:
 
 
 @pytest.fixture
-def clock() -> Clock:
+def ttl_clock() -> Clock:
     return Clock()
 
 
@@ -55,26 +55,26 @@ def batch_gets(client: Any) -> Iterator[list[dict[str, Any]]]:
 
 
 @pytest.mark.dynamodb_semantics
-def test_a_hot_product_read_again_within_the_ttl_makes_no_call(store, clock):
+def test_a_hot_product_read_again_within_the_ttl_makes_no_call(store, ttl_clock):
     pid = hot_product(store.table)
-    catalog = wiring.catalog_service(store.table, hot=HotProductCache(TTL, now=clock))
+    catalog = wiring.catalog_service(store.table, hot=HotProductCache(TTL, now=ttl_clock))
     with counting(store.client) as calls:
         first = catalog.get(pid)
     assert calls.operations == ["GetItem", "BatchGetItem"]  # the product, then its shards
-    clock.at += TTL - 0.1
+    ttl_clock.at += TTL - 0.1
     with counting(store.client) as calls:
         assert catalog.get(pid) == first
     assert calls.operations == []
-    clock.at += 0.1
+    ttl_clock.at += 0.1
     with counting(store.client) as calls:
         assert catalog.get(pid).stock == 100
     assert calls.operations == ["GetItem", "BatchGetItem"]
 
 
 @pytest.mark.dynamodb_semantics
-def test_an_ordinary_product_is_read_every_time(store, clock):
+def test_an_ordinary_product_is_read_every_time(store, ttl_clock):
     pid = product(store.table, stock=5)
-    catalog = wiring.catalog_service(store.table, hot=HotProductCache(TTL, now=clock))
+    catalog = wiring.catalog_service(store.table, hot=HotProductCache(TTL, now=ttl_clock))
     with counting(store.client) as calls:
         catalog.get(pid)
         catalog.get(pid)
@@ -82,11 +82,11 @@ def test_an_ordinary_product_is_read_every_time(store, clock):
 
 
 @pytest.mark.dynamodb_semantics
-def test_two_tables_never_share_an_entry(store, clock):
+def test_two_tables_never_share_an_entry(store, ttl_clock):
     from local_runtime.dynamodb_local import create_table
     from shop.repository import Table
 
-    cache = HotProductCache(TTL, now=clock)
+    cache = HotProductCache(TTL, now=ttl_clock)
     pid = hot_product(store.table)
     wiring.catalog_service(store.table, hot=cache).get(pid)
     other = Table(store.client, f"{store.table_name}-other")
@@ -101,9 +101,9 @@ def test_two_tables_never_share_an_entry(store, clock):
 
 @pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("change", ["price", "archive"])
-def test_an_admin_change_on_the_instance_drops_its_entry(store, clock, change):
+def test_an_admin_change_on_the_instance_drops_its_entry(store, ttl_clock, change):
     pid = hot_product(store.table)
-    catalog = wiring.catalog_service(store.table, hot=HotProductCache(TTL, now=clock))
+    catalog = wiring.catalog_service(store.table, hot=HotProductCache(TTL, now=ttl_clock))
     catalog.get(pid)
     if change == "price":
         catalog.update(ADMIN, pid, {"price_cents": 1500})
@@ -116,24 +116,24 @@ def test_an_admin_change_on_the_instance_drops_its_entry(store, clock, change):
 
 
 @pytest.mark.dynamodb_semantics
-def test_placement_reads_a_hot_price_once_per_ttl(store, clock):
+def test_placement_reads_a_hot_price_once_per_ttl(store, ttl_clock):
     pid = hot_product(store.table)
-    orders = wiring.order_service(store.table, hot=HotProductCache(TTL, now=clock))
+    orders = wiring.order_service(store.table, hot=HotProductCache(TTL, now=ttl_clock))
     line = [RequestedLine(pid, 1)]
     orders.place(ALICE, address=ADDRESS, lines=line)
     with counting(store.client) as calls:
         orders.place(ALICE, address=ADDRESS, lines=line)
     assert calls.operations == ["TransactWriteItems"]  # no catalogue read
-    clock.at += TTL
+    ttl_clock.at += TTL
     with counting(store.client) as calls:
         orders.place(ALICE, address=ADDRESS, lines=line)
     assert calls.operations == ["BatchGetItem", "TransactWriteItems"]
 
 
 @pytest.mark.dynamodb_semantics
-def test_a_stale_cached_price_places_the_order_at_the_current_price(store, clock):
+def test_a_stale_cached_price_places_the_order_at_the_current_price(store, ttl_clock):
     pid = hot_product(store.table, price_cents=1000)
-    orders = wiring.order_service(store.table, hot=HotProductCache(TTL, now=clock))
+    orders = wiring.order_service(store.table, hot=HotProductCache(TTL, now=ttl_clock))
     line = [RequestedLine(pid, 1)]
     orders.place(ALICE, address=ADDRESS, lines=line)  # this instance keeps 1000
     wiring.catalog_service(store.table).update(ADMIN, pid, {"price_cents": 1200})  # another instance changes it

@@ -120,7 +120,7 @@ class StalledSession:
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+def fake_now_and_sleep(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     fake = FakeClock()
     monkeypatch.setattr(aws_config, "now", fake)
     # botocore's retry loop sleeps with time.sleep in botocore.endpoint: there, on the fake clock
@@ -152,23 +152,23 @@ def _get(client: Any) -> None:
     client.get_item(TableName="t", Key={"PK": {"S": "x"}, "SK": {"S": "x"}})
 
 
-def test_a_stalled_store_costs_one_call_no_more_than_the_derived_budget(deployed, monkeypatch, clock):
+def test_a_stalled_store_costs_one_call_no_more_than_the_derived_budget(deployed, monkeypatch, fake_now_and_sleep):
     monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "4")
     budget = Budget.for_timeout(4)
-    client, session = _stalled_client(clock)
-    started = clock()
+    client, session = _stalled_client(fake_now_and_sleep)
+    started = fake_now_and_sleep()
     with pytest.raises(errors.ServiceUnavailable), translated_errors():
         _get(client)
     assert len(session.waits) == budget.attempts
-    assert clock() - started <= worst_case_s(budget)
+    assert fake_now_and_sleep() - started <= worst_case_s(budget)
 
 
-def test_the_invocation_deadline_bounds_a_chain_of_calls(deployed, monkeypatch, clock):
+def test_the_invocation_deadline_bounds_a_chain_of_calls(deployed, monkeypatch, fake_now_and_sleep):
     """Three calls to a stalled store would take 3 x the per-call worst case; the deadline stops them."""
     monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "4")
-    client, _ = _stalled_client(clock)
+    client, _ = _stalled_client(fake_now_and_sleep)
     context = SimpleNamespace(get_remaining_time_in_millis=lambda: 4000)
-    started = clock()
+    started = fake_now_and_sleep()
     raised: list[BaseException] = []
     with invocation_deadline(context) as deadline:
         for _ in range(3):
@@ -176,47 +176,47 @@ def test_the_invocation_deadline_bounds_a_chain_of_calls(deployed, monkeypatch, 
                 _get(client)
             except BotoCoreError as exc:
                 raised.append(exc)
-    assert clock() <= deadline
-    assert clock() - started <= 4 - Budget.for_timeout(4).margin_s
+    assert fake_now_and_sleep() <= deadline
+    assert fake_now_and_sleep() - started <= 4 - Budget.for_timeout(4).margin_s
     assert any(isinstance(exc, DeadlineExceeded) for exc in raised)
 
 
-def test_widened_local_timeouts_cannot_outlast_the_function(monkeypatch, clock):
+def test_widened_local_timeouts_cannot_outlast_the_function(monkeypatch, fake_now_and_sleep):
     """`make dev` widens the timeouts (5 s connect, 15 s read) for a slow DynamoDB Local: one stalled attempt
     would wait 15 s in a 10 s function, which Lambda (and the local gateway) then ends with a 500. Each attempt's
     read is cut to the deadline, so the handler answers 503 itself, inside the function's timeout."""
     monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "10")
     monkeypatch.setenv("DYNAMODB_CONNECT_TIMEOUT", "5")
     monkeypatch.setenv("DYNAMODB_READ_TIMEOUT", "15")
-    client, session = _stalled_client(clock)
+    client, session = _stalled_client(fake_now_and_sleep)
     context = SimpleNamespace(get_remaining_time_in_millis=lambda: 10_000)
-    started = clock()
+    started = fake_now_and_sleep()
     with invocation_deadline(context) as deadline, pytest.raises(errors.ServiceUnavailable), translated_errors():
         _get(client)
     assert session.waits
     assert max(session.waits) < 15
-    assert clock() <= deadline == started + 10 - Budget.for_timeout(10).margin_s
+    assert fake_now_and_sleep() <= deadline == started + 10 - Budget.for_timeout(10).margin_s
 
 
-def test_a_connect_that_takes_its_whole_timeout_still_ends_before_the_deadline(monkeypatch, clock):
+def test_a_connect_that_takes_its_whole_timeout_still_ends_before_the_deadline(monkeypatch, fake_now_and_sleep):
     """botocore cuts only the read timeout per request: a connect that takes `make dev`'s whole 5 s, then a read cut
     to the time left, would end 5 s past the deadline. The read is cut to the time left after such a connect."""
     monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "10")
     monkeypatch.setenv("DYNAMODB_CONNECT_TIMEOUT", "5")
     monkeypatch.setenv("DYNAMODB_READ_TIMEOUT", "15")
-    client, session = _stalled_client(clock, connect_s=5)
+    client, session = _stalled_client(fake_now_and_sleep, connect_s=5)
     context = SimpleNamespace(get_remaining_time_in_millis=lambda: 10_000)
     with invocation_deadline(context) as deadline, pytest.raises(errors.ServiceUnavailable), translated_errors():
         _get(client)
     assert session.waits  # an attempt ran, and neither it nor a retry ended after the deadline
-    assert clock() <= deadline
+    assert fake_now_and_sleep() <= deadline
 
 
-def test_no_attempt_starts_with_less_time_left_than_a_widened_connect_may_take(monkeypatch, clock):
+def test_no_attempt_starts_with_less_time_left_than_a_widened_connect_may_take(monkeypatch, fake_now_and_sleep):
     monkeypatch.setenv("FUNCTION_TIMEOUT_SECONDS", "10")
     monkeypatch.setenv("DYNAMODB_CONNECT_TIMEOUT", "5")
     monkeypatch.setenv("DYNAMODB_READ_TIMEOUT", "15")
-    client, session = _stalled_client(clock, connect_s=5)
+    client, session = _stalled_client(fake_now_and_sleep, connect_s=5)
     # 4 s left before the deadline: room for a deployed attempt (2 s), not for a 5 s connect
     context = SimpleNamespace(get_remaining_time_in_millis=lambda: 5_000)
     with invocation_deadline(context), pytest.raises(DeadlineExceeded):
@@ -224,8 +224,8 @@ def test_no_attempt_starts_with_less_time_left_than_a_widened_connect_may_take(m
     assert session.waits == []
 
 
-def test_no_deadline_outside_an_invocation(deployed, clock):
-    client, session = _stalled_client(clock)
+def test_no_deadline_outside_an_invocation(deployed, fake_now_and_sleep):
+    client, session = _stalled_client(fake_now_and_sleep)
     with pytest.raises(BotoCoreError) as caught:
         _get(client)
     assert not isinstance(caught.value, DeadlineExceeded)
