@@ -22,7 +22,7 @@ STATUS = re.compile(r"_(\d{3})\.json$")
 
 
 @pytest.fixture
-def webhook(moto_api, monkeypatch) -> Iterator[Any]:
+def sample_webhook(moto_api, monkeypatch) -> Iterator[Any]:
     """The payments function on moto with the real rule (the samples name an order the table does not hold)."""
     monkeypatch.setenv("PAYMENTS", "stripe")
     monkeypatch.setenv("STRIPE_SECRET_KEY", "sk_test_samples")
@@ -43,7 +43,7 @@ def test_the_committed_events_are_the_generators():
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
-def test_a_sample_is_stale_as_committed_and_answers_its_status_once_signed(webhook, path):
+def test_a_sample_is_stale_as_committed_and_answers_its_status_once_signed(sample_webhook, path):
     event = json.loads(path.read_text())
     assert event["version"] == "2.0"
     assert event["routeKey"] == "POST /webhooks/stripe"
@@ -51,7 +51,7 @@ def test_a_sample_is_stale_as_committed_and_answers_its_status_once_signed(webho
     assert stale.status == 400
     assert stale.code == "WEBHOOK_SIGNATURE_INVALID"
     expected = int(STATUS.search(path.name).group(1))  # type: ignore[union-attr]
-    table, provider = webhook
+    table, provider = sample_webhook
     with counting(table.client) as calls:
         fresh = invoke("payments", sign(event, SAMPLE_SECRET) if not path.stem.startswith("forged") else event)
     assert fresh.status == expected, fresh.body
