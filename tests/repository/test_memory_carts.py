@@ -39,7 +39,7 @@ class Stores:
 
 
 @pytest.fixture(params=["memory", "moto", pytest.param("local", marks=pytest.mark.integration)])
-def stores(request: pytest.FixtureRequest) -> Stores:
+def cart_stores(request: pytest.FixtureRequest) -> Stores:
     if request.param == "memory":
         memory = MemoryStore()
         return Stores(memory.products, memory.customers, memory.orders, memory.sessions, memory.carts)
@@ -101,39 +101,39 @@ def test_memory_store_implements_the_cart_port():
     assert wanted <= set(dir(MemoryStore().carts))
 
 
-def test_lines_profile_cap_and_expiry(stores):
+def test_lines_profile_cap_and_expiry(cart_stores):
     with pytest.raises(errors.CustomerNotFound):
-        stores.carts.get("alice", now=NOW)
-    assert stores.carts.get("alice", now=NOW, require_profile=False).cart_version == 0
-    customer(stores)
+        cart_stores.carts.get("alice", now=NOW)
+    assert cart_stores.carts.get("alice", now=NOW, require_profile=False).cart_version == 0
+    customer(cart_stores)
     with pytest.raises(errors.ProductNotFound):
-        stores.carts.product_for("alice", "ghost")
-    ids_ = [product(stores, f"p{i:02d}").product_id for i in range(MAX_CART_LINES + 1)]
-    assert stores.carts.product_for("alice", ids_[0]).product_id == ids_[0]
+        cart_stores.carts.product_for("alice", "ghost")
+    ids_ = [product(cart_stores, f"p{i:02d}").product_id for i in range(MAX_CART_LINES + 1)]
+    assert cart_stores.carts.product_for("alice", ids_[0]).product_id == ids_[0]
     for pid in ids_[:MAX_CART_LINES]:
-        put(stores, pid, 1)
+        put(cart_stores, pid, 1)
     with pytest.raises(errors.CartFull):
-        put(stores, ids_[-1], 1)
-    cart = stores.carts.get("alice", now=NOW)
+        put(cart_stores, ids_[-1], 1)
+    cart = cart_stores.carts.get("alice", now=NOW)
     assert [line.product_id for line in cart.lines] == ids_[:MAX_CART_LINES]
     assert cart.cart_version == MAX_CART_LINES
-    expired = stores.carts.get("alice", now=NOW + 100)
+    expired = cart_stores.carts.get("alice", now=NOW + 100)
     assert (expired.lines, expired.expires_at, expired.cart_version) == ([], None, MAX_CART_LINES)
-    assert put(stores, ids_[0], 0, now=LATER).lines == [], "removing from an expired cart writes nothing"
-    fresh = put(stores, ids_[-1], 2, now=LATER)
+    assert put(cart_stores, ids_[0], 0, now=LATER).lines == [], "removing from an expired cart writes nothing"
+    fresh = put(cart_stores, ids_[-1], 2, now=LATER)
     assert [(line.product_id, line.quantity) for line in fresh.lines] == [(ids_[-1], 2)]
     assert fresh.cart_version == MAX_CART_LINES + 1
-    stores.carts.empty("alice", updated_at=clock.iso_now())
-    assert stores.carts.get("alice", now=LATER).lines == []
-    stores.carts.empty("bob", updated_at=clock.iso_now())  # no cart: nothing to do
+    cart_stores.carts.empty("alice", updated_at=clock.iso_now())
+    assert cart_stores.carts.get("alice", now=LATER).lines == []
+    cart_stores.carts.empty("bob", updated_at=clock.iso_now())  # no cart: nothing to do
 
 
-def test_merge_conditions(stores):
-    customer(stores)
-    pid = product(stores).product_id
+def test_merge_conditions(cart_stores):
+    customer(cart_stores)
+    pid = product(cart_stores).product_id
     session_id = ids.new_session_id()
-    stores.sessions.create(session_id, created_at=clock.iso_now(), expires_at=NOW + 500)
-    stores.sessions.set_line(
+    cart_stores.sessions.create(session_id, created_at=clock.iso_now(), expires_at=NOW + 500)
+    cart_stores.sessions.set_line(
         session_id,
         product_id=pid,
         name="n",
@@ -143,14 +143,14 @@ def test_merge_conditions(stores):
         now=NOW,
         expires_at=NOW + 500,
     )
-    view = stores.carts.read_for_merge("alice", session_id, now=NOW)
+    view = cart_stores.carts.read_for_merge("alice", session_id, now=NOW)
     assert view.merged is None
     assert view.session is not None
     assert view.cart.cart_version == 0
     lines = [StoredLine(pid, "n", 1000, 3, clock.iso_now())]
     stale_session = CartClaim(CartOwner.session(session_id), view.session.cart_version - 1, NOW)
     with pytest.raises(errors.SessionNotFound):
-        stores.carts.merge(
+        cart_stores.carts.merge(
             view.cart,
             lines,
             session=stale_session,
@@ -159,10 +159,10 @@ def test_merge_conditions(stores):
             expires_at=NOW + 100,
             marker_expires_at=NOW + 100,
         )
-    put(stores, pid, 1)  # the cart moves past the version read
+    put(cart_stores, pid, 1)  # the cart moves past the version read
     claim = CartClaim(CartOwner.session(session_id), view.session.cart_version, NOW)
     with pytest.raises(errors.CartChanged):
-        stores.carts.merge(
+        cart_stores.carts.merge(
             view.cart,
             lines,
             session=claim,
@@ -171,9 +171,9 @@ def test_merge_conditions(stores):
             expires_at=NOW + 100,
             marker_expires_at=NOW + 100,
         )
-    view = stores.carts.read_for_merge("alice", session_id, now=NOW)
+    view = cart_stores.carts.read_for_merge("alice", session_id, now=NOW)
     left = [NotMerged(product_id=pid, quantity=1, reason=NotMergedReason.QUANTITY_LIMIT)]
-    merged = stores.carts.merge(
+    merged = cart_stores.carts.merge(
         view.cart,
         lines,
         session=claim,
@@ -184,20 +184,20 @@ def test_merge_conditions(stores):
     )
     assert [(line.product_id, line.quantity) for line in merged.lines] == [(pid, 3)]
     assert merged.cart_version == 2
-    again = stores.carts.read_for_merge("alice", session_id, now=NOW)
+    again = cart_stores.carts.read_for_merge("alice", session_id, now=NOW)
     assert (again.session, again.merged) == (None, left)
     with pytest.raises(errors.CustomerNotFound):
-        stores.carts.read_for_merge("bob", session_id, now=NOW)
-    customer(stores, "bob")
-    assert stores.carts.read_for_merge("bob", session_id, now=NOW).merged is None
+        cart_stores.carts.read_for_merge("bob", session_id, now=NOW)
+    customer(cart_stores, "bob")
+    assert cart_stores.carts.read_for_merge("bob", session_id, now=NOW).merged is None
 
 
-def test_checkout_claims_the_cart_version(stores):
-    customer(stores)
-    item = product(stores)
-    put(stores, item.product_id, 2, now=clock.epoch(clock.now()))
+def test_checkout_claims_the_cart_version(cart_stores):
+    customer(cart_stores)
+    item = product(cart_stores)
+    put(cart_stores, item.product_id, 2, now=clock.epoch(clock.now()))
     now = clock.epoch(clock.now())
-    cart = stores.carts.get("alice", now=now)
+    cart = cart_stores.carts.get("alice", now=now)
 
     def order() -> Order:
         at = clock.iso_now()
@@ -216,8 +216,8 @@ def test_checkout_claims_the_cart_version(stores):
         )
 
     with pytest.raises(errors.CartChanged):
-        stores.orders.place(order(), cart=CartClaim(CartOwner.customer("alice"), cart.cart_version - 1, now))
-    assert stores.products.get(item.product_id).stock == 5, "nothing taken"
-    stores.orders.place(order(), cart=CartClaim(CartOwner.customer("alice"), cart.cart_version, now))
-    assert stores.carts.get("alice", now=now).lines == []
-    assert stores.products.get(item.product_id).stock == 3
+        cart_stores.orders.place(order(), cart=CartClaim(CartOwner.customer("alice"), cart.cart_version - 1, now))
+    assert cart_stores.products.get(item.product_id).stock == 5, "nothing taken"
+    cart_stores.orders.place(order(), cart=CartClaim(CartOwner.customer("alice"), cart.cart_version, now))
+    assert cart_stores.carts.get("alice", now=now).lines == []
+    assert cart_stores.products.get(item.product_id).stock == 3

@@ -35,7 +35,7 @@ class Stores:
 
 
 @pytest.fixture(params=["memory", "moto", pytest.param("local", marks=pytest.mark.integration)])
-def stores(request: pytest.FixtureRequest) -> Stores:
+def checkout_stores(request: pytest.FixtureRequest) -> Stores:
     if request.param == "memory":
         memory = MemoryStore()
         return Stores(memory.products, memory.customers, memory.orders, memory.sessions)
@@ -89,9 +89,9 @@ def test_both_stores_implement_the_ports():
         assert wanted <= set(dir(implementation)), (port, wanted - set(dir(implementation)))
 
 
-def test_products_conditions_and_stock_bounds(stores):
-    products = stores.products
-    product = new_product(stores, stock=5)
+def test_products_conditions_and_stock_bounds(checkout_stores):
+    products = checkout_stores.products
+    product = new_product(checkout_stores, stock=5)
     assert products.create(product, ["tools"]).name == product.name  # the same create again: its answer was lost
     with pytest.raises(errors.ProductExists):
         products.create(product.model_copy(update={"created_at": "2026-01-01T00:00:00Z"}), ["tools"])
@@ -117,9 +117,9 @@ def test_products_conditions_and_stock_bounds(stores):
     assert (price.product_id, price.price_cents) == (product.product_id, 1200)
 
 
-def test_reviews_one_per_customer_best_first(stores):
-    products = stores.products
-    pid = new_product(stores).product_id
+def test_reviews_one_per_customer_best_first(checkout_stores):
+    products = checkout_stores.products
+    pid = new_product(checkout_stores).product_id
 
     def review(customer: str, rating: int) -> Review:
         return Review(
@@ -139,8 +139,8 @@ def test_reviews_one_per_customer_best_first(stores):
         products.reviews_of_product("ghost", limit=10, next_token=None)
 
 
-def test_customers_unique_ids_and_emails_and_versions(stores):
-    customers = stores.customers
+def test_customers_unique_ids_and_emails_and_versions(checkout_stores):
+    customers = checkout_stores.customers
     now = clock.iso_now()
     alice = Customer(
         customer_id="alice", email="alice@example.com", name="A", version=1, created_at=now, updated_at=now
@@ -163,29 +163,34 @@ def test_customers_unique_ids_and_emails_and_versions(stores):
         customers.update(moved, name=None, email="alice@example.com", updated_at=clock.iso_now())
 
 
-def test_placement_is_all_or_nothing_with_the_reasons_in_order(stores):
-    hammer, nails = new_product(stores, stock=1), new_product(stores, stock=10, name="Nails")
+def test_placement_is_all_or_nothing_with_the_reasons_in_order(checkout_stores):
+    hammer, nails = new_product(checkout_stores, stock=1), new_product(checkout_stores, stock=10, name="Nails")
     repriced = hammer.model_copy(update={"price_cents": 999})
     with pytest.raises(errors.ProductNotFound):
-        stores.orders.place(new_order("alice", (hammer, 5), (hammer.model_copy(update={"product_id": "ghost"}), 1)))
+        checkout_stores.orders.place(
+            new_order("alice", (hammer, 5), (hammer.model_copy(update={"product_id": "ghost"}), 1))
+        )
     with pytest.raises(errors.OutOfStock) as short:
-        stores.orders.place(new_order("alice", (repriced, 2), (nails, 1)))
+        checkout_stores.orders.place(new_order("alice", (repriced, 2), (nails, 1)))
     assert short.value.product_ids == [hammer.product_id]
     with pytest.raises(errors.PriceChanged):
-        stores.orders.place(new_order("alice", (repriced, 1), (nails, 1)))
-    assert stores.products.get(nails.product_id).stock == 10
-    order = stores.orders.place(new_order("alice", (hammer, 1), (nails, 2)))
-    assert (stores.products.get(hammer.product_id).stock, stores.products.get(nails.product_id).stock) == (0, 8)
-    assert stores.orders.get(order.order_id).lines == order.lines
-    assert [s.order_id for s in stores.orders.list_for_customer("alice", limit=5, next_token=None).items] == [
+        checkout_stores.orders.place(new_order("alice", (repriced, 1), (nails, 1)))
+    assert checkout_stores.products.get(nails.product_id).stock == 10
+    order = checkout_stores.orders.place(new_order("alice", (hammer, 1), (nails, 2)))
+    assert (
+        checkout_stores.products.get(hammer.product_id).stock,
+        checkout_stores.products.get(nails.product_id).stock,
+    ) == (0, 8)
+    assert checkout_stores.orders.get(order.order_id).lines == order.lines
+    assert [s.order_id for s in checkout_stores.orders.list_for_customer("alice", limit=5, next_token=None).items] == [
         order.order_id
     ]
 
 
-def test_placement_claims_the_cart_and_the_idempotency_key(stores):
-    hammer = new_product(stores, stock=10)
-    stores.sessions.create("s1", created_at=clock.iso_now(), expires_at=NOW + 600)
-    cart = stores.sessions.set_line(
+def test_placement_claims_the_cart_and_the_idempotency_key(checkout_stores):
+    hammer = new_product(checkout_stores, stock=10)
+    checkout_stores.sessions.create("s1", created_at=clock.iso_now(), expires_at=NOW + 600)
+    cart = checkout_stores.sessions.set_line(
         "s1",
         product_id=hammer.product_id,
         name="Hammer",
@@ -197,73 +202,77 @@ def test_placement_claims_the_cart_and_the_idempotency_key(stores):
     )
     stale = CartClaim(CartOwner.session("s1"), cart.cart_version - 1, NOW)
     with pytest.raises(errors.SessionNotFound):
-        stores.orders.place(new_order("alice", (hammer, 2)), stale)
+        checkout_stores.orders.place(new_order("alice", (hammer, 2)), stale)
     claim = CartClaim(CartOwner.session("s1"), cart.cart_version, NOW)
     placement = Placement("key-1", NOW + 3600)
-    first = stores.orders.place(new_order("alice", (hammer, 2)), claim, placement=placement)
-    assert stores.sessions.get("s1", now=NOW).lines == []
-    again = stores.orders.place(new_order("alice", (hammer, 2)), None, placement=placement)
+    first = checkout_stores.orders.place(new_order("alice", (hammer, 2)), claim, placement=placement)
+    assert checkout_stores.sessions.get("s1", now=NOW).lines == []
+    again = checkout_stores.orders.place(new_order("alice", (hammer, 2)), None, placement=placement)
     assert again.order_id == first.order_id
-    assert stores.products.get(hammer.product_id).stock == 8
+    assert checkout_stores.products.get(hammer.product_id).stock == 8
 
 
-def test_the_unpaid_hold_takes_within_its_limits_refuses_with_what_it_held_and_releases_once(stores):
-    hammer = new_product(stores, stock=20)
+def test_the_unpaid_hold_takes_within_its_limits_refuses_with_what_it_held_and_releases_once(checkout_stores):
+    hammer = new_product(checkout_stores, stock=20)
 
     def unpaid(quantity: int) -> Order:
         order = new_order("alice", (hammer, quantity))
         return order.model_copy(update={"status": OrderStatus.PENDING_PAYMENT, "payment_expires_at": NOW + 1800})
 
     limits = UnpaidLimits(orders=2, units=5)
-    first = stores.orders.place(unpaid(2), unpaid=limits)
+    first = checkout_stores.orders.place(unpaid(2), unpaid=limits)
     with pytest.raises(errors.UnpaidOrderLimit) as refused:
-        stores.orders.place(unpaid(4), unpaid=limits)  # 2 + 4 units > 5
+        checkout_stores.orders.place(unpaid(4), unpaid=limits)  # 2 + 4 units > 5
     assert refused.value.details["unpaid_order_ids"] == [first.order_id]
     assert refused.value.details["unpaid_units"] == 2
-    second = stores.orders.place(unpaid(3), unpaid=limits)
+    second = checkout_stores.orders.place(unpaid(3), unpaid=limits)
     with pytest.raises(errors.UnpaidOrderLimit):
-        stores.orders.place(unpaid(1), unpaid=UnpaidLimits(orders=2, units=100))  # two held already
-    assert stores.products.get(hammer.product_id).stock == 15
-    assert stores.orders.held_unpaid([first.order_id, second.order_id, "ghost"]) == {
+        checkout_stores.orders.place(unpaid(1), unpaid=UnpaidLimits(orders=2, units=100))  # two held already
+    assert checkout_stores.products.get(hammer.product_id).stock == 15
+    assert checkout_stores.orders.held_unpaid([first.order_id, second.order_id, "ghost"]) == {
         first.order_id: (OrderStatus.PENDING_PAYMENT, 2),
         second.order_id: (OrderStatus.PENDING_PAYMENT, 3),
     }
-    assert stores.orders.release_unpaid("alice", [first.order_id], 2) is True
-    assert stores.orders.release_unpaid("alice", [first.order_id], 2) is False  # a replay
-    assert stores.orders.release_unpaid("alice", [first.order_id, second.order_id], 5) is False  # all or nothing
-    third = stores.orders.place(unpaid(2), unpaid=limits)  # 3 + 2 = 5 units, two orders
-    assert stores.orders.release_unpaid("alice", [second.order_id, third.order_id], 5) is True
-    assert stores.orders.release_unpaid("bob", [third.order_id], 2) is False  # nothing held, nothing written
+    assert checkout_stores.orders.release_unpaid("alice", [first.order_id], 2) is True
+    assert checkout_stores.orders.release_unpaid("alice", [first.order_id], 2) is False  # a replay
+    assert (
+        checkout_stores.orders.release_unpaid("alice", [first.order_id, second.order_id], 5) is False
+    )  # all or nothing
+    third = checkout_stores.orders.place(unpaid(2), unpaid=limits)  # 3 + 2 = 5 units, two orders
+    assert checkout_stores.orders.release_unpaid("alice", [second.order_id, third.order_id], 5) is True
+    assert checkout_stores.orders.release_unpaid("bob", [third.order_id], 2) is False  # nothing held, nothing written
 
 
-def test_status_changes_are_conditional_answered_when_done_and_restock_what_they_are_given(stores):
-    hammer = new_product(stores, stock=5)
-    order = stores.orders.place(new_order("alice", (hammer, 2)))
-    confirmed = stores.orders.change_status(order, OrderStatus.CONFIRMED, updated_at=clock.iso_now())
+def test_status_changes_are_conditional_answered_when_done_and_restock_what_they_are_given(checkout_stores):
+    hammer = new_product(checkout_stores, stock=5)
+    order = checkout_stores.orders.place(new_order("alice", (hammer, 2)))
+    confirmed = checkout_stores.orders.change_status(order, OrderStatus.CONFIRMED, updated_at=clock.iso_now())
     assert (confirmed.status, confirmed.version) == (OrderStatus.CONFIRMED, 2)
-    replayed = stores.orders.change_status(order, OrderStatus.CONFIRMED, updated_at=clock.iso_now())
+    replayed = checkout_stores.orders.change_status(order, OrderStatus.CONFIRMED, updated_at=clock.iso_now())
     assert (replayed.version, replayed.updated_at) == (2, confirmed.updated_at)
     with pytest.raises(errors.VersionMismatch) as mismatch:
-        stores.orders.change_status(order, OrderStatus.CANCELLED, updated_at=clock.iso_now(), restock=order.lines)
+        checkout_stores.orders.change_status(
+            order, OrderStatus.CANCELLED, updated_at=clock.iso_now(), restock=order.lines
+        )
     assert mismatch.value.details == {"current_version": 2}
-    assert stores.products.get(hammer.product_id).stock == 3
-    cancelled = stores.orders.change_status(
+    assert checkout_stores.products.get(hammer.product_id).stock == 3
+    cancelled = checkout_stores.orders.change_status(
         confirmed, OrderStatus.CANCELLED, updated_at=clock.iso_now(), restock=order.lines
     )
     assert (cancelled.status, cancelled.version) == (OrderStatus.CANCELLED, 3)
-    assert stores.products.get(hammer.product_id).stock == 5
-    assert stores.orders.get(order.order_id).status is OrderStatus.CANCELLED
+    assert checkout_stores.products.get(hammer.product_id).stock == 5
+    assert checkout_stores.orders.get(order.order_id).status is OrderStatus.CANCELLED
     with pytest.raises(errors.OrderNotFound):
-        stores.orders.change_status(
+        checkout_stores.orders.change_status(
             order.model_copy(update={"order_id": "ghost"}), OrderStatus.CONFIRMED, updated_at=clock.iso_now()
         )
     assert [
-        s.order_id for s in stores.orders.list_by_status(OrderStatus.CANCELLED, limit=5, next_token=None).items
+        s.order_id for s in checkout_stores.orders.list_by_status(OrderStatus.CANCELLED, limit=5, next_token=None).items
     ] == [order.order_id]
 
 
-def test_sessions_expire_keep_their_line_order_and_hold_a_limited_cart(stores):
-    sessions = stores.sessions
+def test_sessions_expire_keep_their_line_order_and_hold_a_limited_cart(checkout_stores):
+    sessions = checkout_stores.sessions
     ticks = itertools.count()
 
     def put(pid: str, quantity: int, now: int = NOW):
@@ -299,9 +308,9 @@ def test_sessions_expire_keep_their_line_order_and_hold_a_limited_cart(stores):
         sessions.get("s1", now=NOW)
 
 
-def test_stock_shards_spread_take_fall_short_and_restock(stores):
-    products, orders = stores.products, stores.orders
-    product = new_product(stores, stock=7)
+def test_stock_shards_spread_take_fall_short_and_restock(checkout_stores):
+    products, orders = checkout_stores.products, checkout_stores.orders
+    product = new_product(checkout_stores, stock=7)
     pid = product.product_id
     spread = products.spread_stock(products.stock_layout(pid), 3)
     assert spread == StockLayout(pid, 0, (3, 2, 2), 1000)

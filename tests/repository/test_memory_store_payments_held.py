@@ -28,7 +28,7 @@ class Stores:
 
 
 @pytest.fixture(params=["memory", "moto", pytest.param("local", marks=pytest.mark.integration)])
-def stores(request: pytest.FixtureRequest) -> Stores:
+def payment_stores(request: pytest.FixtureRequest) -> Stores:
     if request.param == "memory":
         memory = MemoryStore()
         return Stores(memory.products, memory.orders, memory.order_payments)
@@ -72,14 +72,14 @@ def paid_order(stores: Stores, hammer: Product, *, created_at: str | None = None
     return stores.orders.change_status(placed, OrderStatus.CONFIRMED, updated_at=clock.iso_now())
 
 
-def test_a_lapse_recorded_after_the_read_refuses_the_guarded_change_and_the_unguarded_one_records_it(stores):
-    order = paid_order(stores, new_product(stores))
-    assert stores.payments.record_payment(
+def test_a_lapse_recorded_after_the_read_refuses_the_guarded_change_and_the_unguarded_one_records_it(payment_stores):
+    order = paid_order(payment_stores, new_product(payment_stores))
+    assert payment_stores.payments.record_payment(
         order.order_id, expected=PaymentStatus.AUTHORISED, status=PaymentStatus.LAPSED
     )
     shipment = Shipment(carrier="DHL", tracking_number="T1", shipped_at=clock.iso_now())
     with pytest.raises(errors.PaymentNotHeld) as refused:
-        stores.orders.change_status(
+        payment_stores.orders.change_status(
             order,
             OrderStatus.SHIPPED,
             updated_at=clock.iso_now(),
@@ -89,10 +89,10 @@ def test_a_lapse_recorded_after_the_read_refuses_the_guarded_change_and_the_ungu
     assert refused.value.details == {"order_id": order.order_id, "payment_status": "LAPSED"}
     stale = order.model_copy(update={"version": 1})
     with pytest.raises(errors.VersionMismatch):  # another change, not the lapse: as before
-        stores.orders.change_status(
+        payment_stores.orders.change_status(
             stale, OrderStatus.SHIPPED, updated_at=clock.iso_now(), unless_payment=PaymentStatus.LAPSED
         )
-    shipped = stores.orders.change_status(
+    shipped = payment_stores.orders.change_status(
         order,
         OrderStatus.SHIPPED,
         updated_at=clock.iso_now(),
@@ -103,7 +103,7 @@ def test_a_lapse_recorded_after_the_read_refuses_the_guarded_change_and_the_ungu
         True,
         True,
     )
-    read = stores.orders.get(order.order_id)
+    read = payment_stores.orders.get(order.order_id)
     assert (read.status, read.shipped_without_payment, read.history[-1].shipped_without_payment) == (
         OrderStatus.SHIPPED,
         True,
@@ -113,34 +113,34 @@ def test_a_lapse_recorded_after_the_read_refuses_the_guarded_change_and_the_ungu
     assert read.payment.status is PaymentStatus.LAPSED
 
 
-def test_a_held_payment_passes_the_guard_and_records_nothing(stores):
-    order = paid_order(stores, new_product(stores))
-    shipped = stores.orders.change_status(
+def test_a_held_payment_passes_the_guard_and_records_nothing(payment_stores):
+    order = paid_order(payment_stores, new_product(payment_stores))
+    shipped = payment_stores.orders.change_status(
         order, OrderStatus.SHIPPED, updated_at=clock.iso_now(), unless_payment=PaymentStatus.LAPSED
     )
     assert (shipped.status, shipped.version, shipped.shipped_without_payment) == (OrderStatus.SHIPPED, 3, None)
-    assert stores.orders.get(order.order_id).shipped_without_payment is None
+    assert payment_stores.orders.get(order.order_id).shipped_without_payment is None
 
 
-def test_confirmed_orders_before_a_cutoff_oldest_first_with_their_payment(stores):
-    hammer = new_product(stores)
+def test_confirmed_orders_before_a_cutoff_oldest_first_with_their_payment(payment_stores):
+    hammer = new_product(payment_stores)
     now = clock.now()
 
     def at(days: int) -> str:
         return clock.iso(now - timedelta(days=days))
 
-    old = [paid_order(stores, hammer, created_at=at(10 - n)) for n in range(3)]  # 10, 9 and 8 days ago
-    assert stores.payments.record_payment(
+    old = [paid_order(payment_stores, hammer, created_at=at(10 - n)) for n in range(3)]  # 10, 9 and 8 days ago
+    assert payment_stores.payments.record_payment(
         old[1].order_id, expected=PaymentStatus.AUTHORISED, status=PaymentStatus.LAPSED
     )
-    paid_order(stores, hammer, created_at=at(2))  # after the cutoff
-    stores.orders.change_status(  # before it, but shipped
-        paid_order(stores, hammer, created_at=at(9)), OrderStatus.SHIPPED, updated_at=clock.iso_now()
+    paid_order(payment_stores, hammer, created_at=at(2))  # after the cutoff
+    payment_stores.orders.change_status(  # before it, but shipped
+        paid_order(payment_stores, hammer, created_at=at(9)), OrderStatus.SHIPPED, updated_at=clock.iso_now()
     )
     cutoff = clock.iso(now - timedelta(days=6))
     seen, token = [], None
     while True:
-        page = stores.orders.list_confirmed_before(cutoff, limit=2, next_token=token)
+        page = payment_stores.orders.list_confirmed_before(cutoff, limit=2, next_token=token)
         assert len(page.items) <= 2
         seen += [(o.order_id, o.status, o.payment_status) for o in page.items]
         token = page.next_token
@@ -152,4 +152,4 @@ def test_confirmed_orders_before_a_cutoff_oldest_first_with_their_payment(stores
         (old[2].order_id, OrderStatus.CONFIRMED, PaymentStatus.AUTHORISED),
     ]
     with pytest.raises(errors.InvalidNextToken):
-        stores.orders.list_confirmed_before(cutoff, limit=2, next_token="not-a-token")
+        payment_stores.orders.list_confirmed_before(cutoff, limit=2, next_token="not-a-token")
