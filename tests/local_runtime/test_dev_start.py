@@ -26,7 +26,7 @@ FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "scheduled"
 
 
 @pytest.fixture
-def app(tmp_path: pathlib.Path) -> AppModel:
+def workers_app(tmp_path: pathlib.Path) -> AppModel:
     shutil.copytree(FIXTURES / "functions", tmp_path / "functions")
     return load_app(
         templates={"Scheduled": json.loads((FIXTURES / "Scheduled.template.json").read_text())}, root=tmp_path
@@ -48,16 +48,16 @@ def until(condition: Any, what: str, timeout: float = 30.0) -> Any:
 
 
 def test_waiting_for_the_warm_workers_ends_with_their_init_and_reports_a_failed_one(
-    app: AppModel, tmp_path: pathlib.Path
+    workers_app: AppModel, tmp_path: pathlib.Path
 ) -> None:
     functions = Functions(
-        only(app, "slow_init", "broken_init"),
+        only(workers_app, "slow_init", "broken_init"),
         table_name="shop-local",
         endpoint="http://127.0.0.1:9",
         state_dir=tmp_path,
         log_dir=tmp_path,
     )
-    code = app.functions["slow_init"].code_dir
+    code = workers_app.functions["slow_init"].code_dir
     try:
         functions.warm()
         waited: dict[str, Any] = {}
@@ -84,10 +84,10 @@ def test_waiting_for_the_warm_workers_ends_with_their_init_and_reports_a_failed_
 
 
 def test_a_timed_out_invocation_leaves_the_runtimes_line_in_the_functions_log(
-    app: AppModel, tmp_path: pathlib.Path
+    workers_app: AppModel, tmp_path: pathlib.Path
 ) -> None:
     functions = Functions(
-        only(app, "sleeper"),
+        only(workers_app, "sleeper"),
         table_name="shop-local",
         endpoint="http://127.0.0.1:9",
         state_dir=tmp_path,

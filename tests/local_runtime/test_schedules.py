@@ -33,7 +33,7 @@ def load(root: pathlib.Path) -> AppModel:
 
 
 @pytest.fixture
-def app(tmp_path: pathlib.Path) -> AppModel:
+def schedules_app(tmp_path: pathlib.Path) -> AppModel:
     return load(tmp_path)
 
 
@@ -56,8 +56,8 @@ def test_rate_expressions(expression: str, seconds: int | None) -> None:
     assert rate_seconds(expression) == seconds
 
 
-def test_every_rule_with_a_schedule_targeting_a_function_of_the_app_is_read(app: AppModel) -> None:
-    found = {(s.logical_id, s.function, s.expression, s.enabled, json.dumps(s.input)) for s in app.schedules}
+def test_every_rule_with_a_schedule_targeting_a_function_of_the_app_is_read(schedules_app: AppModel) -> None:
+    found = {(s.logical_id, s.function, s.expression, s.enabled, json.dumps(s.input)) for s in schedules_app.schedules}
     assert found == {
         ("PaymentWindowSweepRule", "payment_steps", "rate(1 minute)", True, "null"),
         (
@@ -71,7 +71,7 @@ def test_every_rule_with_a_schedule_targeting_a_function_of_the_app_is_read(app:
         ("NightlyRule", "payment_steps", "cron(0 3 * * ? *)", True, "null"),
         ("SweepFromAnotherStackRule", "payment_steps", "rate(2 minutes)", True, "null"),  # its target imported
     }  # OrderPlacedRule matches events: not a schedule
-    names = {s.logical_id: s.name for s in app.schedules}
+    names = {s.logical_id: s.name for s in schedules_app.schedules}
     assert names["HourlyJobRule"] == "hourly-job"  # its Name
     assert names["PaymentWindowSweepRule"] == "PaymentWindowSweepRule"  # unnamed: its logical id
 
@@ -114,9 +114,11 @@ def sweep(app: AppModel) -> ScheduleDef:
     return schedule
 
 
-def test_a_schedule_runs_one_period_after_the_start_then_every_period_with_a_scheduled_event(app: AppModel) -> None:
+def test_a_schedule_runs_one_period_after_the_start_then_every_period_with_a_scheduled_event(
+    schedules_app: AppModel,
+) -> None:
     clock, invoker = FakeClock(), FakeInvoker()
-    scheduler = Scheduler([sweep(app)], invoker, clock=clock, wall=lambda: WALL)
+    scheduler = Scheduler([sweep(schedules_app)], invoker, clock=clock, wall=lambda: WALL)
     assert scheduler.run_due() == 0  # EventBridge's first run comes one period after the rule
     clock.now = START + 59.9
     assert scheduler.run_due() == 0
@@ -151,9 +153,9 @@ def test_a_schedule_runs_one_period_after_the_start_then_every_period_with_a_sch
     }
 
 
-def test_a_local_interval_replaces_every_rate(app: AppModel) -> None:
+def test_a_local_interval_replaces_every_rate(schedules_app: AppModel) -> None:
     clock, invoker = FakeClock(), FakeInvoker()
-    runnable = [s for s in app.schedules if s.enabled and s.rate_s]
+    runnable = [s for s in schedules_app.schedules if s.enabled and s.rate_s]
     scheduler = Scheduler(runnable, invoker, interval_s=2.5, clock=clock)
     for step in range(1, 5):
         clock.now = START + 2.5 * step
@@ -161,9 +163,9 @@ def test_a_local_interval_replaces_every_rate(app: AppModel) -> None:
     assert len(invoker.calls) == 4 * len(runnable) == 12
 
 
-def test_each_schedule_keeps_its_own_rate(app: AppModel) -> None:
+def test_each_schedule_keeps_its_own_rate(schedules_app: AppModel) -> None:
     clock = FakeClock()
-    runnable = [s for s in app.schedules if s.enabled and s.rate_s]
+    runnable = [s for s in schedules_app.schedules if s.enabled and s.rate_s]
     scheduler = Scheduler(runnable, FakeInvoker(), clock=clock)
     while clock.now < START + 3600:  # an hour, from one due run to the next
         clock.now += scheduler.next_due() or 0.0
@@ -172,14 +174,14 @@ def test_each_schedule_keeps_its_own_rate(app: AppModel) -> None:
     assert ran == {"PaymentWindowSweepRule": 60, "HourlyJobRule": 1, "SweepFromAnotherStackRule": 30}
 
 
-def test_a_targets_constant_input_is_sent_instead_of_the_event(app: AppModel) -> None:
-    (hourly,) = [s for s in app.schedules if s.logical_id == "HourlyJobRule"]
+def test_a_targets_constant_input_is_sent_instead_of_the_event(schedules_app: AppModel) -> None:
+    (hourly,) = [s for s in schedules_app.schedules if s.logical_id == "HourlyJobRule"]
     assert scheduled_event(hourly, WALL) == {"job": "hourly"}
 
 
-def test_disabled_and_cron_rules_are_named_in_the_banner_and_never_run(app: AppModel) -> None:
+def test_disabled_and_cron_rules_are_named_in_the_banner_and_never_run(schedules_app: AppModel) -> None:
     clock, invoker = FakeClock(), FakeInvoker()
-    scheduler = Scheduler(app.schedules, invoker, interval_s=10, clock=clock)
+    scheduler = Scheduler(schedules_app.schedules, invoker, interval_s=10, clock=clock)
     assert scheduler.describe() == (
         "payment_steps every 10s (PaymentWindowSweepRule: rate(1 minute) deployed); "
         "payment_steps every 10s (hourly-job: rate(1 hour) deployed); "
@@ -195,16 +197,18 @@ def test_disabled_and_cron_rules_are_named_in_the_banner_and_never_run(app: AppM
         "SweepFromAnotherStackRule",
     }
     assert Scheduler([], invoker).describe() == "none in the templates"
-    assert not Scheduler([s for s in app.schedules if not s.enabled], invoker)  # nothing to start
+    assert not Scheduler([s for s in schedules_app.schedules if not s.enabled], invoker)  # nothing to start
 
 
-def test_a_failed_run_is_logged_and_the_next_comes_as_planned(app: AppModel, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failed_run_is_logged_and_the_next_comes_as_planned(
+    schedules_app: AppModel, caplog: pytest.LogCaptureFixture
+) -> None:
     clock, invoker = FakeClock(), FakeInvoker()
     invoker.answers = [
         Result(False, {"errorType": "ServiceUnavailable", "errorMessage": "the sweep left 2 orders to the next run"}),
         RuntimeError("function pool is closed"),
     ]
-    scheduler = Scheduler([sweep(app)], invoker, interval_s=1, clock=clock)
+    scheduler = Scheduler([sweep(schedules_app)], invoker, interval_s=1, clock=clock)
     with caplog.at_level(logging.INFO, logger="local_runtime.schedules"):
         for step in (1, 2, 3):
             clock.now = START + step
@@ -218,19 +222,19 @@ def test_a_failed_run_is_logged_and_the_next_comes_as_planned(app: AppModel, cap
     assert "-> {'swept': 0}" in text  # the third run
 
 
-def test_a_run_longer_than_the_period_delays_the_next_one_instead_of_piling_runs_up(app: AppModel) -> None:
+def test_a_run_longer_than_the_period_delays_the_next_one_instead_of_piling_runs_up(schedules_app: AppModel) -> None:
     clock = FakeClock()
     invoker = FakeInvoker(clock, takes=3.5)  # every run lasts 3.5 s of a 1 s period
-    scheduler = Scheduler([sweep(app)], invoker, interval_s=1, clock=clock)
+    scheduler = Scheduler([sweep(schedules_app)], invoker, interval_s=1, clock=clock)
     clock.now = START + 1
     for _ in range(3):
         assert scheduler.run_due() == 1
     assert [round(at - START, 1) for at, _, _ in invoker.calls] == [1.0, 4.5, 8.0]
 
 
-def test_a_zero_or_negative_interval_is_refused(app: AppModel) -> None:
+def test_a_zero_or_negative_interval_is_refused(schedules_app: AppModel) -> None:
     with pytest.raises(ValueError, match="positive"):
-        Scheduler([sweep(app)], FakeInvoker(), interval_s=0)
+        Scheduler([sweep(schedules_app)], FakeInvoker(), interval_s=0)
 
 
 def until(condition: Any, what: str, timeout: float = 30.0) -> Any:
@@ -244,14 +248,16 @@ def until(condition: Any, what: str, timeout: float = 30.0) -> Any:
 
 
 def test_the_scheduler_invokes_the_function_in_its_worker_and_a_failed_run_lands_in_its_log(
-    app: AppModel, tmp_path: pathlib.Path
+    schedules_app: AppModel, tmp_path: pathlib.Path
 ) -> None:
-    code = app.functions["payment_steps"].code_dir
+    code = schedules_app.functions["payment_steps"].code_dir
     (code / "fail").touch()  # the first run fails
     logs = tmp_path / "logs"
     logs.mkdir()
-    functions = Functions(app, table_name="shop-local", endpoint="http://127.0.0.1:9", state_dir=tmp_path, log_dir=logs)
-    scheduler = Scheduler([sweep(app)], functions.invoke, interval_s=0.2).start()
+    functions = Functions(
+        schedules_app, table_name="shop-local", endpoint="http://127.0.0.1:9", state_dir=tmp_path, log_dir=logs
+    )
+    scheduler = Scheduler([sweep(schedules_app)], functions.invoke, interval_s=0.2).start()
     try:
         lines = until(
             lambda: (

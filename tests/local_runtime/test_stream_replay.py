@@ -43,7 +43,7 @@ def templates_copy(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="module")
-def app(templates_copy: pathlib.Path) -> AppModel:
+def synthesized_app(templates_copy: pathlib.Path) -> AppModel:
     return load_app(templates_copy, root=REPO)
 
 
@@ -66,17 +66,19 @@ def redrive(app: AppModel, endpoint: str, state: pathlib.Path) -> failures.Repla
         functions.close()
 
 
-def test_a_given_up_batch_is_archived_whole_and_replayed_exactly_once(app, templates_copy, tmp_path, capsys):
+def test_a_given_up_batch_is_archived_whole_and_replayed_exactly_once(
+    synthesized_app, templates_copy, tmp_path, capsys
+):
     # the templates of make synth (-c payments=stripe) hold the stream's two consumers; this is order_events'
-    (mapping,) = [m for m in app.mappings if m.table is not None and m.function == "order_events"]
+    (mapping,) = [m for m in synthesized_app.mappings if m.table is not None and m.function == "order_events"]
     with DynamoDBLocal() as ddb:
         client = ddb.client()
-        create_table(client, TABLE, spec=app.table.spec)
+        create_table(client, TABLE, spec=synthesized_app.table.spec)
         table = Table(client, TABLE)
         pid = product(table, name="Widget", price_cents=1250, stock=10)
         order_id = wiring.order_service(table).place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 2)]).order_id
 
-        down = Functions(app, table_name=TABLE, endpoint=UNREACHABLE, state_dir=tmp_path, concurrency=1)
+        down = Functions(synthesized_app, table_name=TABLE, endpoint=UNREACHABLE, state_dir=tmp_path, concurrency=1)
         poller = StreamPoller(
             mapping,
             dynamodb=client,
@@ -116,12 +118,12 @@ def test_a_given_up_batch_is_archived_whole_and_replayed_exactly_once(app, templ
         after_first = dump(_Store(client))
         assert list(store.object_keys()) == []
 
-        again = redrive(app, ddb.endpoint, tmp_path)
+        again = redrive(synthesized_app, ddb.endpoint, tmp_path)
         assert (again.replayed, again.failed) == ([], [])
 
         # Even the same object re-driven on purpose changes nothing: every effect is conditional.
         (tmp_path / failures.LOCAL_DIR / failures.REPLAYED / key).replace(tmp_path / failures.LOCAL_DIR / key)
-        forced = redrive(app, ddb.endpoint, tmp_path)
+        forced = redrive(synthesized_app, ddb.endpoint, tmp_path)
         assert forced.replayed == [key]
         assert dump(_Store(client)) == after_first
 
