@@ -3,6 +3,7 @@ is validated on its path alone (shop.http_api.resolver.PathOnlyRequestValidation
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -148,3 +149,20 @@ def test_concurrent_requests_on_one_resolver_keep_their_own_event_and_arguments(
     for product_id, answer in answers.items():
         assert answer["statusCode"] == 200
         assert answer["body"] == f'{{"product_id":"{product_id}","path":"/products/{product_id}"}}'
+
+
+def test_an_answer_refused_before_routing_has_the_shape_of_every_other_error() -> None:
+    """415 and a bad base64 body are refused before routing, yet rendered by the one error handler: the same
+    headers and the same compact JSON as an error a route raises (here 404 for no such route)."""
+    app = _app(PathOnlyRequestValidation())
+    not_json = _event("/products/p1", headers={"content-type": "text/plain"}, body="x")
+    bad_base64 = {**_event("/products/p1", body="%%%"), "isBase64Encoded": True}
+    routed = app.resolve(_event("/nowhere"), None)
+
+    for event, status, code in ((not_json, 415, "UNSUPPORTED_MEDIA_TYPE"), (bad_base64, 400, "BAD_REQUEST")):
+        answer = app.resolve(event, None)
+        assert (answer["statusCode"], json.loads(answer["body"])["error"]["code"]) == (status, code)
+        assert answer["body"] == json.dumps(json.loads(answer["body"]), separators=(",", ":"))
+        assert answer.keys() == routed.keys()
+        assert answer["headers"] == routed["headers"]
+        assert answer["isBase64Encoded"] is False

@@ -331,16 +331,11 @@ class ShopResolver(APIGatewayHttpResolver):
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         self._prepare()
         event = dict(event)
-        if event.get("body") and not _is_json(event.get("headers") or {}):
-            return _raw_error(http_errors.UnsupportedMediaType("send the body as application/json"))
-        if event.get("isBase64Encoded") and event.get("body"):
-            try:
-                event["body"] = base64.b64decode(str(event["body"]), validate=True).decode("utf-8")
-            except (binascii.Error, ValueError):
-                return _raw_error(http_errors.BadRequest("the body is not valid base64 UTF-8"))
-            event["isBase64Encoded"] = False
+        refused = _refused_before_routing(event)
         self.current_event = powertools_private.proxy_event(self, event)
         self.lambda_context = context
+        if refused is not None:  # answered by the one error handler, built as Powertools builds every answer
+            return powertools_private.build_response(self, _on_domain_error(refused))
         return super().resolve(event, context)
 
 
@@ -366,15 +361,18 @@ def _is_json(headers: Mapping[str, str]) -> bool:
     return media_type in ("", JSON) or (media_type.startswith("application/") and media_type.endswith("+json"))
 
 
-def _raw_error(error: errors.DomainError) -> dict[str, Any]:
-    """An answer given before routing (Powertools' validation would otherwise parse a non-JSON body)."""
-    status, body, headers = http_errors.describe(error)
-    return {
-        "statusCode": status,
-        "headers": {**headers, "Content-Type": JSON},
-        "body": json.dumps(body),
-        "isBase64Encoded": False,
-    }
+def _refused_before_routing(event: dict[str, Any]) -> errors.DomainError | None:
+    """What refuses the request before routing (Powertools' validation would otherwise parse a non-JSON body);
+    else None, a base64 body decoded in ``event`` (the routes read text)."""
+    if event.get("body") and not _is_json(event.get("headers") or {}):
+        return http_errors.UnsupportedMediaType("send the body as application/json")
+    if event.get("isBase64Encoded") and event.get("body"):
+        try:
+            event["body"] = base64.b64decode(str(event["body"]), validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            return http_errors.BadRequest("the body is not valid base64 UTF-8")
+        event["isBase64Encoded"] = False
+    return None
 
 
 def _on_domain_error(error: errors.DomainError) -> Response:

@@ -25,6 +25,8 @@ Called (the functions below):
 - ``build_middleware_stacks``: Route._build_middleware_stack with the resolver's routes and middlewares,
   built once before threads race to build a stack twice.
 - ``proxy_event``: the resolver's ``_to_proxy_event``, so handlers' error paths see the event before routing.
+- ``build_response``: the resolver's ``_response_builder_class`` and ``_serializer`` building the answer to a
+  request refused before routing, as Powertools builds its own answer outside a route (``_handle_not_found``).
 - ``direct_middleware_stacks``: each route whose stack Powertools built as its validation alone (request
   validation, response validation, ``api_gateway._registered_api_adapter``, the route's function) gets the same
   three called directly, without ``MiddlewareFrame``'s per-call bookkeeping; replaces ``Route._middleware_stack``.
@@ -55,6 +57,10 @@ OVERRIDDEN = {
 CALLED = {
     "_build_middleware_stack": ("Route", "(self, router_middlewares: 'list[Callable[..., Any]]', app) -> 'None'"),
     "_to_proxy_event": ("APIGatewayHttpResolver", "(self, event: 'dict') -> 'BaseProxyEvent'"),
+    "build": (
+        "ResponseBuilder",
+        "(self, event: 'ResponseEventT', cors: 'CORSConfig | None' = None) -> 'dict[str, Any]'",
+    ),
 }
 # module functions of aws_lambda_powertools.event_handler.middlewares.openapi_validation called, by signature
 VALIDATION_FUNCTIONS = {
@@ -70,7 +76,7 @@ RESPONSE_VALIDATION = "_response_validation_middleware"
 # the attribute that holds the class the resolver builds every response with (replaced by a subclass)
 RESPONSE_BUILDER = "_response_builder_class"
 # attributes read: the resolver's route lists and middlewares, a route's "stack built" flag and (a test) its stack
-RESOLVER_ATTRIBUTES = ("_static_routes", "_dynamic_routes", "_router_middlewares", "_debug")
+RESOLVER_ATTRIBUTES = ("_static_routes", "_dynamic_routes", "_router_middlewares", "_debug", "_serializer")
 ROUTE_ATTRIBUTES = ("_middleware_stack_built", "_middleware_stack")
 
 
@@ -140,3 +146,9 @@ def _direct(request: Any, response: Any, adapter: Any, func: Any) -> Callable[[A
 def proxy_event(app: Any, event: dict[str, Any]) -> Any:
     """The event as the resolver's proxy-event class reads it."""
     return app._to_proxy_event(event)
+
+
+def build_response(app: Any, response: Any) -> dict[str, Any]:
+    """The proxy result of ``response`` given outside any route, built with the resolver's builder and serializer."""
+    builder = getattr(app, RESPONSE_BUILDER)
+    return builder(response=response, serializer=app._serializer, route=None).build(app.current_event)
