@@ -7,11 +7,14 @@ it; a release that renames, reshapes or stops calling one fails here, naming whi
 from __future__ import annotations
 
 import inspect
+import logging
 
 import pytest
+from aws_lambda_powertools.event_handler import api_gateway
 from aws_lambda_powertools.event_handler.api_gateway import (
     APIGatewayHttpResolver,
     ApiGatewayResolver,
+    MiddlewareFrame,
     ResponseBuilder,
     Route,
 )
@@ -25,6 +28,7 @@ CLASSES = {
     cls.__name__: cls
     for cls in (ApiGatewayResolver, APIGatewayHttpResolver, Route, DynamoDBPersistenceLayer, ResponseBuilder)
 }
+CLASSES["api_gateway"] = api_gateway  # the module whose functions are called (its `_registered_api_adapter`)
 PINNED = {**powertools_private.OVERRIDDEN, **powertools_private.CALLED}
 # where Powertools calls each override: the class whose source must still call it
 CALLERS = {
@@ -97,6 +101,63 @@ def test_the_validation_functions_called_have_the_pinned_signature(name):
     assert str(inspect.signature(function)) == powertools_private.VALIDATION_FUNCTIONS[name], f"{name} changed shape"
     assert f"{name}(" in inspect.getsource(openapi_validation.OpenAPIRequestValidationMiddleware.handler), name
     assert function in powertools_private.validation_functions()
+
+
+def _probed_app():
+    """The customers' resolver with one validated route, ``probe``, its stack built."""
+    app = create_app("customers")
+
+    @app.get("/customers/<customer_id>")
+    def probe(customer_id: str) -> dict:  # pragma: no cover - never called, only routed
+        return {}
+
+    powertools_private.build_middleware_stacks(app)
+    return app, next(r for r in [*app._static_routes, *app._dynamic_routes] if r.func is probe)
+
+
+def test_a_validation_only_stack_is_the_shape_direct_middleware_stacks_replaces():
+    from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
+        OpenAPIResponseValidationMiddleware,
+    )
+
+    app, route = _probed_app()
+    request = getattr(app, powertools_private.REQUEST_VALIDATION)
+    response = getattr(app, powertools_private.RESPONSE_VALIDATION, None)
+    assert isinstance(response, OpenAPIResponseValidationMiddleware), (
+        f"Powertools' resolver no longer holds its response validation in {powertools_private.RESPONSE_VALIDATION}"
+    )
+    stack, called = route._middleware_stack, []
+    while isinstance(stack, MiddlewareFrame):
+        missing = [name for name in powertools_private.FRAME_ATTRIBUTES if not hasattr(stack, name)]
+        assert not missing, f"Powertools' MiddlewareFrame has no {missing} any more: stacks cannot be walked"
+        called.append(stack.current_middleware)
+        stack = stack.next_middleware
+    assert (called, stack) == ([request, response, api_gateway._registered_api_adapter], route.func), (
+        "Powertools builds a validation-only stack otherwise than [request validation, response validation, "
+        f"_registered_api_adapter] around the route: {called}; direct_middleware_stacks would replace none"
+    )
+    assert powertools_private.direct_middleware_stacks(app) == 1
+    assert not isinstance(route._middleware_stack, MiddlewareFrame)
+
+
+def test_the_stack_assigned_is_the_one_a_route_calls():
+    assert "self._middleware_stack(app)" in inspect.getsource(Route.__call__), (
+        "Powertools' Route.__call__ no longer calls Route._middleware_stack: the stacks direct_middleware_stacks "
+        "assigns would be dead code"
+    )
+
+
+def test_a_validation_only_stack_of_another_shape_keeps_its_frames_and_is_logged(caplog):
+    app, route = _probed_app()
+
+    def added(app, next_middleware):  # pragma: no cover - never called: a middleware a release might add
+        return next_middleware(app)
+
+    route._middleware_stack = MiddlewareFrame(current_middleware=added, next_middleware=route._middleware_stack)
+    with caplog.at_level(logging.WARNING, logger=powertools_private.__name__):
+        assert powertools_private.direct_middleware_stacks(app) == 0
+    assert isinstance(route._middleware_stack, MiddlewareFrame)
+    assert "GET /customers/<customer_id>" in caplog.text
 
 
 def test_the_request_validation_middleware_replaced_is_the_one_every_stack_starts_with():
