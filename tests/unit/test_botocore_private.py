@@ -24,9 +24,14 @@ from shop.runtime import botocore_clients
 LOAD_SERVICE_MODEL_DIGEST = "84a4607c55a53913"
 
 
-def _owner_and_name(dotted: str) -> tuple[type, str]:
-    module, cls, name = dotted.rsplit(".", 2)
-    return getattr(importlib.import_module(module), cls), name
+def _owner_and_name(dotted: str) -> tuple[Any, str]:
+    """The class (or, for a module's function such as `botocore.loaders.instance_cache`, the module) and the name."""
+    owner, name = dotted.rsplit(".", 1)
+    try:
+        return importlib.import_module(owner), name
+    except ImportError:
+        module, cls = owner.rsplit(".", 1)
+        return getattr(importlib.import_module(module), cls), name
 
 
 def _undecorated(function: Any, name: str) -> Any:
@@ -60,6 +65,19 @@ def test_each_private_name_has_the_pinned_shape(dotted):
         assert hasattr(instance, name), f"botocore changed: {dotted} is gone"
         held = type(getattr(instance, name))
         assert f"{held.__module__}.{held.__qualname__}" == pinned, f"botocore changed {dotted}: now a {held}"
+
+
+def test_instance_cache_still_keeps_each_answer_in_the_loaders_cache():
+    from botocore.loaders import instance_cache
+
+    source = inspect.getsource(instance_cache)
+    assert "self._cache[key]" in source, (
+        "botocore changed instance_cache: it no longer keeps answers in the instance's `_cache`, which "
+        "ServiceFolderLoader.load_service_model relies on as botocore's Loader does"
+    )
+    loader = botocore_clients._loader(None)
+    model = loader.load_service_model("dynamodb", "service-2")
+    assert loader.load_service_model("dynamodb", "service-2") is model, "the loader no longer caches a model"
 
 
 def test_the_copied_load_service_model_is_still_botocores():

@@ -14,7 +14,8 @@ by tests/unit/test_botocore_private.py (signatures, and that botocore still call
 - `Session._internal_components.lazy_register_component("endpoint_resolver", ...)`: the resolver a session's
   clients are built with (`Session.register_component` registers public components only).
 - `Loader.load_service_model`, overridden by a copy that skips the listing; it calls the loader's
-  `_find_extras` and `_extras_processor.process` as botocore's does.
+  `determine_latest_version`, `load_data`, `_find_extras` and `_extras_processor.process` as botocore's does, and
+  is wrapped in botocore's `instance_cache` as botocore's is (which keeps each answer in the loader's `_cache`).
 - `EndpointResolver(data, uses_builtin_data=True)`: the cut data resolved as botocore's bundled file is.
 """
 
@@ -41,6 +42,10 @@ BOTOCORE_PRIVATE = {
     "botocore.session.Session._internal_components": "botocore.session.ComponentLocator",
     "botocore.session.ComponentLocator.lazy_register_component": "(self, name, no_arg_factory)",
     "botocore.loaders.Loader.load_service_model": "(self, service_name, type_name, api_version=None)",
+    "botocore.loaders.Loader.determine_latest_version": "(self, service_name, type_name)",
+    "botocore.loaders.Loader.load_data": "(self, name)",
+    "botocore.loaders.instance_cache": "(func)",
+    "botocore.loaders.Loader._cache": "builtins.dict",
     "botocore.loaders.Loader._find_extras": "(self, service_name, type_name, api_version)",
     "botocore.loaders.Loader._extras_processor": "botocore.loaders.ExtrasProcessor",
     "botocore.loaders.ExtrasProcessor.process": "(self, original_model, extra_models)",
