@@ -205,7 +205,8 @@ def placement_key(customer_id: str, idempotency_key: str) -> Key:
 def idempotency_key(record_key: str) -> Key:
     """One partition per idempotency record: ``record_key`` is Powertools' ``<name>#<md5 of the key>``.
 
-    Records used to share ``IDEMPOTENCY#<name>``, one partition taking about 3 WCU per order.
+    Not one partition per ``<name>``: each order writes about 3 WCU to its record, past a key's 1,000 WCU/s at
+    about 330 orders/s (docs/decisions.md, 005).
     """
     return {PK: f"{IDEMPOTENCY_PK_PREFIX}{record_key}", SK: IDEMPOTENCY_SK}
 
