@@ -62,13 +62,16 @@ class WebhookReceived(Model):
     tags=TAGS,
 )
 def stripe_webhook(signature: StripeSignature = None):  # read from the raw event, as it arrived
-    webhooks = wiring.payment_webhooks()
-    if webhooks is None:
-        raise errors.NotFound("payments are off")
-    try:
+    try:  # every answer counted by its status, as a 200 is; the errors are answered by the resolver's handler
+        webhooks = wiring.payment_webhooks()
+        if webhooks is None:
+            raise errors.NotFound("payments are off")
         received = receive_webhook(app.current_event.raw_event, webhooks=webhooks, apply=payment_rules.apply_event)
-    except errors.DomainError as error:  # answered by the resolver's error handler, counted here as a 200 is
+    except errors.DomainError as error:
         count(f"Webhook{status_for(error)}")
+        raise
+    except Exception:  # answered 500 INTERNAL_ERROR
+        count("Webhook500")
         raise
     count("Webhook200")
     return json_response(200, received)

@@ -249,9 +249,12 @@ def test_a_signed_event_of_other_types_than_the_document_says_is_refused(paying,
     assert (reply.status, reply.code) == (400, "WEBHOOK_PAYLOAD_INVALID"), reply.body
 
 
-def test_the_webhook_is_not_there_with_payments_off(handlers):
+def test_the_webhook_is_not_there_with_payments_off_and_its_404_is_counted(handlers, capsys):
+    capsys.readouterr()
     reply = handlers.call("POST", "/webhooks/stripe", raw_body="{}", headers={"Stripe-Signature": "t=1,v1=00"})
     assert (reply.status, reply.code) == (404, "NOT_FOUND")
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert [name for blob in emitted for name in blob if name.startswith("Webhook")] == ["Webhook404"]
 
 
 def test_shipping_a_paid_order_captures_it_once_through_payment_steps(paying):

@@ -3,18 +3,16 @@ verified and handed to the rules. The payments function (functions/payments/hand
 `receive_webhook` with `shop.wiring.payment_webhooks()` and the rule that applies an event, and answers as every
 route does: the 200 body with `json_response`, a domain error raised to the resolver's one error handler.
 
-The body is verified exactly as it arrived: never parsed and re-serialised before the signature check. API
-Gateway passes a JSON body as text (the bytes are its UTF-8) and any other as base64.
+The body is verified exactly as it arrived: never parsed and re-serialised before the signature check. It is
+text here, whatever API Gateway passed: the resolver answers 415 to a body that is not JSON and decodes a base64
+one before routing (shop.http_api.resolver), so its UTF-8 is the bytes Stripe signed.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from shop import errors
 from shop.models.payments import PaymentEventKind
 
 if TYPE_CHECKING:
@@ -25,15 +23,8 @@ SIGNATURE_HEADER = "stripe-signature"  # API Gateway passes header names in lowe
 
 
 def delivery(event: Mapping[str, Any]) -> tuple[bytes, str | None]:
-    """(raw body, Stripe-Signature) of a payload 2.0 event; InvalidWebhookPayload when the body cannot be read."""
-    body = event.get("body") or ""
-    if event.get("isBase64Encoded"):
-        try:
-            raw = base64.b64decode(body, validate=True)
-        except (binascii.Error, ValueError) as error:
-            raise errors.InvalidWebhookPayload("the body is not valid base64") from error
-    else:
-        raw = str(body).encode("utf-8")
+    """(raw body, Stripe-Signature) of a payload 2.0 event as the resolver routes it (its body text, decoded)."""
+    raw = str(event.get("body") or "").encode("utf-8")
     headers = {str(name).lower(): value for name, value in (event.get("headers") or {}).items()}
     return raw, headers.get(SIGNATURE_HEADER)
 
