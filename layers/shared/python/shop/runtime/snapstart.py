@@ -1,7 +1,9 @@
 """SnapStart: the state each execution environment restored from one snapshot must draw again.
 
-After each restore the `random` module is reseeded and shop.ids' generator replaced; the hooks are registered
-in a SnapStart init only. What else holds after a restore: docs/deploy.md, "SnapStart (opt-in)".
+After each restore the `random` module is reseeded (`install`), shop.ids' generator replaced and every hot-product
+cache emptied (shop.services.hot_products' `clear_all`), so no restored environment starts from what the init drew
+or read; the hooks are registered in a SnapStart init only. What else holds after a restore: docs/deploy.md,
+"SnapStart (opt-in)".
 """
 
 from __future__ import annotations
