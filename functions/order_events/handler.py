@@ -22,7 +22,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from shop import wiring
 from shop.aws_config import invocation_deadline
-from shop.publishing import Event, EventPublisher
+from shop.publishing import Event
 from shop.repository.stream_records import StreamRecord
 from shop.services.order_events import Action, Outcome
 from shop.stream_batch import PublishingBatchProcessor
@@ -32,6 +32,7 @@ from shop.version_metrics import count_for_version
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Shop")
 rules = wiring.order_events_service()  # on the function's table (shop.wiring); the rarer records' rules on first use
+publisher = wiring.event_publisher()  # EVENT_BUS_NAME read at each batch
 
 
 def count(outcome: Outcome) -> None:
@@ -83,7 +84,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             log(outcome)
         return outcome.events
 
-    processor = PublishingBatchProcessor(EventPublisher.from_settings(), logger, batch=rules)
+    processor = PublishingBatchProcessor(publisher, logger, batch=rules)
     with invocation_deadline(context):  # a record the store cannot serve in time fails, and is retried
         response = process_partial_response(
             event=event, record_handler=record_handler, processor=processor, context=context

@@ -25,7 +25,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from shop import wiring
 from shop.aws_config import invocation_deadline
-from shop.publishing import Event, EventPublisher
+from shop.publishing import Event
 from shop.repository.stream_records import StreamRecord
 from shop.services.payments import StepAction, StepOutcome
 from shop.stream_batch import PublishingBatchProcessor
@@ -34,6 +34,7 @@ from shop.tracing import tracing_disabled
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Shop")
 payment_rules = wiring.payment_service()  # on the function's table (shop.wiring); the provider built when called
+publisher = wiring.event_publisher()  # EVENT_BUS_NAME read at each batch
 
 METRIC_NAMES = {
     StepAction.CAPTURED: "PaymentsCaptured",
@@ -89,7 +90,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 logger.info(outcome.action.value, order_id=outcome.order_id)
         return outcome.events
 
-    processor = PublishingBatchProcessor(EventPublisher.from_settings(), logger)
+    processor = PublishingBatchProcessor(publisher, logger)
     with invocation_deadline(context):
         response = process_partial_response(
             event=event, record_handler=record_handler, processor=processor, context=context

@@ -159,15 +159,15 @@ def test_every_local_variable_is_a_literal_sam_passes_as_is(sam_local: Any) -> N
 
 
 def test_order_events_publishes_nothing_under_sam(sam_local: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shop import wiring
     from shop.config import settings
-    from shop.publishing import EventPublisher
 
     stack_id, _, resource = sam_local.functions()["order_events"]
     use_environment(monkeypatch, sam_environment(sam_local.templates[stack_id], resource))
     settings.cache_clear()
     try:
         assert settings().table_name == LOCAL_TABLE_NAME
-        assert EventPublisher.from_settings() is None
+        assert wiring.event_publisher().bus_name is None
     finally:
         settings.cache_clear()
 

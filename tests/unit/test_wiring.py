@@ -105,3 +105,19 @@ def test_under_built_on_every_factory_on_a_table_called_bare_answers_the_injecte
         }
         assert type(wiring.customer_service(table)).__name__ == "CustomerService"  # a table given: built on it
     assert type(wiring.customer_service()).__name__ == "CustomerService"  # outside built_on: the function's table
+
+
+def test_the_event_publisher_reads_the_bus_at_each_use_not_when_built(monkeypatch):
+    from shop import config
+
+    publisher = wiring.event_publisher()  # as the stream handlers build it, at import
+    for bus in ("shop-bus-a", None, "shop-bus-b"):
+        if bus is None:
+            monkeypatch.delenv("EVENT_BUS_NAME", raising=False)
+        else:
+            monkeypatch.setenv("EVENT_BUS_NAME", bus)
+        config.settings.cache_clear()
+        try:
+            assert publisher.bus_name == bus  # None: nothing is published
+        finally:
+            config.settings.cache_clear()

@@ -9,13 +9,12 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shop.config import settings
 from shop.models.events import Event
 from shop.runtime.botocore_clients import ProcessClient
 
@@ -63,15 +62,16 @@ def chunks(entries: Sequence[dict[str, Any]]) -> Iterator[list[int]]:
 
 
 class EventPublisher:
-    def __init__(self, bus_name: str, client: Any = None) -> None:
-        self.bus_name = bus_name
+    """Publishes to `bus`: a name, or what gives it at each use (shop.wiring.event_publisher: EVENT_BUS_NAME, read
+    at each batch, not when built); no name (None or ""): nothing is published."""
+
+    def __init__(self, bus: str | Callable[[], str | None], client: Any = None) -> None:
+        self._bus = bus
         self._client = client
 
-    @classmethod
-    def from_settings(cls) -> EventPublisher | None:
-        """The publisher for EVENT_BUS_NAME, or None when no bus is configured (nothing is published)."""
-        bus = settings().event_bus_name
-        return cls(bus) if bus else None
+    @property
+    def bus_name(self) -> str | None:
+        return (self._bus() if callable(self._bus) else self._bus) or None
 
     @property
     def client(self) -> Any:
@@ -84,7 +84,10 @@ class EventPublisher:
         times in all, after a short jittered pause: cheaper than failing their records, which makes
         Lambda redeliver the rest of the shard's batch too.
         """
-        entries = [event.entry(self.bus_name) for event in events]
+        bus_name = self.bus_name
+        if bus_name is None:
+            return []
+        entries = [event.entry(bus_name) for event in events]
         pending = list(range(len(entries)))
         for attempt in range(attempts):
             if attempt:
@@ -129,8 +132,13 @@ class Outbox:
     publisher: EventPublisher | None
     pending: list[tuple[str, Event]] = field(default_factory=list)
 
+    @property
+    def publishes(self) -> bool:
+        """A publisher with a bus: without one, events are dropped (nothing is published)."""
+        return self.publisher is not None and self.publisher.bus_name is not None
+
     def add(self, origin: str, events: Iterable[Event]) -> None:
-        if self.publisher is not None:
+        if self.publishes:
             self.pending.extend((origin, event) for event in events)
 
     def clear(self) -> None:

@@ -68,7 +68,7 @@ class PublishingBatchProcessor(BatchProcessor):
     def success_handler(self, record: Any, result: Sequence[Event]) -> SuccessResponse:
         sequence_number = record["dynamodb"]["SequenceNumber"]  # the id batchItemFailures reports
         waits = self.batch is not None and sequence_number in self.batch.counting_records
-        publishes = bool(result) and self.outbox.publisher is not None
+        publishes = bool(result) and self.outbox.publishes
         if not waits and not publishes:
             return super().success_handler(record, result)
         if publishes:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from shop.config import StatusShardSwitch
+    from shop.publishing import EventPublisher
     from shop.repository.idempotency_records import IdempotencyRecords
     from shop.repository.migrations import MigrationRepository
     from shop.repository.order_archive import ArchiveBucket
@@ -291,6 +292,15 @@ def archival_service(
     return ArchivalService(
         OrderArchivalRepository(_table(table)), bucket if bucket is not None else ArchiveBucket(), now=now
     )
+
+
+def event_publisher() -> EventPublisher:
+    """EventBridge on the bus EVENT_BUS_NAME names, read at each batch (not here: handlers build this at import);
+    unset, nothing is published. Not on a table, so not injected: tests replace shop.publishing.events_client."""
+    from shop.config import settings
+    from shop.publishing import EventPublisher
+
+    return EventPublisher(lambda: settings().event_bus_name)
 
 
 # -- payments: built only where PAYMENTS=stripe; nothing here loads stripe otherwise -----------
