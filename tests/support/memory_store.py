@@ -1208,8 +1208,8 @@ class MemoryStore:
     def customer_service(self) -> CustomerService:
         return CustomerService(customers=self.customers)
 
-    def order_service(self, payments: Callable[[], Payments | None] | None = None) -> OrderService:
-        """`payments` gives the provider at each checkout (None: PAYMENTS=none's flow)."""
+    def order_service(self, *, payments: Callable[[], Payments | None] = lambda: None) -> OrderService:
+        """`payments` gives the provider at each checkout (None, the default: PAYMENTS=none's flow)."""
         return OrderService(
             orders=self.orders,
             products=self.products,
@@ -1221,11 +1221,11 @@ class MemoryStore:
             payments=payments,
         )
 
-    def payment_service(self, provider: Payments | None) -> PaymentService:
-        """The payment rules (the webhook's, the payment steps') on this store and `provider`; the archive delay
-        from the settings, as shop.wiring's."""
+    def payment_service(self, *, payments: Callable[[], Payments | None]) -> PaymentService:
+        """The payment rules (the webhook's, the payment steps') on this store and the provider `payments` gives;
+        the archive delay from the settings, as shop.wiring's."""
         return PaymentService(
-            self.order_payments, lambda: provider, settings=settings, payment_settings=payment_settings
+            self.order_payments, payments=payments, settings=settings, payment_settings=payment_settings
         )
 
     def alert_service(self) -> AlertService:

@@ -216,7 +216,7 @@ class MemoryWiring:
         return self.store.order_service(payments=lambda: self.payments)
 
     def payment_service(self) -> PaymentService:
-        return self.store.payment_service(self.payments)
+        return self.store.payment_service(payments=lambda: self.payments)
 
     def sales_service(self) -> SalesService:
         return self.store.sales_service()

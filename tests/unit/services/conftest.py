@@ -44,7 +44,7 @@ def paid_orders(memory: MemoryStore, fake_payments: FakePayments) -> OrderServic
 @pytest.fixture
 def payment_rules(memory: MemoryStore, fake_payments: FakePayments) -> PaymentService:
     """The payment service (the webhook's events, the payment steps) on `fake_payments`."""
-    return memory.payment_service(fake_payments)
+    return memory.payment_service(payments=lambda: fake_payments)
 
 
 @pytest.fixture

@@ -49,6 +49,7 @@ def cached_orders(memory, ttl_clock) -> OrderService:
         hot=HotProductCache(TTL, now=ttl_clock),
         settings=settings,
         payment_settings=payment_settings,
+        payments=lambda: None,  # PAYMENTS=none
     )
 
 

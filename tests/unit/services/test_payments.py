@@ -228,7 +228,7 @@ def test_a_charge_event_finds_its_order_through_the_intent(memory, fake_payments
 def test_capture_on_confirm_captures_at_confirmation_and_refunds_a_cancel(memory, fake_payments, monkeypatch):
     monkeypatch.setenv("CAPTURE", "on_confirm")
     config.payment_settings.cache_clear()
-    payment_rules = memory.payment_service(fake_payments)
+    payment_rules = memory.payment_service(payments=lambda: fake_payments)
     stream = MemoryStream(memory)
     order_id, intent, _ = placed(memory, fake_payments)
     stream.read()
@@ -249,7 +249,7 @@ def swept_at(memory, fake_payments, moment: datetime) -> PaymentService:
     """The rules with the clock at `moment` (the sweep's view of time)."""
     return PaymentService(
         memory.order_payments,
-        lambda: fake_payments,
+        payments=lambda: fake_payments,
         settings=lambda: replace(config.settings(), archive_after_days=30, archive_grace_seconds=0),
         payment_settings=config.payment_settings,
         now=lambda: moment,
@@ -297,7 +297,7 @@ def test_an_order_confirmed_before_a_switch_to_capture_on_confirm_is_captured_wh
     memory, fake_payments, monkeypatch
 ):
     stream = MemoryStream(memory)
-    payment_rules = memory.payment_service(fake_payments)
+    payment_rules = memory.payment_service(payments=lambda: fake_payments)
     order_id, intent, _ = placed(memory, fake_payments)
     authorised(payment_rules, fake_payments, order_id, intent)  # confirmed under on_ship: nothing captured
     stream.read()

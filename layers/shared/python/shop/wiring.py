@@ -366,7 +366,7 @@ def payment_service(
 
     return PaymentService(
         OrderPaymentRepository(_table(table), shards),
-        _current_payments if provider is None else lambda: provider,
+        payments=_current_payments if provider is None else lambda: provider,
         settings=settings,
         payment_settings=payment_settings,
         now=now,

@@ -183,13 +183,13 @@ class OrderService:
         hot: HotProductCache | None = None,
         settings: Callable[[], Settings],
         payment_settings: Callable[[], PaymentSettings],
-        payments: Callable[[], Payments | None] | None = None,
+        payments: Callable[[], Payments | None],
     ) -> None:
         """The rules over the stores given (shop.wiring builds them). `hot` keeps the catalogue entries of
         flash-sale products a moment (this instance's own cache). `settings` and `payment_settings` give the
         settings at each use (shop.config's). `payments` gives the payment provider on the first checkout that
-        needs one (None, or a factory giving None: PAYMENTS=none, version 2's flow), so an instance that takes no
-        order never loads the provider's library."""
+        needs one (None: PAYMENTS=none, version 2's flow), so an instance that takes no order never loads the
+        provider's library."""
         self.settings = settings
         self.payment_settings = payment_settings
         self._payments = payments
@@ -296,7 +296,7 @@ class OrderService:
             return placed
 
     def _provider(self) -> Payments:
-        provider = self._payments() if self._payments is not None else None
+        provider = self._payments()
         if provider is None:
             raise errors.PaymentMisconfigured("PAYMENTS is on but no payment provider is configured")
         return provider

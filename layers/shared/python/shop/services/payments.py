@@ -110,8 +110,8 @@ class PaymentService:
     def __init__(
         self,
         store: OrderPayments,
-        payments: Callable[[], Payments | None],
         *,
+        payments: Callable[[], Payments | None],
         settings: Callable[[], Settings],
         payment_settings: Callable[[], PaymentSettings],
         now: Callable[[], datetime] = clock.now,
