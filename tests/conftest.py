@@ -15,9 +15,16 @@ import os
 import pathlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from local_runtime.local_aws import LocalAws
+    from local_runtime.ttl import TtlDeletions
+    from tests.support.fake_payments import FakePayments
+    from tests.support.hand_clock import HandClock
+    from tests.support.recording_events import RecordingEvents
 
 os.environ.update(
     {
@@ -150,6 +157,73 @@ def store(local_store: Store) -> Store:
     does not (moto models DynamoDB, DynamoDB Local is its reference) and cost 292 of 2,214 test runs.
     """
     return local_store
+
+
+# Fixtures more than one folder asks for, each defined here once (tests/unit/test_fixture_names.py: one name, one
+# meaning). Their imports are inside them: tests/unit, which refuses moto and DynamoDB Local, loads this file too.
+
+
+@pytest.fixture
+def recorded_bus(monkeypatch: pytest.MonkeyPatch) -> RecordingEvents:
+    """EVENT_BUS_NAME set, PutEvents recorded in memory (works beside any store: memory, moto, DynamoDB Local)."""
+    from shop import publishing
+    from tests.support.recording_events import RecordingEvents
+
+    fake = RecordingEvents()
+    monkeypatch.setenv("EVENT_BUS_NAME", "shop-test-bus")
+    monkeypatch.setattr(publishing, "events_client", lambda: fake)
+    return fake
+
+
+@pytest.fixture
+def deletions() -> TtlDeletions:
+    """The local TTL emulator's deletes, so that their REMOVEs carry the TTL service's identity."""
+    from local_runtime.ttl import TtlDeletions
+
+    return TtlDeletions("expires_at")
+
+
+@pytest.fixture(scope="module")
+def local_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
+    """moto's S3 server (local_runtime.local_aws, what `make dev` runs), beside DynamoDB Local."""
+    from local_runtime.local_aws import LocalAws
+
+    with LocalAws(tmp_path_factory.mktemp("s3")) as aws:
+        yield aws
+
+
+@pytest.fixture
+def wired_fake_payments(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePayments]:
+    """PAYMENTS=stripe with a 30-minute payment window, and the fake provider (tests/support/fake_payments.py) as
+    every function's `wiring.payments()`. (`fake_payments`, tests/unit/services/conftest.py: the same settings,
+    the provider handed to the services rather than wired in.)"""
+    from shop import config, wiring
+    from tests.support.fake_payments import FakePayments
+
+    provider = FakePayments()
+    monkeypatch.setenv("PAYMENTS", "stripe")
+    monkeypatch.setenv("PAYMENT_WINDOW_MINUTES", "30")
+    monkeypatch.setattr(wiring, "payments", lambda: provider)
+    config.payment_settings.cache_clear()
+    yield provider
+    config.payment_settings.cache_clear()
+
+
+@pytest.fixture
+def ttl_clock() -> HandClock:
+    """The hot-product cache's clock (HotProductCache(ttl, now=ttl_clock)), moved by hand: `ttl_clock.at += s`."""
+    from tests.support.hand_clock import HandClock
+
+    return HandClock()
+
+
+@pytest.fixture
+def fresh_sales_instance() -> None:
+    """A new stream processor instance for each test (its table is new too): shop.repository.sales's memo of day
+    markers, rank refreshes and the cut-over forgotten (tests/support/streams.py::forget_instance_memo)."""
+    from tests.support.streams import forget_instance_memo
+
+    forget_instance_memo()
 
 
 TIER_DIRECTORIES = {"e2e": "e2e", "infra": "infra", "unit": "unit"}  # tests/<directory> -> its tier's marker

@@ -21,12 +21,6 @@ from tests.functions.apigw import ADMIN, ALICE, BOB, call
 SHIPPED = "00-alice-shipped"  # events/seed.json: alice's order at version 3
 
 
-@pytest.fixture(scope="module")
-def local_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
-    with LocalAws(tmp_path_factory.mktemp("s3")) as aws:
-        yield aws
-
-
 @pytest.fixture
 def bucket(api: Any, local_s3: LocalAws, monkeypatch: pytest.MonkeyPatch) -> Iterator[ArchiveBucket]:
     client = local_s3.client("s3")  # moto's S3 server beside DynamoDB Local, where `api` is

@@ -264,10 +264,10 @@ def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
     from shop.limits import DEFAULT_SWEEP_GRACE_SECONDS as SWEEP_GRACE_SECONDS
     from shop.models import OrderStatus
     from shop.repository.store import dynamodb_client
-    from tests.stream.conftest import RecordingEvents
     from tests.stream.conftest import order_events_context as FakeContext
     from tests.support.factories import ADMIN, ALICE, parcel, product
     from tests.support.fake_payments import FakePayments
+    from tests.support.recording_events import RecordingEvents
     from tests.support.streams import StreamReader
     from tests.support.unpaid_orders import AUTHORISED, FAILED, WINDOW_S, event, place_unpaid
 

@@ -30,13 +30,6 @@ def stripe_on(monkeypatch):
     config.payment_settings.cache_clear()
 
 
-@pytest.fixture
-def fake(monkeypatch, stripe_on) -> FakePayments:
-    provider = FakePayments()
-    monkeypatch.setattr(wiring, "payments", lambda: provider)
-    return provider
-
-
 def place(body: dict[str, Any], key: str = "k-pay", claims: dict[str, Any] = ALICE) -> Any:
     return call("POST", "/orders", claims=claims, headers={"Idempotency-Key": key}, body=body)
 
@@ -67,7 +60,7 @@ PRODUCTS = ("prod-cable", "prod-keyboard", "prod-mouse")
 
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
-def test_every_source_is_placed_unpaid_with_one_intent_and_its_window(api, fake, source):
+def test_every_source_is_placed_unpaid_with_one_intent_and_its_window(api, wired_fake_payments, source):
     body = SOURCES[source]()
     placed = place(body)
     assert placed.status == 201, placed.body
@@ -75,7 +68,7 @@ def test_every_source_is_placed_unpaid_with_one_intent_and_its_window(api, fake,
     assert order["status"] == "PENDING_PAYMENT"
     assert [entry["status"] for entry in order["history"]] == ["PENDING_PAYMENT"]
     payment = order["payment"]
-    intent = fake.intents[payment["intent_id"]].intent
+    intent = wired_fake_payments.intents[payment["intent_id"]].intent
     assert payment == {
         "provider": "stripe",
         "intent_id": intent.intent_id,
@@ -85,7 +78,7 @@ def test_every_source_is_placed_unpaid_with_one_intent_and_its_window(api, fake,
     }
     assert intent.order_id == order["order_id"]
     assert intent.amount_cents == order["total_cents"]
-    assert fake.calls == [("create_intent", f"shop-order-{order['order_id']}-authorise")]
+    assert wired_fake_payments.calls == [("create_intent", f"shop-order-{order['order_id']}-authorise")]
     stored = item(api, keys.order_key(order["order_id"]))
     # The defaults (provider stripe, nothing captured or refunded) are not stored: the item stays under 1 KB
     # (issue 26); OrderPayment reads them back.
@@ -104,7 +97,7 @@ def test_every_source_is_placed_unpaid_with_one_intent_and_its_window(api, fake,
     again = place(body)
     assert again.status == 201
     assert again.body == order
-    assert creates(fake) == 1
+    assert creates(wired_fake_payments) == 1
     # The order reads as it was placed (its payment is not part of the order's answer).
     read = call("GET", f"/orders/{order['order_id']}", claims=ALICE).body
     assert read["status"] == "PENDING_PAYMENT"
@@ -112,11 +105,11 @@ def test_every_source_is_placed_unpaid_with_one_intent_and_its_window(api, fake,
 
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
-def test_a_provider_outage_is_a_503_with_nothing_written_and_the_repeat_places(api, fake, source):
+def test_a_provider_outage_is_a_503_with_nothing_written_and_the_repeat_places(api, wired_fake_payments, source):
     body = SOURCES[source]()
     before = call("GET", "/customers/alice/orders", claims=ALICE).body["items"]
     stock = {pid: call("GET", f"/products/{pid}").body["stock"] for pid in PRODUCTS}
-    fake.fail_next()
+    wired_fake_payments.fail_next()
     failed = place(body, key="k-outage")
     assert failed.status == 503
     assert failed.code == "PAYMENT_PROVIDER_UNAVAILABLE"
@@ -124,17 +117,17 @@ def test_a_provider_outage_is_a_503_with_nothing_written_and_the_repeat_places(a
     # The intent comes before the transaction: no order, no stock held, no window, the cart as it was.
     assert call("GET", "/customers/alice/orders", claims=ALICE).body["items"] == before
     assert {pid: call("GET", f"/products/{pid}").body["stock"] for pid in PRODUCTS} == stock
-    assert fake.intents == {}  # the failed call never reached the provider
+    assert wired_fake_payments.intents == {}  # the failed call never reached the provider
     # The repeat (the Idempotency-Key's record is not kept on a failure) places as a first attempt would.
     again = place(body, key="k-outage")
     assert again.status == 201, again.body
-    assert again.body["payment"]["intent_id"] in fake.intents
-    assert len(fake.intents) == 1
-    assert fake.calls[-1] == ("create_intent", f"shop-order-{again.body['order_id']}-authorise")
+    assert again.body["payment"]["intent_id"] in wired_fake_payments.intents
+    assert len(wired_fake_payments.intents) == 1
+    assert wired_fake_payments.calls[-1] == ("create_intent", f"shop-order-{again.body['order_id']}-authorise")
     assert place(body, key="k-outage").body == again.body
 
 
-def test_a_checkout_the_read_refuses_creates_no_intent(api, fake):
+def test_a_checkout_the_read_refuses_creates_no_intent(api, wired_fake_payments):
     """Unknown or archived products, quantity limits, visible shortage, an empty cart: refused as without
     payments, before the provider is called (the unit tests hold each case; these are the HTTP answers)."""
     refused = [
@@ -147,32 +140,34 @@ def test_a_checkout_the_read_refuses_creates_no_intent(api, fake):
         (409, "OUT_OF_STOCK"),
         (409, "CART_EMPTY"),
     ]
-    assert fake.calls == []
+    assert wired_fake_payments.calls == []
 
 
-def test_a_checkout_refused_after_its_intent_gets_the_intent_cancelled_and_the_same_4xx(api, fake, monkeypatch):
+def test_a_checkout_refused_after_its_intent_gets_the_intent_cancelled_and_the_same_4xx(
+    api, wired_fake_payments, monkeypatch
+):
     """The session's cart changes while the intent is created: the transaction refuses the checkout as it
     would without payments, and the intent made for it is cancelled under a key of its own."""
     body = session_with_cart()
-    created = fake.create_intent
+    created = wired_fake_payments.create_intent
 
     def create_while_the_cart_changes(order_id: str, *args: Any, **kwargs: Any) -> Any:
         changed = call("PUT", f"/sessions/{body['session_id']}/cart/prod-keyboard", body={"quantity": 3})
         assert changed.status == 200
         return created(order_id, *args, **kwargs)
 
-    monkeypatch.setattr(fake, "create_intent", create_while_the_cart_changes)
+    monkeypatch.setattr(wired_fake_payments, "create_intent", create_while_the_cart_changes)
     refused = place(body, key="k-race")
     assert (refused.status, refused.code) == (404, "SESSION_NOT_FOUND")
-    (intent,) = fake.intents.values()
+    (intent,) = wired_fake_payments.intents.values()
     assert intent.intent.status == "canceled"
     order_id = intent.intent.order_id
-    assert ("cancel", f"shop-order-{order_id}-cancel-{intent.intent.intent_id}") in fake.calls
+    assert ("cancel", f"shop-order-{order_id}-cancel-{intent.intent.intent_id}") in wired_fake_payments.calls
     assert item(api, keys.order_key(order_id)) is None  # nothing written for it
     assert item(api, keys.payment_due_key(order_id)) is None
 
 
-def test_the_payment_reads_for_owner_and_admin_and_is_absent_for_others(api, fake):
+def test_the_payment_reads_for_owner_and_admin_and_is_absent_for_others(api, wired_fake_payments):
     order = place(LINES).body
     path = f"/orders/{order['order_id']}/payment"
     owner = call("GET", path, claims=ALICE)

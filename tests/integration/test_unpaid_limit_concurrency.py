@@ -20,7 +20,6 @@ from shop.repository.store import from_item, to_item
 from shop.services.actor import Actor
 from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, product
-from tests.support.fake_payments import FakePayments
 
 # Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
 pytestmark = [pytest.mark.integration, pytest.mark.table_without_stream, pytest.mark.dynamodb_semantics]
@@ -34,19 +33,18 @@ CLIENT_RETRIES = 20
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePayments]:
-    provider = FakePayments()
-    monkeypatch.setenv("PAYMENTS", "stripe")
-    monkeypatch.setenv("PAYMENT_WINDOW_MINUTES", "30")
+def unpaid_limit_of_three_orders(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """At most MAX_UNPAID_ORDERS (3) orders held unpaid by one customer, and units enough for all of them."""
     monkeypatch.setenv("MAX_UNPAID_ORDERS", str(MAX_UNPAID_ORDERS))
     monkeypatch.setenv("MAX_UNPAID_UNITS", "50")
-    monkeypatch.setattr(wiring, "payments", lambda: provider)
     config.payment_settings.cache_clear()
-    yield provider
+    yield
     config.payment_settings.cache_clear()
 
 
-def test_thirty_concurrent_unpaid_checkouts_by_one_customer_hold_at_most_the_limit(local_store, fake):
+def test_thirty_concurrent_unpaid_checkouts_by_one_customer_hold_at_most_the_limit(
+    local_store, unpaid_limit_of_three_orders, wired_fake_payments
+):
     table = local_store.table
     pid = product(table, stock=STOCK)
     service = wiring.order_service(table)
@@ -87,9 +85,11 @@ def test_thirty_concurrent_unpaid_checkouts_by_one_customer_hold_at_most_the_lim
     assert {o.order_id for o in listed} == placed
     assert {o.status for o in listed} == {OrderStatus.PENDING_PAYMENT}
     # Only the placed orders' intents can be paid: every refused placement's intent was cancelled.
-    statuses = Counter(record.intent.status for record in fake.intents.values() if record.intent.order_id not in placed)
+    statuses = Counter(
+        record.intent.status for record in wired_fake_payments.intents.values() if record.intent.order_id not in placed
+    )
     assert set(statuses) <= {IntentStatus.CANCELED}
-    assert {r.intent.status for r in fake.intents.values() if r.intent.order_id in placed} == {
+    assert {r.intent.status for r in wired_fake_payments.intents.values() if r.intent.order_id in placed} == {
         IntentStatus.REQUIRES_PAYMENT_METHOD
     }
 

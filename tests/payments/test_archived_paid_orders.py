@@ -13,7 +13,7 @@ from local_runtime.ttl import TtlEmulator
 from shop import keys, wiring
 from shop.models.payments import IntentStatus
 from tests.payments.test_payment_stream import consume, provided, run_order_events, run_payment_steps
-from tests.stream.conftest import dump, local_s3, s3  # noqa: F401 - fixtures
+from tests.stream.conftest import dump, s3  # noqa: F401 - the fixture
 from tests.support.factories import ADMIN, product
 from tests.support.fake_payments import FakePayments
 from tests.support.streams import StreamReader

@@ -10,7 +10,6 @@ import pytest
 from local_runtime.ttl import TtlDeletions
 from shop.models.payments import IntentStatus
 from tests.payments.test_payment_stream import (
-    bus,  # noqa: F401 - the fixture: events go to a recording bus
     consume,
     kept_then_replayed,
     order_of,
@@ -27,7 +26,7 @@ from tests.support.unpaid_orders import place_unpaid, stock
 pytestmark = [
     pytest.mark.filterwarnings("ignore:No application metrics"),
     pytest.mark.dynamodb_semantics,
-    pytest.mark.usefixtures("bus"),
+    pytest.mark.usefixtures("recorded_bus"),  # events go to a recording bus
 ]
 
 

@@ -29,9 +29,10 @@ from shop.models.payments import IntentStatus
 from shop.repository.order_payments import OrderPaymentRepository
 from shop.repository.store import from_item
 from tests.payments.conftest import _stripe_authorise
-from tests.stream.conftest import RecordingEvents, dump, order_events_context
+from tests.stream.conftest import dump, order_events_context
 from tests.support.factories import ADMIN, ALICE, parcel, product
 from tests.support.fake_payments import FakePayments
+from tests.support.recording_events import RecordingEvents
 from tests.support.streams import StreamReader
 from tests.support.unpaid_orders import (
     AUTHORISED,
@@ -73,22 +74,6 @@ class Counting:
 
     def count(self, operation: str) -> int:
         return sum(1 for made, _ in self.made if made == operation)
-
-
-@pytest.fixture
-def bus(monkeypatch: pytest.MonkeyPatch) -> RecordingEvents:
-    from shop import publishing
-
-    fake = RecordingEvents()
-    monkeypatch.setenv("EVENT_BUS_NAME", "shop-test-bus")
-    monkeypatch.setattr(publishing, "events_client", lambda: fake)
-    publishing.reset_client()
-    return fake
-
-
-@pytest.fixture
-def deletions() -> TtlDeletions:
-    return TtlDeletions("expires_at")
 
 
 @pytest.fixture
@@ -150,7 +135,7 @@ def units_sold(store: Any, product_id: str) -> int:
 
 
 @pytest.mark.parametrize("event_type", [AUTHORISED, CANCELED, FAILED])
-def test_five_concurrent_deliveries_of_one_event_apply_it_once(local_store, bus, event_type, monkeypatch):
+def test_five_concurrent_deliveries_of_one_event_apply_it_once(local_store, recorded_bus, event_type, monkeypatch):
     fake = FakePayments()
     provided(monkeypatch, fake)  # the PAYMENT_FAILED version's CANCEL step
     pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
@@ -200,13 +185,15 @@ def test_five_concurrent_deliveries_of_one_event_apply_it_once(local_store, bus,
         assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
         assert [op for op, _ in fake.calls].count("cancel") == 1  # the provider's: the CANCEL step finds it recorded
     if event_type == FAILED:
-        assert [e for e in bus.events if e["id"].startswith(unpaid.order_id)] == []  # an attempt publishes nothing
+        # an attempt publishes nothing
+        assert [e for e in recorded_bus.events if e["id"].startswith(unpaid.order_id)] == []
     else:
         kind = "OrderConfirmed" if event_type == AUTHORISED else "OrderStatusChanged"
-        assert {e["id"] for e in bus.events if e["type"] == kind} == {f"{unpaid.order_id}:2"}  # one change, one id
+        # one change, one id
+        assert {e["id"] for e in recorded_bus.events if e["type"] == kind} == {f"{unpaid.order_id}:2"}
 
 
-def test_an_authorisation_racing_a_failure_leaves_one_outcome_and_no_money_held(local_store, bus, monkeypatch):
+def test_an_authorisation_racing_a_failure_leaves_one_outcome_and_no_money_held(local_store, recorded_bus, monkeypatch):
     """Five deliveries of each, all at once: the order ends CONFIRMED with its stock taken, or PAYMENT_FAILED with
     its stock back once and its intent cancelled (the authorisation that lost released the money)."""
     fake = FakePayments()
@@ -252,7 +239,7 @@ def test_an_authorisation_racing_a_failure_leaves_one_outcome_and_no_money_held(
 # -- a paid order's life on localstripe ------------------------------------------------------------
 
 
-def test_a_paid_orders_life_captures_once_and_refunds_once_whatever_the_replays(local_store, stripe, bus):
+def test_a_paid_orders_life_captures_once_and_refunds_once_whatever_the_replays(local_store, stripe, recorded_bus):
     pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
     unpaid = place_unpaid(local_store.table, stripe, [(pid, "Kettle", 2500, 2)])
     reader = StreamReader(local_store)
@@ -281,9 +268,9 @@ def test_a_paid_orders_life_captures_once_and_refunds_once_whatever_the_replays(
     refunds = stripe.port.refunds(unpaid.intent_id)
     assert [r.amount_cents for r in refunds] == [5000]
     assert order_of(local_store, unpaid.order_id)["payment"]["refunded_cents"] == 5000
-    kinds = [e["type"] for e in bus.events]
+    kinds = [e["type"] for e in recorded_bus.events]
     assert "OrderRefundDue" not in kinds
-    refunded = [e for e in bus.events if e["type"] == "OrderRefunded"]
+    refunded = [e for e in recorded_bus.events if e["type"] == "OrderRefunded"]
     assert {(e["id"], e["amount_cents"], e["currency"]) for e in refunded} == {(f"{unpaid.order_id}:6", 5000, "eur")}
     assert stock(local_store.table, pid) == 5  # the return put it back
     assert units_sold(local_store, pid) == 0  # and took the sale back
@@ -304,7 +291,9 @@ def crash_once_after_the_provider(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return crashed
 
 
-def test_a_crash_between_the_provider_and_the_record_captures_and_refunds_once(local_store, stripe, bus, monkeypatch):
+def test_a_crash_between_the_provider_and_the_record_captures_and_refunds_once(
+    local_store, stripe, recorded_bus, monkeypatch
+):
     pid = product(local_store.table, name="Kettle", price_cents=1999, stock=5)
     unpaid = place_unpaid(local_store.table, stripe, [(pid, "Kettle", 1999, 1)])
     reader = StreamReader(local_store)
@@ -355,7 +344,7 @@ def kept_then_replayed(
 
 
 def test_a_step_that_keeps_failing_is_kept_in_the_failure_store_and_replay_applies_it(
-    local_store, bus, monkeypatch, tmp_path
+    local_store, recorded_bus, monkeypatch, tmp_path
 ):
     fake = FakePayments()
     provided(monkeypatch, fake)
@@ -409,7 +398,7 @@ def window_removals(reader: StreamReader) -> list[dict[str, Any]]:
 
 
 def test_an_unpaid_order_expires_through_ttl_with_its_stock_back_and_its_intent_cancelled(
-    local_store, stripe, bus, deletions
+    local_store, stripe, recorded_bus, deletions
 ):
     pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
     unpaid = place_unpaid(local_store.table, stripe, [(pid, "Kettle", 2500, 3)])
@@ -430,13 +419,15 @@ def test_an_unpaid_order_expires_through_ttl_with_its_stock_back_and_its_intent_
     assert stripe.port.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
     assert stripe.count("cancel") == 1
     consume(reader)  # the EXPIRED version: order_events publishes OrderExpired, the CANCEL step finds it done
-    expired = [e for e in bus.events if e["type"] == "OrderExpired"]
+    expired = [e for e in recorded_bus.events if e["type"] == "OrderExpired"]
     assert [(e["id"], e["total_cents"]) for e in expired] == [(f"{unpaid.order_id}:2", 7500)]
     assert stripe.count("cancel") == 1
     assert units_sold(local_store, pid) == 0
 
 
-def test_an_order_whose_intent_is_authorised_when_the_window_closes_is_confirmed(local_store, stripe, bus, deletions):
+def test_an_order_whose_intent_is_authorised_when_the_window_closes_is_confirmed(
+    local_store, stripe, recorded_bus, deletions
+):
     """The authorisation's event was lost (or, locally, never sent): the intent says the money is held."""
     pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
     unpaid = place_unpaid(local_store.table, stripe, [(pid, "Kettle", 2500, 1)])
@@ -453,10 +444,10 @@ def test_an_order_whose_intent_is_authorised_when_the_window_closes_is_confirmed
     assert stripe.port.get_intent(unpaid.intent_id).status is IntentStatus.REQUIRES_CAPTURE
     consume(reader)
     assert units_sold(local_store, pid) == 1  # PENDING_PAYMENT -> CONFIRMED counted, once
-    assert [e["type"] for e in bus.events].count("OrderConfirmed") == 1
+    assert [e["type"] for e in recorded_bus.events].count("OrderConfirmed") == 1
 
 
-def test_a_window_closing_after_the_order_was_paid_changes_nothing(local_store, bus, deletions, monkeypatch):
+def test_a_window_closing_after_the_order_was_paid_changes_nothing(local_store, recorded_bus, deletions, monkeypatch):
     """The webhook leaves the PAYMENT_DUE item to its TTL (issue 26): its removal, 30 minutes after the checkout,
     reaches payment_steps, which finds the order settled (confirmed or failed) and writes nothing."""
     fake = FakePayments()
@@ -560,7 +551,7 @@ def paid_and_shipped(store: Any, fake: Any, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 @pytest.mark.dynamodb_semantics
-def test_failed_attempts_racing_the_windows_expiry_expire_the_order_once(local_store, bus, monkeypatch):
+def test_failed_attempts_racing_the_windows_expiry_expire_the_order_once(local_store, recorded_bus, monkeypatch):
     fake = FakePayments()
     provided(monkeypatch, fake)
     pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
@@ -589,14 +580,14 @@ def test_failed_attempts_racing_the_windows_expiry_expire_the_order_once(local_s
         for image in written[expired_at:]
     )  # no attempt recorded once the order expired
     assert run_order_events(records) == {"batchItemFailures": []}  # replayed
-    assert {e["id"] for e in about(bus, unpaid.order_id, "OrderExpired")} == {f"{unpaid.order_id}:2"}
+    assert {e["id"] for e in about(recorded_bus, unpaid.order_id, "OrderExpired")} == {f"{unpaid.order_id}:2"}
     assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
     assert [op for op, _ in fake.calls].count("cancel") == 1  # the expiry's, under the CANCEL key
 
 
 @pytest.mark.dynamodb_semantics
 def test_a_cancelled_intent_racing_the_customers_cancel_and_the_windows_expiry_releases_its_stock_once(
-    local_store, bus, monkeypatch
+    local_store, recorded_bus, monkeypatch
 ):
     fake = FakePayments()
     provided(monkeypatch, fake)
@@ -627,11 +618,13 @@ def test_a_cancelled_intent_racing_the_customers_cancel_and_the_windows_expiry_r
     assert run_payment_steps(records) == {"batchItemFailures": []}
     assert order_of(local_store, unpaid.order_id)["payment"]["status"] == "CANCELED"
     assert units_sold(local_store, pid) == 0
-    assert {e["id"] for e in bus.events if e.get("order_id") == unpaid.order_id} == {f"{unpaid.order_id}:2"}
+    assert {e["id"] for e in recorded_bus.events if e.get("order_id") == unpaid.order_id} == {f"{unpaid.order_id}:2"}
 
 
 @pytest.mark.dynamodb_semantics
-def test_a_lapse_racing_the_capture_step_is_recorded_once_and_nothing_is_captured(local_store, bus, monkeypatch):
+def test_a_lapse_racing_the_capture_step_is_recorded_once_and_nothing_is_captured(
+    local_store, recorded_bus, monkeypatch
+):
     fake = FakePayments()
     unpaid, reader, shipped = paid_and_shipped(local_store, fake, monkeypatch)
     fake.lapse(unpaid.intent_id)  # Stripe let the authorisation go before the capture reached it
@@ -650,7 +643,7 @@ def test_a_lapse_racing_the_capture_step_is_recorded_once_and_nothing_is_capture
     assert [image["payment"]["status"] for image in images(records, unpaid.order_id)] == ["LAPSED"]  # one write
     assert run_order_events(records) == {"batchItemFailures": []}
     assert run_payment_steps(shipped) == {"batchItemFailures": []}  # the SHIPPED record replayed: skipped
-    lapsed = about(bus, unpaid.order_id, "OrderPaymentLapsed")
+    lapsed = about(recorded_bus, unpaid.order_id, "OrderPaymentLapsed")
     assert [e["id"] for e in lapsed] == [f"{unpaid.order_id}:lapsed"]  # published once
     assert [op for op, _ in fake.calls].count("capture") <= 1  # the step's one try (refused), never again
 
@@ -675,7 +668,7 @@ class CaptureThen:
 
 @pytest.mark.dynamodb_semantics
 def test_dashboard_refunds_racing_the_capture_steps_record_are_recorded_once_never_above_the_capture(
-    local_store, bus, monkeypatch
+    local_store, recorded_bus, monkeypatch
 ):
     fake = FakePayments()
     unpaid, reader, shipped = paid_and_shipped(local_store, fake, monkeypatch)
@@ -715,7 +708,7 @@ def test_dashboard_refunds_racing_the_capture_steps_record_are_recorded_once_nev
     assert refunded[-1] == 2500
     assert run_order_events(records) == {"batchItemFailures": []}
     assert run_order_events(records) == {"batchItemFailures": []}  # replayed
-    at_provider = {e["id"]: e["amount_cents"] for e in about(bus, unpaid.order_id, "OrderRefunded")}
+    at_provider = {e["id"]: e["amount_cents"] for e in about(recorded_bus, unpaid.order_id, "OrderRefunded")}
     assert sum(at_provider.values()) == 2500  # each rise published once (under its id), the capture's never
 
     # The return: only what is left is refunded; Stripe's report of it, five times, adds nothing.
@@ -731,13 +724,15 @@ def test_dashboard_refunds_racing_the_capture_steps_record_are_recorded_once_nev
     payment = order_of(local_store, unpaid.order_id)["payment"]
     assert (payment["refunded_cents"], payment["return_refunded_cents"]) == (5000, 2500)
     assert fake.refunded_cents(unpaid.intent_id) == 5000 == fake.captured_cents(unpaid.intent_id)
-    published = {e["id"]: e["amount_cents"] for e in about(bus, unpaid.order_id, "OrderRefunded")}
+    published = {e["id"]: e["amount_cents"] for e in about(recorded_bus, unpaid.order_id, "OrderRefunded")}
     assert published[f"{unpaid.order_id}:6"] == 2500  # the return's
     assert sum(published.values()) == 5000  # every cent refunded, published once
 
 
 @pytest.mark.dynamodb_semantics
-def test_dispute_reports_racing_the_capture_steps_record_keep_both_and_the_latest_report(local_store, bus, monkeypatch):
+def test_dispute_reports_racing_the_capture_steps_record_keep_both_and_the_latest_report(
+    local_store, recorded_bus, monkeypatch
+):
     fake = FakePayments()
     unpaid, reader, shipped = paid_and_shipped(local_store, fake, monkeypatch)
     now = clock.epoch(clock.now())
@@ -784,14 +779,14 @@ def test_dispute_reports_racing_the_capture_steps_record_keep_both_and_the_lates
     assert written[-1] == "lost"
     assert run_order_events(records) == {"batchItemFailures": []}
     assert run_order_events(records) == {"batchItemFailures": []}  # replayed
-    ids = [e["id"] for e in about(bus, unpaid.order_id, "OrderDisputed")]
+    ids = [e["id"] for e in about(recorded_bus, unpaid.order_id, "OrderDisputed")]
     assert set(ids) == {f"{unpaid.order_id}:du_1:{status}" for status in set(written)}
     assert ids[-1] == f"{unpaid.order_id}:du_1:lost"
 
 
 @pytest.mark.dynamodb_semantics
 def test_a_crash_between_the_returns_refund_and_its_record_publishes_the_refund_once_in_full(
-    local_store, bus, monkeypatch
+    local_store, recorded_bus, monkeypatch
 ):
     """A dashboard refund first, then the return: its step refunds the rest at the provider and dies before its
     record. The stream's retry finds the refund made (the provider lists it) and calls nothing, and still records
@@ -820,5 +815,5 @@ def test_a_crash_between_the_returns_refund_and_its_record_publishes_the_refund_
     assert sorted(r.amount_cents for r in fake.refunds(unpaid.intent_id)) == [1000, 4000]  # refunded once
     payment = order_of(local_store, unpaid.order_id)["payment"]
     assert (payment["refunded_cents"], payment["return_refunded_cents"]) == (5000, 4000)
-    published = {e["id"]: e["amount_cents"] for e in about(bus, unpaid.order_id, "OrderRefunded")}
+    published = {e["id"]: e["amount_cents"] for e in about(recorded_bus, unpaid.order_id, "OrderRefunded")}
     assert published == {f"{unpaid.order_id}:refunded:1000": 1000, f"{unpaid.order_id}:6": 4000}

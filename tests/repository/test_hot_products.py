@@ -20,19 +20,6 @@ pytestmark = pytest.mark.table_without_stream
 TTL = 2.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.at = 1_000.0
-
-    def __call__(self) -> float:
-        return self.at
-
-
-@pytest.fixture
-def ttl_clock() -> Clock:
-    return Clock()
-
-
 def hot_product(table, *, shards: int = 4, price_cents: int = 1000) -> str:
     pid = product(table, stock=100, price_cents=price_cents)
     wiring.catalog_service(table).set_stock_shards(ADMIN, pid, shards)

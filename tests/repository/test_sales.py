@@ -16,14 +16,10 @@ from tests.support.calls import counting
 from tests.support.streams import forget_instance_memo
 
 # Reads no stream record: its tables have none (tests/conftest.py::local_store; docs/testing.md, "Time").
-pytestmark = pytest.mark.table_without_stream
+# Each test's table is new: so is the instance's memo of markers and refreshes.
+pytestmark = [pytest.mark.table_without_stream, pytest.mark.usefixtures("fresh_sales_instance")]
 
 DAY = "2026-03-02"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_instance():
-    forget_instance_memo()  # each test's table is new: so is the instance's memo of markers and refreshes
 
 
 def change(order_id: str, *lines: tuple[str, int, int], version: int = 2, day: str = DAY) -> SalesChange:

@@ -1,4 +1,5 @@
-"""Fixtures of the stream processor tests: the handler as Lambda calls it, table dumps, a recording bus."""
+"""Fixtures of the stream processor tests: the handler as Lambda calls it, table dumps, an archive bucket.
+(`recorded_bus`, `deletions` and `local_s3`, which other folders use too: tests/conftest.py.)"""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from local_runtime.events import stream_event as lambda_event
 from local_runtime.functions import lambda_context
 from local_runtime.in_process import declared_functions
 from local_runtime.local_aws import LocalAws
-from local_runtime.ttl import TtlDeletions
 from local_runtime.worker import LambdaContext
 from shop import publishing, wiring
 from shop.models import OrderStatus
@@ -61,39 +61,6 @@ def dump(store: Any) -> list[dict[str, Any]]:
     return sorted(items, key=lambda item: (item["PK"], item["SK"]))
 
 
-class RecordingEvents:
-    """An EventBridge client double: records PutEvents, optionally rejects chosen entries or calls."""
-
-    def __init__(self) -> None:
-        self.calls: list[list[dict[str, Any]]] = []
-        self.reject: Callable[[dict[str, Any]], str | None] = lambda entry: None
-
-    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
-        self.calls.append(Entries)
-        results: list[dict[str, Any]] = []
-        for entry in Entries:
-            code = self.reject(entry)
-            results.append({"ErrorCode": code, "ErrorMessage": "rejected"} if code else {"EventId": str(uuid.uuid4())})
-        return {"FailedEntryCount": sum(1 for r in results if "ErrorCode" in r), "Entries": results}
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        return [
-            {"type": entry["DetailType"], "source": entry["Source"], **json.loads(entry["Detail"])}
-            for call in self.calls
-            for entry in call
-        ]
-
-
-@pytest.fixture
-def recorded_bus(monkeypatch: pytest.MonkeyPatch) -> RecordingEvents:
-    """EVENT_BUS_NAME set, PutEvents recorded in memory (works beside either store backend)."""
-    fake = RecordingEvents()
-    monkeypatch.setenv("EVENT_BUS_NAME", "shop-test-bus")
-    monkeypatch.setattr(publishing, "events_client", lambda: fake)
-    return fake
-
-
 def emitted_metrics(output: str, dimensions: tuple[str, ...] = ("service",)) -> dict[str, float]:
     """Sum of each metric over the EMF documents Powertools printed with these dimensions (the function's own;
     ("service", "function_version"): the per-version counts a canary alarms on, shop.version_metrics)."""
@@ -124,13 +91,6 @@ def logs(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[dict[str, Any]]]:
     return lambda: [json.loads(line) for line in buffer.getvalue().splitlines() if line.startswith("{")]
 
 
-@pytest.fixture(scope="module")
-def local_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
-    """moto's S3 server (local_runtime.local_aws, what `make dev` runs), beside DynamoDB Local."""
-    with LocalAws(tmp_path_factory.mktemp("s3")) as aws:
-        yield aws
-
-
 @dataclass
 class Bucket:
     client: Any
@@ -154,12 +114,6 @@ def s3(store: Any, local_s3: LocalAws, monkeypatch: pytest.MonkeyPatch) -> Itera
     monkeypatch.setattr(order_archive, "_client", client)
     yield Bucket(client, bucket)
     order_archive.reset_client()
-
-
-@pytest.fixture
-def deletions() -> TtlDeletions:
-    """The local TTL emulator's deletes, so that their REMOVEs carry the TTL service's identity."""
-    return TtlDeletions("expires_at")
 
 
 def shipped_order(store: Any, invoke: Any) -> tuple[str, dict[str, Any]]:

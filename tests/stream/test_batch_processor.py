@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from shop.publishing import Event, EventPublisher
 from shop.stream_batch import PublishingBatchProcessor
-from tests.stream.conftest import RecordingEvents
+from tests.support.recording_events import RecordingEvents
 
 logger = Logger(service="test-batch")
 

@@ -13,9 +13,10 @@ from local_runtime.events import stream_event as lambda_event
 from shop import publishing, wiring
 from shop.models import OrderStatus
 from shop.publishing import Event, EventPublisher
-from tests.stream.conftest import RecordingEvents, dump, emitted_metrics
+from tests.stream.conftest import dump, emitted_metrics
 from tests.stream.test_processor import place
 from tests.support.factories import ADMIN, parcel
+from tests.support.recording_events import RecordingEvents
 from tests.support.streams import StreamReader, only
 
 BUS = "shop-test-bus"

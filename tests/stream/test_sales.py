@@ -26,16 +26,15 @@ from tests.support.calls import counting
 from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
 from tests.support.streams import StreamReader, forget_instance_memo, only
 
-pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
+# Each test's table is new: so is the processor instance's memo.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:No application metrics"),
+    pytest.mark.usefixtures("fresh_sales_instance"),
+]
 
 
 class Crash(BaseException):
     """The invocation dies (not an exception a record handler catches): Lambda retries the whole batch."""
-
-
-@pytest.fixture(autouse=True)
-def _fresh_instance():
-    forget_instance_memo()  # each test's table is new: so is the processor instance's memo
 
 
 def record_cutover(store: Any, seconds_ago: float) -> None:

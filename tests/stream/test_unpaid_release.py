@@ -5,7 +5,6 @@ hold's own records never reach either stream consumer (the deployed filters)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,27 +12,15 @@ import pytest
 from infra.settings import PAYMENT_STEP_FILTERS, STREAM_FILTERS
 from local_runtime.events import stream_event as lambda_event
 from local_runtime.filters import matches_any
-from shop import clock, config, keys, wiring
+from shop import clock, keys, wiring
 from shop.models import OrderStatus
 from shop.repository import OrderRepository
 from shop.repository.store import dynamodb_client, from_item, to_item
 from shop.services.orders import RequestedLine
 from tests.support.factories import ADDRESS, ALICE, product
-from tests.support.fake_payments import FakePayments
 from tests.support.streams import StreamReader, only
 
 pytestmark = [pytest.mark.dynamodb_semantics, pytest.mark.filterwarnings("ignore:No application metrics")]
-
-
-@pytest.fixture
-def wired_fake_payments(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePayments]:
-    provider = FakePayments()
-    monkeypatch.setenv("PAYMENTS", "stripe")
-    monkeypatch.setenv("PAYMENT_WINDOW_MINUTES", "30")
-    monkeypatch.setattr(wiring, "payments", lambda: provider)
-    config.payment_settings.cache_clear()
-    yield provider
-    config.payment_settings.cache_clear()
 
 
 def hold(store: Any) -> tuple[set[str], int]:

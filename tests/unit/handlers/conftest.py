@@ -3,14 +3,11 @@ loaded with events/seed.json before each test."""
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from shop import config, payment_secrets, publishing
+from shop import config, payment_secrets
 from tests.functions.generate_payment_events import SAMPLE_SECRET
 from tests.support.factories import ADMIN
 from tests.support.memory_wiring import Handlers, MemoryWiring
@@ -35,30 +32,6 @@ def handlers(_memory_handlers: Handlers) -> Handlers:
     for slug in TEST_CATEGORIES:
         tree.create(ADMIN, slug=slug, name=slug.capitalize(), parent=None)
     return _memory_handlers
-
-
-class RecordedBus:
-    """EventBridge's PutEvents, recorded (every entry accepted)."""
-
-    def __init__(self) -> None:
-        self.entries: list[dict[str, Any]] = []
-
-    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
-        self.entries += Entries
-        return {"FailedEntryCount": 0, "Entries": [{"EventId": str(uuid.uuid4())} for _ in Entries]}
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        return [{"type": entry["DetailType"], **json.loads(entry["Detail"])} for entry in self.entries]
-
-
-@pytest.fixture
-def bus(monkeypatch: pytest.MonkeyPatch) -> RecordedBus:
-    """EVENT_BUS_NAME set: what order_events publishes is recorded here."""
-    recorded = RecordedBus()
-    monkeypatch.setenv("EVENT_BUS_NAME", "shop-test-bus")
-    monkeypatch.setattr(publishing, "events_client", lambda: recorded)
-    return recorded
 
 
 @pytest.fixture

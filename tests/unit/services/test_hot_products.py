@@ -16,19 +16,6 @@ from tests.support.factories import ADDRESS, ADMIN, ALICE
 TTL = 2.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.at = 1_000.0
-
-    def __call__(self) -> float:
-        return self.at
-
-
-@pytest.fixture
-def ttl_clock() -> Clock:
-    return Clock()
-
-
 @pytest.fixture
 def cached_catalog(memory, ttl_clock) -> CatalogService:
     """One products-function instance: its own cache."""
