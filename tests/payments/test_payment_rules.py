@@ -40,7 +40,7 @@ from tests.support.unpaid_orders import (
 
 
 @pytest.fixture
-def fake() -> FakePayments:
+def fake_provider() -> FakePayments:
     return FakePayments()
 
 
@@ -69,14 +69,14 @@ def unchanged(store, before) -> bool:
 
 
 @pytest.mark.parametrize("event_type", [AUTHORISED, SUCCEEDED])
-def test_an_authorisation_confirms_the_unpaid_order_once(store, fake, event_type):
-    _, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
+def test_an_authorisation_confirms_the_unpaid_order_once(store, fake_provider, event_type):
+    _, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
     authorised = event(event_type, unpaid)
     waiting = dump(store)
     service.apply_event(authorised)  # signed, but the provider holds nothing for the intent yet: a notice, not a proof
     assert unchanged(store, waiting)
-    fake.authorise(unpaid.intent_id)  # the customer's browser confirms the card
+    fake_provider.authorise(unpaid.intent_id)  # the customer's browser confirms the card
 
     service.apply_event(authorised)  # Stripe's redelivery, the amount now held
     after = order_item(store, unpaid.order_id)
@@ -94,16 +94,16 @@ def test_an_authorisation_confirms_the_unpaid_order_once(store, fake, event_type
     assert unchanged(store, confirmed)  # the redeliveries wrote nothing
     assert not [i for i in confirmed if i["PK"].startswith("WEBHOOK_EVENT#")]  # and no event mark exists
     # the intent is read back at the provider until the order is confirmed, never after
-    assert [op for op, _ in fake.calls].count("get_intent") == 2
+    assert [op for op, _ in fake_provider.calls].count("get_intent") == 2
 
 
-def test_a_failed_attempt_is_recorded_and_the_order_keeps_waiting_with_its_stock(store, fake):
+def test_a_failed_attempt_is_recorded_and_the_order_keeps_waiting_with_its_stock(store, fake_provider):
     """A declined card is one attempt: the latest is recorded on the payment, the order keeps its stock and its
     client secret, and another card pays it."""
-    pid, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
+    pid, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
     with pytest.raises(errors.PaymentDeclined):
-        fake.authorise(unpaid.intent_id, "pm_card_chargeCustomerFail")
+        fake_provider.authorise(unpaid.intent_id, "pm_card_chargeCustomerFail")
     now = clock.epoch(clock.now())
     declined = event(
         FAILED, unpaid, created=now, failure_code="card_declined", failure_message="Your card was declined."
@@ -118,7 +118,7 @@ def test_a_failed_attempt_is_recorded_and_the_order_keeps_waiting_with_its_stock
         "message": "Your card was declined.",
         "at": clock.iso_from_epoch(now),
     }
-    assert after["payment"]["client_secret"] == fake.get_intent(unpaid.intent_id).client_secret  # to pay again
+    assert after["payment"]["client_secret"] == fake_provider.get_intent(unpaid.intent_id).client_secret  # to pay again
     assert stock(store.table, pid) == 3  # still held
     assert "expires_at" not in after  # not final: no archive TTL
     recorded = dump(store)
@@ -127,7 +127,7 @@ def test_a_failed_attempt_is_recorded_and_the_order_keeps_waiting_with_its_stock
     service.apply_event(event(FAILED, unpaid, created=now - 30, failure_code="expired_card"))  # an older one, late
     assert unchanged(store, recorded)
 
-    fake.authorise(unpaid.intent_id)  # another card, the same intent
+    fake_provider.authorise(unpaid.intent_id)  # another card, the same intent
     service.apply_event(event(AUTHORISED, unpaid))
     paid = order_item(store, unpaid.order_id)
     assert (paid["status"], paid["version"], paid["payment"]["status"]) == ("CONFIRMED", 2, "AUTHORISED")
@@ -135,11 +135,12 @@ def test_a_failed_attempt_is_recorded_and_the_order_keeps_waiting_with_its_stock
     assert stock(store.table, pid) == 3  # held throughout, never released and taken again
 
 
-def test_a_cancelled_intent_fails_the_waiting_order_and_releases_its_stock_once(store, fake):
-    pid, unpaid = unpaid_kettles(store, fake)
+def test_a_cancelled_intent_fails_the_waiting_order_and_releases_its_stock_once(store, fake_provider):
+    pid, unpaid = unpaid_kettles(store, fake_provider)
     assert stock(store.table, pid) == 3
-    fake.cancel(unpaid.intent_id, idempotency_key="stripe-dashboard")  # cancelled at the provider: nothing to charge
-    service = wiring.payment_service(store.table, provider=fake)
+    # cancelled at the provider: nothing to charge
+    fake_provider.cancel(unpaid.intent_id, idempotency_key="stripe-dashboard")
+    service = wiring.payment_service(store.table, provider=fake_provider)
 
     service.apply_event(event(CANCELED, unpaid))
 
@@ -154,13 +155,13 @@ def test_a_cancelled_intent_fails_the_waiting_order_and_releases_its_stock_once(
     assert unchanged(store, failed)  # the stock is released once
     assert service.cancel(unpaid.order_id).action is StepAction.ALREADY_DONE  # the PAYMENT_FAILED record's step
     assert unchanged(store, failed)
-    assert [op for op, _ in fake.calls].count("cancel") == 1  # the provider's own: the shop cancels nothing
+    assert [op for op, _ in fake_provider.calls].count("cancel") == 1  # the provider's own: the shop cancels nothing
 
 
-def test_a_late_failure_after_the_confirmation_changes_nothing(store, fake):
-    pid, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
-    fake.authorise(unpaid.intent_id)
+def test_a_late_failure_after_the_confirmation_changes_nothing(store, fake_provider):
+    pid, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
+    fake_provider.authorise(unpaid.intent_id)
     service.apply_event(event(AUTHORISED, unpaid))
     confirmed = order_item(store, unpaid.order_id)
 
@@ -172,13 +173,13 @@ def test_a_late_failure_after_the_confirmation_changes_nothing(store, fake):
     assert unchanged(store, before)
 
 
-def test_an_authorisation_after_the_orders_cancel_does_not_confirm_and_releases_the_money(store, fake):
+def test_an_authorisation_after_the_orders_cancel_does_not_confirm_and_releases_the_money(store, fake_provider):
     """The customer cancelled the unpaid order (stock back in the cancel's transaction) and, before its CANCEL step
     reached the provider, paid with the client secret still in the browser: the authorisation finds a dead order."""
-    pid, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
+    pid, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
     wiring.order_service(store.table).cancel(ALICE, unpaid.order_id)
-    fake.authorise(unpaid.intent_id)  # the amount is held for an order that is over
+    fake_provider.authorise(unpaid.intent_id)  # the amount is held for an order that is over
 
     authorised = event(AUTHORISED, unpaid)
     service.apply_event(authorised)
@@ -187,19 +188,23 @@ def test_an_authorisation_after_the_orders_cancel_does_not_confirm_and_releases_
 
     after = order_item(store, unpaid.order_id)
     assert (after["status"], after["version"], after["payment"]["status"]) == ("CANCELLED", 2, "CANCELED")
-    assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
-    assert [call for call in fake.calls if call[0] == "cancel"] == [("cancel", f"shop-order-{unpaid.order_id}-cancel")]
+    assert fake_provider.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
+    assert [call for call in fake_provider.calls if call[0] == "cancel"] == [
+        ("cancel", f"shop-order-{unpaid.order_id}-cancel")
+    ]
     assert stock(store.table, pid) == 5  # released once
     assert unchanged(store, cancelled)
 
 
-def test_a_crash_between_the_dead_orders_cancel_and_its_record_cancels_once_on_redelivery(store, fake, monkeypatch):
+def test_a_crash_between_the_dead_orders_cancel_and_its_record_cancels_once_on_redelivery(
+    store, fake_provider, monkeypatch
+):
     """The intent of a dead order is cancelled at the provider, then the process dies before the CANCELED record:
     the redelivery (Stripe retries a failed delivery) cancels again under the same key and records it."""
-    _, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
+    _, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
     wiring.order_service(store.table).cancel(ALICE, unpaid.order_id)  # its own CANCEL step not run yet
-    fake.authorise(unpaid.intent_id)
+    fake_provider.authorise(unpaid.intent_id)
     authorised = event(AUTHORISED, unpaid)
 
     def crash(*args, **kwargs):
@@ -214,25 +219,25 @@ def test_a_crash_between_the_dead_orders_cancel_and_its_record_cancels_once_on_r
     service.apply_event(authorised)  # the redelivery
 
     assert order_item(store, unpaid.order_id)["payment"]["status"] == "CANCELED"
-    assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
-    assert {key for op, key in fake.calls if op == "cancel"} == {f"shop-order-{unpaid.order_id}-cancel"}
+    assert fake_provider.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
+    assert {key for op, key in fake_provider.calls if op == "cancel"} == {f"shop-order-{unpaid.order_id}-cancel"}
 
 
 @pytest.mark.parametrize("event_type", ["payment_intent.created", "charge.succeeded", "customer.created"])
-def test_other_event_types_write_nothing(store, fake, event_type):
-    _, unpaid = unpaid_kettles(store, fake)
+def test_other_event_types_write_nothing(store, fake_provider, event_type):
+    _, unpaid = unpaid_kettles(store, fake_provider)
     before = dump(store)
 
-    wiring.payment_service(store.table, provider=fake).apply_event(event(event_type, unpaid))
+    wiring.payment_service(store.table, provider=fake_provider).apply_event(event(event_type, unpaid))
 
     assert unchanged(store, before)
 
 
-def test_events_for_unknown_archived_or_other_orders_change_nothing(store, fake):
-    pid, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
+def test_events_for_unknown_archived_or_other_orders_change_nothing(store, fake_provider):
+    pid, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
     before = dump(store)
-    other_intent = fake.create_intent("someone-else", 100, "eur", idempotency_key="k-other")
+    other_intent = fake_provider.create_intent("someone-else", 100, "eur", idempotency_key="k-other")
 
     unknown = event(AUTHORISED, order_id="no-such-order", intent_id=unpaid.intent_id)
     foreign = event(AUTHORISED, unpaid, intent_id=other_intent.intent_id)  # names our order, not our intent
@@ -257,10 +262,12 @@ def test_events_for_unknown_archived_or_other_orders_change_nothing(store, fake)
     assert stock(store.table, pid) == 3  # no release for an order that is not there
 
 
-def test_an_event_read_before_a_concurrent_change_is_applied_to_the_order_as_it_is_now(store, fake, monkeypatch):
+def test_an_event_read_before_a_concurrent_change_is_applied_to_the_order_as_it_is_now(
+    store, fake_provider, monkeypatch
+):
     """The order changed between the rule's read and its transaction (the version moved): the rule reads again."""
-    _, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
+    _, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
     real_current = service.store.current
     reads = []
 
@@ -272,7 +279,7 @@ def test_an_event_read_before_a_concurrent_change_is_applied_to_the_order_as_it_
         return order
 
     monkeypatch.setattr(service.store, "current", current_then_cancelled)
-    fake.authorise(unpaid.intent_id)
+    fake_provider.authorise(unpaid.intent_id)
     service.apply_event(event(AUTHORISED, unpaid))
 
     after = order_item(store, unpaid.order_id)
@@ -292,9 +299,9 @@ def confirmed_paid(store, fake):
     return pid, unpaid, service
 
 
-def test_a_capture_while_the_provider_is_down_fails_and_records_nothing(store, fake):
-    _, unpaid, service = confirmed_paid(store, fake)
-    fake.fail_next()
+def test_a_capture_while_the_provider_is_down_fails_and_records_nothing(store, fake_provider):
+    _, unpaid, service = confirmed_paid(store, fake_provider)
+    fake_provider.fail_next()
 
     with pytest.raises(errors.PaymentProviderUnavailable):
         service.capture(unpaid.order_id)
@@ -302,24 +309,24 @@ def test_a_capture_while_the_provider_is_down_fails_and_records_nothing(store, f
     assert order_item(store, unpaid.order_id)["payment"]["status"] == "AUTHORISED"
     assert service.capture(unpaid.order_id).action is StepAction.CAPTURED  # the retry
     assert service.capture(unpaid.order_id).action is StepAction.ALREADY_DONE  # a replay
-    assert [key for op, key in fake.calls if op == "capture"] == [f"shop-order-{unpaid.order_id}-capture"] * 2
+    assert [key for op, key in fake_provider.calls if op == "capture"] == [f"shop-order-{unpaid.order_id}-capture"] * 2
 
 
-def test_a_refund_waits_for_its_capture_to_be_recorded(store, fake):
-    _, unpaid, service = confirmed_paid(store, fake)
+def test_a_refund_waits_for_its_capture_to_be_recorded(store, fake_provider):
+    _, unpaid, service = confirmed_paid(store, fake_provider)
 
     with pytest.raises(errors.ServiceUnavailable):
         service.refund(unpaid.order_id, version=6, returned_at="2026-01-01T00:00:00Z")
 
-    assert [op for op, _ in fake.calls if op == "refund"] == []
+    assert [op for op, _ in fake_provider.calls if op == "refund"] == []
 
 
-def test_a_cancel_the_provider_refuses_on_a_captured_intent_is_surfaced_not_swallowed(store, fake):
-    _, unpaid = unpaid_kettles(store, fake)
-    fake.authorise(unpaid.intent_id)
-    fake.capture(unpaid.intent_id, idempotency_key="captured-by-hand")  # outside the shop (the dashboard)
+def test_a_cancel_the_provider_refuses_on_a_captured_intent_is_surfaced_not_swallowed(store, fake_provider):
+    _, unpaid = unpaid_kettles(store, fake_provider)
+    fake_provider.authorise(unpaid.intent_id)
+    fake_provider.capture(unpaid.intent_id, idempotency_key="captured-by-hand")  # outside the shop (the dashboard)
     wiring.order_service(store.table).cancel(ALICE, unpaid.order_id)
-    service = wiring.payment_service(store.table, provider=fake)
+    service = wiring.payment_service(store.table, provider=fake_provider)
 
     with pytest.raises(errors.PaymentRejected):  # the money was taken: a person must refund it
         service.cancel(unpaid.order_id)
@@ -327,29 +334,30 @@ def test_a_cancel_the_provider_refuses_on_a_captured_intent_is_surfaced_not_swal
     assert order_item(store, unpaid.order_id)["payment"]["status"] == "REQUIRES_PAYMENT"
 
 
-def test_an_unpaid_order_cancelled_closes_its_window_and_its_intent(store, fake):
-    pid, unpaid = unpaid_kettles(store, fake)
+def test_an_unpaid_order_cancelled_closes_its_window_and_its_intent(store, fake_provider):
+    pid, unpaid = unpaid_kettles(store, fake_provider)
 
     wiring.order_service(store.table).cancel(ALICE, unpaid.order_id)  # the customer's cancel, as before payments
     assert item(store.table, keys.payment_due_key(unpaid.order_id)) is None  # in the cancel's transaction
     assert stock(store.table, pid) == 5
-    step = wiring.payment_service(store.table, provider=fake).cancel(unpaid.order_id)  # the CANCELLED record's step
+    # the CANCELLED record's step
+    step = wiring.payment_service(store.table, provider=fake_provider).cancel(unpaid.order_id)
 
     assert step.action is StepAction.CANCELLED
-    assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
+    assert fake_provider.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
     assert order_item(store, unpaid.order_id)["payment"]["status"] == "CANCELED"
 
 
-def test_the_window_closing_expires_an_unpaid_order_whatever_its_payment_shows(store, fake):
+def test_the_window_closing_expires_an_unpaid_order_whatever_its_payment_shows(store, fake_provider):
     """An order whose intent was never written (a checkout that died before the provider answered) still
     expires: its stock must not stay held."""
-    pid, unpaid = unpaid_kettles(store, fake)
+    pid, unpaid = unpaid_kettles(store, fake_provider)
     store.client.update_item(
         TableName=store.table_name,
         Key={"PK": {"S": f"ORDER#{unpaid.order_id}"}, "SK": {"S": "ORDER"}},
         UpdateExpression="REMOVE payment.intent_id, payment.client_secret",
     )
-    service = wiring.payment_service(store.table, provider=fake)
+    service = wiring.payment_service(store.table, provider=fake_provider)
 
     assert service.expire(unpaid.order_id).action is StepAction.EXPIRED
     assert service.expire(unpaid.order_id).action is StepAction.SKIPPED  # a replay
@@ -357,21 +365,22 @@ def test_the_window_closing_expires_an_unpaid_order_whatever_its_payment_shows(s
     after = order_item(store, unpaid.order_id)
     assert (after["status"], after["version"], after["payment"]["status"]) == ("EXPIRED", 2, "REQUIRES_PAYMENT")
     assert stock(store.table, pid) == 5
-    assert [op for op, _ in fake.calls if op in ("get_intent", "cancel")] == []
+    assert [op for op, _ in fake_provider.calls if op in ("get_intent", "cancel")] == []
 
 
-def test_an_event_whose_intent_is_not_the_orders_is_refused_by_the_write_itself(store, fake, monkeypatch):
+def test_an_event_whose_intent_is_not_the_orders_is_refused_by_the_write_itself(store, fake_provider, monkeypatch):
     """The order read before its intent was attached (a half-done checkout): the event's intent passes the read's
     check, but the conditional update finds another intent on the order by then and writes nothing."""
-    _, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
+    _, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
     read = service.store.current(unpaid.order_id)
     assert read is not None
     assert read.payment is not None
     half_done = read.model_copy(update={"payment": read.payment.model_copy(update={"intent_id": None})})
     monkeypatch.setattr(service.store, "current", lambda order_id, **kwargs: half_done)
-    other = fake.create_intent(unpaid.order_id, unpaid.total_cents, "eur", idempotency_key="k-second-intent")
-    fake.authorise(other.intent_id)  # the provider holds the order's amount on it: only the write can refuse it
+    other = fake_provider.create_intent(unpaid.order_id, unpaid.total_cents, "eur", idempotency_key="k-second-intent")
+    # the provider holds the order's amount on it: only the write can refuse it
+    fake_provider.authorise(other.intent_id)
     before = dump(store)
 
     with pytest.raises(errors.ServiceUnavailable):  # refused on every attempt: the order is not this intent's
@@ -380,41 +389,43 @@ def test_an_event_whose_intent_is_not_the_orders_is_refused_by_the_write_itself(
     assert unchanged(store, before)
 
 
-def test_the_window_closing_after_the_webhook_settled_the_order_reads_once_and_writes_nothing(store, fake):
+def test_the_window_closing_after_the_webhook_settled_the_order_reads_once_and_writes_nothing(store, fake_provider):
     """The PAYMENT_DUE item is left to its TTL by the webhook: its removal's step looks once (eventually
     consistent) and skips the settled order, for the confirmed and the failed alike."""
-    _, paid = unpaid_kettles(store, fake)
-    _, failed = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
-    fake.authorise(paid.intent_id)
+    _, paid = unpaid_kettles(store, fake_provider)
+    _, failed = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
+    fake_provider.authorise(paid.intent_id)
     service.apply_event(event(AUTHORISED, paid))
-    fake.cancel(failed.intent_id, idempotency_key="stripe-dashboard")
+    fake_provider.cancel(failed.intent_id, idempotency_key="stripe-dashboard")
     service.apply_event(event(CANCELED, failed))
-    before, asked = dump(store), len(fake.calls)
+    before, asked = dump(store), len(fake_provider.calls)
 
     assert service.expire(paid.order_id).action is StepAction.SKIPPED
     assert service.expire(failed.order_id).action is StepAction.SKIPPED
 
     assert unchanged(store, before)
-    assert [op for op, _ in fake.calls[asked:] if op in ("get_intent", "cancel")] == []
+    assert [op for op, _ in fake_provider.calls[asked:] if op in ("get_intent", "cancel")] == []
 
 
-def test_an_authorisation_for_an_expired_order_whose_cancel_failed_releases_the_money(store, fake, monkeypatch):
+def test_an_authorisation_for_an_expired_order_whose_cancel_failed_releases_the_money(
+    store, fake_provider, monkeypatch
+):
     """The window closed (EXPIRED, stock back) but its cancel at the provider failed; the customer then paid: the
     authorisation's delivery finds a dead order and cancels the intent itself, once."""
-    pid, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
-    real_cancel = fake.cancel
+    pid, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
+    real_cancel = fake_provider.cancel
 
     def down(*args, **kwargs):
         raise errors.PaymentProviderUnavailable("payment provider unavailable")
 
-    monkeypatch.setattr(fake, "cancel", down)
+    monkeypatch.setattr(fake_provider, "cancel", down)
     with pytest.raises(errors.PaymentProviderUnavailable):
         service.expire(unpaid.order_id)
-    monkeypatch.setattr(fake, "cancel", real_cancel)
+    monkeypatch.setattr(fake_provider, "cancel", real_cancel)
     assert order_item(store, unpaid.order_id)["status"] == "EXPIRED"
-    fake.authorise(unpaid.intent_id)
+    fake_provider.authorise(unpaid.intent_id)
 
     authorised = event(AUTHORISED, unpaid)
     service.apply_event(authorised)
@@ -423,7 +434,7 @@ def test_an_authorisation_for_an_expired_order_whose_cancel_failed_releases_the_
 
     expired = order_item(store, unpaid.order_id)
     assert (expired["status"], expired["payment"]["status"]) == ("EXPIRED", "CANCELED")
-    assert fake.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
+    assert fake_provider.get_intent(unpaid.intent_id).status is IntentStatus.CANCELED
     assert stock(store.table, pid) == 5
     assert unchanged(store, after)
 
@@ -452,9 +463,9 @@ def five_times_shuffled(*events: Any, seed: int = 39) -> list[Any]:
 
 
 @pytest.mark.dynamodb_semantics
-def test_failed_attempts_delivered_five_times_out_of_order_record_the_latest_once(store, fake):
-    pid, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
+def test_failed_attempts_delivered_five_times_out_of_order_record_the_latest_once(store, fake_provider):
+    pid, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
     reader = StreamReader(store)
     reader.read()  # the placement's records
     now = clock.epoch(clock.now())
@@ -475,7 +486,7 @@ def test_failed_attempts_delivered_five_times_out_of_order_record_the_latest_onc
     assert recorded[-1] == clock.iso_from_epoch(now + 20)
 
     # The intent is cancelled at the provider; its event comes five times among the attempts delivered again.
-    fake.cancel(unpaid.intent_id, idempotency_key="stripe-dashboard")
+    fake_provider.cancel(unpaid.intent_id, idempotency_key="stripe-dashboard")
     for delivered in five_times_shuffled(event(CANCELED, unpaid), *attempts, seed=40):
         service.apply_event(delivered)
 
@@ -487,16 +498,16 @@ def test_failed_attempts_delivered_five_times_out_of_order_record_the_latest_onc
 @pytest.mark.dynamodb_semantics
 @pytest.mark.parametrize("first", ["provider_cancel", "window_expiry", "customer_cancel"])
 def test_a_cancelled_intent_delivered_five_times_around_the_expiry_and_the_customers_cancel_releases_once(
-    store, fake, first
+    store, fake_provider, first
 ):
     """The intent cancelled at the provider while the window closes and the customer cancels: whichever comes
     first settles the order (PAYMENT_FAILED, EXPIRED or CANCELLED), its stock back once; the rest change nothing."""
-    pid, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
+    pid, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
     orders = wiring.order_service(store.table)
     reader = StreamReader(store)
     reader.read()
-    fake.cancel(unpaid.intent_id, idempotency_key="stripe-dashboard")
+    fake_provider.cancel(unpaid.intent_id, idempotency_key="stripe-dashboard")
     cancelled = event(CANCELED, unpaid)
 
     def customer_cancel() -> None:
@@ -528,36 +539,36 @@ def test_a_cancelled_intent_delivered_five_times_around_the_expiry_and_the_custo
 
 @pytest.mark.dynamodb_semantics
 def test_a_lapse_delivered_five_times_with_the_authorisation_is_recorded_once_and_the_capture_takes_nothing(
-    store, fake
+    store, fake_provider
 ):
-    _, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
-    fake.authorise(unpaid.intent_id)
+    _, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
+    fake_provider.authorise(unpaid.intent_id)
     authorised = event(AUTHORISED, unpaid)
     service.apply_event(authorised)
     reader = StreamReader(store)
     reader.read()
-    fake.lapse(unpaid.intent_id)  # Stripe lets the uncaptured authorisation go (about 7 days)
+    fake_provider.lapse(unpaid.intent_id)  # Stripe lets the uncaptured authorisation go (about 7 days)
 
     for delivered in five_times_shuffled(event(CANCELED, unpaid), authorised):  # the authorisation redelivered too
         service.apply_event(delivered)
-    asked = len(fake.calls)
+    asked = len(fake_provider.calls)
     assert service.capture(unpaid.order_id).action is StepAction.SKIPPED  # the shipping record's step
 
     (lapsed,) = order_images(reader, unpaid.order_id)  # one write of ten deliveries
     assert (lapsed["status"], lapsed["version"], lapsed["payment"]["status"]) == ("CONFIRMED", 2, "LAPSED")
     assert "captured_cents" not in lapsed["payment"]
-    assert fake.calls[asked:] == []  # nothing held: the capture asks nothing
+    assert fake_provider.calls[asked:] == []  # nothing held: the capture asks nothing
 
 
 @pytest.mark.dynamodb_semantics
-def test_a_lapse_delivered_before_the_authorisation_fails_the_waiting_order_and_holds_no_money(store, fake):
+def test_a_lapse_delivered_before_the_authorisation_fails_the_waiting_order_and_holds_no_money(store, fake_provider):
     """Out of order: the authorisation's event is late, the lapse's cancel comes first. The order waits, so the
     cancel fails it (stock back); the authorisation, five times, finds a dead order whose intent is cancelled."""
-    pid, unpaid = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
-    fake.authorise(unpaid.intent_id)
-    fake.lapse(unpaid.intent_id)
+    pid, unpaid = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
+    fake_provider.authorise(unpaid.intent_id)
+    fake_provider.lapse(unpaid.intent_id)
     reader = StreamReader(store)
     reader.read()
 
@@ -570,7 +581,8 @@ def test_a_lapse_delivered_before_the_authorisation_fails_the_waiting_order_and_
     (failed,) = order_images(reader, unpaid.order_id)
     assert (failed["status"], failed["version"], failed["payment"]["status"]) == ("PAYMENT_FAILED", 2, "CANCELED")
     assert stock(store.table, pid) == 5
-    assert [op for op, _ in fake.calls].count("cancel") == 0  # nothing to release: the provider's record says so
+    # nothing to release: the provider's record says so
+    assert [op for op, _ in fake_provider.calls].count("cancel") == 0
 
 
 def captured_kettles(store, fake) -> tuple[Any, Any]:
@@ -584,13 +596,15 @@ def captured_kettles(store, fake) -> tuple[Any, Any]:
 
 
 @pytest.mark.dynamodb_semantics
-def test_dashboard_refunds_reported_five_times_out_of_order_raise_the_record_never_above_the_capture(store, fake):
-    unpaid, service = captured_kettles(store, fake)
+def test_dashboard_refunds_reported_five_times_out_of_order_raise_the_record_never_above_the_capture(
+    store, fake_provider
+):
+    unpaid, service = captured_kettles(store, fake_provider)
     reader = StreamReader(store)
     reader.read()
     now = clock.epoch(clock.now())
-    fake.dashboard_refund(unpaid.intent_id, 1000)
-    fake.dashboard_refund(unpaid.intent_id, 1500)
+    fake_provider.dashboard_refund(unpaid.intent_id, 1000)
+    fake_provider.dashboard_refund(unpaid.intent_id, 1500)
     reports = [
         event(REFUNDED, order_id=None, intent_id=unpaid.intent_id, created=now, amount_refunded_cents=1000),
         event(REFUNDED, order_id=None, intent_id=unpaid.intent_id, created=now + 5, amount_refunded_cents=2500),
@@ -613,7 +627,7 @@ def test_dashboard_refunds_reported_five_times_out_of_order_raise_the_record_nev
         2500,
         5000,
     )
-    assert fake.refunded_cents(unpaid.intent_id) == 5000
+    assert fake_provider.refunded_cents(unpaid.intent_id) == 5000
     refunded = [image["payment"]["refunded_cents"] for image in order_images(reader, unpaid.order_id)]
     assert refunded == sorted(set(refunded))  # only ever raised, each figure written once
     assert refunded[-1] == 5000
@@ -621,8 +635,8 @@ def test_dashboard_refunds_reported_five_times_out_of_order_raise_the_record_nev
 
 
 @pytest.mark.dynamodb_semantics
-def test_dispute_reports_five_times_out_of_order_keep_the_latest(store, fake):
-    unpaid, service = captured_kettles(store, fake)
+def test_dispute_reports_five_times_out_of_order_keep_the_latest(store, fake_provider):
+    unpaid, service = captured_kettles(store, fake_provider)
     reader = StreamReader(store)
     reader.read()
     now = clock.epoch(clock.now())
@@ -667,21 +681,21 @@ def test_dispute_reports_five_times_out_of_order_keep_the_latest(store, fake):
 
 
 @pytest.mark.dynamodb_semantics
-def test_a_refund_report_for_an_authorisation_released_uncaptured_records_nothing_and_is_answered(store, fake):
+def test_a_refund_report_for_an_authorisation_released_uncaptured_records_nothing_and_is_answered(store, fake_provider):
     """Stripe API versions before 2025-03-31 report a released authorisation (the intent cancelled while
     requires_capture: the shop's cancel of a confirmed order, a lapse) as a refund of the whole charge. Nothing was
     captured, so nothing is recorded, and the delivery is answered 200: a 503 would have Stripe deliver it for three
     days for a capture that will never come. Only an AUTHORISED payment, whose capture may still be recorded, waits."""
-    _, cancelled = unpaid_kettles(store, fake)
-    _, lapsing = unpaid_kettles(store, fake)
-    _, shipping = unpaid_kettles(store, fake)
-    service = wiring.payment_service(store.table, provider=fake)
+    _, cancelled = unpaid_kettles(store, fake_provider)
+    _, lapsing = unpaid_kettles(store, fake_provider)
+    _, shipping = unpaid_kettles(store, fake_provider)
+    service = wiring.payment_service(store.table, provider=fake_provider)
     for unpaid in (cancelled, lapsing, shipping):
-        fake.authorise(unpaid.intent_id)
+        fake_provider.authorise(unpaid.intent_id)
         service.apply_event(event(AUTHORISED, unpaid))
     wiring.order_service(store.table).cancel(ALICE, cancelled.order_id)  # confirmed, then cancelled by its owner
     assert service.cancel(cancelled.order_id).action is StepAction.CANCELLED  # the CANCELLED record's step
-    fake.lapse(lapsing.intent_id)
+    fake_provider.lapse(lapsing.intent_id)
     service.apply_event(event(CANCELED, lapsing))
     before = dump(store)
 
