@@ -38,7 +38,7 @@ def _state(api) -> tuple:
 
 
 @pytest.fixture(autouse=True)
-def _no_backoff_sleep(monkeypatch):
+def _no_conflict_delay(monkeypatch):
     monkeypatch.setattr(aws_config, "conflict_delay", lambda attempt: 0)
 
 

@@ -24,7 +24,7 @@ ATTEMPTS = 12  # shop.aws_config.CONFLICT_ATTEMPTS, spelled out so a change to t
 
 
 @pytest.fixture(autouse=True)
-def _no_backoff_sleep(monkeypatch):
+def _no_backoff_or_conflict_delay(monkeypatch):
     from botocore.retries import standard
 
     monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, context: 0)

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.table_without_stream
 
 
 @pytest.fixture(autouse=True)
-def _no_backoff_sleep(monkeypatch):
+def _no_botocore_backoff(monkeypatch):
     from botocore.retries import standard
 
     monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, context: 0)
