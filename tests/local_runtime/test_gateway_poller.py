@@ -26,21 +26,21 @@ FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture(scope="module")
-def mini_app(tmp_path_factory):
+def copied_mini_app(tmp_path_factory):
     root = tmp_path_factory.mktemp("root")
     shutil.copytree(FIXTURES / "functions", root / "functions")
     return load_app(templates={"Mini": json.loads((FIXTURES / "mini.template.json").read_text())}, root=root)
 
 
 @pytest.fixture(scope="module")
-def gateway_and_poller(mini_app, tmp_path_factory):
+def gateway_and_poller(copied_mini_app, tmp_path_factory):
     state = tmp_path_factory.mktemp("state")
     functions = Functions(
-        mini_app, table_name="shop-local", endpoint="http://127.0.0.1:9", state_dir=state, concurrency=2
+        copied_mini_app, table_name="shop-local", endpoint="http://127.0.0.1:9", state_dir=state, concurrency=2
     )
     keys = auth.load_or_create_keys(state)
     gateway = Gateway(
-        mini_app.routes, functions.invoke, auth.JwtAuthorizer(keys), openapi=lambda: {"openapi": "3.1.0"},
+        copied_mini_app.routes, functions.invoke, auth.JwtAuthorizer(keys), openapi=lambda: {"openapi": "3.1.0"},
         swagger_dir=swagger_assets_dir(),
     )  # fmt: skip
     server = gateway.server("127.0.0.1", 0)
@@ -88,10 +88,12 @@ def test_protected_route_needs_a_valid_token(gateway_and_poller):
     assert json.loads(event["body"]) == {"a": 1}
 
 
-def test_every_connection_is_served_with_tcp_nodelay_and_kept_alive(mini_app, tmp_path):
+def test_every_connection_is_served_with_tcp_nodelay_and_kept_alive(copied_mini_app, tmp_path):
     """The head and the body of an answer are two writes: with Nagle's algorithm on, the body waited for the client's
     delayed ACK of the head, about 40 ms on every request of a keep-alive connection (schemathesis', a browser's)."""
-    gateway = Gateway(mini_app.routes, functions_never_invoked, auth.JwtAuthorizer(auth.load_or_create_keys(tmp_path)))
+    gateway = Gateway(
+        copied_mini_app.routes, functions_never_invoked, auth.JwtAuthorizer(auth.load_or_create_keys(tmp_path))
+    )
     server = gateway.server("127.0.0.1", 0)
     handler_class = server.RequestHandlerClass
     nodelay: list[int] = []
@@ -237,14 +239,14 @@ def test_a_body_over_the_http_apis_10_mb_limit_is_413_without_reading_it(gateway
 
 
 @pytest.mark.integration
-def test_poller_filters_batches_retries_and_dead_letters(mini_app, tmp_path):
-    mapping = mini_app.mappings[0]
-    batches = mini_app.function("order_events").code_dir / "batches.jsonl"
+def test_poller_filters_batches_retries_and_dead_letters(copied_mini_app, tmp_path):
+    mapping = copied_mini_app.mappings[0]
+    batches = copied_mini_app.function("order_events").code_dir / "batches.jsonl"
     batches.unlink(missing_ok=True)
     with DynamoDBLocal() as ddb:
         client = ddb.client()
-        create_table(client, "shop-local", spec=mini_app.table.spec)
-        functions = Functions(mini_app, table_name="shop-local", endpoint=ddb.endpoint, state_dir=tmp_path)
+        create_table(client, "shop-local", spec=copied_mini_app.table.spec)
+        functions = Functions(copied_mini_app, table_name="shop-local", endpoint=ddb.endpoint, state_dir=tmp_path)
         poller = StreamPoller(
             mapping,
             dynamodb=client,
@@ -304,16 +306,16 @@ def _poll_until(poller: StreamPoller, batches: pathlib.Path, key: str) -> None:
         time.sleep(0.2)
 
 
-def test_poller_resumes_after_the_store_restarts_and_after_its_own_restart(mini_app, tmp_path):
+def test_poller_resumes_after_the_store_restarts_and_after_its_own_restart(copied_mini_app, tmp_path):
     """Store gone and back on the same data, then a new poller (a killed one restarted): every record once."""
-    batches = mini_app.function("order_events").code_dir / "batches.jsonl"
+    batches = copied_mini_app.function("order_events").code_dir / "batches.jsonl"
     batches.unlink(missing_ok=True)
     ddb = DynamoDBLocal(data_dir=tmp_path / "data").start()
-    functions = Functions(mini_app, table_name="shop-local", endpoint=ddb.endpoint, state_dir=tmp_path)
+    functions = Functions(copied_mini_app, table_name="shop-local", endpoint=ddb.endpoint, state_dir=tmp_path)
 
     def poller() -> StreamPoller:
         return StreamPoller(
-            mini_app.mappings[0],
+            copied_mini_app.mappings[0],
             dynamodb=ddb.client(),
             streams=ddb.client("dynamodbstreams"),
             table_name="shop-local",
@@ -322,7 +324,7 @@ def test_poller_resumes_after_the_store_restarts_and_after_its_own_restart(mini_
         )
 
     try:
-        create_table(ddb.client(), "shop-local", spec=mini_app.table.spec)
+        create_table(ddb.client(), "shop-local", spec=copied_mini_app.table.spec)
         first = poller()
         _order(ddb.client(), 1)
         _poll_until(first, batches, "ORDER#resume-1")
@@ -375,8 +377,8 @@ class _HeldAnswers:
         self.server.server_close()
 
 
-def test_a_client_that_goes_away_mid_answer_is_let_go_quietly(mini_app, tmp_path, capfd):
-    held = _HeldAnswers(mini_app, tmp_path)
+def test_a_client_that_goes_away_mid_answer_is_let_go_quietly(copied_mini_app, tmp_path, capfd):
+    held = _HeldAnswers(copied_mini_app, tmp_path)
     try:
         client = held.connect()
         client.sendall(b"GET /products/gone HTTP/1.1\r\nHost: local\r\n\r\n")
@@ -394,8 +396,8 @@ def test_a_client_that_goes_away_mid_answer_is_let_go_quietly(mini_app, tmp_path
     assert "Error" not in printed
 
 
-def test_a_request_whose_client_goes_away_mid_body_invokes_nothing(mini_app, tmp_path, capfd):
-    held = _HeldAnswers(mini_app, tmp_path)
+def test_a_request_whose_client_goes_away_mid_body_invokes_nothing(copied_mini_app, tmp_path, capfd):
+    held = _HeldAnswers(copied_mini_app, tmp_path)
     try:
         client = held.connect()
         client.sendall(b"GET /products/cut HTTP/1.1\r\nHost: local\r\nContent-Length: 1000\r\n\r\n" + b"{" * 10)
