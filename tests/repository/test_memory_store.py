@@ -235,9 +235,8 @@ def test_the_unpaid_hold_takes_within_its_limits_refuses_with_what_it_held_and_r
     }
     assert checkout_stores.orders.release_unpaid("alice", [first.order_id], 2) is True
     assert checkout_stores.orders.release_unpaid("alice", [first.order_id], 2) is False  # a replay
-    assert (
-        checkout_stores.orders.release_unpaid("alice", [first.order_id, second.order_id], 5) is False
-    )  # all or nothing
+    # all or nothing
+    assert checkout_stores.orders.release_unpaid("alice", [first.order_id, second.order_id], 5) is False
     third = checkout_stores.orders.place(unpaid(2), unpaid=limits)  # 3 + 2 = 5 units, two orders
     assert checkout_stores.orders.release_unpaid("alice", [second.order_id, third.order_id], 5) is True
     assert checkout_stores.orders.release_unpaid("bob", [third.order_id], 2) is False  # nothing held, nothing written
