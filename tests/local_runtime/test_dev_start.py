@@ -9,7 +9,6 @@ import pathlib
 import shutil
 import socket
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from local_runtime.local_aws import LocalAws
 from local_runtime.localstripe import LocalStripe
 from local_runtime.stack import descendants, still_alive
 from local_runtime.template import AppModel, load_app
+from tests.support.polling import until
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "scheduled"
 
@@ -35,16 +35,6 @@ def workers_app(tmp_path: pathlib.Path) -> AppModel:
 
 def only(app: AppModel, *names: str) -> AppModel:
     return AppModel(app.templates, {n: app.functions[n] for n in names}, [], {}, [], app.tables)
-
-
-def until(condition: Any, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.02)
-    pytest.fail(f"not within {timeout:.0f}s: {what}")
 
 
 def test_waiting_for_the_warm_workers_ends_with_their_init_and_reports_a_failed_one(

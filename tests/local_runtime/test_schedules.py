@@ -8,7 +8,6 @@ import json
 import logging
 import pathlib
 import shutil
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 from local_runtime.functions import Functions
 from local_runtime.schedules import Scheduler, scheduled_event
 from local_runtime.template import AppModel, ScheduleDef, load_app, rate_seconds
+from tests.support.polling import until
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "scheduled"
 START = 1000.0
@@ -235,16 +235,6 @@ def test_a_run_longer_than_the_period_delays_the_next_one_instead_of_piling_runs
 def test_a_zero_or_negative_interval_is_refused(schedules_app: AppModel) -> None:
     with pytest.raises(ValueError, match="positive"):
         Scheduler([sweep(schedules_app)], FakeInvoker(), interval_s=0)
-
-
-def until(condition: Any, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.05)
-    pytest.fail(f"not within {timeout:.0f}s: {what}")
 
 
 def test_the_scheduler_invokes_the_function_in_its_worker_and_a_failed_run_lands_in_its_log(
