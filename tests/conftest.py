@@ -96,6 +96,9 @@ def _moto_clients_session() -> Any:
     import boto3
     import moto.core.models  # noqa: F401
 
+    from tests.support import moto_transactions
+
+    moto_transactions.install()
     return boto3.session.Session()
 
 

@@ -41,19 +41,6 @@ def _handlers_loaded() -> None:
 
 
 @pytest.fixture(scope="module")
-def _moto_session() -> Any:
-    """One boto3 session: its loader caches the service model, so each test's client is cheap to make.
-
-    moto's request hook joins botocore's built-in handlers when moto.core.models is imported, and a
-    session only picks up the built-in handlers it sees when it is created: import moto first.
-    """
-    import boto3
-    import moto.core.models  # noqa: F401
-
-    return boto3.session.Session()
-
-
-@pytest.fixture(scope="module")
 def _local_client(dynamodb_local: Any) -> tuple[Any, dict[str, str]]:
     from shop.aws_config import client_config
 
@@ -122,14 +109,14 @@ def copy_items(client: Any, name: str, items: list[dict[str, Any]]) -> None:
 
 
 @pytest.fixture
-def moto_api(_moto_session: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+def moto_api(_moto_clients_session: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     """A fresh moto mock, client and table with the seed."""
     from moto import mock_aws
 
     from shop.aws_config import client_config
 
     with mock_aws():
-        client = _moto_session.client("dynamodb", config=client_config())
+        client = _moto_clients_session.client("dynamodb", config=client_config())
         yield from _fresh_store("moto", client, {}, monkeypatch)
 
 
