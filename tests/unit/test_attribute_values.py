@@ -75,7 +75,7 @@ def test_numbers_read_as_int_or_float_never_decimal():
     [
         (1.5, TypeError, "Float types are not supported"),
         ({"price": 0.1}, TypeError, "Float types are not supported"),
-        (Decimal("1" * 39), Inexact, ""),  # more than DynamoDB's 38 digits: refused, not rounded
+        (Decimal("1" * 39), Inexact, None),  # more than DynamoDB's 38 digits: refused, not rounded
         (Decimal("Infinity"), TypeError, "Infinity and NaN not supported"),
         (object(), TypeError, "Unsupported type"),
     ],
