@@ -45,7 +45,9 @@ export PYTHONPYCACHEPREFIX := $(CURDIR)/.cache/pycache
 .PHONY: setup dev pay logs test unit coverage integration infra e2e lint typecheck synth synth-local layers openapi \
         invoke token replay bench drill deploy destroy lock clean
 
-setup: $(VENV)/.installed node_modules/.installed
+# The venv and node_modules side by side (pip unpacks on one core); a sub-make, since `make` runs one job at a time.
+setup:
+	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed node_modules/.installed
 
 # --no-compile: byte-compiling every installed module (aws-cdk-lib's, moto's, duckdb's...) took most of a fresh
 # venv's install; Python compiles what is imported, once, on first use.
@@ -112,12 +114,12 @@ typecheck: setup
 WORKERS ?= 2
 PARALLEL := -n $(WORKERS) --dist loadgroup
 
-# Everything: lint, synth, then every tier below in one run, with mypy beside it (one process on the core the
-# two workers leave idle while tests wait on stacks and streams); both must pass.
-test: setup lint synth
+# Everything: lint, synth, then every tier below in one run, with mypy beside them from the start (it fills the
+# core that the layers' downloads and the synth leave idle); both must pass. Lint and the two layers run side by side.
+test: setup
 	@mkdir -p .cache
 	@$(MYPY) > .cache/mypy.log 2>&1 & mypy=$$!; \
-	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS); tests=$$?; \
+	$(MAKE) --no-print-directory -j2 lint synth && $(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS); tests=$$?; \
 	if wait $$mypy; then tail -n 1 .cache/mypy.log; else cat .cache/mypy.log; echo "mypy failed" >&2; exit 1; fi; \
 	exit $$tests
 
