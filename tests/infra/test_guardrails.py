@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,15 +52,24 @@ def test_every_acknowledgement_carries_a_reason(arm64) -> None:
     assert acknowledged
 
 
+# A content hash of an asset (code, layer, nested file) in a template: the only difference between many of the
+# configurations' copies of one stack (x86_64's and arm64's data stack, say).
+ASSET_HASH = re.compile(r"[0-9a-f]{64}")
+
+
 def test_cfn_lint_is_clean(request) -> None:
-    """Every template of every assembly in one cfn-lint run: its start (about 4 s of CPU, the rules and schemas)
-    is paid once, not once per assembly."""
-    templates: list[str] = []
+    """Every distinct template of every assembly in one cfn-lint run: its start (about 4 s of CPU, the rules and
+    schemas) is paid once, not once per assembly, and a template that differs from one already taken only in its
+    assets' hashes (strings cfn-lint reads as any other) is not linted twice: 40 of the 60 (31 -> 21 s of CPU)."""
+    templates: dict[str, str] = {}
     for assembly_name in ASSEMBLIES:
         assembly = request.getfixturevalue(assembly_name)
-        files = sorted(str(p) for p in Path(assembly.outdir).glob("*.template.json"))
+        files = sorted(Path(assembly.outdir).glob("*.template.json"))
         assert len(files) == len(assembly.templates), assembly_name
-        templates += files
+        for file in files:
+            templates.setdefault(ASSET_HASH.sub("<asset>", file.read_text(encoding="utf-8")), str(file))
     cfn_lint = Path(sys.executable).with_name("cfn-lint")
-    result = subprocess.run([str(cfn_lint), *templates], capture_output=True, text=True, check=False, timeout=600)
+    result = subprocess.run(
+        [str(cfn_lint), *templates.values()], capture_output=True, text=True, check=False, timeout=600
+    )
     assert result.returncode == 0, result.stdout + result.stderr
