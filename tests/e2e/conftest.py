@@ -19,7 +19,6 @@ proves that path.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pathlib
 import re
@@ -39,6 +38,7 @@ import requests
 from local_runtime import stack as local_stack
 from local_runtime.stack import Proc, descendants, processes_mentioning, read_proc, still_alive, templates_only
 from local_runtime.template import TemplateError
+from tests.support.polling import until
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 90.0
@@ -435,14 +435,7 @@ def expect(resp: requests.Response, status: int, code: str | None = None) -> Any
 
 def eventually(probe: Callable[[], Any], *, timeout: float = 30.0, interval: float = 0.25, what: str = "") -> Any:
     """Call `probe` until it returns something truthy, at most `timeout` seconds; return that value."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    pytest.fail(f"not within {timeout:.0f}s: {what or probe!r} (last: {json.dumps(last, default=str)[:500]})")
+    return until(probe, what or repr(probe), timeout=timeout, interval=interval)
 
 
 def create_product(api: Api, admin: str, *, category: str, name: str, price_cents: int, stock: int) -> dict[str, Any]:

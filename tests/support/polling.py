@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -10,11 +11,13 @@ import pytest
 
 
 def until(condition: Callable[[], Any], what: str, timeout: float = 30.0, interval: float = 0.02) -> Any:
-    """`condition()`'s first truthy answer, polled every `interval` seconds; the test fails after `timeout`."""
+    """`condition()`'s first truthy answer, polled every `interval` seconds; after `timeout` the test fails with
+    `what` and the last answer."""
     deadline = time.monotonic() + timeout
+    last: Any = None
     while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
+        last = condition()
+        if last:
+            return last
         time.sleep(interval)
-    pytest.fail(f"not within {timeout:.0f}s: {what}")
+    pytest.fail(f"not within {timeout:.0f}s: {what} (last: {json.dumps(last, default=str)[:500]})")
