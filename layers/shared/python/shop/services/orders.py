@@ -29,11 +29,11 @@ from shop.models import (
 from shop.models.carts import CartClaim, CartOwner, CartOwnerKind
 from shop.models.orders import OrderPayment, OrderPaymentSummary, PaymentStatus, Placement, UnpaidLimits
 from shop.models.payments import PaymentIntent, PaymentStep, idempotency_key
-from shop.models.pricing import subtotal
 from shop.models.sessions import StoredLine
 from shop.services.actor import Actor
 from shop.services.archive_timing import archive_at
 from shop.services.hot_products import HotProductCache, Kind
+from shop.services.order_total import LineToPrice, price
 from shop.services.ports import CustomerCartStore, OrderArchive, OrderStore, Payments, ProductPrices, SessionStore
 from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation
 
@@ -171,6 +171,16 @@ class _Intents:
             )
 
 
+def _total_cents(lines: list[OrderLine]) -> int:
+    """What the order costs, stored as its total and asked of the payment provider: the one pricing function's
+    total (shop.services.order_total), with no shipping, tax or promotion yet."""
+    return price(
+        [LineToPrice(line.product_id, line.unit_price_cents, line.quantity) for line in lines],
+        shipping=None,
+        rate_bps=0,
+    ).total_cents
+
+
 class OrderService:
     def __init__(
         self,
@@ -219,7 +229,7 @@ class OrderService:
         its payment under PAYMENTS=stripe: the intent created for it, when there is one."""
         moment = clock.now()
         now = clock.iso(moment)
-        total = subtotal(lines)
+        total = _total_cents(lines)
         status, payment, payment_expires_at = OrderStatus.PENDING, None, None
         paying = self.payment_settings()
         if paying.enabled:  # PAYMENTS=stripe: unpaid until the provider says the amount is authorised
@@ -401,11 +411,11 @@ class OrderService:
         try:
             # One attempt more than reprices and stock need: the one after releasing held orders that were settled.
             for attempt in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS + 1):
-                if intents is not None and subtotal(priced) <= 0:
+                if intents is not None and _total_cents(priced) <= 0:
                     # No intent holds 0 cents (a free product alone, or repriced to 0): refused before the
                     # provider is called (a reprice's earlier intent is cancelled below, as for any refusal).
                     raise errors.NothingToPay(sorted({line.product_id for line in priced}))
-                intent = intents.for_total(subtotal(priced)) if intents is not None else None
+                intent = intents.for_total(_total_cents(priced)) if intents is not None else None
                 order = self._new_order(actor, priced, address, order_id=order_id, intent=intent)
                 try:
                     takes = stock.takes(room)
