@@ -32,8 +32,8 @@ ASSUMPTIONS = [
     "of the counters; the top-list puts with their GSI1 moves), split out of the confirmation's stream calls",
     "with payments (PAYMENTS=stripe, the route scenario against its own localstripe): the order is confirmed by "
     "the provider's webhook (payment_webhook: the route's order read and its paid transition, one conditional "
-    "UpdateItem), captured by payment_steps at SHIPPED (payment_capture), and its PAYMENT_DUE item, left to its TTL, "
-    "is removed at the window's end (free) and payment_steps reads the settled order once (payment_window); the "
+    "UpdateItem) and captured by payment_steps at SHIPPED (payment_capture); the windows' sweep never reads a paid "
+    "order (it Queries the PENDING_PAYMENT status shards once a minute, a fixed cost, not one per order); the "
     "placement's transaction also holds the order on its customer's unpaid hold (one more item, issue 39) and "
     "order_events releases it when the order leaves PENDING_PAYMENT (one UpdateItem, among the confirmation's "
     "calls); the calls to Stripe are not priced",
@@ -55,7 +55,6 @@ LIFE_PARTS = (
 PAYMENT_PARTS = (
     "payment_webhook",  # the provider's webhook: the order's paid transition
     "payment_capture",  # the capture record
-    "payment_window",  # the PAYMENT_DUE item's removal by TTL: payment_steps reads the settled order
 )
 # The issue's ceiling for the full life (issue 26), and what is kept free of it for the payment parts
 # (~6-8 WRU at $0.625 a million each: up to $5); docs/performance.md, "The life of a 3-line order".

@@ -52,13 +52,10 @@ def order_events_reader(dynamodb: Any, streams: Any, table_name: str) -> StreamR
     return StreamReader(dynamodb, streams, table_name, mapping=mapping)
 
 
-def payment_steps_reader(
-    dynamodb: Any, streams: Any, table_name: str, ttl_deletions: Any = None
-) -> StreamReader | None:
-    """The table's stream as payment_steps' mapping delivers it (its four from-status filters); None when the
-    synthesized template has no payment_steps (synthesized with -c payments=none). `ttl_deletions`
-    (local_runtime.ttl.TtlDeletions): the deletes made as TTL's, whose REMOVEs get the TTL service's identity."""
+def payment_steps_reader(dynamodb: Any, streams: Any, table_name: str) -> StreamReader | None:
+    """The table's stream as payment_steps' mapping delivers it (its from-status filters); None when the
+    synthesized template has no payment_steps (synthesized with -c payments=none)."""
     mapping = next((m for m in load_app().mappings if m.function == "payment_steps"), None)
     if mapping is None:
         return None
-    return StreamReader(dynamodb, streams, table_name, mapping=mapping, ttl_deletions=ttl_deletions)
+    return StreamReader(dynamodb, streams, table_name, mapping=mapping)

@@ -207,7 +207,6 @@ class Scenario:
     pay_reader: Any = None  # payment_steps' view of the stream, with payments on
     accountant: Any = None
     payments: Any = None  # bench.payments.BenchPayments while the scenario runs with payments on
-    ttl_deletions: Any = None  # local_runtime.ttl.TtlDeletions: the payment window removed as TTL removes it
 
     # -- plumbing --------------------------------------------------------------------------------
     def call(
@@ -280,25 +279,6 @@ class Scenario:
                 self.problems.append(f"{payment_label}: payment_steps wrote nothing")
         return total
 
-    def close_window(self, order_id: str) -> None:
-        """The paid order's PAYMENT_DUE item removed as TTL removes it at the window's end (30 minutes after the
-        checkout; TTL deletes are free, so the delete is not measured), and payment_steps' step for that REMOVE
-        measured: the webhook leaves the window to its TTL (issue 26), so every paid order pays this read."""
-        from shop import keys
-        from shop.repository.store import to_item
-
-        if self.payments is None or self.pay_reader is None:
-            return
-        key = to_item(keys.payment_due_key(order_id))
-        self.accountant.skip()
-        found = self.dynamodb.get_item(TableName=self.table_name, Key=key, ConsistentRead=True).get("Item")
-        if found is None:
-            self.problems.append("payment_window: the paid order's PAYMENT_DUE item is not there")
-            return
-        self.ttl_deletions.add(key, found[keys.TTL_ATTRIBUTE]["N"])
-        self.dynamodb.delete_item(TableName=self.table_name, Key=key)
-        self.drain(None, "payment_window")
-
     def etag_of(self, order_id: str) -> str:
         """The order's current ETag, read unmeasured (a payment step may have moved its version)."""
         got = self.functions.request("GET", f"/orders/{order_id}", sub=ALICE[0], groups=ALICE[1])
@@ -333,10 +313,7 @@ class Scenario:
         from shop.services.orders import RequestedLine
 
         self.reader = order_events_reader(self.dynamodb, self.streams, self.table_name)
-        from local_runtime.ttl import TtlDeletions
-
-        self.ttl_deletions = TtlDeletions("expires_at")
-        self.pay_reader = payment_steps_reader(self.dynamodb, self.streams, self.table_name, self.ttl_deletions)
+        self.pay_reader = payment_steps_reader(self.dynamodb, self.streams, self.table_name)
         self.accountant = Accountant(self.dynamodb, self.streams, self.table_name)
         table = Table()
         record_past_cutover(table)
@@ -499,7 +476,6 @@ class Scenario:
             headers={"If-Match": etag},
         )
         self.drain("status_change_effects", "payment_capture")
-        self.close_window(order_id)
         self.call("reads: GET /orders/{order_id}", "GET", f"/orders/{order_id}", ALICE, 200)
         self.call(
             "reads: GET /customers/{customer_id}/orders",
@@ -709,7 +685,6 @@ class Scenario:
         if self.payments is not None:  # the paid order's own writes (bench.capacity.PAYMENT_PARTS)
             parts["payment_webhook"] = step("POST /webhooks/stripe")
             parts["payment_capture"] = self.stream_steps.get("payment_capture")
-            parts["payment_window"] = self.stream_steps.get("payment_window")
         return parts
 
     def per_operation(self) -> dict[str, Any]:

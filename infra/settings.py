@@ -132,8 +132,8 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # A webhook event reads its order (GetItem); an authorisation confirms it, a failed attempt, a lapse, a refund
     # or a dispute is recorded (one UpdateItem each); a cancelled intent fails a waiting order in one transaction
-    # of the order's change and the stock it releases (UpdateItem each). No event marks (PutItem) and no
-    # PAYMENT_DUE delete (DeleteItem): the order's state guards every effect, the window is left to its TTL
+    # of the order's change and the stock it releases (UpdateItem each). No event marks (PutItem): the order's
+    # state guards every effect
     "payments": ("GetItem", "UpdateItem", "TransactWriteItems"),
     # Query, BatchGetItem, DeleteItem, TransactWriteItems: a category move's steps; BatchGetItem +
     # TransactWriteItems also: the daily sales counters and their once-per-order-version marker;
@@ -244,7 +244,7 @@ DYNAMODB_ACTIONS["payment_steps"] = (
     # on GSI1 only (index_only below): it never queries the table
     "Query",
     "UpdateItem",  # a step's record on the order's payment; an expiry's order update and restocks
-    "TransactWriteItems",  # an expiry: the order and the restocks, all or nothing (its PAYMENT_DUE may be gone: TTL)
+    "TransactWriteItems",  # an expiry: the order and the restocks, all or nothing
 )
 PAYMENT_STEPS_FUNCTION = FunctionSpec(
     "payment_steps",
@@ -291,21 +291,16 @@ PAYMENT_STEP_FILTERS: tuple[dict[str, Any], ...] = (
     _paid_order_moved(["SHIPPED"], ["CONFIRMED"]),  # capture
     _paid_order_moved(["CANCELLED", "PAYMENT_FAILED", "EXPIRED"], ["PENDING_PAYMENT", "CONFIRMED"]),  # cancel
     _paid_order_moved(["RETURNED"], ["RETURN_REQUESTED"]),  # refund
-    {
-        "eventName": ["REMOVE"],
-        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
-        "dynamodb": {"Keys": {"SK": {"S": ["PAYMENT_DUE"]}}},
-    },
 )
 # `-c capture=on_confirm` (CAPTURE=on_confirm on the functions that take payments): the amount is captured when the
 # order is confirmed (the webhook's authorisation, or the expiry step finding the intent authorised), so the
 # confirmation reaches payment_steps too; its refund at CANCELLED comes through the cancel pattern above
-# (CONFIRMED -> CANCELLED). The fifth and last pattern a mapping takes by default.
+# (CONFIRMED -> CANCELLED).
 CAPTURE_ON_CONFIRM_FILTER: dict[str, Any] = _paid_order_moved(["CONFIRMED"], ["PENDING_PAYMENT"])
 
 
 def payment_step_filters(capture: str) -> tuple[dict[str, Any], ...]:
-    """payment_steps' filters for a capture mode (shop.limits.CAPTURE_MODES): on_ship's four, and on_confirm's
+    """payment_steps' filters for a capture mode (shop.limits.CAPTURE_MODES): on_ship's three, and on_confirm's
     confirmation besides them."""
     if capture not in limits.CAPTURE_MODES:
         raise ValueError(f"capture must be one of {', '.join(limits.CAPTURE_MODES)}, got {capture!r}")

@@ -1,8 +1,8 @@
 """payment_steps: the table's stream -> PaymentService's steps (capture, cancel, refund, expiry), partial batches;
-and, on its schedule, the sweep of payment windows whose TTL removal has not come.
+and, on its schedule, the sweep of closed payment windows (the only way an unpaid order expires).
 
 Its event source mapping's filter sends only the records a step needs (an order with a payment whose status
-changed to SHIPPED, CANCELLED, PAYMENT_FAILED, EXPIRED or RETURNED; a PAYMENT_DUE item's removal); the rules
+changed to SHIPPED, CANCELLED, PAYMENT_FAILED, EXPIRED or RETURNED); the rules
 check again, so an unfiltered batch (local replays) changes nothing more. A step that fails (the provider down)
 fails its record alone: the stream retries it, then the on-failure destination keeps it for `make replay`.
 """

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import re
 import signal
 import subprocess
 import sys
@@ -301,14 +300,12 @@ def short_ttl_stack(e2e_workdir: pathlib.Path, cdk_out: pathlib.Path) -> Iterato
 
 
 # make dev's default, payments through localstripe (`--payments stripe`), with a 30-second payment window (what
-# `make dev FUNCTION_ENV=PAYMENT_WINDOW_SECONDS=30` passes) and a TTL sweep every second, so that an unpaid order
-# expires within a test; payment_steps' schedule (the windows' sweep, rate(1 minute) deployed) every 5 seconds.
+# `make dev FUNCTION_ENV=PAYMENT_WINDOW_SECONDS=30` passes) and payment_steps' schedule (the windows' sweep,
+# rate(1 minute) deployed) every 5 seconds, so that an unpaid order expires within a test; a TTL sweep every second.
 PAYING_WINDOW_S = 30
 PAYING_SCHEDULE_S = 5
-PAYING_SWEEP_GRACE_S = 5  # the sweep's grace (a minute by default) cut, so its test waits seconds, not a minute
 PAYING = (
     *("--payments", "stripe", "--env", f"PAYMENT_WINDOW_SECONDS={PAYING_WINDOW_S}", "--ttl-interval", "1"),
-    *("--env", f"PAYMENT_SWEEP_GRACE_SECONDS={PAYING_SWEEP_GRACE_S}"),
     *("--schedule-interval", str(PAYING_SCHEDULE_S)),
 )
 
@@ -328,36 +325,13 @@ def paying_stack(e2e_workdir: pathlib.Path, cdk_out: pathlib.Path) -> Iterator[S
 
 @pytest.fixture(scope="session")
 def left_to_sweep(paying_stack: Stack) -> dict[str, Any]:
-    """An unpaid order on the paying stack whose PAYMENT_DUE item is deleted at once by an ordinary delete: its
-    REMOVE carries no TTL identity, so payment_steps' filter drops it, as a TTL removal lost on AWS is never
-    delivered; only the windows' sweep can expire the order now (tests/e2e/test_payments_sweep.py). The payment
-    flow's module asks for it first, so that its window and the sweep's grace run while that module does; not
-    sooner: the fuzz test, before it on the stack, cancels orders it did not place."""
-    import boto3
-
-    from local_runtime import dev_state
-    from shop.keys import payment_due_key
-
+    """An unpaid order on the paying stack, left for the windows' sweep (tests/e2e/test_payments_sweep.py). The
+    payment flow's module asks for it first, so that its window runs while that module does; not sooner: the fuzz
+    test, before it on the stack, cancels orders it did not place."""
     stack = paying_stack
     admin, customer = stack.admin_token(), stack.token("e2e-left-to-sweep")
     product = create_product(stack.api, admin, category="e2e-sweep", name="Sieve", price_cents=700, stock=3)
     order = expect(place_order(stack.api, customer, "left-to-sweep", order_lines(product["product_id"], 2)), 201)
-    running = dev_state.running(stack.data_dir)
-    banner = re.search(r"^DynamoDB +\S+ +table (\S+)", stack.output(), re.MULTILINE)
-    assert running is not None, stack.log_tail()
-    assert banner is not None, stack.log_tail()
-    store = boto3.client(
-        "dynamodb",
-        endpoint_url=running.dynamodb,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
-    store.delete_item(
-        TableName=banner.group(1),
-        Key={name: {"S": value} for name, value in payment_due_key(order["order_id"]).items()},
-        ConditionExpression="attribute_exists(PK)",  # it was there: placed with the order
-    )
     return {"order": order, "product_id": product["product_id"], "customer": customer}
 
 

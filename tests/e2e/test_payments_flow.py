@@ -360,7 +360,7 @@ def test_a_dashboard_refund_is_recorded_and_a_later_return_refunds_only_the_rest
     assert paying_flow.stock(product_id) == 5
 
 
-def test_an_unpaid_order_expires_through_the_ttl_emulator(paying_flow: Paying) -> None:
+def test_an_unpaid_order_expires_by_the_windows_sweep(paying_flow: Paying) -> None:
     order_id = paying_flow.unpaid["order_id"]
     assert paying_flow.unpaid["status"] == "PENDING_PAYMENT"
     expired = eventually(

@@ -259,9 +259,7 @@ def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
 
     from functions.payment_steps.handler import handler
     from local_runtime.events import stream_event
-    from local_runtime.ttl import TtlDeletions, TtlEmulator
     from shop import clock, publishing, wiring
-    from shop.limits import DEFAULT_SWEEP_GRACE_SECONDS as SWEEP_GRACE_SECONDS
     from shop.models import OrderStatus
     from shop.repository.store import dynamodb_client
     from tests.stream.conftest import order_events_context as FakeContext
@@ -279,8 +277,7 @@ def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
     table = local_store.table
     pid = product(table, name="Kettle", price_cents=2500, stock=9)
     paid, failed, unpaid = (place_unpaid(table, fake, [(pid, "Kettle", 2500, 1)]) for _ in range(3))
-    deletions = TtlDeletions("expires_at")
-    reader = StreamReader(local_store, ttl_deletions=deletions)
+    reader = StreamReader(local_store)
     reader.read()  # the placements: nothing for the steps
     rules, orders = wiring.payment_service(table, provider=fake), wiring.order_service(table)
     fake.authorise(paid.intent_id)
@@ -304,27 +301,16 @@ def test_payment_steps_grants_match_its_calls(local_store, monkeypatch):
     orders.request_return(ALICE, paid.order_id, "too loud")
     orders.change_status(ADMIN, paid.order_id, OrderStatus.RETURNED, expected_version=5)
     steps()  # refund
-    ttl = TtlEmulator(
-        local_store.client,
-        local_store.table_name,
-        attribute="expires_at",
-        key_names=("PK", "SK"),
-        deletions=deletions,
-        now=lambda: time.time() + WINDOW_S + 5,
-    )
-    assert ttl.sweep() >= 1  # the unpaid order's window
-    steps()  # expiry: the order and the restock in one transaction (its PAYMENT_DUE is gone: TTL)
-    assert wiring.order_service(table).get(ADMIN, unpaid.order_id).status is OrderStatus.EXPIRED
     assert [op for op, _ in fake.calls].count("capture") == 1
-    # The schedule: an unpaid order whose window closed more than the sweep's grace ago, its TTL removal not come
-    # (its PAYMENT_DUE item is still there), swept by the handler on EventBridge's event on the function's table
-    overdue = place_unpaid(table, fake, [(pid, "Kettle", 2500, 1)])
-    later = clock.now() + timedelta(seconds=WINDOW_S + SWEEP_GRACE_SECONDS + 5)
+    # The schedule: the unpaid orders whose window closed, swept by the handler on EventBridge's event on the
+    # function's table (expiry: the order and the restock in one transaction)
+    later = clock.now() + timedelta(seconds=WINDOW_S + 5)
     steps_function = sys.modules["functions.payment_steps.handler"]  # its rules, built at its import
     monkeypatch.setattr(steps_function, "payment_rules", wiring.payment_service(provider=fake, now=lambda: later))
     scheduled = json.loads((REPO / "events" / "payment_steps" / "payment_window_sweep.json").read_text())
-    assert handler(scheduled, FakeContext()) == {"swept": 1}
-    assert wiring.order_service(table).get(ADMIN, overdue.order_id).status is OrderStatus.EXPIRED
+    assert handler(scheduled, FakeContext()) == {"swept": 2}  # a failed attempt leaves its order waiting too
+    for waiting in (unpaid, failed):
+        assert wiring.order_service(table).get(ADMIN, waiting.order_id).status is OrderStatus.EXPIRED
     actions, uses_index = iam_actions(DYNAMODB_ACTIONS["payment_steps"]), True
     assert recorder.iam() == actions, f"code calls {recorder.iam()}, index: {recorder.uses_index}"
     assert recorder.uses_index == uses_index

@@ -122,7 +122,6 @@ def test_an_authorisation_confirms_the_order_once_whatever_the_redeliveries(webh
     order = webhook.order(unpaid.order_id)
     assert (order["status"], order["version"], order["payment"]["status"]) == ("CONFIRMED", 2, "AUTHORISED")
     assert "payment_expires_at" not in order
-    assert item(webhook.table, keys.payment_due_key(unpaid.order_id)) is not None  # left to its TTL
     assert stock(webhook.table, pid) == 3  # sold: the stock stays taken
     late = json.dumps(stripe_event("payment_intent.payment_failed", "evt_route_late_failure", unpaid))
     assert deliver(late, signature(late)).status == 200  # a late failure after the confirmation: nothing

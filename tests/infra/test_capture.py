@@ -96,7 +96,7 @@ def test_filters_per_mode_let_the_confirmation_in_only_when_it_captures() -> Non
     assert not matches_any(on_confirm, _order_record("CONFIRMED", "PENDING"))  # version 2's confirmation
 
 
-def test_on_ship_gives_every_stripe_caller_capture_on_ship_and_the_four_filters(payments_on) -> None:
+def test_on_ship_gives_every_stripe_caller_capture_on_ship_and_the_three_filters(payments_on) -> None:
     for name, env in _environments(payments_on).items():
         assert env.get("CAPTURE") == ("on_ship" if name in STRIPE_CALLERS else None), name
     steps = _mappings(payments_on)["payment_steps"]

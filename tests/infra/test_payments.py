@@ -101,7 +101,7 @@ def _order_record(status: str, *, was: str = "CONFIRMED", payment: bool = True) 
 
 
 def _removal(sk: str, *, by_ttl: bool = True) -> dict[str, Any]:
-    image = {"entity": {"S": "ORDER_PAYMENT_DUE" if sk == "PAYMENT_DUE" else sk}}
+    image = {"entity": {"S": "ORDER_PAYMENT_DUE" if sk == "PAYMENT_DUE" else sk}}  # a window item of before 075
     keys = {"PK": {"S": "ORDER#o-1"}, "SK": {"S": sk}}
     record: dict[str, Any] = {"eventName": "REMOVE", "dynamodb": {"Keys": keys, "OldImage": image}}
     if by_ttl:
@@ -123,8 +123,8 @@ def _removal(sk: str, *, by_ttl: bool = True) -> dict[str, Any]:
         (_order_record("SHIPPED", was="SHIPPED"), False),  # the capture's own record on the payment
         (_order_record("RETURNED", was="RETURNED"), False),  # the refund's own record
         (_order_record("SHIPPED", payment=False), False),  # version 2's orders never reach payment_steps
-        (_removal("PAYMENT_DUE"), True),  # the payment window closed
-        (_removal("PAYMENT_DUE", by_ttl=False), False),  # settled first: deleted by a transaction
+        (_removal("PAYMENT_DUE"), False),  # an old window item's TTL removal: the sweep expires its order
+        (_removal("PAYMENT_DUE", by_ttl=False), False),
         (_removal("ORDER"), False),
     ],
 )
@@ -213,7 +213,7 @@ def test_payment_steps_role_is_least_privilege(payments_on) -> None:
 
 
 def test_payments_role_writes_orders_and_stock_only(payments_on) -> None:
-    """The webhook's function (issue 26): no event marks and no PAYMENT_DUE deletes, so no PutItem or DeleteItem,
+    """The webhook's function (issue 26): no event marks and no deletes, so no PutItem or DeleteItem,
     and its writes are held to the order's and the stock's partitions."""
     stack_id, _, function = payments_on.functions()["payments"]
     statements = _policies_of(payments_on, stack_id, function)

@@ -60,13 +60,12 @@ def test_events_and_replays_for_an_archived_failed_order_change_nothing(store, m
         deletions=deletions,
         now=lambda: time.time() + 1,
     ).sweep()
-    assert swept == 1  # the order (ARCHIVE_AFTER_DAYS=0); its PAYMENT_DUE item's window, left to its TTL, is open
+    assert swept == 1  # the order (ARCHIVE_AFTER_DAYS=0)
     archiving = removals(reader)
     assert run_order_events(archiving) == {"batchItemFailures": []}
     assert run_payment_steps(archiving) == {"batchItemFailures": []}
     archived = wiring.order_service(store.table).get(ADMIN, unpaid.order_id)
     assert archived.archived is True
-    assert item(store.table, keys.payment_due_key(unpaid.order_id)) is None  # deleted with the order's leftovers
     # the archive keeps the payment (GET /orders/{id}/payment reads it there), never its client secret
     assert archived.payment is not None
     assert (archived.payment.status.value, archived.payment.amount_cents) == ("CANCELED", 5000)

@@ -57,7 +57,7 @@ def test_the_webhooks_confirmation_reads_once_and_writes_one_item(store):
     assert [op for op, _ in fake.calls[asked:]] == ["capture"]  # its answer says what was captured: no read
 
     with counting(store.client) as calls:
-        service.expire(unpaid.order_id)  # its PAYMENT_DUE item's removal by TTL, 30 minutes after the checkout
+        service.expire(unpaid.order_id)  # a sweep that listed it just before the webhook settled it
     assert calls.operations == ["GetItem"]
 
 

@@ -89,8 +89,6 @@ def test_an_authorisation_confirms_the_unpaid_order_once(store, fake_provider, e
     assert "payment_expires_at" not in after
     assert "client_secret" not in after["payment"]  # shown only while PENDING_PAYMENT: it leaves the order
     assert after["payment"]["intent_id"] == unpaid.intent_id
-    # the window is left to its TTL (its removal finds the order settled: test_the_window_closing_after_...)
-    assert item(store.table, keys.payment_due_key(unpaid.order_id)) is not None
     assert unchanged(store, confirmed)  # the redeliveries wrote nothing
     assert not [i for i in confirmed if i["PK"].startswith("WEBHOOK_EVENT#")]  # and no event mark exists
     # the intent is read back at the provider until the order is confirmed, never after
@@ -334,11 +332,11 @@ def test_a_cancel_the_provider_refuses_on_a_captured_intent_is_surfaced_not_swal
     assert order_item(store, unpaid.order_id)["payment"]["status"] == "REQUIRES_PAYMENT"
 
 
-def test_an_unpaid_order_cancelled_closes_its_window_and_its_intent(store, fake_provider):
+def test_an_unpaid_order_cancelled_gives_its_stock_back_and_closes_its_intent(store, fake_provider):
     pid, unpaid = unpaid_kettles(store, fake_provider)
 
     wiring.order_service(store.table).cancel(ALICE, unpaid.order_id)  # the customer's cancel, as before payments
-    assert item(store.table, keys.payment_due_key(unpaid.order_id)) is None  # in the cancel's transaction
+    assert order_item(store, unpaid.order_id)["status"] == "CANCELLED"  # off the PENDING_PAYMENT shards: unswept
     assert stock(store.table, pid) == 5
     # the CANCELLED record's step
     step = wiring.payment_service(store.table, provider=fake_provider).cancel(unpaid.order_id)
@@ -389,9 +387,9 @@ def test_an_event_whose_intent_is_not_the_orders_is_refused_by_the_write_itself(
     assert unchanged(store, before)
 
 
-def test_the_window_closing_after_the_webhook_settled_the_order_reads_once_and_writes_nothing(store, fake_provider):
-    """The PAYMENT_DUE item is left to its TTL by the webhook: its removal's step looks once (eventually
-    consistent) and skips the settled order, for the confirmed and the failed alike."""
+def test_a_sweep_that_listed_an_order_before_the_webhook_settled_it_reads_once_and_writes_nothing(store, fake_provider):
+    """The sweep lists PENDING_PAYMENT orders from the index, which the webhook may settle a moment later: its step
+    looks once (eventually consistent) and skips the settled order, for the confirmed and the failed alike."""
     _, paid = unpaid_kettles(store, fake_provider)
     _, failed = unpaid_kettles(store, fake_provider)
     service = wiring.payment_service(store.table, provider=fake_provider)

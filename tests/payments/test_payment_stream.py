@@ -22,12 +22,12 @@ import pytest
 from local_runtime import failures
 from local_runtime.events import stream_event
 from local_runtime.localstripe import TEST_SECRET_KEY
-from local_runtime.ttl import TtlDeletions, TtlEmulator
 from shop import clock, errors, keys, wiring
 from shop.models import OrderStatus
 from shop.models.payments import IntentStatus
 from shop.repository.order_payments import OrderPaymentRepository
 from shop.repository.store import from_item
+from shop.services.payments import StepAction
 from tests.payments.conftest import _stripe_authorise
 from tests.stream.conftest import dump, order_events_context
 from tests.support.factories import ADMIN, ALICE, parcel, product
@@ -372,46 +372,26 @@ def test_a_step_that_keeps_failing_is_kept_in_the_failure_store_and_replay_appli
     assert list(kept.object_keys()) == []  # moved to replayed/
 
 
-# -- expiry through TTL ----------------------------------------------------------------------------
+# -- expiry by the windows' sweep --------------------------------------------------------------------
 
 
-def sweep_after_the_window(store: Any, deletions: TtlDeletions) -> int:
-    """One sweep of the local TTL emulator, as if the payment window had passed."""
-    return TtlEmulator(
-        store.client,
-        store.table_name,
-        attribute="expires_at",
-        key_names=("PK", "SK"),
-        deletions=deletions,
-        now=lambda: time.time() + WINDOW_S + 5,
-    ).sweep()
+def sweep_after_the_window(store: Any, provider: Any) -> list[StepAction]:
+    """One run of the windows' sweep (payment_steps' schedule), its clock past the payment window."""
+    later = clock.now() + dt.timedelta(seconds=WINDOW_S + 5)
+    return [step.action for step in wiring.payment_service(store.table, provider=provider, now=lambda: later).sweep()]
 
 
-def window_removals(reader: StreamReader) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
-    for _ in range(50):  # DynamoDB Local can show a delete's record a moment after the delete
-        records += reader.read()
-        if any(r["eventName"] == "REMOVE" for r in records):
-            return records
-        time.sleep(0.1)
-    return records
-
-
-def test_an_unpaid_order_expires_through_ttl_with_its_stock_back_and_its_intent_cancelled(
-    local_store, stripe, recorded_bus, deletions
+def test_an_unpaid_order_expires_by_the_sweep_with_its_stock_back_and_its_intent_cancelled(
+    local_store, stripe, recorded_bus
 ):
     pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
     unpaid = place_unpaid(local_store.table, stripe, [(pid, "Kettle", 2500, 3)])
-    reader = StreamReader(local_store, ttl_deletions=deletions)
+    reader = StreamReader(local_store)
     consume(reader)
     assert stock(local_store.table, pid) == 2
 
-    assert sweep_after_the_window(local_store, deletions) == 1  # the PAYMENT_DUE item only
-    removals = window_removals(reader)
-    remove = [r for r in removals if r["eventName"] == "REMOVE"]
-    assert remove[0]["userIdentity"] == {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
-    assert run_payment_steps(removals) == {"batchItemFailures": []}
-    assert run_payment_steps(removals) == {"batchItemFailures": []}  # replayed: nothing more
+    assert sweep_after_the_window(local_store, stripe) == [StepAction.EXPIRED]
+    assert sweep_after_the_window(local_store, stripe) == []  # again: nothing more
 
     after = order_of(local_store, unpaid.order_id)
     assert (after["status"], after["version"], after["payment"]["status"]) == ("EXPIRED", 2, "CANCELED")
@@ -425,18 +405,15 @@ def test_an_unpaid_order_expires_through_ttl_with_its_stock_back_and_its_intent_
     assert units_sold(local_store, pid) == 0
 
 
-def test_an_order_whose_intent_is_authorised_when_the_window_closes_is_confirmed(
-    local_store, stripe, recorded_bus, deletions
-):
+def test_an_order_whose_intent_is_authorised_when_the_window_closes_is_confirmed(local_store, stripe, recorded_bus):
     """The authorisation's event was lost (or, locally, never sent): the intent says the money is held."""
     pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
     unpaid = place_unpaid(local_store.table, stripe, [(pid, "Kettle", 2500, 1)])
-    reader = StreamReader(local_store, ttl_deletions=deletions)
+    reader = StreamReader(local_store)
     consume(reader)
     stripe.authorise(unpaid.intent_id, "pm_card_visa")
 
-    assert sweep_after_the_window(local_store, deletions) == 1
-    assert run_payment_steps(window_removals(reader)) == {"batchItemFailures": []}
+    assert sweep_after_the_window(local_store, stripe) == [StepAction.CONFIRMED]
 
     after = order_of(local_store, unpaid.order_id)
     assert (after["status"], after["payment"]["status"]) == ("CONFIRMED", "AUTHORISED")
@@ -447,15 +424,15 @@ def test_an_order_whose_intent_is_authorised_when_the_window_closes_is_confirmed
     assert [e["type"] for e in recorded_bus.events].count("OrderConfirmed") == 1
 
 
-def test_a_window_closing_after_the_order_was_paid_changes_nothing(local_store, recorded_bus, deletions, monkeypatch):
-    """The webhook leaves the PAYMENT_DUE item to its TTL (issue 26): its removal, 30 minutes after the checkout,
-    reaches payment_steps, which finds the order settled (confirmed or failed) and writes nothing."""
+def test_a_window_closing_after_the_order_was_paid_costs_nothing(local_store, recorded_bus, monkeypatch):
+    """A settled order (confirmed or failed) has left the PENDING_PAYMENT shards: the sweep after its window
+    neither reads it nor asks the provider, and a paid order's life holds no window item at all."""
     fake = FakePayments()
     provided(monkeypatch, fake)
     pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
     unpaid = place_unpaid(local_store.table, fake, [(pid, "Kettle", 2500, 1)])
     failed = place_unpaid(local_store.table, fake, [(pid, "Kettle", 2500, 1)])
-    reader = StreamReader(local_store, ttl_deletions=deletions)
+    reader = StreamReader(local_store)
     fake.authorise(unpaid.intent_id)
     wiring.payment_service(local_store.table).apply_event(event(AUTHORISED, unpaid))
     fake.cancel(failed.intent_id, idempotency_key="stripe-dashboard")
@@ -463,16 +440,12 @@ def test_a_window_closing_after_the_order_was_paid_changes_nothing(local_store, 
     consume(reader)  # the confirmation's and the failure's effects; the failed order's CANCEL step
     cancels, asked = [call for call, _ in fake.calls].count("cancel"), len(fake.calls)
     before = [order_of(local_store, o.order_id) for o in (unpaid, failed)]
-    assert sweep_after_the_window(local_store, deletions) == 2  # both windows, by TTL
-    removals = window_removals(reader)
-    assert len([r for r in removals if r["eventName"] == "REMOVE"]) >= 1
-    removals += reader.read()
-    assert run_payment_steps(removals) == {"batchItemFailures": []}
-    assert run_payment_steps(removals) == {"batchItemFailures": []}  # replayed
+    assert sweep_after_the_window(local_store, fake) == []
     assert [order_of(local_store, o.order_id) for o in (unpaid, failed)] == before
     assert stock(local_store.table, pid) == 4  # the failed order's unit back once, the paid one's still taken
     assert [call for call, _ in fake.calls].count("cancel") == cancels == 1  # the failed order's, at its failure
-    assert fake.calls[asked:] == []  # no window step asked the provider
+    assert fake.calls[asked:] == []  # the sweep asked the provider nothing
+    assert not [item for item in dump(local_store) if item.get("entity") == "ORDER_PAYMENT_DUE"]  # no window item
 
 
 # -- the new event kinds (issue 39) concurrently with the shop's own steps: real threads on DynamoDB Local ------
@@ -561,7 +534,7 @@ def test_failed_attempts_racing_the_windows_expiry_expire_the_order_once(local_s
     now = clock.epoch(clock.now())
     attempts = [event(FAILED, unpaid, created=now + i, failure_code=f"decline_{i}") for i in range(3)]
 
-    def window_closes() -> None:  # the PAYMENT_DUE item's removal by TTL: its step
+    def window_closes() -> None:  # the windows' sweep's step on the order
         wiring.payment_service(local_store.table, provider=fake).expire(unpaid.order_id)
 
     raised = at_once(window_closes, *(delivery(local_store, fake, e) for e in five_each(*attempts)))

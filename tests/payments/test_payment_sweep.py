@@ -1,8 +1,7 @@
 """The payment windows' sweep on DynamoDB Local: payment_steps, invoked by its schedule (the sample event
 events/payment_steps/payment_window_sweep.json, the shape `sam local generate-event cloudwatch scheduled-event`
-gives), expires the unpaid orders whose window closed more than a minute ago without their TTL removal (DynamoDB's
-TTL deletes up to days late; a removal's record can be lost), reading them with one Query per status shard whose
-key condition selects exactly them, and changes each order once, however often it runs."""
+gives), expires the unpaid orders whose window closed (the only way a window closes), reading them with one Query
+per status shard whose key condition selects exactly them, and changes each order once, however often it runs."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ from typing import Any
 import pytest
 
 from shop import clock, wiring
-from shop.limits import DEFAULT_SWEEP_GRACE_SECONDS as SWEEP_GRACE_SECONDS
 from shop.repository.order_payments import OrderPaymentRepository
 from tests.functions.apigw import REPO
 from tests.payments.test_payment_stream import order_of, provided
@@ -46,7 +44,7 @@ def test_the_schedule_expires_the_overdue_orders_once_and_no_other(local_store, 
     longer = place_unpaid(local_store.table, fake, [(pid, "Kettle", 2500, 1)], window_s=WINDOW_S * 4)
     assert stock(local_store.table, pid) == 2
 
-    past = timedelta(seconds=WINDOW_S + SWEEP_GRACE_SECONDS + 5)
+    past = timedelta(seconds=WINDOW_S + 5)
     assert sweep_at(monkeypatch, local_store.table, fake, past) == {"swept": 3}
     for order in overdue:
         assert order_of(local_store, order.order_id)["status"] == "EXPIRED"
@@ -56,12 +54,12 @@ def test_the_schedule_expires_the_overdue_orders_once_and_no_other(local_store, 
     assert stock(local_store.table, pid) == 8
 
 
-def test_before_the_grace_the_sweep_leaves_the_window_to_its_ttl(local_store, monkeypatch):
+def test_before_its_window_closes_the_sweep_leaves_an_order_waiting(local_store, monkeypatch):
     fake = FakePayments()
     provided(monkeypatch, fake)
     pid = product(local_store.table, name="Kettle", price_cents=2500, stock=5)
     unpaid = place_unpaid(local_store.table, fake, [(pid, "Kettle", 2500, 1)])
-    assert sweep_at(monkeypatch, local_store.table, fake, timedelta(seconds=WINDOW_S + 5)) == {"swept": 0}
+    assert sweep_at(monkeypatch, local_store.table, fake, timedelta(seconds=WINDOW_S - 5)) == {"swept": 0}
     assert order_of(local_store, unpaid.order_id)["status"] == "PENDING_PAYMENT"
 
 

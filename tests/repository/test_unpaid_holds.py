@@ -90,10 +90,9 @@ def test_the_placement_transaction_holds_the_order_and_refuses_past_either_limit
     with pytest.raises(errors.UnpaidOrderLimit) as refused:
         orders.place(third, unpaid=UnpaidLimits(orders=2, units=100))
     assert refused.value.details["unpaid_order_ids"] == sorted([first.order_id, second.order_id])
-    # Nothing of the refused placements was written: orders, their windows, their customer entries, the stock.
+    # Nothing of the refused placements was written: orders, their customer entries, the stock.
     for refused_order in (over_units, third):
         assert item(store, keys.order_key(refused_order.order_id)) is None
-        assert item(store, keys.payment_due_key(refused_order.order_id)) is None
         assert item(store, keys.customer_order_key(ALICE.sub, refused_order.order_id)) is None
     assert stock(store, pid) == 15
     assert hold(store) == ({first.order_id, second.order_id}, 5)

@@ -149,7 +149,6 @@ class MemoryState:
     # (product, day, counter shard) a flash-sale product's lines counted on (the totals above include them)
     sales_shards: set[tuple[str, str, int]] = field(default_factory=set)
     order_ttls: dict[str, int] = field(default_factory=dict)  # order id -> expires_at (epoch s), when set
-    payment_due: dict[str, int] = field(default_factory=dict)  # unpaid order id -> its window's end (PAYMENT_DUE)
     unpaid: dict[str, _UnpaidHold] = field(default_factory=dict)  # customer id -> their unpaid hold
     archive: dict[str, Order] = field(default_factory=dict)  # archive key -> the archived order
     archived: dict[str, tuple[str, str]] = field(default_factory=dict)  # order id -> (customer id, archive key)
@@ -456,7 +455,6 @@ class MemoryOrders:
             for take in takes.get(line.product_id) or [StockTake(None, line.quantity)]
         ]
         items = 2 + len(places) + sum(part is not None for part in (cart, placement, unpaid))
-        items += order.payment_expires_at is not None  # the PAYMENT_DUE item
         if items > MAX_TRANSACTION_ITEMS:  # as DynamoDB's limit makes the table's store refuse it
             raise errors.StockTooScattered(items, MAX_TRANSACTION_ITEMS)
         if unpaid is not None:  # as the table's hold item: fewer ids than allowed, and the units within the limit
@@ -512,8 +510,6 @@ class MemoryOrders:
             hold = self.state.unpaid.setdefault(order.customer_id, _UnpaidHold())
             hold.order_ids.add(order.order_id)
             hold.units += units_of(order.lines)
-        if order.payment_expires_at is not None:  # PAYMENTS=stripe: the payment window, as its own item
-            self.state.payment_due[order.order_id] = order.payment_expires_at
         self.state.orders[order.order_id] = order
         return order
 
@@ -617,8 +613,6 @@ class MemoryOrders:
         self.restock(order, restock)
         changed = self._advanced(current, new_status, order.version + 1, updated_at, details)
         self.state.orders[order.order_id] = changed
-        if order.status is OrderStatus.PENDING_PAYMENT:
-            self.state.payment_due.pop(order.order_id, None)  # an unpaid order cancelled: its window closes with it
         if expires_at is None:
             self.state.order_ttls.pop(order.order_id, None)
         else:
@@ -652,7 +646,7 @@ class MemoryOrders:
 
 class MemoryOrderPayments:
     """OrderPayments (shop.repository.order_payments) on MemoryOrders' state: `settle` all or nothing (the order and
-    the restock; the PAYMENT_DUE window is left to its TTL), `record_payment` conditional on the payment as read."""
+    the restock), `record_payment` conditional on the payment as read."""
 
     def __init__(self, state: MemoryState, orders: MemoryOrders) -> None:
         self.state = state

@@ -2,8 +2,8 @@
 
 An unpaid order is written here the way the checkout writes it (docs/payments.md, "Checkout"): the provider's
 intent first (AUTHORISE key, the order's total), then the order PENDING_PAYMENT with that intent and its client
-secret on its `payment`, its stock taken, and the PAYMENT_DUE item whose TTL is the window's end, in the
-placement's one transaction (without the catalogue read and the price and cart rules the service adds).
+secret on its `payment` and its window's end (`payment_expires_at`), its stock taken, in the placement's one
+transaction (without the catalogue read and the price and cart rules the service adds).
 """
 
 from __future__ import annotations

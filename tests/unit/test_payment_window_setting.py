@@ -1,19 +1,17 @@
-"""PAYMENT_WINDOW_MINUTES or PAYMENT_WINDOW_SECONDS: how long an unpaid order holds its stock; and
-PAYMENT_SWEEP_GRACE_SECONDS: how long after it the windows' sweep takes what the TTL left (shop.config)."""
+"""PAYMENT_WINDOW_MINUTES or PAYMENT_WINDOW_SECONDS: how long an unpaid order holds its stock (shop.config)."""
 
 from __future__ import annotations
 
 import pytest
 
 from shop.config import ConfigurationError, payment_settings
-from shop.limits import DEFAULT_PAYMENT_WINDOW_MINUTES, DEFAULT_SWEEP_GRACE_SECONDS, MAX_PAYMENT_WINDOW_MINUTES
+from shop.limits import DEFAULT_PAYMENT_WINDOW_MINUTES, MAX_PAYMENT_WINDOW_MINUTES
 
 
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("PAYMENT_WINDOW_MINUTES", raising=False)
     monkeypatch.delenv("PAYMENT_WINDOW_SECONDS", raising=False)
-    monkeypatch.delenv("PAYMENT_SWEEP_GRACE_SECONDS", raising=False)
     payment_settings.cache_clear()
     yield
     payment_settings.cache_clear()
@@ -52,17 +50,3 @@ def test_a_window_in_seconds_outside_one_second_to_a_day_is_refused(monkeypatch,
 def test_a_day_in_seconds_is_the_longest_window(monkeypatch):
     monkeypatch.setenv("PAYMENT_WINDOW_SECONDS", str(MAX_PAYMENT_WINDOW_MINUTES * 60))
     assert payment_settings().payment_window_seconds == 86_400
-
-
-def test_the_sweeps_grace_is_a_minute_unless_set(monkeypatch):
-    assert payment_settings().sweep_grace_seconds == DEFAULT_SWEEP_GRACE_SECONDS == 60
-    monkeypatch.setenv("PAYMENT_SWEEP_GRACE_SECONDS", "5")
-    payment_settings.cache_clear()
-    assert payment_settings().sweep_grace_seconds == 5
-
-
-@pytest.mark.parametrize("value", ["0", "-1", "2.5", "soon", "3601"])
-def test_a_sweep_grace_outside_one_second_to_an_hour_is_refused(monkeypatch, value):
-    monkeypatch.setenv("PAYMENT_SWEEP_GRACE_SECONDS", value)
-    with pytest.raises(ConfigurationError, match=r"PAYMENT_SWEEP_GRACE_SECONDS must be 1\.\.3600"):
-        payment_settings()

@@ -82,7 +82,7 @@ def test_checkout_places_the_order_pending_payment_with_its_intent(paying):
     intents = paying.wiring.payments.intents
     assert list(intents) == [payment["intent_id"]]
     assert intents[payment["intent_id"]].intent.amount_cents == order["total_cents"]
-    assert paying.wiring.store.state.payment_due[order["order_id"]] > 0
+    assert paying.wiring.store.state.orders[order["order_id"]].payment_expires_at > 0
     again = place(paying, "pay-fast-1")  # the same Idempotency-Key: the first answer, no second intent
     assert again["order_id"] == order["order_id"]
     assert len(paying.wiring.payments.intents) == 1
@@ -119,7 +119,6 @@ def test_an_authorisation_confirms_the_order_once(paying):
     assert stored.payment is not None
     assert stored.payment.status.value == "AUTHORISED"
     assert stored.payment.client_secret is None  # shown only while PENDING_PAYMENT: it leaves the order
-    assert order["order_id"] in paying.wiring.store.state.payment_due  # the window is left to its TTL
     late = deliver(paying, "evt_fast_late_fail", "payment_intent.payment_failed", intent, order["order_id"])
     assert late.status == 200
     assert paying.wiring.store.state.orders[order["order_id"]].status is OrderStatus.CONFIRMED

@@ -913,7 +913,7 @@ def test_the_order_is_written_once_with_the_intent_created_for_its_id(memory, pa
     assert order.payment is not None
     assert (order.payment.intent_id, order.payment.client_secret) == (intent.intent_id, intent.client_secret)
     assert memory.orders.get(order.order_id).payment == order.payment  # stored with it, in the one write
-    assert memory.state.payment_due[order.order_id] == order.payment_expires_at
+    assert memory.orders.get(order.order_id).payment_expires_at == order.payment_expires_at
 
 
 @pytest.mark.parametrize(
@@ -961,7 +961,7 @@ def test_a_provider_outage_writes_nothing_and_the_repeat_places_normally(memory,
     fake_payments.fail_next()
     with pytest.raises(errors.PaymentProviderUnavailable):
         place_lines(paid_orders, {hammer: 2}, key="k-down")
-    assert (placed_orders(paid_orders), stock(memory, hammer), memory.state.payment_due) == ([], 5, {})
+    assert (placed_orders(paid_orders), stock(memory, hammer), memory.state.unpaid) == ([], 5, {})
     assert memory.state.placements == {}
     order = place_lines(paid_orders, {hammer: 2}, key="k-down")
     assert placed_orders(paid_orders) == [order.order_id]
@@ -1134,7 +1134,7 @@ def test_a_total_of_zero_is_refused_before_the_provider_and_nothing_is_written(m
     with pytest.raises(errors.NothingToPay):
         paid_orders.place(ALICE, address=ADDRESS, session_id=cart.session_id, idempotency_key="k-cart")
     assert fake_payments.calls == []
-    assert (placed_orders(paid_orders), stock(memory, sample), memory.state.payment_due) == ([], 5, {})
+    assert (placed_orders(paid_orders), stock(memory, sample), memory.state.unpaid) == ([], 5, {})
     # a free product beside a paid one is an ordinary paid order
     order = place_lines(paid_orders, {sample: 1, hammer: 1}, key="k-both")
     assert (order.status, order.total_cents) == (OrderStatus.PENDING_PAYMENT, 1500)
@@ -1194,7 +1194,7 @@ def test_a_customer_holds_at_most_max_unpaid_orders_and_the_refusal_writes_nothi
     hammer = product(memory, stock=30)
     placed = [place_one(paid_orders, hammer, key=f"k{i}").order_id for i in range(3)]
     assert hold(memory) == (sorted(placed), 3)
-    due, intents = dict(memory.state.payment_due), len(fake_payments.intents)
+    intents = len(fake_payments.intents)
 
     with pytest.raises(errors.UnpaidOrderLimit) as refused:
         place_one(paid_orders, hammer, key="k-fourth")
@@ -1206,9 +1206,9 @@ def test_a_customer_holds_at_most_max_unpaid_orders_and_the_refusal_writes_nothi
         "unpaid_order_ids": sorted(placed),
         "unpaid_units": 3,
     }
-    # Nothing written: no order, no stock taken, no window, the hold as it was; the intent made for it cancelled.
+    # Nothing written: no order, no stock taken, the hold as it was; the intent made for it cancelled.
     assert sorted(memory.state.orders) == sorted(placed)
-    assert (stock(memory, hammer), memory.state.payment_due, hold(memory)) == (27, due, (sorted(placed), 3))
+    assert (stock(memory, hammer), hold(memory)) == (27, (sorted(placed), 3))
     (cancelled,) = [r.intent for r in fake_payments.intents.values() if r.intent.order_id not in placed]
     assert len(fake_payments.intents) == intents + 1
     assert cancelled.status is IntentStatus.CANCELED

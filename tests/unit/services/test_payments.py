@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from shop import config, errors
-from shop.limits import DEFAULT_SWEEP_GRACE_SECONDS as SWEEP_GRACE_SECONDS
 from shop.models import OrderStatus
 from shop.models.events import DetailType
 from shop.models.orders import PaymentStatus
@@ -256,19 +255,19 @@ def swept_at(memory, fake_payments, moment: datetime) -> PaymentService:
     )
 
 
-def test_the_sweep_expires_an_order_whose_window_closed_without_its_ttl_removal(memory, fake_payments):
+def test_the_sweep_expires_an_order_once_its_window_closed(memory, fake_payments):
     order_id, intent, pid = placed(memory, fake_payments)
     unpaid = order(memory, order_id)
     assert unpaid.payment_expires_at is not None
     closes = datetime.fromtimestamp(unpaid.payment_expires_at, UTC)
-    assert swept_at(memory, fake_payments, closes + timedelta(seconds=SWEEP_GRACE_SECONDS - 5)).sweep() == []  # not yet
+    assert swept_at(memory, fake_payments, closes - timedelta(seconds=1)).sweep() == []  # not yet
     assert stock(memory, pid) == 8
-    payment_rules = swept_at(memory, fake_payments, closes + timedelta(seconds=SWEEP_GRACE_SECONDS + 5))
+    payment_rules = swept_at(memory, fake_payments, closes + timedelta(seconds=1))
     assert [o.action for o in payment_rules.sweep()] == [StepAction.EXPIRED]
     expired = order(memory, order_id)
     assert (expired.status, stock(memory, pid)) == (OrderStatus.EXPIRED, 10)
     assert fake_payments.get_intent(intent).status.value == "canceled"
-    assert payment_rules.sweep() == []  # a second sweep, or the TTL's late record: nothing more
+    assert payment_rules.sweep() == []  # a second sweep: nothing more
     assert payment_rules.expire(order_id).action is StepAction.SKIPPED
 
 

@@ -23,14 +23,12 @@ from shop.limits import (
     DEFAULT_PAYMENTS,
     DEFAULT_SESSION_TTL_SECONDS,
     DEFAULT_STATUS_SHARDS,
-    DEFAULT_SWEEP_GRACE_SECONDS,
     MAX_ARCHIVE_AFTER_DAYS,
     MAX_ARCHIVE_GRACE_SECONDS,
     MAX_AUTHORISATION_WARN_DAYS,
     MAX_HOT_PRODUCT_CACHE_SECONDS,
     MAX_PAYMENT_WINDOW_MINUTES,
     MAX_STATUS_SHARDS,
-    MAX_SWEEP_GRACE_SECONDS,
     MAX_UNPAID_LIMIT,
     MOVE_STEP_PRODUCTS,
     PAYMENT_PROVIDERS,
@@ -212,7 +210,6 @@ class PaymentSettings:
     # The window in seconds, what the placement adds to its clock: PAYMENT_WINDOW_MINUTES x 60, or
     # PAYMENT_WINDOW_SECONDS when set instead (a window under a minute: a demo, an e2e test of expiry).
     payment_window_seconds: int = DEFAULT_PAYMENT_WINDOW_MINUTES * 60
-    sweep_grace_seconds: int = DEFAULT_SWEEP_GRACE_SECONDS  # PAYMENT_SWEEP_GRACE_SECONDS: after the window, 1..3600
     capture: str = DEFAULT_CAPTURE  # CAPTURE: on_ship (manual capture at SHIPPED) or on_confirm
     authorisation_warn_days: int = DEFAULT_AUTHORISATION_WARN_DAYS  # AUTHORISATION_WARN_DAYS
     max_unpaid_orders: int = DEFAULT_MAX_UNPAID_ORDERS  # MAX_UNPAID_ORDERS: PENDING_PAYMENT orders per customer
@@ -259,9 +256,6 @@ def payment_settings() -> PaymentSettings:
         currency=currency,
         payment_window_minutes=-(-window_s // 60),  # whole minutes, rounded up (a seconds window: at least 1)
         payment_window_seconds=window_s,
-        sweep_grace_seconds=_bounded_int(
-            "PAYMENT_SWEEP_GRACE_SECONDS", DEFAULT_SWEEP_GRACE_SECONDS, 1, MAX_SWEEP_GRACE_SECONDS
-        ),
         capture=capture,
         authorisation_warn_days=_bounded_int(
             "AUTHORISATION_WARN_DAYS", DEFAULT_AUTHORISATION_WARN_DAYS, 1, MAX_AUTHORISATION_WARN_DAYS

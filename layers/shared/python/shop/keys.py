@@ -411,13 +411,3 @@ def product_category_gsi_v1(category: str, name: str, product_id: str) -> Key:
 
 
 # -- payments --------------------------------------------------------------------------
-
-PAYMENT_DUE_SK = "PAYMENT_DUE"
-
-
-def payment_due_key(order_id: str) -> Key:
-    """An unpaid order's payment window, written with the PENDING_PAYMENT order in the placement transaction; its
-    TTL (`expires_at`) is the window's end, and its removal by TTL is what expires the order (the order item
-    itself never expires). Deleted by a customer's cancel of the unpaid order; left to its TTL when a webhook
-    settles the order (its removal then finds the order settled and does nothing: docs/payments.md)."""
-    return {PK: order_pk(order_id), SK: PAYMENT_DUE_SK}

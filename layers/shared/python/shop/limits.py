@@ -98,7 +98,7 @@ ARCHIVE_PREFIX = "orders/"  # where the archive's objects are (the repository wr
 # order); "stripe" uses the Stripe adapter (shop.payments.stripe_adapter). Read by shop.config.
 PAYMENT_PROVIDERS = ("none", "stripe")
 DEFAULT_PAYMENTS = "none"
-# How long a PENDING_PAYMENT order holds its stock waiting for the authorisation (its PAYMENT_DUE item's TTL).
+# How long a PENDING_PAYMENT order holds its stock waiting for the authorisation (the windows' sweep ends it).
 DEFAULT_PAYMENT_WINDOW_MINUTES = 30
 MAX_PAYMENT_WINDOW_MINUTES = 24 * 60  # Stripe keeps an idempotency key 24 hours: the window must end before
 # The shop's currency (ISO 4217, lower case as Stripe spells it): every order's total is in it.
@@ -110,10 +110,6 @@ DEFAULT_CAPTURE = "on_ship"
 # A confirmed, uncaptured order this many days old is listed for the admin (GET /orders?payment=expiring):
 # Stripe cancels an online card authorisation after about 7 days.
 DEFAULT_AUTHORISATION_WARN_DAYS = 6
-# The windows' sweep expires what the window's TTL removal did not reach this long after the window closed:
-# DynamoDB's TTL deletes late (up to days), and a removal's record can be lost (retries and failure store spent).
-DEFAULT_SWEEP_GRACE_SECONDS = 60
-MAX_SWEEP_GRACE_SECONDS = 3600
 MAX_AUTHORISATION_WARN_DAYS = 30
 # What one customer may hold unpaid at once (PENDING_PAYMENT orders and their units): one account cannot take a
 # flash sale's stock for the payment window. 409 UNPAID_ORDER_LIMIT beyond either.

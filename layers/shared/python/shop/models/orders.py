@@ -196,8 +196,8 @@ class Order(OrderSummary):
     )
     # PAYMENTS=stripe: the order's payment; answers show it through their own schemas (exclude).
     payment: OrderPayment | None = Field(default=None, exclude=True)
-    # PENDING_PAYMENT orders: when the payment window closes, held as epoch seconds (as the PAYMENT_DUE item's TTL
-    # says); answered as an RFC 3339 instant while the order waits for its payment, null otherwise.
+    # PENDING_PAYMENT orders: when the payment window closes, held as epoch seconds (the windows' sweep expires the
+    # order after it); answered as an RFC 3339 instant while the order waits for its payment, null otherwise.
     payment_expires_at: Annotated[int | None, BeforeValidator(_epoch_seconds)] = Field(
         default=None,
         description="PENDING_PAYMENT: when the payment window closes (the order then expires, its stock released); "

@@ -3,8 +3,7 @@
 - `settle` moves a PENDING_PAYMENT order (CONFIRMED, PAYMENT_FAILED, EXPIRED) conditionally on its status and
   version (and, for a webhook's event, on the event's intent being the order's): ONE UpdateItem when no stock
   goes back (an authorisation, an expiry that finds the intent authorised), else ONE transaction of the order's
-  update and the stock back where it was taken (PAYMENT_FAILED, EXPIRED). The PAYMENT_DUE item is left to its TTL
-  (its removal finds the order settled and does nothing); the client secret leaves the order (it is shown only
+  update and the stock back where it was taken (PAYMENT_FAILED, EXPIRED). The client secret leaves the order (it is shown only
   while the order is PENDING_PAYMENT), which keeps a paid order's item under 1 KB. A retry after a commit finds
   the order moved (STALE): the order's own state is the guard, no per-event mark is written.
 - `record_payment` writes one step's outcome (captured, cancelled, refunded) on the order's `payment` map,

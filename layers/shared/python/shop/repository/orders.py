@@ -82,17 +82,6 @@ def payment_map(payment: OrderPayment) -> dict[str, Any]:
     return {name: value for name, value in dumped.items() if _PAYMENT_DEFAULTS.get(name, ...) != value}
 
 
-def payment_due_item(order: Order) -> dict[str, Any]:
-    """The unpaid order's payment window (keys.payment_due_key): its TTL removal expires the order."""
-    return {
-        **keys.payment_due_key(order.order_id),
-        "entity": "ORDER_PAYMENT_DUE",
-        "order_id": order.order_id,
-        "customer_id": order.customer_id,
-        keys.TTL_ATTRIBUTE: order.payment_expires_at,
-    }
-
-
 @dataclass(frozen=True)
 class _StockItem:
     """One stock decrement of the placement transaction: which line, and where it takes from."""
@@ -239,16 +228,6 @@ class OrderRepository:
         cart_index = len(items) if cart is not None else None
         if cart is not None:  # the session's or the customer's cart checked out, emptied if still as read
             items.append(checkout_update(self.table, cart, at=order.created_at))
-        if order.payment_expires_at is not None:  # PAYMENTS=stripe: the payment window, as its own item
-            items.append(
-                {
-                    "Put": {
-                        "TableName": name,
-                        "Item": to_item(payment_due_item(order)),
-                        "ConditionExpression": "attribute_not_exists(PK)",
-                    }
-                }
-            )
         hold_index = len(items) if unpaid is not None else None
         if unpaid is not None:  # PAYMENTS=stripe: the customer's unpaid hold takes the order, within the limits
             items.append(unpaid_holds.take(self.table, order, unpaid))
@@ -597,13 +576,7 @@ class OrderRepository:
 
     def _change_with_restock(self, order: Order, update: dict[str, Any], returns: list[Return], token: str) -> None:
         restocks = [restock_update(self.table, pid, shard, quantity) for pid, shard, quantity in returns]
-        # An unpaid order cancelled: its payment window closes with it (the PAYMENT_DUE item, after the restocks).
-        window = (
-            [{"Delete": {"TableName": self.table.name, "Key": to_item(keys.payment_due_key(order.order_id))}}]
-            if order.status is OrderStatus.PENDING_PAYMENT
-            else []
-        )
-        transact_write(self.table, [{"Update": update}, *restocks, *window], ClientRequestToken=token)
+        transact_write(self.table, [{"Update": update}, *restocks], ClientRequestToken=token)
 
 
 def _status_scope(status: OrderStatus, lanes: int) -> str:

@@ -401,7 +401,7 @@ class OrderService:
         # it empties, the Idempotency-Key it claims (shop.repository.orders.OrderRepository.place).
         room = MAX_TRANSACTION_ITEMS - 2 - sum(part is not None for part in (cart_claim, placement))
         paying = self.payment_settings()
-        room -= 2 if paying.enabled else 0  # the PAYMENT_DUE item and the customer's unpaid hold
+        room -= 1 if paying.enabled else 0  # the customer's unpaid hold
         # PAYMENTS=stripe: the order is unpaid, held on the customer's unpaid hold within the shop's limits.
         unpaid = _unpaid_limits(quantities, paying) if paying.enabled else None
         order_id = ids.new_id()

@@ -26,9 +26,6 @@ Stream steps (`handle`), each by its idempotency key and a condition on the orde
   captured one (CAPTURE=on_confirm) is refunded instead.
 - RETURNED: refund of the returned amount less what was refunded at the provider already (REFUND key, part = the
   order version), OrderRefunded published (the order events publish no OrderRefundDue for it).
-- The PAYMENT_DUE item's TTL removal: the window closed. Still PENDING_PAYMENT: the intent is read;
-  `requires_capture` (the authorisation's event was lost) confirms the order, anything else expires it
-  (EXPIRED, stock released; OrderExpired published by the order events) and cancels the intent.
 Every step reads the order as it is now (not the record's image), so a replayed record finds its step recorded
 and calls nothing; a crash between the provider's call and the record repeats the same keyed call, and a call
 the provider refuses because it was made already (localstripe ignores keys) is recognised by reading the
@@ -250,10 +247,6 @@ class PaymentService:
     # -- the stream's steps -----------------------------------------------------------------------
 
     def handle(self, record: StreamChange) -> StepOutcome:
-        if record.entity == "ORDER_PAYMENT_DUE":
-            if record.event_name == "REMOVE" and record.removed_by_ttl:
-                return self.expire(record.entity_id)
-            return SKIPPED_STEP
         if record.entity != "ORDER" or record.event_name != "MODIFY" or record.old_status == record.new_status:
             return SKIPPED_STEP
         image = record.new_order()
@@ -374,16 +367,15 @@ class PaymentService:
         return StepOutcome(StepAction.REFUNDED, order_id, events)
 
     def sweep(self) -> list[StepOutcome]:
-        """The windows that closed more than the sweep's grace (PAYMENT_SWEEP_GRACE_SECONDS) ago on orders still PENDING_PAYMENT, each expired
-        as its TTL removal would have (`expire`: the intent read first). Run on a schedule; idempotent, so a sweep
-        racing the TTL's record, or another sweep, changes each order once. An order whose provider call fails is
-        left to the next sweep; the others go on, then the failure is raised (the run is counted failed)."""
+        """The windows that closed on orders still PENDING_PAYMENT, each expired (`expire`: the intent read first).
+        The only way a window closes: run on a schedule (every minute deployed), so an unpaid order expires within
+        its window and one interval. Idempotent, so two sweeps racing change each order once. An order whose
+        provider call fails is left to the next sweep; the others go on, then the failure is raised (the run is
+        counted failed)."""
         moment = self.now()
         paying = self.payment_settings()
-        due_by = clock.epoch(moment) - paying.sweep_grace_seconds
-        placed_before = clock.iso(
-            moment - timedelta(seconds=paying.payment_window_seconds + paying.sweep_grace_seconds)
-        )
+        due_by = clock.epoch(moment)
+        placed_before = clock.iso(moment - timedelta(seconds=paying.payment_window_seconds))
         outcomes: list[StepOutcome] = []
         failed: list[str] = []
         for order_id, closes_at in self.store.overdue(placed_before, per_shard=SWEEP_PER_SHARD):

@@ -603,7 +603,7 @@ class OrderPayments(Protocol):
     ) -> Settled:
         """PENDING_PAYMENT (as read, at its version; holding `intent_id` or no intent yet, when given) ->
         new_status: one conditional update of the order, in one transaction with the stock returns when
-        release_stock. The PAYMENT_DUE item is left to its TTL. STALE: the order changed since it was read."""
+        release_stock. STALE: the order changed since it was read."""
 
     def record_payment(
         self,
