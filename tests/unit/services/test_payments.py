@@ -19,7 +19,7 @@ from shop.services.orders import RequestedLine
 from shop.services.payments import PaymentService, StepAction
 from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel
 from tests.support.fake_payments import FakePayments
-from tests.support.memory_stream import MemoryStream
+from tests.support.memory_stream import MemoryChange, MemoryStream
 from tests.unit.services.test_orders import product, stock
 
 
@@ -269,6 +269,19 @@ def test_the_sweep_expires_an_order_once_its_window_closed(memory, fake_payments
     assert fake_payments.get_intent(intent).status.value == "canceled"
     assert payment_rules.sweep() == []  # a second sweep: nothing more
     assert payment_rules.expire(order_id).action is StepAction.SKIPPED
+
+
+def test_an_old_window_items_ttl_removal_is_no_step(memory, fake_payments):
+    """A `PAYMENT_DUE` item written before decision 075 is removed by its TTL on a stage upgraded since: no filter
+    lets its record through, and a replay that carries it anyway (an unfiltered `make replay`) changes nothing and
+    asks the provider nothing; the sweep expires its order like any other."""
+    order_id, _, pid = placed(memory, fake_payments)
+    before, asked = order(memory, order_id), len(fake_payments.calls)
+    removal = MemoryChange(
+        "REMOVE", "9", "ORDER_PAYMENT_DUE", order_id, {"order_id": order_id}, None, "2026-01-01T00:00:00Z", True
+    )
+    assert swept_at(memory, fake_payments, datetime.now(UTC)).handle(removal).action is StepAction.SKIPPED
+    assert (order(memory, order_id), stock(memory, pid), fake_payments.calls[asked:]) == (before, 8, [])
 
 
 def test_the_sweep_confirms_an_order_whose_authorisation_event_was_lost(memory, fake_payments):
