@@ -173,7 +173,7 @@ def cost(cap: dict[str, Any]) -> dict[str, Any]:
         if with_payments
         else round(COST_TARGET_USD - value - usd_per_million(PAYMENTS_BUDGET_WRU, 0), 4),
         "scope": "full life: placement + confirmation + its sales aggregation + one status change with its "
-        "stream effects + 3 reads" + (" + the payment's webhook, capture and window" if with_payments else ""),
+        "stream effects + 3 reads" + (" + the payment's webhook and capture" if with_payments else ""),
         "sales_aggregation_units_per_order": units(("sales_aggregation",)),
         "condition_check_wru_per_order": sum(
             parts[n].get("condition_checks", {}).get("wru", 0) for n in life_parts(parts) if parts.get(n)
