@@ -12,6 +12,26 @@ PRICES = {
     "usd_per_million_write_request_units": 0.625,
     "usd_per_million_read_request_units": 0.125,
 }
+# Provisioned capacity, for a shop at a steady rate (issue 38): capacity held per hour, sized so the units used are
+# UTILISATION of it (DynamoDB auto scaling's usual target); one WRU is one WCU for a second, one RRU one RCU.
+USD_PER_WCU_HOUR = 0.00065
+USD_PER_RCU_HOUR = 0.00013
+UTILISATION = 0.70
+PROVISIONED = {
+    "region": "us-east-1",
+    "usd_per_wcu_hour": USD_PER_WCU_HOUR,
+    "usd_per_rcu_hour": USD_PER_RCU_HOUR,
+    "utilisation": UTILISATION,
+}
+
+
+def provisioned_usd_per_million(wru: float, rru: float) -> float:
+    """What a million orders' units cost as provisioned capacity at UTILISATION, the orders spread evenly: a million
+    orders' units are that many unit-seconds, a 3,600th of it unit-hours at full use."""
+    held = 1_000_000 / 3600 / UTILISATION
+    return round(wru * held * USD_PER_WCU_HOUR + rru * held * USD_PER_RCU_HOUR, 4)
+
+
 ASSUMPTIONS = [
     "read request units = the CapacityUnits DynamoDB Local returns with ReturnConsumedCapacity=INDEXES; write "
     "request units are modelled per written item from the stream's old/new images (bench/model.py) because "
@@ -179,6 +199,9 @@ def cost(cap: dict[str, Any]) -> dict[str, Any]:
             parts[n].get("condition_checks", {}).get("wru", 0) for n in life_parts(parts) if parts.get(n)
         ),
         "placing_confirming_reading": usd_per_million(*place_confirm_read),
+        # the same units as provisioned capacity at 70 % utilisation: what a shop at a steady rate would pay
+        "provisioned_at_70_percent_usd": provisioned_usd_per_million(*full),
+        "provisioned_prices": PROVISIONED,
         "units_per_order": {"wru": full[0], "rru": full[1]},
         "units_placing_confirming_reading": {"wru": place_confirm_read[0], "rru": place_confirm_read[1]},
         "prices": PRICES,

@@ -105,6 +105,12 @@ def test_capacity_and_cost_have_their_breakdown(smoke):
     assert life["total_rcu"] > 0
     assert smoke["cost_per_million_orders_usd"]["value"] > 0
     assert smoke["cost_per_million_orders_usd"]["prices"]["usd_per_million_write_request_units"] > 0
+    cost = smoke["cost_per_million_orders_usd"]
+    units = cost["units_per_order"]
+    held = 1_000_000 / 3600 / cost["provisioned_prices"]["utilisation"]  # unit-hours per million orders' units
+    expected = units["wru"] * held * 0.00065 + units["rru"] * held * 0.00013
+    assert cost["provisioned_at_70_percent_usd"] == pytest.approx(expected, abs=1e-3)
+    assert 0 < cost["provisioned_at_70_percent_usd"] < cost["value"]  # at a steady rate, held capacity is cheaper
 
 
 def test_timings_are_ratios_with_their_numbers(smoke):
