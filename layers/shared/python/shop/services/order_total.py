@@ -18,7 +18,8 @@ The rules (docs/decisions.md, 074):
   free-shipping promotion applies. An option whose `max_weight_grams` the lines exceed is not available.
 - Tax is rounded once per line and once for shipping, half up, on what is charged for it (its total less its
   discount share): exclusive, `round_half_up(net * rate_bps / 10000)`; inclusive, the gross less its net
-  `round_half_up(gross * 10000 / (10000 + rate_bps))`. Shipping is taxed at the destination's rate.
+  `round_half_up(gross * 10000 / (10000 + rate_bps))`. Shipping is taxed at the destination's rate. A destination
+  the shop has no rate for is taxed 0, and the total says so (`rate_bps` None).
 - `total = subtotal - discount + shipping + (tax unless prices include it)`.
 """
 
@@ -126,7 +127,7 @@ class Total:
     tax_cents: int  # the lines' and the shipping's
     total_cents: int
     prices_include_tax: bool
-    rate_bps: int
+    rate_bps: int | None  # None: the shop has no rate for the destination (tax 0, stated as such)
     shipping_option: ShippingOption | None
     shipping_available: bool  # False: the lines weigh more than the option carries
     promotions: tuple[AppliedPromotion, ...]
@@ -145,15 +146,16 @@ def price(
     lines: Sequence[LineToPrice],
     *,
     shipping: ShippingOption | None,
-    rate_bps: int,
+    rate_bps: int | None,
     promotions: Sequence[Promotion] = (),
     prices_include_tax: bool = False,
 ) -> Total:
-    """The order's total for these lines (see the module's rules). `rate_bps` is the destination's rate (0 when
-    the shop has none for it); `shipping` None charges no shipping. The lines are of distinct `line_id`s (a cart
+    """The order's total for these lines (see the module's rules). `rate_bps` is the destination's rate, None when
+    the shop has none for it (tax 0); `shipping` None charges no shipping. The lines are of distinct `line_id`s (a cart
     holds one line per variant); ValueError otherwise."""
     if len({line.line_id for line in lines}) != len(lines):
         raise ValueError("two lines of one line_id: merge them first")
+    rate = rate_bps or 0
     totals = [line_total(line.unit_price_cents, line.quantity) for line in lines]
     subtotal = sum(totals)
     discount = 0
@@ -194,11 +196,11 @@ def price(
             unit_price_cents=line.unit_price_cents,
             line_total_cents=total,
             discount_cents=share,
-            tax_cents=tax_on(total - share, rate_bps, included=prices_include_tax),
+            tax_cents=tax_on(total - share, rate, included=prices_include_tax),
         )
         for line, total, share in zip(lines, totals, shares, strict=True)
     )
-    shipping_tax = tax_on(shipping_cents, rate_bps, included=prices_include_tax)
+    shipping_tax = tax_on(shipping_cents, rate, included=prices_include_tax)
     tax = sum(line.tax_cents for line in priced) + shipping_tax
     return Total(
         lines=priced,

@@ -177,7 +177,7 @@ def _total_cents(lines: list[OrderLine]) -> int:
     return price(
         [LineToPrice(line.product_id, line.unit_price_cents, line.quantity) for line in lines],
         shipping=None,
-        rate_bps=0,
+        rate_bps=None,
     ).total_cents
 
 
