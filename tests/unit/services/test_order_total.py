@@ -294,6 +294,28 @@ def test_a_unit_not_bought_cannot_be_returned_nor_two_lines_share_an_id():
         price([_line("a", 100), _line("a", 200)], shipping=None, rate_bps=0)
 
 
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Promotion("p", PromotionKind.PERCENT, 0), "1 to 100, not 0"),
+        (lambda: Promotion("p", PromotionKind.PERCENT, 101), "1 to 100, not 101"),
+        (lambda: Promotion("p", PromotionKind.FIXED, -1), "never negative: -1"),
+        (lambda: Promotion("p", PromotionKind.FIXED, 100, min_subtotal_cents=-1), "minimum subtotal"),
+        (lambda: ShippingOption("s", "S", -1), "shipping price"),
+        (lambda: ShippingOption("s", "S", 100, free_over_cents=-1), "free-over"),
+        (lambda: ShippingOption("s", "S", 100, max_weight_grams=-1), "weight limit"),
+        (lambda: _line("a", -1), "unit price"),
+        (lambda: _line("a", 100, quantity=0), "at least one unit, not 0"),
+        (lambda: _line("a", 100, grams=-5), "weight is never negative"),
+        (lambda: price([_line("a", 100)], shipping=None, rate_bps=-1), "tax rate is never negative"),
+    ],
+)
+def test_an_input_no_schema_admits_is_refused_never_priced(build, message):
+    """A negative discount would raise a total, a zero quantity divide a refund by zero: never priced."""
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
 def test_a_destination_without_a_rate_is_taxed_nothing_and_says_so():
     total = price([_line("a", 1000)], shipping=ShippingOption("std", "Standard", 500), rate_bps=None)
     assert (total.rate_bps, total.tax_cents, total.total_cents) == (None, 0, 1500)

@@ -62,6 +62,12 @@ def largest_remainder(amount: int, weights: Sequence[int]) -> list[int]:
     return shares
 
 
+def _require(holds: bool, what: str) -> None:
+    """The inputs' preconditions: the schemas that build them enforce the same, so only a caller's bug fails one."""
+    if not holds:
+        raise ValueError(what)
+
+
 class PromotionKind(StrEnum):
     PERCENT = "percent"
     FIXED = "fixed"
@@ -79,6 +85,13 @@ class Promotion:
     min_subtotal_cents: int = 0
     code: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.kind is PromotionKind.PERCENT:
+            _require(1 <= self.value <= 100, f"a percent promotion takes 1 to 100, not {self.value}")
+        else:
+            _require(self.value >= 0, f"a promotion's value is never negative: {self.value}")
+        _require(self.min_subtotal_cents >= 0, "a minimum subtotal is never negative")
+
 
 @dataclass(frozen=True)
 class ShippingOption:
@@ -87,6 +100,11 @@ class ShippingOption:
     price_cents: int
     free_over_cents: int | None = None
     max_weight_grams: int | None = None
+
+    def __post_init__(self) -> None:
+        _require(self.price_cents >= 0, "a shipping price is never negative")
+        _require(self.free_over_cents is None or self.free_over_cents >= 0, "a free-over threshold is never negative")
+        _require(self.max_weight_grams is None or self.max_weight_grams >= 0, "a weight limit is never negative")
 
 
 @dataclass(frozen=True)
@@ -97,6 +115,11 @@ class LineToPrice:
     unit_price_cents: int
     quantity: int
     weight_grams: int = 0
+
+    def __post_init__(self) -> None:
+        _require(self.unit_price_cents >= 0, "a unit price is never negative")
+        _require(self.quantity >= 1, f"a line holds at least one unit, not {self.quantity}")
+        _require(self.weight_grams >= 0, "a weight is never negative")
 
 
 @dataclass(frozen=True)
@@ -153,8 +176,8 @@ def price(
     """The order's total for these lines (see the module's rules). `rate_bps` is the destination's rate, None when
     the shop has none for it (tax 0); `shipping` None charges no shipping. The lines are of distinct `line_id`s (a cart
     holds one line per variant); ValueError otherwise."""
-    if len({line.line_id for line in lines}) != len(lines):
-        raise ValueError("two lines of one line_id: merge them first")
+    _require(len({line.line_id for line in lines}) == len(lines), "two lines of one line_id: merge them first")
+    _require(rate_bps is None or rate_bps >= 0, f"a tax rate is never negative: {rate_bps}")
     rate = rate_bps or 0
     totals = [line_total(line.unit_price_cents, line.quantity) for line in lines]
     subtotal = sum(totals)
