@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from shop.models.pricing import line_total
 
@@ -122,8 +123,9 @@ class LineToPrice:
         _require(self.weight_grams >= 0, "a weight is never negative")
 
 
-@dataclass(frozen=True)
-class PricedLine:
+# The results are NamedTuples, the inputs dataclasses (they validate): a frozen dataclass costs the orders
+# function's import about 0.8 ms to define, a NamedTuple a tenth of it.
+class PricedLine(NamedTuple):
     line_id: str
     quantity: int
     unit_price_cents: int
@@ -132,16 +134,14 @@ class PricedLine:
     tax_cents: int
 
 
-@dataclass(frozen=True)
-class AppliedPromotion:
+class AppliedPromotion(NamedTuple):
     promotion_id: str
     kind: PromotionKind
     code: str | None
     discount_cents: int  # off the lines, or the shipping a free-shipping promotion waived
 
 
-@dataclass(frozen=True)
-class Total:
+class Total(NamedTuple):
     lines: tuple[PricedLine, ...]
     subtotal_cents: int
     discount_cents: int
@@ -242,8 +242,7 @@ def price(
     )
 
 
-@dataclass(frozen=True)
-class Refund:
+class Refund(NamedTuple):
     lines: dict[str, int]  # line_id -> cents refunded for its units returned now
     shipping_cents: int  # what was paid for shipping, with the return that takes the last unit only
     total_cents: int
