@@ -173,6 +173,19 @@ class PaymentNotHeld(Conflict):
         )
 
 
+class ShippingCountryTaken(Conflict):
+    """A zone given a country another zone ships to: a destination is in one zone at most."""
+
+    code = "SHIPPING_COUNTRY_TAKEN"
+
+    def __init__(self, taken: dict[str, str]) -> None:
+        super().__init__("a country is in another shipping zone", {"countries": taken})
+
+
+class TooManyShippingZones(Conflict):
+    code = "SHIPPING_ZONE_LIMIT"
+
+
 class VersionMismatch(DomainError):
     code = "VERSION_MISMATCH"
 
@@ -208,6 +221,16 @@ class InvalidRequest(DomainError):
     """A request that breaks the schema (details list the fields) or a rule the schema cannot express."""
 
     code = "VALIDATION_ERROR"
+
+
+class ShippingUnavailable(InvalidRequest):
+    """The shop ships nothing to the destination, or not by the option asked for: 422 as the contract says, though
+    it depends on the shop's settings."""
+
+    code = "SHIPPING_UNAVAILABLE"
+
+    def __init__(self, message: str, country: str, option_id: str | None) -> None:
+        super().__init__(message, {"country": country, "shipping_option_id": option_id})
 
 
 class StockLimitExceeded(InvalidRequest):

@@ -389,6 +389,32 @@ def sales_cutover_key(release: str) -> Key:
 
 # -- online migrations -------------------------------------------------------------------
 # One partition per migration: its done record and one checkpoint per Scan segment of a run.
+# The checkout's settings: shipping zones and tax rates in one partition, read whole on a cache miss; its VERSION
+# item counts the edits, and copies of it under CHECKOUT_VERSION_SHARDS partitions of their own let every quote and
+# placement check its cached copy with one read that no single key carries at a flash sale's rate.
+CHECKOUT_PK = "CHECKOUT"
+CHECKOUT_VERSION_SK = "VERSION"
+SHIPPING_ZONE_PREFIX = "ZONE#"
+TAX_RATE_PREFIX = "TAX#"
+CHECKOUT_VERSION_SHARD_PREFIX = "CHECKOUT_VERSION#"
+
+
+def checkout_version_key() -> Key:
+    return {PK: CHECKOUT_PK, SK: CHECKOUT_VERSION_SK}
+
+
+def checkout_version_shard_key(shard: int) -> Key:
+    return {PK: f"{CHECKOUT_VERSION_SHARD_PREFIX}{shard}", SK: CHECKOUT_VERSION_SK}
+
+
+def shipping_zone_key(zone_id: str) -> Key:
+    return {PK: CHECKOUT_PK, SK: f"{SHIPPING_ZONE_PREFIX}{zone_id}"}
+
+
+def tax_rate_key(country: str) -> Key:
+    return {PK: CHECKOUT_PK, SK: f"{TAX_RATE_PREFIX}{country}"}
+
+
 MIGRATION_PK_PREFIX = "MIGRATION#"
 MIGRATION_SK = "MIGRATION"
 MIGRATION_SEGMENT_PREFIX = "SEGMENT#"

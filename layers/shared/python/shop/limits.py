@@ -120,3 +120,17 @@ MAX_UNPAID_LIMIT = 10_000
 STRIPE_NETWORK_RETRIES = 2
 # The longest provider event id the shop accepts (Stripe's are about 30 characters).
 MAX_PAYMENT_EVENT_ID_LENGTH = 255
+
+# The checkout's settings (shipping zones and tax rates, PUT by an admin; docs/decisions.md, 076).
+MAX_SHIPPING_ZONES = 50  # zones of one shop: the settings' partition is read whole on a cache miss
+MAX_ZONE_COUNTRIES = 250  # every ISO 3166-1 country fits one zone (a "rest of the world")
+MAX_ZONE_OPTIONS = 10
+MAX_SHIPPING_NAME_LENGTH = 100  # a zone's or an option's name
+MAX_TAX_REGIONS = 100  # subdivisions with a rate of their own, per country
+MAX_RATE_BPS = 10_000  # a tax rate in basis points: 100 %
+MAX_WEIGHT_GRAMS = 1_000_000
+# Copies of the settings' version a quote or a placement checks its cached settings against, each in its own
+# partition: at 10,000 checkouts a second one copy takes 1,250 strongly consistent reads, under a key's 3,000.
+CHECKOUT_VERSION_SHARDS = 8
+# Edits of the settings serialise on its version; an edit that loses to another this many times answers 503.
+CHECKOUT_EDIT_ATTEMPTS = 3

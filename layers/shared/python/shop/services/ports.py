@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
     from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
     from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
     from shop.models.categories import Category
+    from shop.models.checkout import CheckoutSettings, ShippingZone, TaxRate
     from shop.models.orders import (
         OrderPaymentSummary,
         PaymentDispute,
@@ -146,6 +147,23 @@ class ProductPrices(Protocol):
 
     def current_prices(self, product_ids: list[str]) -> dict[str, CataloguePrice]:
         """Name and price of the products that exist, by id."""
+
+
+class CheckoutSettingsStore(Protocol):
+    """Shipping zones and tax rates (shop.repository.checkout_settings), edited one at a time under a version."""
+
+    def edit_id(self, shard: int) -> str | None:
+        """The latest edit's id as copy `shard` holds it, strongly consistent (None: never edited)."""
+        ...
+
+    def snapshot(self) -> CheckoutSettings: ...
+
+    def put_zone(self, zone: ShippingZone, *, read_version: int) -> int:
+        """Writes the zone as the edit after `read_version`; the new version. VersionMismatch when another edit
+        came first."""
+        ...
+
+    def put_rate(self, rate: TaxRate, *, read_version: int) -> int: ...
 
 
 class CustomerStore(Protocol):

@@ -1,0 +1,126 @@
+"""The checkout's settings as the rules use them: the admin's edits of zones and rates, the snapshot every quote and
+placement prices with, and where an order ships by (docs/decisions.md, 076).
+
+A snapshot is kept by this instance and checked before each use with one strongly consistent read of one of the
+version's copies (a random one, so that no key carries a flash sale's every checkout): a price is never charged
+after the edit that changed it was answered, and the partition is read again only after an edit.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shop import clock, errors
+from shop.limits import CHECKOUT_EDIT_ATTEMPTS, CHECKOUT_VERSION_SHARDS, MAX_SHIPPING_ZONES
+from shop.models import ShippingAddress
+from shop.models.checkout import CheckoutSettings, ShippingOptionSetting, ShippingZone, TaxRate
+from shop.services.actor import Actor
+from shop.services.ports import CheckoutSettingsStore
+
+
+def _any_copy() -> int:
+    return random.randrange(CHECKOUT_VERSION_SHARDS)
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where an order ships and what it is charged for it: the zone's option it ships by (None: the shop has no
+    zones, so it charges no shipping), the options it could ship by, and the destination's tax rate (None: the shop
+    has none for its country, tax 0)."""
+
+    country: str
+    region: str | None
+    zone_id: str | None
+    option: ShippingOptionSetting | None
+    options: tuple[ShippingOptionSetting, ...]
+    rate_bps: int | None
+
+
+def destination(settings: CheckoutSettings, address: ShippingAddress, option_id: str | None) -> Destination:
+    """The destination of `address` under `settings`, shipped by `option_id` or by its zone's first option.
+
+    A shop with no zones ships everywhere at no charge (and `option_id` names nothing); once it has one, a country
+    no zone covers, or an option its zone lacks, is ShippingUnavailable (422)."""
+    country, region = address.country, address.region
+    rate = settings.rate_for(country, region)
+    if not settings.zones:
+        if option_id is not None:
+            raise errors.ShippingUnavailable("the shop has no shipping options", country, option_id)
+        return Destination(country, region, None, None, (), rate)
+    zone = settings.zone_for(country)
+    if zone is None:
+        raise errors.ShippingUnavailable(f"the shop does not ship to {country}", country, option_id)
+    if option_id is None:
+        option = zone.options[0]
+    else:
+        found = next((option for option in zone.options if option.option_id == option_id), None)
+        if found is None:
+            raise errors.ShippingUnavailable(f"{option_id!r} does not ship to {country}", country, option_id)
+        option = found
+    return Destination(country, region, zone.zone_id, option, tuple(zone.options), rate)
+
+
+class CheckoutSettingsService:
+    def __init__(self, store: CheckoutSettingsStore, *, copy: Callable[[], int] = _any_copy) -> None:
+        self.store = store
+        self._copy = copy
+        self._kept = CheckoutSettings()
+
+    def current(self) -> CheckoutSettings:
+        """The settings as of the latest edit: the kept snapshot when one copy of the version names its edit (one
+        strongly consistent GetItem), else the partition read again (one Query), then kept."""
+        edit_id = self.store.edit_id(self._copy())
+        kept = self._kept
+        if kept.edit_id == edit_id:
+            return kept
+        self._kept = fresh = self.store.snapshot()
+        return fresh
+
+    def put_zone(
+        self, actor: Actor, zone_id: str, *, name: str, countries: list[str], options: list[ShippingOptionSetting]
+    ) -> ShippingZone:
+        """The zone as given, replacing the one of its id. A country another zone ships to is ShippingCountryTaken;
+        a zone beyond MAX_SHIPPING_ZONES is TooManyShippingZones."""
+        actor.require_admin()
+        zone = ShippingZone(
+            zone_id=zone_id, name=name, countries=countries, options=options, updated_at=clock.iso_now()
+        )
+        for _ in range(CHECKOUT_EDIT_ATTEMPTS):
+            settings = self.store.snapshot()
+            taken = {
+                country: other.zone_id
+                for other in settings.zones
+                if other.zone_id != zone_id
+                for country in other.countries
+                if country in countries
+            }
+            if taken:
+                raise errors.ShippingCountryTaken(taken)
+            is_new = all(other.zone_id != zone_id for other in settings.zones)
+            if is_new and len(settings.zones) >= MAX_SHIPPING_ZONES:
+                raise errors.TooManyShippingZones(f"a shop has at most {MAX_SHIPPING_ZONES} shipping zones")
+            try:
+                self.store.put_zone(zone, read_version=settings.version)
+            except errors.VersionMismatch:
+                continue
+            return zone
+        raise errors.ServiceUnavailable("the checkout's settings are being edited, retry")
+
+    def put_rate(self, actor: Actor, country: str, *, rate_bps: int, regions: dict[str, int]) -> TaxRate:
+        """The country's tax rate (and its subdivisions' own), replacing what it had."""
+        actor.require_admin()
+        rate = TaxRate(country=country, rate_bps=rate_bps, regions=regions, updated_at=clock.iso_now())
+        for _ in range(CHECKOUT_EDIT_ATTEMPTS):
+            settings = self.store.snapshot()
+            try:
+                self.store.put_rate(rate, read_version=settings.version)
+            except errors.VersionMismatch:
+                continue
+            return rate
+        raise errors.ServiceUnavailable("the checkout's settings are being edited, retry")
+
+    def zone_for(self, country: str) -> ShippingZone | None:
+        """The zone shipping to `country`, as of the latest edit."""
+        return self.current().zone_for(country)
