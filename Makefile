@@ -27,6 +27,8 @@ PAYMENTS ?= stripe
 # CANCELLED). `make synth`/`make dev CAPTURE=on_confirm` synthesize with -c capture=on_confirm: CAPTURE on the functions
 # that take payments and payment_steps' filters for it, which `make dev` runs (docs/deploy.md, "Synthesize only")
 CAPTURE ?= on_ship
+# `make dev PRICES_INCLUDE_TAX=true`: the catalogue's prices include tax (what `-c prices_include_tax=true` deploys)
+PRICES_INCLUDE_TAX ?= false
 ORDER ?=
 CARD ?=
 
@@ -156,7 +158,7 @@ openapi: setup
 # `make dev FUNCTION_ENV="STATUS_SHARDS=4 STATUS_SHARDS_NEXT=16"`: variables of every function overridden (a switch's phase).
 dev: setup synth
 	$(PY) -m local_runtime dev --port $(PORT) --dynamodb-port $(DYNAMODB_PORT) --ttl-interval $(TTL_INTERVAL) \
-	  --schedule-interval $(SCHEDULE_INTERVAL) --payments $(PAYMENTS) --capture $(CAPTURE) $(if $(FRESH),--fresh,) $(if $(V),-v,) $(foreach pair,$(FUNCTION_ENV),--env $(pair))
+	  --schedule-interval $(SCHEDULE_INTERVAL) --payments $(PAYMENTS) --capture $(CAPTURE) --env PRICES_INCLUDE_TAX=$(PRICES_INCLUDE_TAX) $(if $(FRESH),--fresh,) $(if $(V),-v,) $(foreach pair,$(FUNCTION_ENV),--env $(pair))
 
 # Pay an order of the running `make dev` through localstripe: `make -s pay ORDER=<id> [CARD=declined]`
 # (docs/payments.md, "Local runs"). pm_card_visa authorises; CARD=declined is a card localstripe declines.
@@ -219,7 +221,7 @@ clean:
 HELP := \
   'help|this list' \
   'setup|.venv from the pinned locks and node_modules (npm ci); every other target runs it first' \
-  'dev|the whole backend on http://127.0.0.1:3000, Ctrl-C stops it [PORT= DYNAMODB_PORT= FRESH=1 V=1 PAYMENTS=none SCHEDULE_INTERVAL=]' \
+  'dev|the whole backend on http://127.0.0.1:3000, Ctrl-C stops it [PORT= DYNAMODB_PORT= FRESH=1 V=1 PAYMENTS=none PRICES_INCLUDE_TAX=true SCHEDULE_INTERVAL=]' \
   'pay|pay an order of the running make dev through localstripe: make -s pay ORDER=<id> [CARD=declined]' \
   'logs|follow the function logs of the running make dev, one readable line each [RAW=1]' \
   'token|a bearer token for the local gateway: make -s token SUB=<id> [GROUPS=admin]' \

@@ -632,7 +632,7 @@ def partition_heat(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     from infra.settings import DEFAULT_STATUS_SHARDS
     from shop import clock, keys
     from shop.config import settings
-    from shop.limits import SALES_TOP_SHARDS
+    from shop.limits import CHECKOUT_VERSION_SHARDS, SALES_TOP_SHARDS
 
     store = ctx["store"]
     table = store.create_table("bench-heat")
@@ -677,6 +677,8 @@ def partition_heat(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     shard_counts[family(keys.stock_shard_key("P", 0)[keys.PK], {"P": "product"})] = FLASH_SHARDS
     day = clock.iso_now()[:10]  # the sample's top-list entries are under today's date
     shard_counts[family(keys.sales_top_pk(day, 0), {})] = SALES_TOP_SHARDS
+    # every checkout reads one random copy of the checkout settings' version (decision 076)
+    shard_counts[family(keys.checkout_version_shard_key(0)[keys.PK], {})] = CHECKOUT_VERSION_SHARDS
     mixes: dict[str, Any] = {}
     misses: list[str] = []
     for name, mix in MIXES.items():

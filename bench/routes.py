@@ -25,6 +25,17 @@ CATEGORY = "bench-tools"
 LOW_CATEGORY = "bench-low-stock"  # products whose stock alerts GET /admin/alerts lists
 SUBCATEGORY = "bench-drills"  # under bench-tools: its products are listed under both
 ADDRESS = {"name": "Alice", "line1": "1 Main St", "city": "Springfield", "postal_code": "12345", "country": "US"}
+# The shop's shipping and tax (decision 076): every order of the run ships to a zone, by its express option when it
+# names one, and is taxed, so the order's life carries the breakdown a shop's orders carry.
+ZONE = {
+    "name": "Bench",
+    "countries": ["US", "CA"],
+    "options": [
+        {"option_id": "standard", "name": "Standard", "price_cents": 499, "free_over_cents": 10000},
+        {"option_id": "express", "name": "Express", "price_cents": 1499},
+    ],
+}
+TAX_RATE = {"rate_bps": 600, "regions": {"US-CA": 725}}
 PAGE = 5  # list routes are read with ?limit=5 over lists holding more than 5 items
 
 # Calls on the success path as docs/access-patterns.md states them (reads are the quality target).
@@ -424,16 +435,22 @@ class Scenario:
         session_id = created.body["session_id"] if created is not None and created.status == 201 else "missing"
         self.call("", "PUT", f"/sessions/{session_id}/cart/{p[4]}", None, 200, body={"quantity": 2})
         self.call("", "GET", f"/sessions/{session_id}", None, 200)
-        log("round trips: the life of a 3-line order")
-        self.drain(None)
+        log("round trips: shipping and tax, a quote")
+        self.call("", "PUT", "/shipping/zones/bench", ADMIN, 200, body=ZONE)
+        self.call("", "PUT", "/tax/rates/US", ADMIN, 200, body=TAX_RATE)
+        self.call("", "GET", "/shipping/options", None, 200, query={"country": "US"})
         order_body = {
             "lines": [
                 {"product_id": p[1], "quantity": 1},
                 {"product_id": p[2], "quantity": 2},
                 {"product_id": p[3], "quantity": 1},
             ],
-            "shipping_address": ADDRESS,
+            "shipping_address": {**ADDRESS, "region": "US-CA"},
+            "shipping_option_id": "express",
         }
+        self.call("", "POST", "/checkout/quote", None, 200, body=order_body)
+        log("round trips: the life of a 3-line order")
+        self.drain(None)
         key = f"bench-{uuid.uuid4()}"
         placed = self.call("", "POST", "/orders", ALICE, 201, body=order_body, headers={"Idempotency-Key": key})
         order_id = placed.body.get("order_id") if placed is not None and placed.status == 201 else None

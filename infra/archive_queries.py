@@ -25,11 +25,12 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("archived_at", "string"),
     (
         "lines",
-        "array<struct<product_id:string,name:string,unit_price_cents:bigint,quantity:int,line_total_cents:bigint>>",
+        "array<struct<product_id:string,name:string,unit_price_cents:bigint,quantity:int,line_total_cents:bigint,"
+        "discount_cents:bigint,tax_cents:bigint>>",
     ),
     (
         "shipping_address",
-        "struct<name:string,line1:string,line2:string,city:string,postal_code:string,country:string>",
+        "struct<name:string,line1:string,line2:string,city:string,postal_code:string,country:string,region:string>",
     ),
     (
         "history",
@@ -39,6 +40,16 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("shipment", "struct<carrier:string,tracking_number:string,shipped_at:string>"),
     ("payment_expires_at", "string"),  # RFC 3339 while PENDING_PAYMENT: null in every archived (final) order
     ("shipped_without_payment", "boolean"),  # shipped after its card authorisation lapsed (ship_without_payment)
+    # The total's breakdown (version 4; orders archived before it read their defaults: no shipping, tax or discount)
+    ("subtotal_cents", "bigint"),
+    ("discount_cents", "bigint"),
+    ("shipping_cents", "bigint"),
+    ("shipping_tax_cents", "bigint"),
+    ("tax_cents", "bigint"),
+    ("prices_include_tax", "boolean"),
+    ("tax_rate_bps", "int"),
+    ("currency", "string"),
+    ("shipping_option", "struct<zone_id:string,option_id:string,name:string,price_cents:bigint>"),
 )
 # The key's partition folders (strings: zero-padded as the archive writes them).
 PARTITION_KEYS: tuple[str, ...] = ("year", "month", "day")

@@ -55,7 +55,7 @@ def _fingerprint(arch: str, layer: str = "deps") -> str:
 # tests/functions/test_trimmed_layers.py. Its digest is here so that a new plan changes this file (bench/coldstart.py
 # keys its layer stand-ins by this file's bytes) and a hand edit of the plan is caught.
 TRIMS_FILE = ROOT / "infra" / "layer_trims.json"
-TRIMS_DIGEST = "37f8fde938152bc3bf3a8eed85dfa9573a5aa3fa3da6c50b3146ccab0d66af44"
+TRIMS_DIGEST = "3bd2d51b704728d667aecdc25859a5130e413cc71a6196a2867f306e2df55e01"
 # Files no interpreter loads, dropped wherever they are: type stubs, C sources of compiled extensions.
 NEVER_LOADED = ("*.pyi", "py.typed", "*.c")
 # Swagger UI's bundled assets (1.7 MB), read only by the `/swagger` route `enable_swagger()` adds; the shop never

@@ -510,6 +510,8 @@ class DeployConfig:
     # (the default) or at CONFIRMED with a refund at CANCELLED; CAPTURE on the functions that take payments and
     # payment_steps' filters (payment_step_filters)
     capture: str = "on_ship"
+    # `-c prices_include_tax=true`: the catalogue's prices include tax (PRICES_INCLUDE_TAX on every function)
+    prices_include_tax: bool = False
 
     @property
     def protected(self) -> bool:
@@ -589,6 +591,9 @@ class DeployConfig:
                 f"context capture must be one of {', '.join(limits.CAPTURE_MODES)} (when the authorised amount is "
                 f"captured: at SHIPPED, or at CONFIRMED with a refund at CANCELLED), got {capture!r}"
             )
+        include_tax = text("prices_include_tax") or "false"
+        if include_tax not in ("true", "false"):
+            raise ValueError(f"context prices_include_tax must be true or false, got {include_tax!r}")
         if capture != limits.DEFAULT_CAPTURE and payments == "none":
             raise ValueError(
                 f"context capture={capture} needs -c payments=stripe: with payments off nothing is captured"
@@ -623,6 +628,7 @@ class DeployConfig:
             payments=payments,
             currency=currency,
             capture=capture,
+            prices_include_tax=include_tax == "true",
         )
         if config.protected:
             config.require_protected_settings()

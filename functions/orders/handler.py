@@ -9,27 +9,42 @@ lean_init.begin()  # lazy Powertools packages, no cyclic GC until lean_init.done
 # isort: split
 from typing import Annotated
 
-from aws_lambda_powertools.event_handler.openapi.params import Header, Query
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
 
 from shop import errors, wiring
+from shop.http_api import checkout_schemas as c
 from shop.http_api import order_schemas as s
+from shop.http_api.countries import known_country, with_country_enum
 from shop.http_api.errors import PreconditionRequired
 from shop.http_api.etags import IfMatch, etag, expected_version
 from shop.http_api.idempotency import IdempotentOperation
 from shop.http_api.observability import count, lambda_handler
 from shop.http_api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, OrderId, ProductId, Request, caller
+from shop.http_api.placement_records import answer_of, kept
 from shop.http_api.resolver import create_app, declare, json_response
 from shop.http_api.schemas import given
-from shop.limits import MAX_QUANTITY, MAX_SALES_DAYS, RETURN_WINDOW_DAYS
+from shop.limits import MAX_ID_LENGTH, MAX_QUANTITY, MAX_SALES_DAYS, RETURN_WINDOW_DAYS
 from shop.models import OrderStatus, ShippingAddress
+from shop.models.checkout import ShippingOptionSetting
 from shop.services.actor import Actor
 from shop.services.orders import RequestedLine, ShipmentIn
 
 app = create_app("orders")
 orders = wiring.order_service()  # each on the function's table (shop.wiring)
+checkout = orders.checkout  # the checkout's settings: one kept snapshot for the quote, the placement and the edits
 sales = wiring.sales_service()
 idempotency_records = wiring.idempotency_records()
 TAGS = ["orders"]
+CHECKOUT_TAGS = ["checkout"]
+ZoneId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH)]
+Country = Annotated[
+    str,
+    Path(pattern=r"^[A-Z]{2}$", description="ISO 3166-1 alpha-2 code, e.g. DE", json_schema_extra=with_country_enum),
+]
+CountryQuery = Annotated[
+    str,
+    Query(pattern=r"^[A-Z]{2}$", description="ISO 3166-1 alpha-2 code, e.g. DE", json_schema_extra=with_country_enum),
+]
 SALES_TAGS = ["sales"]
 # A calendar date: the pattern bounds year, month and day; `format: date` (RFC 3339 full-date) says the rest
 # (no 2026-02-30), which the service checks (422). Years from 1000, as Python's dates need.
@@ -73,10 +88,11 @@ def _place(*, request: dict, actor: Actor, body: s.OrderIn) -> dict:
         session_id=given(body.session_id),
         customer_cart=given(body.cart) == "customer",
         idempotency_key=request["key"],
+        shipping_option_id=given(body.shipping_option_id),
     )
     count("OrdersPlaced")
     count("OrderValueCents", order.total_cents)
-    return placed_answer(order)
+    return kept(placed_answer(order))
 
 
 def placed_answer(order) -> dict:
@@ -147,7 +163,7 @@ def place_order(
 ):
     actor = caller(request)
     try:
-        placed = placement(
+        record = placement(
             idempotency_records,
             key=f"{actor.sub}\n{idempotency_key}",
             payload=body.model_dump(mode="json"),
@@ -158,6 +174,7 @@ def place_order(
     except errors.OutOfStock:
         count("OutOfStockRejections")
         raise
+    placed = answer_of(record)
     return json_response(201, placed, {"ETag": f'"{placed["version"]}"'})
 
 
@@ -403,6 +420,146 @@ def list_customer_orders(
 ):
     page = orders.list_for_customer(caller(request), customer_id, limit=limit, next_token=next_token)
     return json_response(200, page)
+
+
+@app.post(
+    "/checkout/quote",
+    summary="What POST /orders with this body would store now: the lines and the total's breakdown, nothing written",
+    description="Priced by the function that prices the order: the catalogue's prices (a session cart's lines at "
+    "the prices they were set with, as its checkout starts), the destination's shipping option and tax rate as of "
+    "the latest edit. An order placed from the same body meanwhile stores the same lines and total unless a price, "
+    "a shipping option or a tax rate was edited in between.",
+    responses=declare(
+        200,
+        c.Quote,
+        404,
+        409,
+        body=True,
+        errors_described={
+            404: "PRODUCT_NOT_FOUND or SESSION_NOT_FOUND",
+            409: "CART_EMPTY, PRODUCT_UNAVAILABLE (an archived product)",
+            422: "VALIDATION_ERROR (lines of one product adding up to more than "
+            f"{MAX_QUANTITY}, a region not of the address's country), SHIPPING_UNAVAILABLE (no zone ships to the "
+            "country, or the option named is not its zone's)",
+        },
+    ),
+    tags=CHECKOUT_TAGS,
+)
+def quote_checkout(body: c.QuoteIn):
+    lines = given(body.lines)
+    quote = orders.quote(
+        address=ShippingAddress.model_validate(body.shipping_address.model_dump()),
+        lines=[RequestedLine(line.product_id, line.quantity) for line in lines] if lines else None,
+        session_id=given(body.session_id),
+        shipping_option_id=given(body.shipping_option_id),
+    )
+    total, option = quote.total, quote.where.option
+    answer = c.Quote(
+        lines=quote.lines,
+        subtotal_cents=total.subtotal_cents,
+        discount_cents=total.discount_cents,
+        shipping_cents=total.shipping_cents,
+        shipping_tax_cents=total.shipping_tax_cents,
+        tax_cents=total.tax_cents,
+        total_cents=total.total_cents,
+        currency=quote.currency,
+        prices_include_tax=total.prices_include_tax,
+        tax_rate_bps=total.rate_bps,
+        shipping_option=(
+            None
+            if option is None or quote.where.zone_id is None
+            else c.OrderShipping(
+                zone_id=quote.where.zone_id,
+                option_id=option.option_id,
+                name=option.name,
+                price_cents=option.price_cents,
+            )
+        ),
+        shipping_options=[
+            c.QuotedOption(
+                option_id=each.option_id,
+                name=each.name,
+                price_cents=quote.shipping_prices[each.option_id],
+                free_over_cents=each.free_over_cents,
+            )
+            for each in quote.where.options
+        ],
+    )
+    return json_response(200, answer)
+
+
+@app.get(
+    "/shipping/options",
+    summary="The shipping options a country is shipped to by, at their list prices (public)",
+    responses=declare(200, c.ShippingOptions, errors_described={422: "VALIDATION_ERROR: not an ISO 3166-1 code"}),
+    tags=CHECKOUT_TAGS,
+)
+def list_shipping_options(country: CountryQuery):
+    known_country(country)
+    zone = checkout.zone_for(country)
+    found = c.ShippingOptions(
+        country=country, zone_id=zone.zone_id if zone else None, options=zone.options if zone else []
+    )
+    return json_response(200, found)
+
+
+@app.put(
+    "/shipping/zones/<zone_id>",
+    summary="Create or replace a shipping zone: its countries and options (admin)",
+    responses=declare(
+        200,
+        c.ShippingZone,
+        401,
+        403,
+        409,
+        body=True,
+        errors_described={
+            409: "SHIPPING_COUNTRY_TAKEN (details.countries: each country another zone ships to, with that zone's "
+            "id), SHIPPING_ZONE_LIMIT (the shop has its most zones)",
+        },
+    ),
+    tags=CHECKOUT_TAGS,
+)
+def put_shipping_zone(zone_id: ZoneId, body: c.ShippingZoneIn, request: Request):
+    zone = checkout.put_zone(
+        caller(request),
+        zone_id,
+        name=body.name,
+        countries=list(body.countries),
+        options=[ShippingOptionSetting.model_validate(option.model_dump()) for option in body.options],
+    )
+    return json_response(200, zone)
+
+
+@app.put(
+    "/tax/rates/<country>",
+    summary="Set a country's tax rate, and its subdivisions' own (admin)",
+    responses=declare(
+        200,
+        c.TaxRate,
+        401,
+        403,
+        body=True,
+        errors_described={
+            422: "VALIDATION_ERROR (not an ISO 3166-1 country; a region that is not a subdivision of the country)"
+        },
+    ),
+    tags=CHECKOUT_TAGS,
+)
+def put_tax_rate(country: Country, body: c.TaxRateIn, request: Request):
+    actor = caller(request)
+    actor.require_admin()
+    known_country(country)
+    regions = given(body.regions) or {}
+    foreign = {
+        f"regions.{region}": f"not a subdivision of {country}"
+        for region in regions
+        if not region.startswith(f"{country}-")
+    }
+    if foreign:
+        raise errors.InvalidRequest("a region is not of the country", foreign)
+    rate = checkout.put_rate(actor, country, rate_bps=body.rate_bps, regions=dict(regions))
+    return json_response(200, rate)
 
 
 handler = lambda_handler(app.resolve)

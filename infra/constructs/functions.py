@@ -244,7 +244,6 @@ def build_function(
         payment_env = {
             "PAYMENTS": config.payments,
             "STRIPE_SECRET_ARN": stripe_secret.secret_arn,
-            "SHOP_CURRENCY": config.currency,
             # when the authorised amount is captured (shop.config.payment_settings().capture): every function that
             # reads the payment settings gets the mode payment_steps' filters were built for (-c capture)
             "CAPTURE": config.capture,
@@ -274,6 +273,8 @@ def build_function(
         "SESSION_TTL_SECONDS": str(SESSION_TTL_SECONDS),
         "IDEMPOTENCY_TTL_SECONDS": str(IDEMPOTENCY_TTL_SECONDS),
         "HOT_PRODUCT_CACHE_SECONDS": str(HOT_PRODUCT_CACHE_SECONDS),
+        "PRICES_INCLUDE_TAX": "true" if config.prices_include_tax else "false",
+        "SHOP_CURRENCY": config.currency,  # every total is in it, and every payment
         "FUNCTION_TIMEOUT_SECONDS": str(spec.timeout_s),  # the store's budget derives from it (shop.aws_config)
         "POWERTOOLS_SERVICE_NAME": spec.name,
         "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config),

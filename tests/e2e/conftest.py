@@ -310,14 +310,43 @@ PAYING = (
 )
 
 
+# The paying stack's shipping zones and tax rate, set before the fuzz test (which, as admin, PUTs zones and rates of
+# its own; tests/e2e/fuzz_hooks.py keeps it off these zones' ids and these countries' rates): the countries the tests
+# ship to, free and untaxed, so that their totals are their lines'; and a priced, taxed zone for
+# tests/e2e/test_order_total.py. A zone, once a shop has one, is what makes a country shippable.
+HOME_ZONE = {
+    "name": "e2e: where the tests ship",
+    "countries": ["US", "GB", "FR", "BE"],
+    "options": [{"option_id": "free", "name": "Free", "price_cents": 0}],
+}
+EUROPE_ZONE = {
+    "name": "e2e: Europe",
+    "countries": ["DE", "AT"],
+    "options": [
+        {"option_id": "standard", "name": "Standard", "price_cents": 499, "free_over_cents": 20000},
+        {"option_id": "express", "name": "Express", "price_cents": 1299},
+    ],
+}
+GERMAN_RATE = {"rate_bps": 1900}
+
+
+def set_checkout(stack: Stack) -> None:
+    admin = stack.admin_token()
+    expect(stack.api.put("/shipping/zones/e2e-home", token=admin, json=HOME_ZONE), 200)
+    expect(stack.api.put("/shipping/zones/e2e-europe", token=admin, json=EUROPE_ZONE), 200)
+    expect(stack.api.put("/tax/rates/DE", token=admin, json=GERMAN_RATE), 200)
+
+
 @pytest.fixture(scope="session")
 def paying_stack(e2e_workdir: pathlib.Path, cdk_out: pathlib.Path) -> Iterator[Stack]:
-    """One stack with payments on (PAYING) for the payment flow, the windows' sweep and the fuzz test (group
-    `e2e-payments`): started once, stopped with SIGINT at the end of the session, nothing left behind."""
+    """One stack with payments on (PAYING) for the payment flow, the windows' sweep, the order's total and the fuzz
+    test (group `e2e-payments`), its checkout set (set_checkout): started once, stopped with SIGINT at the end of the
+    session, nothing left behind."""
     s = Stack(
         data_dir=e2e_workdir / "paying", cdk_out=cdk_out, log_path=e2e_workdir / "paying.log", options=PAYING
     ).start()
     try:
+        set_checkout(s)
         yield s
     finally:
         s.stop_cleanly()

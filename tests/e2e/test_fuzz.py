@@ -62,6 +62,10 @@ STATE_422_OPERATIONS = {
     ("GET", "/products/{product_id}/sales"),
     # issue 39: exactly one of status and payment (across two parameters)
     ("GET", "/orders"),
+    # issue 37: SHIPPING_UNAVAILABLE (the shop's zones); a tax rate's regions of the path's country (path and body)
+    ("POST", "/orders"),
+    ("POST", "/checkout/quote"),
+    ("PUT", "/tax/rates/{country}"),
 }
 # A customer cart exists as long as its customer's profile: DELETE empties it, and a GET then answers 200
 # with an empty cart, as the contract says, not the 404 the use-after-free check expects of a deleted thing.
@@ -192,6 +196,11 @@ OPERATIONS = [
     # issue 25: an order's payment, and Stripe's webhook
     ("GET", "/orders/{order_id}/payment"),
     ("POST", "/webhooks/stripe"),
+    # issue 37: the order's total
+    ("POST", "/checkout/quote"),
+    ("GET", "/shipping/options"),
+    ("PUT", "/shipping/zones/{zone_id}"),
+    ("PUT", "/tax/rates/{country}"),
 ]
 
 

@@ -655,6 +655,63 @@ SAMPLES: dict[str, dict[str, tuple[str, str, str, dict[str, Any]]]] = {
             "/sales/top",
             {"claims": ADMIN, "query": {"date": "2026-02-30"}},
         ),
+        # The order's total (issue 37): a zone that ships to the placements' country, so that placements run after
+        # it on one table still ship (by its first option); a rate of 0 for the US with California's own.
+        "put_shipping_zone_200": (
+            "PUT",
+            "/shipping/zones/zone-north-america",
+            "/shipping/zones/{zone_id}",
+            {
+                "claims": ADMIN,
+                "body": {
+                    "name": "North America",
+                    "countries": ["US", "CA"],
+                    "options": [
+                        {"option_id": "standard", "name": "Standard", "price_cents": 499, "free_over_cents": 5000},
+                        {"option_id": "express", "name": "Express", "price_cents": 1499},
+                    ],
+                },
+            },
+        ),
+        "put_shipping_zone_not_admin_403": (
+            "PUT",
+            "/shipping/zones/zone-north-america",
+            "/shipping/zones/{zone_id}",
+            {
+                "claims": ALICE,
+                "body": {
+                    "name": "N",
+                    "countries": ["US"],
+                    "options": [{"option_id": "s", "name": "S", "price_cents": 0}],
+                },
+            },
+        ),
+        "put_tax_rate_200": (
+            "PUT",
+            "/tax/rates/US",
+            "/tax/rates/{country}",
+            {"claims": ADMIN, "body": {"rate_bps": 0, "regions": {"US-CA": 725}}},
+        ),
+        "put_tax_rate_foreign_region_422": (
+            "PUT",
+            "/tax/rates/US",
+            "/tax/rates/{country}",
+            {"claims": ADMIN, "body": {"rate_bps": 0, "regions": {"CA-ON": 1300}}},
+        ),
+        "quote_checkout_200": ("POST", "/checkout/quote", "/checkout/quote", {"body": order_lines("prod-keyboard", 2)}),
+        "quote_checkout_shipping_unavailable_422": (
+            "POST",
+            "/checkout/quote",
+            "/checkout/quote",
+            {"body": {**order_lines("prod-keyboard"), "shipping_option_id": "teleport"}},
+        ),
+        "list_shipping_options_200": ("GET", "/shipping/options", "/shipping/options", {"query": {"country": "US"}}),
+        "list_shipping_options_unknown_country_422": (
+            "GET",
+            "/shipping/options",
+            "/shipping/options",
+            {"query": {"country": "ZZ"}},
+        ),
         "list_customer_orders_200": (
             "GET",
             "/customers/alice/orders",

@@ -121,6 +121,28 @@ MATRIX: list[tuple[str, str, dict[str, Any], tuple[int, int, int, int]]] = [
     ),
     # issue 39: the confirmed orders whose card authorisation will soon lapse are listed for admins only
     ("GET", "/orders", {"query": {"payment": "expiring"}}, (401, 403, 403, 200)),
+    # issue 37: the quote and a destination's options are anyone's (a session's checkout starts before sign-in);
+    # shipping zones and tax rates are the admins'
+    (
+        "POST",
+        "/checkout/quote",
+        {"body": {"lines": [{"product_id": "prod-cable", "quantity": 1}], "shipping_address": ADDRESS}},
+        (200, 200, 200, 200),
+    ),
+    ("GET", "/shipping/options", {"query": {"country": "US"}}, (200, 200, 200, 200)),
+    (
+        "PUT",
+        "/shipping/zones/zone-auth",
+        {
+            "body": {
+                "name": "Z",
+                "countries": ["NZ"],
+                "options": [{"option_id": "std", "name": "S", "price_cents": 500}],
+            }
+        },
+        (401, 403, 403, 200),
+    ),
+    ("PUT", "/tax/rates/NZ", {"body": {"rate_bps": 1500}}, (401, 403, 403, 200)),
 ]
 # The error code of a 404 where it is not ORDER_NOT_FOUND: (method, path) -> caller -> code.
 NOT_FOUND_CODES = {

@@ -202,7 +202,15 @@ def test_athena_unnests_a_line_into_one_column_per_field_in_the_tables_order() -
     sql = archive_queries.query("top-products-by-units", archive_queries.athena_sources("db"))
     assert 'FROM "db"."orders" CROSS JOIN UNNEST(lines) AS t(line_product_id, line_name, ' in sql
     assert lines.startswith("array<struct<product_id:string,name:string,")
-    assert archive_queries.LINE_FIELDS == ("product_id", "name", "unit_price_cents", "quantity", "line_total_cents")
+    assert archive_queries.LINE_FIELDS == (
+        "product_id",
+        "name",
+        "unit_price_cents",
+        "quantity",
+        "line_total_cents",
+        "discount_cents",
+        "tax_cents",
+    )
 
 
 def test_the_named_queries_are_the_ones_tested_locally(arm64) -> None:

@@ -78,7 +78,7 @@ def test_the_paid_checkout_reads_once_and_writes_one_transaction(store, monkeypa
             )
     finally:
         config.payment_settings.cache_clear()
-    assert calls.operations == ["BatchGetItem", "TransactWriteItems"]
+    assert calls.operations == ["BatchGetItem", "GetItem", "TransactWriteItems"]  # + the checkout's settings
     assert fake.calls == [("create_intent", f"shop-order-{order.order_id}-authorise")]
     assert order.status is OrderStatus.PENDING_PAYMENT
     assert order.payment is not None

@@ -285,7 +285,7 @@ def test_checkout_from_the_customer_cart_empties_it_in_the_same_transaction(stor
     carts.set_quantity(ALICE, "alice", pid, 2)
     with counting(store.client) as calls:
         order = orders.place(ALICE, address=ADDRESS, customer_cart=True, idempotency_key="k1")
-    assert calls.operations == ["GetItem", "TransactWriteItems"]
+    assert calls.operations == ["GetItem", "GetItem", "TransactWriteItems"]  # the cart, the checkout's settings
     assert [(line.product_id, line.quantity) for line in order.lines] == [(pid, 2)]
     assert order.total_cents == 2400
     assert carts.get(ALICE, "alice").cart == []

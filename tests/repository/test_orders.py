@@ -27,7 +27,8 @@ def test_placement_prices_from_catalogue_and_takes_stock(store):
         order = wiring.order_service(store.table).place(
             ALICE, address=ADDRESS, lines=[RequestedLine(hammer, 2), RequestedLine(nails, 10), RequestedLine(hammer, 1)]
         )
-    assert calls.operations == ["BatchGetItem", "TransactWriteItems"]
+    # the catalogue, the checkout's settings as of their latest edit (one consistent GetItem), the transaction
+    assert calls.operations == ["BatchGetItem", "GetItem", "TransactWriteItems"]
     assert order.status is OrderStatus.PENDING
     assert order.version == 1
     assert {(line.product_id, line.quantity, line.line_total_cents) for line in order.lines} == {
@@ -102,7 +103,7 @@ def test_checkout_from_session_clears_the_cart(store):
     sessions.set_quantity(session.session_id, hammer, 2)
     with counting(store.client) as calls:
         order = wiring.order_service(store.table).place(ALICE, address=ADDRESS, session_id=session.session_id)
-    assert calls.operations == ["GetItem", "TransactWriteItems"]
+    assert calls.operations == ["GetItem", "GetItem", "TransactWriteItems"]  # the session, the checkout's settings
     assert order.total_cents == 3000
     assert sessions.get(session.session_id).cart == []
     with pytest.raises(errors.CartEmpty):

@@ -91,7 +91,7 @@ def test_an_order_takes_from_one_random_shard_without_reading_the_shards(store, 
     always_shard(monkeypatch, 2)
     with counting(store.client) as calls:
         order = place(store.table, **{pid: 2})
-    assert calls.operations == ["BatchGetItem", "TransactWriteItems"]  # as for any product
+    assert calls.operations == ["BatchGetItem", "GetItem", "TransactWriteItems"]  # as for any product
     assert order.stock_taken == {pid: {"02": 2}}
     assert layout(store.table, pid).shards == (2, 2, 0, 2)
     assert "stock_taken" not in order.model_dump()  # recorded on the item, never shown
@@ -107,7 +107,7 @@ def test_a_customer_whose_shard_is_empty_still_gets_the_order(store, monkeypatch
     with counting(store.client) as calls:
         order = place(store.table, BOB, **{pid: 1})
     # The blind try on shard 0 fails; one consistent read of the stock; the retry on a shard that has it.
-    assert calls.operations == ["BatchGetItem", "TransactWriteItems", "BatchGetItem", "TransactWriteItems"]
+    assert calls.operations == ["BatchGetItem", "GetItem", "TransactWriteItems", "BatchGetItem", "TransactWriteItems"]
     assert order.status is OrderStatus.PENDING
     [shard] = order.stock_taken[pid]
     assert shard in {"01", "02", "03"}
@@ -228,8 +228,8 @@ def test_the_next_cart_checkout_goes_to_a_shard_at_once(store, monkeypatch):
     pid = hot_product(store.table, stock=8, shards=2)
     service, sessions = wiring.order_service(store.table), wiring.session_service(store.table)
     for expected in (
-        ["GetItem", "TransactWriteItems", "BatchGetItem", "TransactWriteItems"],
-        ["GetItem", "TransactWriteItems"],
+        ["GetItem", "GetItem", "TransactWriteItems", "BatchGetItem", "TransactWriteItems"],
+        ["GetItem", "GetItem", "TransactWriteItems"],  # the session, the checkout's settings, the transaction
     ):
         session = sessions.create()
         sessions.set_quantity(session.session_id, pid, 1)

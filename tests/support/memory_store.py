@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from shop import clock, errors, keys
@@ -25,6 +25,7 @@ from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, O
 from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
 from shop.models.carts import CartClaim, CartOwnerKind, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category, path_slugs
+from shop.models.checkout import CheckoutSettings, ShippingZone, TaxRate
 from shop.models.orders import (
     CLOSED_DISPUTE_STATUSES,
     NO_DETAILS,
@@ -47,6 +48,7 @@ from shop.services.alerts import AlertService
 from shop.services.carts import CartService
 from shop.services.catalog import CatalogService
 from shop.services.categories import CategoryService
+from shop.services.checkout_settings import CheckoutSettingsService
 from shop.services.customers import CustomerService
 from shop.services.orders import OrderService
 from shop.services.payments import PaymentService
@@ -153,6 +155,36 @@ class MemoryState:
     archive: dict[str, Order] = field(default_factory=dict)  # archive key -> the archived order
     archived: dict[str, tuple[str, str]] = field(default_factory=dict)  # order id -> (customer id, archive key)
     move: dict[str, Any] | None = None  # the category move under way, as its item (MemoryStore(streamed_moves=True))
+    # the checkout's settings: the latest edit (version, its unique id), every zone by id and rate by country
+    checkout: CheckoutSettings = field(default_factory=CheckoutSettings)
+
+
+class MemoryCheckoutSettings:
+    """shop.services.ports.CheckoutSettingsStore: every copy of the version is the VERSION item itself."""
+
+    def __init__(self, state: MemoryState) -> None:
+        self.state = state
+
+    def edit_id(self, shard: int) -> str | None:
+        return self.state.checkout.edit_id
+
+    def snapshot(self) -> CheckoutSettings:
+        return self.state.checkout
+
+    def put_zone(self, zone: ShippingZone, *, read_version: int) -> int:
+        kept = self.state.checkout
+        zones = tuple(z for z in kept.zones if z.zone_id != zone.zone_id)
+        return self._edit(read_version, replace(kept, zones=(*zones, zone)))
+
+    def put_rate(self, rate: TaxRate, *, read_version: int) -> int:
+        kept = self.state.checkout
+        return self._edit(read_version, replace(kept, rates={**kept.rates, rate.country: rate}))
+
+    def _edit(self, read_version: int, edited: CheckoutSettings) -> int:
+        if self.state.checkout.version != read_version:
+            raise errors.VersionMismatch("the checkout's settings changed meanwhile")
+        self.state.checkout = replace(edited, version=read_version + 1, edit_id=uuid.uuid4().hex)
+        return read_version + 1
 
 
 class MemoryProducts:
@@ -1186,6 +1218,7 @@ class MemoryStore:
         self.sales = MemorySales(self.state)
         self.archive = MemoryArchive(self.state)
         self.order_payments = MemoryOrderPayments(self.state, self.orders)
+        self.checkout_settings = MemoryCheckoutSettings(self.state)
 
     def reset(self) -> None:
         """Empty, as a fresh store is, keeping these objects: services built on them (a handler's, at import)
@@ -1213,6 +1246,7 @@ class MemoryStore:
             settings=settings,
             payment_settings=payment_settings,
             payments=payments,
+            checkout=CheckoutSettingsService(self.checkout_settings),
         )
 
     def payment_service(self, *, payments: Callable[[], Payments | None]) -> PaymentService:

@@ -9,6 +9,7 @@ from shop import errors, wiring
 from shop.config import ConfigurationError, payment_settings, settings
 from shop.repository.store import Table
 from shop.services.catalog import CatalogService
+from shop.services.checkout_settings import CheckoutSettingsService
 from shop.services.hot_products import HotProductCache
 from shop.services.orders import OrderService, RequestedLine
 from tests.support.factories import ADDRESS, ADMIN, ALICE
@@ -37,6 +38,7 @@ def cached_orders(memory, ttl_clock) -> OrderService:
         settings=settings,
         payment_settings=payment_settings,
         payments=lambda: None,  # PAYMENTS=none
+        checkout=CheckoutSettingsService(memory.checkout_settings),
     )
 
 

@@ -59,6 +59,8 @@ class Settings:
     # writers index under the next count too.
     status_shards_next: int | None = None
     status_shards_writers_on_next: bool = False
+    # PRICES_INCLUDE_TAX: true when the catalogue's prices include tax (a total adds none), false when tax is added
+    prices_include_tax: bool = False
 
     @property
     def status_switch(self) -> StatusShardSwitch:
@@ -132,6 +134,13 @@ def _archive_grace_seconds() -> int:
     return int(text)
 
 
+def _prices_include_tax() -> bool:
+    text = os.environ.get("PRICES_INCLUDE_TAX") or "false"
+    if text not in ("true", "false"):
+        raise ConfigurationError(f"PRICES_INCLUDE_TAX must be true or false, got {text!r}")
+    return text == "true"
+
+
 def _hot_product_cache_seconds() -> float:
     text = os.environ.get("HOT_PRODUCT_CACHE_SECONDS") or str(DEFAULT_HOT_PRODUCT_CACHE_SECONDS)
     try:
@@ -166,6 +175,7 @@ def settings() -> Settings:
         hot_product_cache_seconds=_hot_product_cache_seconds(),
         status_shards_next=next_shards,
         status_shards_writers_on_next=_status_shards_writers_on_next(next_shards),
+        prices_include_tax=_prices_include_tax(),
     )
 
 

@@ -170,10 +170,12 @@ def order_service(
     archive of ARCHIVE_BUCKET."""
     from shop.config import payment_settings, settings
     from shop.repository.carts import CustomerCartRepository
+    from shop.repository.checkout_settings import CheckoutSettingsRepository
     from shop.repository.order_archive import ArchiveBucket
     from shop.repository.orders import OrderRepository
     from shop.repository.products import ProductRepository
     from shop.repository.sessions import SessionRepository
+    from shop.services.checkout_settings import CheckoutSettingsService
     from shop.services.orders import OrderService
 
     table = _table(table)
@@ -187,6 +189,7 @@ def order_service(
         settings=settings,
         payment_settings=payment_settings,
         payments=_current_payments,  # at each checkout that takes a payment (PAYMENTS=none never does)
+        checkout=CheckoutSettingsService(CheckoutSettingsRepository(table)),
     )
 
 

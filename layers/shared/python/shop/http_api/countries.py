@@ -34,3 +34,17 @@ CountryCode = Annotated[
     AfterValidator(_known),
     Field(description="ISO 3166-1 alpha-2 code, e.g. US", json_schema_extra=_as_enum),
 ]
+
+
+def with_country_enum(schema: dict[str, Any]) -> None:
+    """A parameter's schema: the codes a country parameter accepts, as its enum."""
+    _as_enum(schema)
+
+
+def known_country(code: str, name: str = "country") -> str:
+    """`code` when it is an ISO 3166-1 alpha-2 code; InvalidRequest (422) naming the parameter otherwise."""
+    from shop import errors
+
+    if code not in country_codes():
+        raise errors.InvalidRequest("not an ISO 3166-1 alpha-2 country code", {name: "not an ISO 3166-1 alpha-2 code"})
+    return code

@@ -38,6 +38,15 @@ SOURCES = ("session_id", "lines", "cart")
 SessionRef = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, description="check out this session's cart")]
 Lines = Annotated[list[OrderLineIn], Field(min_length=1, max_length=MAX_ORDER_LINES)]
 CustomerCart = Annotated[Literal["customer"], Field(description="check out the caller's customer cart")]
+ShippingOptionId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_ID_LENGTH,
+        description="one of GET /shipping/options?country= for the address's country; absent: its zone's first "
+        "option (no shipping is charged while the shop has no shipping zones)",
+    ),
+]
 
 
 class OrderFromLines(Body):
@@ -45,6 +54,7 @@ class OrderFromLines(Body):
 
     lines: Lines
     shipping_address: AddressIn
+    shipping_option_id: ShippingOptionId | MISSING = MISSING
 
 
 class OrderFromSession(Body):
@@ -52,6 +62,7 @@ class OrderFromSession(Body):
 
     session_id: SessionRef
     shipping_address: AddressIn
+    shipping_option_id: ShippingOptionId | MISSING = MISSING
 
 
 class OrderFromCustomerCart(Body):
@@ -59,6 +70,7 @@ class OrderFromCustomerCart(Body):
 
     cart: CustomerCart
     shipping_address: AddressIn
+    shipping_option_id: ShippingOptionId | MISSING = MISSING
 
 
 class OrderIn(OneOfBody):
@@ -71,6 +83,7 @@ class OrderIn(OneOfBody):
     lines: Lines | MISSING = MISSING
     cart: CustomerCart | MISSING = MISSING
     shipping_address: AddressIn
+    shipping_option_id: ShippingOptionId | MISSING = MISSING
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> OrderIn:

@@ -76,4 +76,10 @@ ROUTES: tuple[Route, ...] = (
     # the Stripe-Signature (no JWT), served by the one HTTP function that loads Stripe's library.
     _r("GET", "/orders/{order_id}/payment", "orders", "getOrderPayment"),
     _r("POST", "/webhooks/stripe", "payments", "receiveStripeWebhook", public=True),
+    # Version 4, the order's total: the quote (public, as a session's checkout starts), shipping zones and tax rates
+    # (the admin's), the options a destination ships by (public). The orders function prices orders.
+    _r("POST", "/checkout/quote", "orders", "quoteCheckout", public=True),
+    _r("GET", "/shipping/options", "orders", "listShippingOptions", public=True),
+    _r("PUT", "/shipping/zones/{zone_id}", "orders", "putShippingZone"),
+    _r("PUT", "/tax/rates/{country}", "orders", "putTaxRate"),
 )

@@ -5,10 +5,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, field_serializer
+from pydantic import BeforeValidator, Field, field_serializer, model_validator
 
 from shop.models.common import Model, Timestamp
-from shop.models.pricing import line_total
+from shop.models.pricing import line_total, tax_on
 
 # shop.clock's format (models do not import it): ISO-8601 UTC with fixed-width microseconds.
 ISO_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -122,6 +122,11 @@ class ShippingAddress(Model):
     city: str = Field(min_length=1, max_length=100)
     postal_code: str = Field(min_length=1, max_length=20)
     country: str = Field(pattern=r"^[A-Z]{2}$")
+    region: str | None = Field(
+        default=None,
+        pattern=r"^[A-Z]{2}-[A-Z0-9]{1,3}$",
+        description="the ISO 3166-2 subdivision (US-CA), of the country's: taxed at its own rate where it has one",
+    )
 
 
 class OrderLine(Model):
@@ -130,6 +135,18 @@ class OrderLine(Model):
     unit_price_cents: int
     quantity: int
     line_total_cents: int
+    discount_cents: int = Field(default=0, description="the line's share of the order's discount")
+    tax_cents: int = Field(
+        default=0, description="the tax on the line's total less its discount (included in it when prices include tax)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _total_from_price(cls, data: Any) -> Any:
+        """A stored line leaves its total out: unit price x quantity, the one rule."""
+        if isinstance(data, dict) and "line_total_cents" not in data and "unit_price_cents" in data:
+            return {**data, "line_total_cents": line_total(int(data["unit_price_cents"]), int(data["quantity"]))}
+        return data
 
     @classmethod
     def priced(cls, product_id: str, name: str, unit_price_cents: int, quantity: int) -> OrderLine:
@@ -180,9 +197,41 @@ class OrderPaymentSummary(OrderSummary):
     )
 
 
+class OrderShipping(Model):
+    """The shipping option an order ships by, as it was when the order was placed."""
+
+    zone_id: str
+    option_id: str
+    name: str
+    price_cents: int = Field(description="the option's price then; the order's shipping_cents is what it charged")
+
+
+# What an order's item leaves out because the rest says it (Order._breakdown_from_lines derives them on read): every
+# byte past 1 KB costs each later write of the order a unit. A line's total and tax are left out too.
+DERIVED_BREAKDOWN = frozenset({"subtotal_cents", "discount_cents", "tax_cents", "shipping_tax_cents"})
+DERIVED_LINE_FIELDS = frozenset({"line_total_cents", "tax_cents"})
+
+
 class Order(OrderSummary):
     lines: list[OrderLine]
     shipping_address: ShippingAddress
+    # The breakdown of total_cents (shop.services.order_total):
+    # total = subtotal - discount + shipping + (tax unless prices include it).
+    subtotal_cents: int = Field(default=0, description="the lines' totals")
+    discount_cents: int = Field(default=0, description="the promotions' discount, the lines' shares summed")
+    shipping_cents: int = Field(default=0, description="what shipping costs the order")
+    shipping_tax_cents: int = Field(default=0, description="the tax on shipping (part of tax_cents)")
+    tax_cents: int = Field(default=0, description="the lines' tax and the shipping's")
+    prices_include_tax: bool = Field(
+        default=False, description="true: prices, and so the total, include tax_cents; false: tax is added"
+    )
+    tax_rate_bps: int | None = Field(
+        default=None, description="the destination's rate in basis points; null when the shop has none for it (tax 0)"
+    )
+    currency: str | None = Field(default=None, description="ISO 4217, lower case; null on orders before version 4")
+    shipping_option: OrderShipping | None = Field(
+        default=None, description="the option the order ships by; null when the shop charges no shipping"
+    )
     history: list[StatusEntry]
     # Stock taken from flash-sale shards: product id -> shard number (2 digits) -> quantity. Stored with the
     # order so a cancel returns it where it came from; not part of any answer (exclude).
@@ -206,6 +255,40 @@ class Order(OrderSummary):
     archived: bool = Field(
         default=False, description="true when the order is read from the archive (S3): it can no longer change"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _breakdown_from_lines(cls, data: Any) -> Any:
+        """The breakdown an order's item leaves out, derived by the pricing function's own rules from what it keeps:
+        each line's total (unit price x quantity) and tax (on its total less its discount, at the order's rate, once,
+        half up), the shipping's tax, and their sums."""
+        if not isinstance(data, dict) or "subtotal_cents" in data or "lines" not in data:
+            return data
+        payment = data.get("payment")
+        if data.get("currency") is None and isinstance(payment, dict) and payment.get("currency"):
+            data = {**data, "currency": payment["currency"]}
+        rate, included = int(data.get("tax_rate_bps") or 0), bool(data.get("prices_include_tax"))
+        lines = []
+        for given in data["lines"]:
+            line = dict(given) if isinstance(given, dict) else given.model_dump()
+            total = line.get("line_total_cents")
+            if total is None:
+                total = line["line_total_cents"] = line_total(int(line["unit_price_cents"]), int(line["quantity"]))
+            discount = int(line.get("discount_cents") or 0)
+            if line.get("tax_cents") is None:
+                line["tax_cents"] = tax_on(int(total) - discount, rate, included=included)
+            lines.append(line)
+        shipping_tax = data.get("shipping_tax_cents")
+        if shipping_tax is None:
+            shipping_tax = tax_on(int(data.get("shipping_cents") or 0), rate, included=included)
+        return {
+            **data,
+            "lines": lines,
+            "subtotal_cents": sum(int(line["line_total_cents"]) for line in lines),
+            "discount_cents": sum(int(line.get("discount_cents") or 0) for line in lines),
+            "shipping_tax_cents": shipping_tax,
+            "tax_cents": sum(int(line["tax_cents"]) for line in lines) + int(shipping_tax),
+        }
 
     @field_serializer("payment_expires_at", when_used="json")
     def _payment_window_end(self, seconds: int | None) -> Timestamp | None:

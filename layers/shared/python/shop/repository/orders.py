@@ -15,7 +15,16 @@ from shop.config import StatusShardSwitch, settings
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_STATUS_SHARDS, MAX_TRANSACTION_ITEMS
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails
 from shop.models.carts import CartClaim
-from shop.models.orders import NO_DETAILS, OrderPayment, OrderPaymentSummary, PaymentStatus, Placement, UnpaidLimits
+from shop.models.orders import (
+    DERIVED_BREAKDOWN,
+    DERIVED_LINE_FIELDS,
+    NO_DETAILS,
+    OrderPayment,
+    OrderPaymentSummary,
+    PaymentStatus,
+    Placement,
+    UnpaidLimits,
+)
 from shop.models.products import ProductStatus
 from shop.models.stock import StockTake
 from shop.repository import pagination, status_switch, unpaid_holds
@@ -54,12 +63,37 @@ def _shard_pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=MAX_PARALLEL_QUERIES, thread_name_prefix="status-shard")
 
 
+# The breakdown's fields left out of the order item while at their default (an order without shipping, tax or
+# discount stores none of them), besides the ones Order derives on read (DERIVED_BREAKDOWN, DERIVED_LINE_FIELDS);
+# the currency when the payment map holds it.
+_BREAKDOWN_DEFAULTS = {"shipping_cents": 0, "prices_include_tax": False}
+_LINE_DEFAULTS = {"discount_cents": 0}
+
+
+def _stored_order(order: Order) -> dict[str, Any]:
+    dumped = order.model_dump(mode="json", exclude={"history", "archived", *DERIVED_BREAKDOWN}, exclude_none=True)
+    for name, default in _BREAKDOWN_DEFAULTS.items():
+        if dumped.get(name) == default:
+            del dumped[name]
+    if order.payment is not None and order.payment.currency == order.currency:
+        dumped.pop("currency", None)
+    dumped["lines"] = [
+        {
+            name: value
+            for name, value in line.items()
+            if name not in DERIVED_LINE_FIELDS and _LINE_DEFAULTS.get(name, ...) != value
+        }
+        for line in dumped["lines"]
+    ]
+    return dumped
+
+
 def order_item(order: Order, shards: int) -> dict[str, Any]:
     return {
         **keys.order_key(order.order_id),
         **keys.order_status_gsi(order.status, order.order_id, order.created_at, shards),
         "entity": "ORDER",
-        **order.model_dump(mode="json", exclude={"history", "archived"}, exclude_none=True),
+        **_stored_order(order),
         "stock_taken": order.stock_taken or None,  # excluded from answers, kept for the restock
         # PAYMENTS=stripe: a map with OrderPayment's field names (the intent, created before the placement's
         # transaction, written with it; fields at their defaults left out) and the payment window's end; both

@@ -30,22 +30,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
-from shop.models.pricing import line_total
+# The roundings are written once, with the line-total rule, where an order read back derives its taxes too.
+from shop.models.pricing import line_total, round_half_up, tax_on
 
-BPS = 10_000  # a rate in basis points: 1900 is 19 %
 PERCENT = 100
-
-
-def round_half_up(numerator: int, denominator: int) -> int:
-    """numerator / denominator rounded to the nearest integer, halves up (both non-negative, denominator > 0)."""
-    return (2 * numerator + denominator) // (2 * denominator)
-
-
-def tax_on(amount_cents: int, rate_bps: int, *, included: bool) -> int:
-    """The tax on what is charged for a line or for shipping, rounded once, half up."""
-    if included:
-        return amount_cents - round_half_up(amount_cents * BPS, BPS + rate_bps)
-    return round_half_up(amount_cents * rate_bps, BPS)
 
 
 def largest_remainder(amount: int, weights: Sequence[int]) -> list[int]:

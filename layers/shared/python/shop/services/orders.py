@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -27,13 +27,21 @@ from shop.models import (
     StatusEntry,
 )
 from shop.models.carts import CartClaim, CartOwner, CartOwnerKind
-from shop.models.orders import OrderPayment, OrderPaymentSummary, PaymentStatus, Placement, UnpaidLimits
+from shop.models.orders import (
+    OrderPayment,
+    OrderPaymentSummary,
+    OrderShipping,
+    PaymentStatus,
+    Placement,
+    UnpaidLimits,
+)
 from shop.models.payments import PaymentIntent, PaymentStep, idempotency_key
 from shop.models.sessions import StoredLine
 from shop.services.actor import Actor
 from shop.services.archive_timing import archive_at
+from shop.services.checkout_settings import CheckoutSettingsService, Destination, destination
 from shop.services.hot_products import HotProductCache, Kind
-from shop.services.order_total import LineToPrice, price
+from shop.services.order_total import LineToPrice, ShippingOption, Total, price
 from shop.services.ports import CustomerCartStore, OrderArchive, OrderStore, Payments, ProductPrices, SessionStore
 from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation
 
@@ -171,14 +179,34 @@ class _Intents:
             )
 
 
-def _total_cents(lines: list[OrderLine]) -> int:
-    """What the order costs, stored as its total and asked of the payment provider: the one pricing function's
-    total (shop.services.order_total), with no shipping, tax or promotion yet."""
+def total_of(lines: list[OrderLine], where: Destination, *, prices_include_tax: bool) -> Total:
+    """What the order costs, stored with its breakdown and asked of the payment provider: the one pricing
+    function's total (shop.services.order_total) for its lines, shipping option and tax rate."""
+    option = where.option
+    shipping = (
+        None
+        if option is None
+        else ShippingOption(option.option_id, option.name, option.price_cents, option.free_over_cents)
+    )
     return price(
         [LineToPrice(line.product_id, line.unit_price_cents, line.quantity) for line in lines],
-        shipping=None,
-        rate_bps=None,
-    ).total_cents
+        shipping=shipping,
+        rate_bps=where.rate_bps,
+        prices_include_tax=prices_include_tax,
+    )
+
+
+@dataclass(frozen=True)
+class Quote:
+    """What an order of these lines to this destination would store (POST /checkout/quote), before anything is
+    written: its lines, its total's breakdown, and what each of the destination's options would charge for
+    shipping."""
+
+    lines: list[OrderLine]
+    total: Total
+    where: Destination
+    currency: str
+    shipping_prices: dict[str, int]  # option id -> what it charges this order for shipping
 
 
 class OrderService:
@@ -194,6 +222,7 @@ class OrderService:
         settings: Callable[[], Settings],
         payment_settings: Callable[[], PaymentSettings],
         payments: Callable[[], Payments | None],
+        checkout: CheckoutSettingsService,
     ) -> None:
         """The rules over the stores given (shop.wiring builds them). `hot` keeps the catalogue entries of
         flash-sale products a moment (this instance's own cache). `settings` and `payment_settings` give the
@@ -209,6 +238,7 @@ class OrderService:
         self.sessions = sessions
         self.carts = carts
         self.hot = hot if hot is not None else HotProductCache()
+        self.checkout = checkout
         # (store scope, product id) -> (until, shard count): what a cart checkout learnt of a flash-sale product
         self._shard_hints: dict[tuple[str, str], tuple[float, int]] = {}
 
@@ -222,21 +252,37 @@ class OrderService:
         lines: list[OrderLine],
         address: ShippingAddress,
         *,
+        total: Total | None = None,
+        where: Destination | None = None,
         order_id: str | None = None,
         intent: PaymentIntent | None = None,
     ) -> Order:
-        """The order to place (a new id unless given: one id per placement, kept across its attempts), with
-        its payment under PAYMENTS=stripe: the intent created for it, when there is one."""
+        """The order to place (a new id unless given: one id per placement, kept across its attempts) with the
+        breakdown of its `total` (priced here when not given, shipped `where` or by no option), with its payment
+        under PAYMENTS=stripe: the intent created for it, when there is one."""
+        if where is None:
+            where = Destination(address.country, address.region, None, None, (), None)
+        if total is None:
+            total = total_of(lines, where, prices_include_tax=self.settings().prices_include_tax)
         moment = clock.now()
         now = clock.iso(moment)
-        total = _total_cents(lines)
-        status, payment, payment_expires_at = OrderStatus.PENDING, None, None
         paying = self.payment_settings()
+        lines = [
+            line.model_copy(update={"discount_cents": priced.discount_cents, "tax_cents": priced.tax_cents})
+            for line, priced in zip(lines, total.lines, strict=True)
+        ]
+        option = where.option
+        shipping = None
+        if option is not None and where.zone_id is not None:
+            shipping = OrderShipping(
+                zone_id=where.zone_id, option_id=option.option_id, name=option.name, price_cents=option.price_cents
+            )
+        status, payment, payment_expires_at = OrderStatus.PENDING, None, None
         if paying.enabled:  # PAYMENTS=stripe: unpaid until the provider says the amount is authorised
             status = OrderStatus.PENDING_PAYMENT
             payment = OrderPayment(
                 provider=paying.provider,
-                amount_cents=total,
+                amount_cents=total.total_cents,
                 currency=paying.currency,
                 intent_id=intent.intent_id if intent is not None else None,
                 client_secret=intent.client_secret if intent is not None else None,
@@ -248,7 +294,16 @@ class OrderService:
             status=status,
             version=1,
             lines=lines,
-            total_cents=total,
+            total_cents=total.total_cents,
+            subtotal_cents=total.subtotal_cents,
+            discount_cents=total.discount_cents,
+            shipping_cents=total.shipping_cents,
+            shipping_tax_cents=total.shipping_tax_cents,
+            tax_cents=total.tax_cents,
+            prices_include_tax=total.prices_include_tax,
+            tax_rate_bps=total.rate_bps,
+            currency=paying.currency,
+            shipping_option=shipping,
             shipping_address=address,
             created_at=now,
             updated_at=now,
@@ -266,8 +321,11 @@ class OrderService:
         session_id: str | None = None,
         customer_cart: bool = False,
         idempotency_key: str | None = None,
+        shipping_option_id: str | None = None,
     ) -> Order:
-        """Two store calls on the common path: one read (products, session or customer cart), one transaction.
+        """Three store calls on the common path: one read (products, session or customer cart), one of the
+        checkout's settings (shop.services.checkout_settings: one GetItem while this instance's copy is current),
+        one transaction. The order ships by `shipping_option_id`, or by its destination's zone's first option.
 
         With an idempotency_key, placing again under it returns the order placed first (at most one).
 
@@ -292,6 +350,7 @@ class OrderService:
                 session_id=session_id,
                 customer_cart=customer_cart,
                 idempotency_key=idempotency_key,
+                shipping_option_id=shipping_option_id,
                 provider=provider,
             )
         except errors.DomainError:
@@ -320,6 +379,7 @@ class OrderService:
         session_id: str | None,
         customer_cart: bool,
         idempotency_key: str | None,
+        shipping_option_id: str | None = None,
         provider: Payments | None = None,
     ) -> Order:
         cart_claim: CartClaim | None = None
@@ -336,19 +396,8 @@ class OrderService:
             priced, quantities = _from_cart(cart.lines)
             shards = self._hinted_shards(quantities)
         else:
-            quantities = merge_lines(lines or [])
-            if not quantities:
-                raise errors.InvalidRequest("an order needs at least one line")
-            if len(quantities) > MAX_ORDER_LINES:
-                raise errors.InvalidRequest(f"an order holds at most {MAX_ORDER_LINES} products")
-            catalogue = self._catalogue(quantities)
+            quantities, catalogue = self._requested(lines or [])
             priced, shards = _priced(quantities, catalogue)
-            # After pricing: an unknown product is a 404 whatever its quantities.
-            over = lines_over_the_limit(lines or [])
-            if over:
-                raise errors.InvalidRequest(
-                    f"an order holds at most {MAX_QUANTITY} of one product (lines of one product add up)", over
-                )
             if provider is not None:
                 # Before an intent exists: a product whose own item (no flash-sale shards) visibly holds too
                 # little is refused as the transaction would refuse it (an eventually consistent read: a restock
@@ -360,6 +409,7 @@ class OrderService:
                 ]
                 if short:
                     raise errors.OutOfStock(short)
+        where = destination(self.checkout.current(), address, shipping_option_id)
 
         placement = None
         if idempotency_key is not None:
@@ -368,6 +418,7 @@ class OrderService:
             actor,
             address,
             priced,
+            where=where,
             quantities=quantities,
             shards=shards,
             cart_claim=cart_claim,
@@ -381,6 +432,7 @@ class OrderService:
         address: ShippingAddress,
         priced: list[OrderLine],
         *,
+        where: Destination,
         quantities: dict[str, int],
         shards: dict[str, int],
         cart_claim: CartClaim | None,
@@ -408,15 +460,19 @@ class OrderService:
         intents = _Intents(provider, order_id, paying.currency) if provider is not None else None
         reprices = 0
         released_settled = False
+        include_tax = self.settings().prices_include_tax
         try:
             # One attempt more than reprices and stock need: the one after releasing held orders that were settled.
             for attempt in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS + 1):
-                if intents is not None and _total_cents(priced) <= 0:
+                total = total_of(priced, where, prices_include_tax=include_tax)
+                if intents is not None and total.total_cents <= 0:
                     # No intent holds 0 cents (a free product alone, or repriced to 0): refused before the
                     # provider is called (a reprice's earlier intent is cancelled below, as for any refusal).
                     raise errors.NothingToPay(sorted({line.product_id for line in priced}))
-                intent = intents.for_total(_total_cents(priced)) if intents is not None else None
-                order = self._new_order(actor, priced, address, order_id=order_id, intent=intent)
+                intent = intents.for_total(total.total_cents) if intents is not None else None
+                order = self._new_order(
+                    actor, priced, address, total=total, where=where, order_id=order_id, intent=intent
+                )
                 try:
                     takes = stock.takes(room)
                     placed = self.orders.place(
@@ -463,6 +519,56 @@ class OrderService:
                 intents.cancel_all(refused.code)
             raise
         raise AssertionError("unreachable")
+
+    def _requested(self, lines: list[RequestedLine]) -> tuple[dict[str, int], dict[str, Product]]:
+        """The quantities of `lines` (duplicates added up) and their products, within the order's limits."""
+        quantities = merge_lines(lines)
+        if not quantities:
+            raise errors.InvalidRequest("an order needs at least one line")
+        if len(quantities) > MAX_ORDER_LINES:
+            raise errors.InvalidRequest(f"an order holds at most {MAX_ORDER_LINES} products")
+        catalogue = self._catalogue(quantities)
+        # After pricing: an unknown product is a 404 whatever its quantities.
+        over = lines_over_the_limit(lines)
+        if over:
+            raise errors.InvalidRequest(
+                f"an order holds at most {MAX_QUANTITY} of one product (lines of one product add up)", over
+            )
+        return quantities, catalogue
+
+    def quote(
+        self,
+        *,
+        address: ShippingAddress,
+        lines: list[RequestedLine] | None = None,
+        session_id: str | None = None,
+        shipping_option_id: str | None = None,
+    ) -> Quote:
+        """What placing these lines (or the session's cart) to `address` would store, read as the placement reads
+        it and priced by the same function, with nothing written: the catalogue's prices (a cart's lines at the
+        prices they were set with, as its checkout starts), the checkout's settings as of their latest edit."""
+        if session_id is not None:
+            cart = self.sessions.get(session_id, now=clock.epoch(clock.now()))
+            if not cart.lines:
+                raise _empty(CartOwner.session(session_id))
+            priced, _ = _from_cart(cart.lines)
+        else:
+            quantities, catalogue = self._requested(lines or [])
+            priced, _ = _priced(quantities, catalogue)
+        where = destination(self.checkout.current(), address, shipping_option_id)
+        include_tax = self.settings().prices_include_tax
+        total = total_of(priced, where, prices_include_tax=include_tax)
+        shipping_prices = {
+            option.option_id: total_of(
+                priced, replace(where, option=option), prices_include_tax=include_tax
+            ).shipping_cents
+            for option in where.options
+        }
+        lines_out = [
+            line.model_copy(update={"discount_cents": part.discount_cents, "tax_cents": part.tax_cents})
+            for line, part in zip(priced, total.lines, strict=True)
+        ]
+        return Quote(lines_out, total, where, self.payment_settings().currency, shipping_prices)
 
     def _release_settled(self, customer_id: str, limited: errors.UnpaidOrderLimit) -> bool:
         """After the customer's unpaid hold refused a placement (`limited`: what it held then), the held orders that
