@@ -50,6 +50,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("tax_rate_bps", "int"),
     ("currency", "string"),
     ("shipping_option", "struct<zone_id:string,option_id:string,name:string,price_cents:bigint>"),
+    ("promotions", "array<struct<promotion_id:string,code:string,kind:string,discount_cents:bigint>>"),
 )
 # The key's partition folders (strings: zero-padded as the archive writes them).
 PARTITION_KEYS: tuple[str, ...] = ("year", "month", "day")

@@ -24,6 +24,7 @@ from shop.models import (
     StatusDetails,
 )
 from shop.models.categories import Category, category_path, listing_scopes, path_slugs
+from shop.models.checkout import Promotion
 from shop.repository import (
     CustomerCartRepository,
     CustomerRepository,
@@ -33,6 +34,7 @@ from shop.repository import (
     Table,
 )
 from shop.repository.categories import CategoryRepository
+from shop.repository.checkout_settings import CheckoutSettingsRepository
 
 SEED_PATH = pathlib.Path(__file__).resolve().parents[1] / "events" / "seed.json"
 SESSION_TTL_SECONDS = 7 * 24 * 3600
@@ -107,6 +109,12 @@ def load_seed(table: Table | None = None, path: pathlib.Path | str | None = None
     for entry in seed.get("reviews", []):
         with contextlib.suppress(errors.AlreadyReviewed):
             products.add_review(Review(**entry, created_at=now))
+
+    promotions = CheckoutSettingsRepository(table)
+    for entry in seed.get("promotions", []):
+        settings = promotions.snapshot()
+        if settings.promotion(entry["promotion_id"]) is None:
+            promotions.put_promotion(Promotion(**entry, created_at=now, updated_at=now), read_version=settings.version)
 
     address = ShippingAddress(**seed["shipping_address"])
     for entry in seed.get("orders", []):

@@ -36,6 +36,7 @@ sales = wiring.sales_service()
 idempotency_records = wiring.idempotency_records()
 TAGS = ["orders"]
 CHECKOUT_TAGS = ["checkout"]
+PROMOTION_TAGS = ["promotions"]
 ZoneId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH)]
 Country = Annotated[
     str,
@@ -89,6 +90,7 @@ def _place(*, request: dict, actor: Actor, body: s.OrderIn) -> dict:
         customer_cart=given(body.cart) == "customer",
         idempotency_key=request["key"],
         shipping_option_id=given(body.shipping_option_id),
+        promo_code=given(body.promo_code),
     )
     count("OrdersPlaced")
     count("OrderValueCents", order.total_cents)
@@ -452,6 +454,7 @@ def quote_checkout(body: c.QuoteIn):
         lines=[RequestedLine(line.product_id, line.quantity) for line in lines] if lines else None,
         session_id=given(body.session_id),
         shipping_option_id=given(body.shipping_option_id),
+        promo_code=given(body.promo_code),
     )
     total, option = quote.total, quote.where.option
     answer = c.Quote(
@@ -483,6 +486,15 @@ def quote_checkout(body: c.QuoteIn):
                 free_over_cents=each.free_over_cents,
             )
             for each in quote.where.options
+        ],
+        promotions=[
+            c.OrderPromotion(
+                promotion_id=applied.promotion_id,
+                code=applied.code,
+                kind=applied.kind.value,
+                discount_cents=applied.discount_cents,
+            )
+            for applied in total.promotions
         ],
     )
     return json_response(200, answer)
@@ -560,6 +572,91 @@ def put_tax_rate(country: Country, body: c.TaxRateIn, request: Request):
         raise errors.InvalidRequest("a region is not of the country", foreign)
     rate = checkout.put_rate(actor, country, rate_bps=body.rate_bps, regions=dict(regions))
     return json_response(200, rate)
+
+
+PromotionId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH)]
+
+
+@app.post(
+    "/promotions",
+    summary="Create a promotion: by code or automatic, percent, fixed or free shipping, within dates (admin)",
+    responses=declare(
+        201,
+        c.Promotion,
+        401,
+        403,
+        409,
+        body=True,
+        errors_described={
+            409: "PROMO_CODE_TAKEN (another promotion has this code, in any case), PROMOTION_LIMIT",
+            422: "VALIDATION_ERROR (including ends_at not after starts_at)",
+        },
+    ),
+    tags=PROMOTION_TAGS,
+)
+def create_promotion(body: c.PromotionIn, request: Request):
+    promotion = checkout.create_promotion(
+        caller(request),
+        kind=body.kind,
+        value=given(body.value) or 0,
+        code=given(body.code),
+        automatic=given(body.automatic) or False,
+        min_subtotal_cents=given(body.min_subtotal_cents) or 0,
+        starts_at=given(body.starts_at),
+        ends_at=given(body.ends_at),
+    )
+    return json_response(201, promotion)
+
+
+@app.get(
+    "/promotions",
+    summary="The promotions, newest first (admin)",
+    responses=declare(200, c.PromotionPage, 401, 403),
+    tags=PROMOTION_TAGS,
+)
+def list_promotions(request: Request, limit: Limit = DEFAULT_LIMIT, next_token: NextToken = None):
+    return json_response(200, checkout.promotions(caller(request), limit=limit, next_token=next_token))
+
+
+@app.get(
+    "/promotions/<promotion_id>",
+    summary="One promotion (admin)",
+    responses=declare(200, c.Promotion, 401, 403, 404, errors_described={404: "PROMOTION_NOT_FOUND"}),
+    tags=PROMOTION_TAGS,
+)
+def get_promotion(promotion_id: PromotionId, request: Request):
+    return json_response(200, checkout.promotion(caller(request), promotion_id))
+
+
+@app.patch(
+    "/promotions/<promotion_id>",
+    summary="Edit a promotion's value, minimum subtotal or dates, or end it now (admin)",
+    responses=declare(
+        200,
+        c.Promotion,
+        401,
+        403,
+        404,
+        body=True,
+        errors_described={
+            404: "PROMOTION_NOT_FOUND",
+            422: "VALIDATION_ERROR (including a value its kind does not take, ends_at not after starts_at)",
+        },
+    ),
+    tags=PROMOTION_TAGS,
+)
+def update_promotion(promotion_id: PromotionId, body: c.PromotionPatch, request: Request):
+    changes: dict = {}
+    if given(body.value) is not None:
+        changes["value"] = body.value
+    if given(body.min_subtotal_cents) is not None:
+        changes["min_subtotal_cents"] = body.min_subtotal_cents
+    if given(body.starts_at) is not None:
+        changes["starts_at"] = body.starts_at
+    if given(body.ends_at) is not None:
+        changes["ends_at"] = body.ends_at
+    promotion = checkout.update_promotion(caller(request), promotion_id, changes, end=given(body.end) is True)
+    return json_response(200, promotion)
 
 
 handler = lambda_handler(app.resolve)

@@ -132,3 +132,40 @@ def test_with_prices_that_include_tax_the_quote_is_the_order_and_an_edit_is_char
         expect(stack.api.post("/checkout/quote", json=refused), 422, "SHIPPING_UNAVAILABLE")
         expect(place_order(stack.api, customer, key(), refused), 422, "SHIPPING_UNAVAILABLE")
     assert expect(stack.api.get(f"/products/{lines[0]['product_id']}"), 200)["stock"] == stock_before
+
+
+@pytest.mark.xdist_group("e2e-order-total")
+def test_codes_and_an_automatic_promotion_the_quote_is_the_order(inclusive_stack: Stack):
+    stack, admin, customer = inclusive_stack, inclusive_stack.admin_token(), inclusive_stack.token("e2e-promotions")
+    zone = {
+        "name": "Europe",
+        "countries": ["DE", "AT"],
+        "options": [{"option_id": "standard", "name": "Standard", "price_cents": 499}],
+    }
+    expect(stack.api.put("/shipping/zones/europe", token=admin, json=zone), 200)
+    expect(stack.api.put("/tax/rates/DE", token=admin, json={"rate_bps": 1900}), 200)
+    suffix = uuid.uuid4().hex[:8].upper()
+    new = {
+        "percent": {"code": f"PCT{suffix}", "kind": "percent", "value": 15},
+        "fixed": {"code": f"FIX{suffix}", "kind": "fixed", "value": 700},
+        "free_shipping": {"code": f"SHIP{suffix}", "kind": "free_shipping"},
+        "minimum": {"code": f"MIN{suffix}", "kind": "fixed", "value": 100, "min_subtotal_cents": 1_000_000},
+    }
+    made = {name: expect(stack.api.post("/promotions", token=admin, json=body), 201) for name, body in new.items()}
+    automatic = {"automatic": True, "kind": "fixed", "value": 300, "min_subtotal_cents": 10000}
+    automatic_id = expect(stack.api.post("/promotions", token=admin, json=automatic), 201)["promotion_id"]
+    body = {"lines": three_lines(stack, admin, "e2e-promotions"), "shipping_address": BERLIN}
+
+    quoted, _ = quote_and_order(stack, customer, body)  # the automatic one alone: 12,878 reaches its 10,000
+    assert [(p["promotion_id"], p["discount_cents"]) for p in quoted["promotions"]] == [(automatic_id, 300)]
+    for name in ("percent", "fixed", "free_shipping"):
+        code = new[name]["code"].lower()  # codes compare in any case
+        quoted, _ = quote_and_order(stack, customer, {**body, "promo_code": code})
+        assert [p["promotion_id"] for p in quoted["promotions"]] == [automatic_id, made[name]["promotion_id"]]
+        assert sum(line["discount_cents"] for line in quoted["lines"]) == quoted["discount_cents"]
+    assert quoted["shipping_cents"] == 0  # the free-shipping code's
+
+    expect(stack.api.post("/checkout/quote", json={**body, "promo_code": "NOSUCH"}), 409, "PROMO_CODE_INVALID")
+    minimum = {**body, "promo_code": new["minimum"]["code"]}
+    expect(stack.api.post("/checkout/quote", json=minimum), 409, "PROMO_MIN_SUBTOTAL")
+    expect(place_order(stack.api, customer, key(), minimum), 409, "PROMO_MIN_SUBTOTAL")

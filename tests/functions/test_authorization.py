@@ -143,11 +143,18 @@ MATRIX: list[tuple[str, str, dict[str, Any], tuple[int, int, int, int]]] = [
         (401, 403, 403, 200),
     ),
     ("PUT", "/tax/rates/NZ", {"body": {"rate_bps": 1500}}, (401, 403, 403, 200)),
+    # promotions are the admins' (a customer gives a code at checkout; POST /orders and the quote take it)
+    ("POST", "/promotions", {"body": {"code": "AUTH10", "kind": "percent", "value": 10}}, (401, 403, 403, 201)),
+    ("GET", "/promotions", {}, (401, 403, 403, 200)),
+    ("GET", "/promotions/unknown", {}, (401, 403, 403, 404)),
+    ("PATCH", "/promotions/unknown", {"body": {"end": True}}, (401, 403, 403, 404)),
 ]
 # The error code of a 404 where it is not ORDER_NOT_FOUND: (method, path) -> caller -> code.
 NOT_FOUND_CODES = {
     ("GET", "/orders/00-alice-pending/payment"): {"alice": "PAYMENT_NOT_FOUND", "admin": "PAYMENT_NOT_FOUND"},
     ("POST", "/webhooks/stripe"): dict.fromkeys(CALLERS, "NOT_FOUND"),
+    ("GET", "/promotions/unknown"): {"admin": "PROMOTION_NOT_FOUND"},
+    ("PATCH", "/promotions/unknown"): {"admin": "PROMOTION_NOT_FOUND"},
 }
 
 CASES = [

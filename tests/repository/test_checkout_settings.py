@@ -102,3 +102,41 @@ def test_zones_racing_for_one_country_on_threads_leave_it_in_one(store):
     snapshot = CheckoutSettingsRepository(store.table).snapshot()
     assert len(snapshot.zones) == 1
     assert snapshot.version == 1
+
+
+def test_an_orders_promotions_are_an_item_beside_it_read_with_it_and_archived_with_it(store):
+    from shop import wiring
+    from shop.repository.order_archive import OrderArchivalRepository
+    from shop.services.orders import RequestedLine
+    from tests.support.factories import ADDRESS, ALICE, product
+
+    settings = CheckoutSettingsService(CheckoutSettingsRepository(store.table))
+    settings.create_promotion(
+        ADMIN,
+        kind="percent",
+        value=10,
+        code="TEN",
+        automatic=False,
+        min_subtotal_cents=0,
+        starts_at=None,
+        ends_at=None,
+    )
+    pids = [product(store.table, price_cents=price, stock=10) for price in (1999, 4550, 333)]
+    orders = wiring.order_service(store.table)
+    lines = [RequestedLine(pid, quantity) for pid, quantity in zip(pids, (3, 1, 7), strict=True)]
+    placed = orders.place(ALICE, address=ADDRESS, lines=lines, promo_code="ten")
+    assert placed.discount_cents == 1288  # 10 % of 12,878, rounded half up
+    assert [line.discount_cents for line in placed.lines] == [600, 455, 233]
+    assert orders.get(ALICE, placed.order_id) == placed  # the order and its DISCOUNTS item, one Query
+
+    def item(sort_key: str) -> dict[str, Any]:
+        key = {keys.PK: keys.order_pk(placed.order_id), keys.SK: sort_key}
+        return from_item(store.client.get_item(TableName=store.table.name, Key=to_item(key))["Item"])
+
+    order_item = item(keys.ORDER_SK)
+    assert "promotions" not in order_item
+    assert all("discount_cents" not in line for line in order_item["lines"])
+    assert [p["discount_cents"] for p in item(keys.ORDER_DISCOUNTS_SK)["promotions"]] == [1288]
+    archival = OrderArchivalRepository(store.table)
+    left = archival.remains(placed.order_id)
+    assert archival.order(order_item, left.history).promotions == placed.promotions

@@ -25,7 +25,7 @@ from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, O
 from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
 from shop.models.carts import CartClaim, CartOwnerKind, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category, path_slugs
-from shop.models.checkout import CheckoutSettings, ShippingZone, TaxRate
+from shop.models.checkout import CheckoutSettings, Promotion, ShippingZone, TaxRate
 from shop.models.orders import (
     CLOSED_DISPUTE_STATUSES,
     NO_DETAILS,
@@ -179,6 +179,15 @@ class MemoryCheckoutSettings:
     def put_rate(self, rate: TaxRate, *, read_version: int) -> int:
         kept = self.state.checkout
         return self._edit(read_version, replace(kept, rates={**kept.rates, rate.country: rate}))
+
+    def put_promotion(self, promotion: Promotion, *, read_version: int) -> int:
+        kept = self.state.checkout
+        others = [p for p in kept.promotions if p.promotion_id != promotion.promotion_id]
+        ordered = sorted([*others, promotion], key=lambda p: p.promotion_id)
+        return self._edit(read_version, replace(kept, promotions=tuple(ordered)))
+
+    def promotions_page(self, *, limit: int, next_token: str | None) -> Page[Promotion]:
+        return page_of(list(reversed(self.state.checkout.promotions)), limit=limit, next_token=next_token)
 
     def _edit(self, read_version: int, edited: CheckoutSettings) -> int:
         if self.state.checkout.version != read_version:

@@ -37,6 +37,7 @@ from shop.migrations.changes import Change, Put
 from shop.migrations.runner import AlreadyApplied, Checkpoint, Progress, ScanPage
 from shop.models import Customer, OrderStatus, Product, Review, ShippingAddress
 from shop.models.categories import Category, category_path, listing_scopes, path_slugs
+from shop.models.checkout import Promotion
 from shop.services import hot_products, product_events
 from shop.services.alerts import AlertService
 from shop.services.archival import ArchivalService
@@ -270,6 +271,10 @@ class MemoryWiring:
                 store.products.spread_stock(store.products.stock_layout(product.product_id), shards)
         for entry in seed["reviews"]:
             store.products.add_review(Review(**entry, created_at=now))
+        for entry in seed["promotions"]:
+            settings = store.checkout_settings.snapshot()
+            promotion = Promotion(**entry, created_at=now, updated_at=now)
+            store.checkout_settings.put_promotion(promotion, read_version=settings.version)
         address = ShippingAddress(**seed["shipping_address"])
         for entry in seed["orders"]:
             order = seed_order(entry, catalogue, address, now)

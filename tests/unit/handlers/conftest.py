@@ -9,6 +9,7 @@ import pytest
 
 from shop import config, payment_secrets
 from tests.functions.generate_payment_events import SAMPLE_SECRET
+from tests.support.checkout import EUROPE, admin_put
 from tests.support.factories import ADMIN
 from tests.support.memory_wiring import Handlers, MemoryWiring
 
@@ -46,3 +47,20 @@ def paying(handlers: Handlers, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hand
     yield handlers
     config.payment_settings.cache_clear()
     payment_secrets.clear()
+
+
+@pytest.fixture
+def europe(handlers: Handlers) -> Handlers:
+    """The seeded shop with a zone shipping to Germany and Austria (EUROPE) and a 19 % rate for Germany."""
+    admin_put(handlers, "/shipping/zones/zone-europe", EUROPE)
+    admin_put(handlers, "/tax/rates/DE", {"rate_bps": 1900})
+    return handlers
+
+
+@pytest.fixture
+def inclusive(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """PRICES_INCLUDE_TAX=true for the test."""
+    monkeypatch.setenv("PRICES_INCLUDE_TAX", "true")
+    config.settings.cache_clear()
+    yield
+    config.settings.cache_clear()

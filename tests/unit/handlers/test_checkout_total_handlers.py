@@ -6,87 +6,19 @@ tests/repository/test_checkout_settings.py; over HTTP on `make dev`: tests/e2e/t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
-from shop import config
 from tests.functions.apigw import ADMIN, ALICE
-from tests.support.memory_wiring import Handlers
-
-BERLIN = {"name": "A", "line1": "1 Hauptstr.", "city": "Berlin", "postal_code": "10115", "country": "DE"}
-LOS_ANGELES = {
-    "name": "B",
-    "line1": "1 Main St",
-    "city": "Los Angeles",
-    "postal_code": "90001",
-    "country": "US",
-    "region": "US-CA",
-}
-EUROPE = {
-    "name": "Europe",
-    "countries": ["DE", "AT"],
-    "options": [
-        {"option_id": "standard", "name": "Standard", "price_cents": 499, "free_over_cents": 20000},
-        {"option_id": "express", "name": "Express", "price_cents": 1299},
-    ],
-}
-# prod-keyboard 8900 x 2 and prod-cable 900 x 3 (events/seed.json): 20,500 cents of goods
-LINES = [{"product_id": "prod-keyboard", "quantity": 2}, {"product_id": "prod-cable", "quantity": 3}]
-BREAKDOWN = (
-    "subtotal_cents",
-    "discount_cents",
-    "shipping_cents",
-    "shipping_tax_cents",
-    "tax_cents",
-    "total_cents",
-    "prices_include_tax",
-    "tax_rate_bps",
-    "shipping_option",
-    "currency",
+from tests.support.checkout import (
+    BERLIN,
+    EUROPE,
+    LINES,
+    LOS_ANGELES,
+    admin_put,
+    assert_order_is_the_quote,
+    place,
+    quote,
 )
-
-
-def admin_put(handlers: Handlers, path: str, body: dict[str, Any]) -> Any:
-    reply = handlers.call("PUT", path, claims=ADMIN, body=body)
-    assert reply.status == 200, reply.body
-    return reply.body
-
-
-def quote(handlers: Handlers, body: dict[str, Any], status: int = 200) -> Any:
-    reply = handlers.call("POST", "/checkout/quote", body=body)
-    assert reply.status == status, reply.body
-    return reply.body
-
-
-def place(handlers: Handlers, body: dict[str, Any], key: str, status: int = 201) -> Any:
-    reply = handlers.call("POST", "/orders", claims=ALICE, headers={"Idempotency-Key": key}, body=body)
-    assert reply.status == status, reply.body
-    return reply.body
-
-
-def assert_order_is_the_quote(order: dict[str, Any], quoted: dict[str, Any]) -> None:
-    assert {name: order[name] for name in BREAKDOWN} == {name: quoted[name] for name in BREAKDOWN}
-    assert order["lines"] == quoted["lines"]
-    lines_paid = sum(line["line_total_cents"] - line["discount_cents"] for line in order["lines"])
-    tax_added = 0 if order["prices_include_tax"] else order["tax_cents"]
-    assert order["total_cents"] == lines_paid + order["shipping_cents"] + tax_added
-
-
-@pytest.fixture
-def europe(handlers: Handlers) -> Handlers:
-    admin_put(handlers, "/shipping/zones/zone-europe", EUROPE)
-    admin_put(handlers, "/tax/rates/DE", {"rate_bps": 1900})
-    return handlers
-
-
-@pytest.fixture
-def inclusive(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("PRICES_INCLUDE_TAX", "true")
-    config.settings.cache_clear()
-    yield
-    config.settings.cache_clear()
 
 
 def test_a_shop_without_zones_or_rates_charges_the_lines_alone(handlers):

@@ -186,6 +186,37 @@ class TooManyShippingZones(Conflict):
     code = "SHIPPING_ZONE_LIMIT"
 
 
+class PromoCodeInvalid(Conflict):
+    """A code no promotion has, or whose promotion has not started or has ended."""
+
+    code = "PROMO_CODE_INVALID"
+
+    def __init__(self, promo_code: str) -> None:
+        super().__init__("this promotion code does not apply now", {"promo_code": promo_code})
+
+
+class PromoMinSubtotal(Conflict):
+    code = "PROMO_MIN_SUBTOTAL"
+
+    def __init__(self, promo_code: str, min_subtotal_cents: int, subtotal_cents: int) -> None:
+        super().__init__(
+            "the order's lines do not reach this code's minimum",
+            {"promo_code": promo_code, "min_subtotal_cents": min_subtotal_cents, "subtotal_cents": subtotal_cents},
+        )
+
+
+class PromoCodeTaken(Conflict):
+    code = "PROMO_CODE_TAKEN"
+
+
+class TooManyPromotions(Conflict):
+    code = "PROMOTION_LIMIT"
+
+
+class PromotionNotFound(NotFound):
+    code = "PROMOTION_NOT_FOUND"
+
+
 class VersionMismatch(DomainError):
     code = "VERSION_MISMATCH"
 

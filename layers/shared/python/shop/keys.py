@@ -117,6 +117,15 @@ def order_history_key(order_id: str, version: int) -> Key:
     return {PK: order_pk(order_id), SK: f"{HISTORY_PREFIX}{version:06d}"}
 
 
+ORDER_DISCOUNTS_SK = "DISCOUNTS"  # sorts before ORDER: read with it (pattern 15), never written after the placement
+
+
+def order_discounts_key(order_id: str) -> Key:
+    """The promotions an order was priced with, beside it: written once, so the order's own item (rewritten at every
+    status change) does not carry their bytes."""
+    return {PK: order_pk(order_id), SK: ORDER_DISCOUNTS_SK}
+
+
 def order_archived_key(order_id: str) -> Key:
     """The marker an archived order leaves: the S3 object's key and who owns the order (never expires)."""
     return {PK: order_pk(order_id), SK: ORDER_ARCHIVED_SK}
@@ -413,6 +422,13 @@ def shipping_zone_key(zone_id: str) -> Key:
 
 def tax_rate_key(country: str) -> Key:
     return {PK: CHECKOUT_PK, SK: f"{TAX_RATE_PREFIX}{country}"}
+
+
+PROMOTION_PREFIX = "PROMOTION#"
+
+
+def promotion_key(promotion_id: str) -> Key:
+    return {PK: CHECKOUT_PK, SK: f"{PROMOTION_PREFIX}{promotion_id}"}
 
 
 MIGRATION_PK_PREFIX = "MIGRATION#"

@@ -134,3 +134,7 @@ MAX_WEIGHT_GRAMS = 1_000_000
 CHECKOUT_VERSION_SHARDS = 8
 # Edits of the settings serialise on its version; an edit that loses to another this many times answers 503.
 CHECKOUT_EDIT_ATTEMPTS = 3
+# Promotions (decision 077): every promotion is in the checkout's settings, read whole after an edit.
+MAX_PROMOTIONS = 500
+MAX_PROMO_CODE_LENGTH = 40
+PROMO_CODE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import UTC, datetime
+from typing import Annotated, Literal
 
-from pydantic import Field, StrictInt, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
+from shop import clock
 from shop.http_api.countries import CountryCode
-from shop.http_api.order_schemas import AddressIn, Lines, SessionRef, ShippingOptionId
-from shop.http_api.schemas import INTEGRAL, MISSING, Body, OneOfBody
+from shop.http_api.order_schemas import AddressIn, Lines, PromoCode, SessionRef, ShippingOptionId
+from shop.http_api.schemas import INTEGRAL, MISSING, Body, OneOfBody, given
 from shop.limits import (
     MAX_ID_LENGTH,
     MAX_PRICE_CENTS,
@@ -18,12 +29,17 @@ from shop.limits import (
     MAX_ZONE_COUNTRIES,
     MAX_ZONE_OPTIONS,
 )
-from shop.models.checkout import ShippingOptionSetting, ShippingZone, TaxRate
+from shop.models.checkout import Promotion, ShippingOptionSetting, ShippingZone, TaxRate
 from shop.models.common import Model
-from shop.models.orders import OrderLine, OrderShipping
+from shop.models.orders import OrderLine, OrderPromotion, OrderShipping
 
 __all__ = [
+    "OrderPromotion",
     "OrderShipping",
+    "Promotion",
+    "PromotionIn",
+    "PromotionPage",
+    "PromotionPatch",
     "Quote",
     "QuoteFromLines",
     "QuoteFromSession",
@@ -110,6 +126,7 @@ class QuoteFromLines(Body):
     lines: Lines
     shipping_address: AddressIn
     shipping_option_id: ShippingOptionId | MISSING = MISSING
+    promo_code: PromoCode | MISSING = MISSING
 
 
 class QuoteFromSession(Body):
@@ -118,6 +135,7 @@ class QuoteFromSession(Body):
     session_id: SessionRef
     shipping_address: AddressIn
     shipping_option_id: ShippingOptionId | MISSING = MISSING
+    promo_code: PromoCode | MISSING = MISSING
 
 
 class QuoteIn(OneOfBody):
@@ -130,6 +148,7 @@ class QuoteIn(OneOfBody):
     lines: Lines | MISSING = MISSING
     shipping_address: AddressIn
     shipping_option_id: ShippingOptionId | MISSING = MISSING
+    promo_code: PromoCode | MISSING = MISSING
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> QuoteIn:
@@ -160,3 +179,91 @@ class Quote(Model):
     tax_rate_bps: int | None = Field(description="the destination's rate; null when the shop has none for it (tax 0)")
     shipping_option: OrderShipping | None = Field(description="the option the order would ship by")
     shipping_options: list[QuotedOption] = Field(description="every option the destination ships by, priced")
+    promotions: list[OrderPromotion] = Field(
+        description="the automatic promotions that apply, then the code's; what each took off"
+    )
+
+
+_KIND_RULES: list[JsonValue] = [
+    {
+        "if": {"properties": {"kind": {"const": "percent"}}},
+        "then": {"required": ["value"], "properties": {"value": {"minimum": 1, "maximum": 100}}},
+    },
+    {
+        "if": {"properties": {"kind": {"const": "fixed"}}},
+        "then": {"required": ["value"], "properties": {"value": {"minimum": 1}}},
+    },
+    {"if": {"properties": {"kind": {"const": "free_shipping"}}}, "then": {"not": {"required": ["value"]}}},
+    {
+        "if": {"properties": {"automatic": {"const": True}}, "required": ["automatic"]},
+        "then": {"not": {"required": ["code"]}},
+        "else": {"required": ["code"]},
+    },
+]
+# An RFC 3339 instant with its offset, of the years 1970 to 2999 (so that it stays a four-digit year in UTC), to the
+# microsecond: the pattern says all of it but the calendar (format: date-time, the model's parse).
+INSTANT_PATTERN = (
+    r"^(19[7-9][0-9]|2[0-9]{3})-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
+    r"(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+)
+
+
+def _in_utc(text: str) -> str:
+    """The instant as shop.clock writes it (UTC, microseconds): instants then compare as text."""
+    return clock.iso(datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC))
+
+
+Instant = Annotated[
+    str,
+    Field(
+        pattern=INSTANT_PATTERN,
+        json_schema_extra={"format": "date-time"},
+        description="RFC 3339 with its offset, 1970 to 2999, e.g. 2027-06-01T00:00:00+02:00",
+    ),
+    AfterValidator(_in_utc),
+]
+
+
+class PromotionIn(Body):
+    """A promotion: a `code` customers give, or `automatic: true` (every order it fits, no code), not both.
+    `value` is a whole percent from 1 to 100 (`percent`), cents from 1 (`fixed`), and absent for `free_shipping`.
+    It applies from `starts_at` (default: now) until before `ends_at` (default: never), which is after it."""
+
+    model_config = ConfigDict(json_schema_extra={"allOf": _KIND_RULES})
+
+    code: PromoCode | MISSING = MISSING
+    kind: Literal["percent", "fixed", "free_shipping"]
+    value: Annotated[StrictInt, Field(ge=1, le=MAX_PRICE_CENTS), INTEGRAL] | MISSING = MISSING
+    min_subtotal_cents: Cents | MISSING = MISSING
+    starts_at: Instant | MISSING = MISSING
+    ends_at: Instant | MISSING = MISSING
+    automatic: StrictBool | MISSING = MISSING
+
+    @model_validator(mode="after")
+    def _as_the_schema_says(self) -> PromotionIn:
+        value = given(self.value)
+        if self.kind == "percent" and (value is None or value > 100):
+            raise ValueError("a percent promotion takes a value from 1 to 100")
+        if self.kind == "fixed" and value is None:
+            raise ValueError("a fixed promotion takes a value")
+        if self.kind == "free_shipping" and value is not None:
+            raise ValueError("a free-shipping promotion takes no value")
+        if (given(self.automatic) is True) == ("code" in self.model_fields_set):
+            raise ValueError("give a code, or automatic: true, not both")
+        return self
+
+
+class PromotionPatch(Body):
+    """What changes: its value, minimum subtotal or dates; `"end": true` ends it now. The value follows the
+    promotion's kind as at its creation."""
+
+    value: Annotated[StrictInt, Field(ge=1, le=MAX_PRICE_CENTS), INTEGRAL] | MISSING = MISSING
+    min_subtotal_cents: Cents | MISSING = MISSING
+    starts_at: Instant | MISSING = MISSING
+    ends_at: Instant | MISSING = MISSING
+    end: Literal[True] | MISSING = Field(default=MISSING, description="true: the promotion ends now")
+
+
+class PromotionPage(Model):
+    items: list[Promotion]
+    next_token: str | None = None

@@ -13,9 +13,11 @@ from shop.limits import (
     MAX_CARRIER_LENGTH,
     MAX_ID_LENGTH,
     MAX_ORDER_LINES,
+    MAX_PROMO_CODE_LENGTH,
     MAX_QUANTITY,
     MAX_REASON_LENGTH,
     MAX_TRACKING_NUMBER_LENGTH,
+    PROMO_CODE_PATTERN,
 )
 from shop.models import Order, OrderStatus, OrderSummary, ShippingAddress
 from shop.models.common import Model
@@ -38,6 +40,15 @@ SOURCES = ("session_id", "lines", "cart")
 SessionRef = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, description="check out this session's cart")]
 Lines = Annotated[list[OrderLineIn], Field(min_length=1, max_length=MAX_ORDER_LINES)]
 CustomerCart = Annotated[Literal["customer"], Field(description="check out the caller's customer cart")]
+PromoCode = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_PROMO_CODE_LENGTH,
+        pattern=PROMO_CODE_PATTERN,
+        description="a promotion's code, in any case; the automatic promotions that apply are added without one",
+    ),
+]
 ShippingOptionId = Annotated[
     str,
     Field(
@@ -55,6 +66,7 @@ class OrderFromLines(Body):
     lines: Lines
     shipping_address: AddressIn
     shipping_option_id: ShippingOptionId | MISSING = MISSING
+    promo_code: PromoCode | MISSING = MISSING
 
 
 class OrderFromSession(Body):
@@ -63,6 +75,7 @@ class OrderFromSession(Body):
     session_id: SessionRef
     shipping_address: AddressIn
     shipping_option_id: ShippingOptionId | MISSING = MISSING
+    promo_code: PromoCode | MISSING = MISSING
 
 
 class OrderFromCustomerCart(Body):
@@ -71,6 +84,7 @@ class OrderFromCustomerCart(Body):
     cart: CustomerCart
     shipping_address: AddressIn
     shipping_option_id: ShippingOptionId | MISSING = MISSING
+    promo_code: PromoCode | MISSING = MISSING
 
 
 class OrderIn(OneOfBody):
@@ -84,6 +98,7 @@ class OrderIn(OneOfBody):
     cart: CustomerCart | MISSING = MISSING
     shipping_address: AddressIn
     shipping_option_id: ShippingOptionId | MISSING = MISSING
+    promo_code: PromoCode | MISSING = MISSING
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> OrderIn:

@@ -82,4 +82,8 @@ ROUTES: tuple[Route, ...] = (
     _r("GET", "/shipping/options", "orders", "listShippingOptions", public=True),
     _r("PUT", "/shipping/zones/{zone_id}", "orders", "putShippingZone"),
     _r("PUT", "/tax/rates/{country}", "orders", "putTaxRate"),
+    _r("POST", "/promotions", "orders", "createPromotion"),
+    _r("GET", "/promotions", "orders", "listPromotions"),
+    _r("GET", "/promotions/{promotion_id}", "orders", "getPromotion"),
+    _r("PATCH", "/promotions/{promotion_id}", "orders", "updatePromotion"),
 )

@@ -7,6 +7,7 @@ An admin PUTs each zone and each country's rate; a quote and a placement read th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import Field
 
@@ -45,6 +46,33 @@ class TaxRate(Model):
         return self.rate_bps
 
 
+PromotionKind = Literal["percent", "fixed", "free_shipping"]
+
+
+def code_key(code: str) -> str:
+    """What codes compare by: case-insensitively."""
+    return code.upper()
+
+
+class Promotion(Model):
+    """A discount: by a code the customer gives, or automatic (every order it fits), within its dates."""
+
+    promotion_id: str
+    code: str | None = Field(default=None, description="as the admin wrote it; customers' codes match it in any case")
+    kind: PromotionKind
+    value: int = Field(default=0, description="percent: a whole percent, 1 to 100; fixed: cents; free_shipping: 0")
+    min_subtotal_cents: int = Field(default=0, description="the lines' total an order must reach")
+    starts_at: Timestamp | None = None
+    ends_at: Timestamp | None = Field(default=None, description="the first instant it no longer applies")
+    automatic: bool = False
+    created_at: Timestamp
+    updated_at: Timestamp
+
+    def live_at(self, now: str) -> bool:
+        """Whether it applies at `now` (instants as shop.clock writes them compare as text)."""
+        return (self.starts_at is None or self.starts_at <= now) and (self.ends_at is None or now < self.ends_at)
+
+
 @dataclass(frozen=True)
 class CheckoutSettings:
     """Every zone and rate as of `version` (0: nothing set yet, the shop charges neither shipping nor tax)."""
@@ -53,6 +81,7 @@ class CheckoutSettings:
     edit_id: str | None = None  # the latest edit's unique id (shop.repository.checkout_settings)
     zones: tuple[ShippingZone, ...] = ()
     rates: dict[str, TaxRate] = field(default_factory=dict)
+    promotions: tuple[Promotion, ...] = ()  # oldest first
 
     def zone_for(self, country: str) -> ShippingZone | None:
         """The zone that ships to `country` (a country is in one zone at most)."""
@@ -62,3 +91,15 @@ class CheckoutSettings:
         """The destination's tax rate in basis points; None when the shop has none for its country."""
         rate = self.rates.get(country)
         return None if rate is None else rate.for_region(region)
+
+    def promotion(self, promotion_id: str) -> Promotion | None:
+        return next((promotion for promotion in self.promotions if promotion.promotion_id == promotion_id), None)
+
+    def by_code(self, code: str) -> Promotion | None:
+        """The promotion of `code`, in any case."""
+        wanted = code_key(code)
+        return next((p for p in self.promotions if p.code is not None and code_key(p.code) == wanted), None)
+
+    def automatic_at(self, now: str) -> list[Promotion]:
+        """The automatic promotions that apply at `now`, oldest first."""
+        return [promotion for promotion in self.promotions if promotion.automatic and promotion.live_at(now)]

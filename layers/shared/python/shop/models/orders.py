@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_serializer, model_validator
 
 from shop.models.common import Model, Timestamp
-from shop.models.pricing import line_total, tax_on
+from shop.models.pricing import largest_remainder, line_total, tax_on
 
 # shop.clock's format (models do not import it): ISO-8601 UTC with fixed-width microseconds.
 ISO_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -206,10 +206,20 @@ class OrderShipping(Model):
     price_cents: int = Field(description="the option's price then; the order's shipping_cents is what it charged")
 
 
+class OrderPromotion(Model):
+    """A promotion the order was priced with, and what it took off (a free-shipping one: the shipping it waived)."""
+
+    promotion_id: str
+    code: str | None = Field(default=None, description="the code as the promotion has it; null: automatic")
+    kind: str = Field(description="percent, fixed or free_shipping")
+    discount_cents: int
+
+
 # What an order's item leaves out because the rest says it (Order._breakdown_from_lines derives them on read): every
 # byte past 1 KB costs each later write of the order a unit. A line's total and tax are left out too.
 DERIVED_BREAKDOWN = frozenset({"subtotal_cents", "discount_cents", "tax_cents", "shipping_tax_cents"})
-DERIVED_LINE_FIELDS = frozenset({"line_total_cents", "tax_cents"})
+DERIVED_LINE_FIELDS = frozenset({"line_total_cents", "tax_cents", "discount_cents"})
+FREE_SHIPPING = "free_shipping"  # a promotion that waives shipping: it takes nothing off the lines
 
 
 class Order(OrderSummary):
@@ -231,6 +241,9 @@ class Order(OrderSummary):
     currency: str | None = Field(default=None, description="ISO 4217, lower case; null on orders before version 4")
     shipping_option: OrderShipping | None = Field(
         default=None, description="the option the order ships by; null when the shop charges no shipping"
+    )
+    promotions: list[OrderPromotion] = Field(
+        default_factory=list, description="the automatic promotions that applied, then the code's, if one was given"
     )
     history: list[StatusEntry]
     # Stock taken from flash-sale shards: product id -> shard number (2 digits) -> quantity. Stored with the
@@ -271,13 +284,20 @@ class Order(OrderSummary):
         lines = []
         for given in data["lines"]:
             line = dict(given) if isinstance(given, dict) else given.model_dump()
-            total = line.get("line_total_cents")
-            if total is None:
-                total = line["line_total_cents"] = line_total(int(line["unit_price_cents"]), int(line["quantity"]))
-            discount = int(line.get("discount_cents") or 0)
-            if line.get("tax_cents") is None:
-                line["tax_cents"] = tax_on(int(total) - discount, rate, included=included)
+            if line.get("line_total_cents") is None:
+                line["line_total_cents"] = line_total(int(line["unit_price_cents"]), int(line["quantity"]))
             lines.append(line)
+        if any(line.get("discount_cents") is None for line in lines):
+            # The lines' shares of what the promotions took off them, by the largest remainder, as priced.
+            promotions = [p if isinstance(p, dict) else p.model_dump() for p in data.get("promotions") or ()]
+            off = sum(int(p["discount_cents"]) for p in promotions if p.get("kind") != FREE_SHIPPING)
+            shares = largest_remainder(off, [int(line["line_total_cents"]) for line in lines])
+            for line, share in zip(lines, shares, strict=True):
+                line["discount_cents"] = share
+        for line in lines:
+            if line.get("tax_cents") is None:
+                charged = int(line["line_total_cents"]) - int(line["discount_cents"])
+                line["tax_cents"] = tax_on(charged, rate, included=included)
         shipping_tax = data.get("shipping_tax_cents")
         if shipping_tax is None:
             shipping_tax = tax_on(int(data.get("shipping_cents") or 0), rate, included=included)

@@ -4,7 +4,7 @@ shipping's tax with them, so its item need not hold them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 
@@ -39,3 +39,18 @@ def tax_on(amount_cents: int, rate_bps: int, *, included: bool) -> int:
     if included:
         return amount_cents - round_half_up(amount_cents * BPS, BPS + rate_bps)
     return round_half_up(amount_cents * rate_bps, BPS)
+
+
+def largest_remainder(amount: int, weights: Sequence[int]) -> list[int]:
+    """`amount` shared in proportion to `weights`: each share is its exact share rounded down or up, the cents left
+    after rounding down go to the largest remainders (the earlier weight on a tie), and the shares sum to `amount`.
+    All zero when the weights are."""
+    whole = sum(weights)
+    if whole == 0:
+        return [0] * len(weights)
+    shares = [amount * weight // whole for weight in weights]
+    remainders = [amount * weight % whole for weight in weights]
+    left = amount - sum(shares)
+    for index in sorted(range(len(weights)), key=lambda i: (-remainders[i], i))[:left]:
+        shares[index] += 1
+    return shares

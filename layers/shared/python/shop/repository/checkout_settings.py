@@ -14,11 +14,14 @@ from typing import Any
 
 from shop import errors, ids, keys
 from shop.limits import CHECKOUT_VERSION_SHARDS
-from shop.models.checkout import CheckoutSettings, ShippingZone, TaxRate
+from shop.models import Page
+from shop.models.checkout import CheckoutSettings, Promotion, ShippingZone, TaxRate
+from shop.repository.queries import collection_page
 from shop.repository.store import Table, TransactionCancelled, from_item, to_item, transact_write, translated_errors
 
 ZONE_ENTITY = "SHIPPING_ZONE"
 RATE_ENTITY = "TAX_RATE"
+PROMOTION_ENTITY = "PROMOTION"
 _VERSION_INDEX = 1  # the VERSION item's place in an edit's transaction
 
 
@@ -55,7 +58,7 @@ class CheckoutSettingsRepository:
             if "LastEvaluatedKey" not in response:
                 break
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        version, edit_id, zones, rates = 0, None, [], {}
+        version, edit_id, zones, rates, promotions = 0, None, [], {}, []
         for item in items:
             sort_key = item[keys.SK]
             if sort_key == keys.CHECKOUT_VERSION_SK:
@@ -65,7 +68,11 @@ class CheckoutSettingsRepository:
             elif sort_key.startswith(keys.TAX_RATE_PREFIX):
                 rate = TaxRate.model_validate(item)
                 rates[rate.country] = rate
-        return CheckoutSettings(version=version, edit_id=edit_id, zones=tuple(zones), rates=rates)
+            elif sort_key.startswith(keys.PROMOTION_PREFIX):
+                promotions.append(Promotion.model_validate(item))
+        return CheckoutSettings(
+            version=version, edit_id=edit_id, zones=tuple(zones), rates=rates, promotions=tuple(promotions)
+        )
 
     def put_zone(self, zone: ShippingZone, *, read_version: int) -> int:
         item = {**keys.shipping_zone_key(zone.zone_id), "entity": ZONE_ENTITY, **zone.model_dump(exclude_none=True)}
@@ -74,6 +81,21 @@ class CheckoutSettingsRepository:
     def put_rate(self, rate: TaxRate, *, read_version: int) -> int:
         item = {**keys.tax_rate_key(rate.country), "entity": RATE_ENTITY, **rate.model_dump()}
         return self._edit(item, read_version)
+
+    def put_promotion(self, promotion: Promotion, *, read_version: int) -> int:
+        item = {**keys.promotion_key(promotion.promotion_id), "entity": PROMOTION_ENTITY}
+        return self._edit({**item, **promotion.model_dump(exclude_none=True)}, read_version)
+
+    def promotions_page(self, *, limit: int, next_token: str | None) -> Page[Promotion]:
+        """The promotions, newest first: one Query of the partition's promotions (every item read is returned)."""
+        return collection_page(
+            self.table,
+            scope="promotions",
+            partition=keys.CHECKOUT_PK,
+            sk_prefix=keys.PROMOTION_PREFIX,
+            limit=limit,
+            next_token=next_token,
+        ).as_page(Promotion.model_validate)
 
     def _edit(self, item: dict[str, Any], read_version: int) -> int:
         """Writes `item` as the edit after `read_version`; the new version. VersionMismatch when another edit

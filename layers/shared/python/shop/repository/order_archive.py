@@ -135,7 +135,10 @@ class OrderArchivalRepository:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         marker = next((i for i in items if i["SK"] == keys.ORDER_ARCHIVED_SK), None)
-        history = [i for i in items if str(i["SK"]).startswith(keys.HISTORY_PREFIX)]
+        # what the order is read back with: its history, and the promotions it was priced with
+        history = [
+            i for i in items if str(i["SK"]).startswith(keys.HISTORY_PREFIX) or i["SK"] == keys.ORDER_DISCOUNTS_SK
+        ]
         leftovers = [i for i in items if i["SK"] not in (keys.ORDER_ARCHIVED_SK, keys.ORDER_SK)]
         return Remains(str(marker["archive_key"]) if marker else None, history, leftovers)
 

@@ -67,23 +67,19 @@ def _shard_pool() -> ThreadPoolExecutor:
 # discount stores none of them), besides the ones Order derives on read (DERIVED_BREAKDOWN, DERIVED_LINE_FIELDS);
 # the currency when the payment map holds it.
 _BREAKDOWN_DEFAULTS = {"shipping_cents": 0, "prices_include_tax": False}
-_LINE_DEFAULTS = {"discount_cents": 0}
 
 
 def _stored_order(order: Order) -> dict[str, Any]:
-    dumped = order.model_dump(mode="json", exclude={"history", "archived", *DERIVED_BREAKDOWN}, exclude_none=True)
+    # The promotions are the DISCOUNTS item's (written once, beside the order: keys.order_discounts_key).
+    exclude = {"history", "archived", "promotions", *DERIVED_BREAKDOWN}
+    dumped = order.model_dump(mode="json", exclude=exclude, exclude_none=True)
     for name, default in _BREAKDOWN_DEFAULTS.items():
         if dumped.get(name) == default:
             del dumped[name]
     if order.payment is not None and order.payment.currency == order.currency:
         dumped.pop("currency", None)
     dumped["lines"] = [
-        {
-            name: value
-            for name, value in line.items()
-            if name not in DERIVED_LINE_FIELDS and _LINE_DEFAULTS.get(name, ...) != value
-        }
-        for line in dumped["lines"]
+        {name: value for name, value in line.items() if name not in DERIVED_LINE_FIELDS} for line in dumped["lines"]
     ]
     return dumped
 
@@ -259,6 +255,22 @@ class OrderRepository:
                 }
             }
         )
+        if order.promotions:  # what they took off, beside the order (read with it by pattern 15)
+            items.append(
+                {
+                    "Put": {
+                        "TableName": name,
+                        "Item": to_item(
+                            {
+                                **keys.order_discounts_key(order.order_id),
+                                "entity": "ORDER_DISCOUNTS",
+                                "promotions": [p.model_dump(exclude_none=True) for p in order.promotions],
+                            }
+                        ),
+                        "ConditionExpression": "attribute_not_exists(PK)",
+                    }
+                }
+            )
         cart_index = len(items) if cart is not None else None
         if cart is not None:  # the session's or the customer's cart checked out, emptied if still as read
             items.append(checkout_update(self.table, cart, at=order.created_at))

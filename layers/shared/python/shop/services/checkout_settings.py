@@ -11,11 +11,19 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from shop import clock, errors
-from shop.limits import CHECKOUT_EDIT_ATTEMPTS, CHECKOUT_VERSION_SHARDS, MAX_SHIPPING_ZONES
-from shop.models import ShippingAddress
-from shop.models.checkout import CheckoutSettings, ShippingOptionSetting, ShippingZone, TaxRate
+from shop import clock, errors, ids
+from shop.limits import CHECKOUT_EDIT_ATTEMPTS, CHECKOUT_VERSION_SHARDS, MAX_PROMOTIONS, MAX_SHIPPING_ZONES
+from shop.models import Page, ShippingAddress
+from shop.models.checkout import (
+    CheckoutSettings,
+    Promotion,
+    PromotionKind,
+    ShippingOptionSetting,
+    ShippingZone,
+    TaxRate,
+)
 from shop.services.actor import Actor
 from shop.services.ports import CheckoutSettingsStore
 
@@ -124,3 +132,107 @@ class CheckoutSettingsService:
     def zone_for(self, country: str) -> ShippingZone | None:
         """The zone shipping to `country`, as of the latest edit."""
         return self.current().zone_for(country)
+
+    # -- promotions (decision 077) ------------------------------------------------------------------
+
+    def create_promotion(
+        self,
+        actor: Actor,
+        *,
+        kind: PromotionKind,
+        value: int,
+        code: str | None,
+        automatic: bool,
+        min_subtotal_cents: int,
+        starts_at: str | None,
+        ends_at: str | None,
+    ) -> Promotion:
+        """A new promotion. A code another promotion has (in any case) is PromoCodeTaken; beyond MAX_PROMOTIONS,
+        TooManyPromotions."""
+        actor.require_admin()
+        now = clock.iso_now()
+        promotion = Promotion(
+            promotion_id=ids.new_id(),
+            code=code,
+            kind=kind,
+            value=value,
+            min_subtotal_cents=min_subtotal_cents,
+            starts_at=starts_at,
+            ends_at=ends_at,
+            automatic=automatic,
+            created_at=now,
+            updated_at=now,
+        )
+        _dates_in_order(promotion)
+        return self._put_promotion(lambda _: promotion, new=True)
+
+    def update_promotion(self, actor: Actor, promotion_id: str, changes: dict[str, Any], *, end: bool) -> Promotion:
+        """The promotion with `changes` (its value, minimum subtotal and dates); `end` ends it now."""
+        actor.require_admin()
+
+        def edited(settings: CheckoutSettings) -> Promotion:
+            found = settings.promotion(promotion_id)
+            if found is None:
+                raise errors.PromotionNotFound("no such promotion", {"promotion_id": promotion_id})
+            now = clock.iso_now()
+            promotion = found.model_copy(update={**changes, "updated_at": now, **({"ends_at": now} if end else {})})
+            _value_fits_kind(promotion)
+            _dates_in_order(promotion)
+            return promotion
+
+        return self._put_promotion(edited, new=False)
+
+    def promotion(self, actor: Actor, promotion_id: str) -> Promotion:
+        actor.require_admin()
+        found = self.current().promotion(promotion_id)
+        if found is None:
+            raise errors.PromotionNotFound("no such promotion", {"promotion_id": promotion_id})
+        return found
+
+    def promotions(self, actor: Actor, *, limit: int, next_token: str | None) -> Page[Promotion]:
+        actor.require_admin()
+        return self.store.promotions_page(limit=limit, next_token=next_token)
+
+    def _put_promotion(self, build: Callable[[CheckoutSettings], Promotion], *, new: bool) -> Promotion:
+        for _ in range(CHECKOUT_EDIT_ATTEMPTS):
+            settings = self.store.snapshot()
+            promotion = build(settings)
+            if new and len(settings.promotions) >= MAX_PROMOTIONS:
+                raise errors.TooManyPromotions(f"a shop has at most {MAX_PROMOTIONS} promotions")
+            if promotion.code is not None:
+                taken = settings.by_code(promotion.code)
+                if taken is not None and taken.promotion_id != promotion.promotion_id:
+                    raise errors.PromoCodeTaken("another promotion has this code", {"code": promotion.code})
+            try:
+                self.store.put_promotion(promotion, read_version=settings.version)
+            except errors.VersionMismatch:
+                continue
+            return promotion
+        raise errors.ServiceUnavailable("the checkout's settings are being edited, retry")
+
+
+def _dates_in_order(promotion: Promotion) -> None:
+    if promotion.starts_at is not None and promotion.ends_at is not None and promotion.ends_at <= promotion.starts_at:
+        raise errors.InvalidRequest("a promotion ends after it starts", {"ends_at": "not after starts_at"})
+
+
+def _value_fits_kind(promotion: Promotion) -> None:
+    """What the create's schema says of the value, checked again after an edit (the kind is stored)."""
+    if promotion.kind == "percent" and not 1 <= promotion.value <= 100:
+        raise errors.InvalidRequest("a percent promotion takes 1 to 100", {"value": "1 to 100 for percent"})
+    if promotion.kind == "fixed" and promotion.value < 1:
+        raise errors.InvalidRequest("a fixed promotion takes at least 1 cent", {"value": "at least 1 for fixed"})
+    if promotion.kind == "free_shipping" and promotion.value != 0:
+        raise errors.InvalidRequest("a free-shipping promotion takes no value", {"value": "none for free_shipping"})
+
+
+def applying(settings: CheckoutSettings, promo_code: str | None, now: str) -> tuple[list[Promotion], Promotion | None]:
+    """The promotions an order at `now` is priced with: the automatic ones that apply, oldest first, then the one of
+    `promo_code` (PromoCodeInvalid: no promotion has it, or it does not apply now)."""
+    automatic = settings.automatic_at(now)
+    if promo_code is None:
+        return automatic, None
+    found = settings.by_code(promo_code)
+    if found is None or found.automatic or not found.live_at(now):
+        raise errors.PromoCodeInvalid(promo_code)
+    return [*automatic, found], found

@@ -31,24 +31,9 @@ from enum import StrEnum
 from typing import NamedTuple
 
 # The roundings are written once, with the line-total rule, where an order read back derives its taxes too.
-from shop.models.pricing import line_total, round_half_up, tax_on
+from shop.models.pricing import largest_remainder, line_total, round_half_up, tax_on
 
 PERCENT = 100
-
-
-def largest_remainder(amount: int, weights: Sequence[int]) -> list[int]:
-    """`amount` shared in proportion to `weights`: each share is its exact share rounded down or up, the cents left
-    after rounding down go to the largest remainders (the earlier weight on a tie), and the shares sum to `amount`.
-    All zero when the weights are."""
-    whole = sum(weights)
-    if whole == 0:
-        return [0] * len(weights)
-    shares = [amount * weight // whole for weight in weights]
-    remainders = [amount * weight % whole for weight in weights]
-    left = amount - sum(shares)
-    for index in sorted(range(len(weights)), key=lambda i: (-remainders[i], i))[:left]:
-        shares[index] += 1
-    return shares
 
 
 def _require(holds: bool, what: str) -> None:

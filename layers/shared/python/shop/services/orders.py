@@ -27,9 +27,11 @@ from shop.models import (
     StatusEntry,
 )
 from shop.models.carts import CartClaim, CartOwner, CartOwnerKind
+from shop.models.checkout import CheckoutSettings, Promotion
 from shop.models.orders import (
     OrderPayment,
     OrderPaymentSummary,
+    OrderPromotion,
     OrderShipping,
     PaymentStatus,
     Placement,
@@ -39,9 +41,10 @@ from shop.models.payments import PaymentIntent, PaymentStep, idempotency_key
 from shop.models.sessions import StoredLine
 from shop.services.actor import Actor
 from shop.services.archive_timing import archive_at
-from shop.services.checkout_settings import CheckoutSettingsService, Destination, destination
+from shop.services.checkout_settings import CheckoutSettingsService, Destination, applying, destination
 from shop.services.hot_products import HotProductCache, Kind
-from shop.services.order_total import LineToPrice, ShippingOption, Total, price
+from shop.services.order_total import LineToPrice, PromotionKind, ShippingOption, Total, price
+from shop.services.order_total import Promotion as Offer
 from shop.services.ports import CustomerCartStore, OrderArchive, OrderStore, Payments, ProductPrices, SessionStore
 from shop.services.stock import MAX_STOCK_ATTEMPTS, StockReservation
 
@@ -179,21 +182,48 @@ class _Intents:
             )
 
 
-def total_of(lines: list[OrderLine], where: Destination, *, prices_include_tax: bool) -> Total:
+@dataclass(frozen=True)
+class Offers:
+    """The promotions an order is priced with: the automatic ones that apply, then the code's (`coded`), if given."""
+
+    promotions: tuple[Promotion, ...] = ()
+    coded: Promotion | None = None
+    promo_code: str | None = None
+
+
+NO_OFFERS = Offers()
+
+
+def total_of(
+    lines: list[OrderLine], where: Destination, *, prices_include_tax: bool, offers: Offers = NO_OFFERS
+) -> Total:
     """What the order costs, stored with its breakdown and asked of the payment provider: the one pricing
-    function's total (shop.services.order_total) for its lines, shipping option and tax rate."""
+    function's total (shop.services.order_total) for its lines, shipping option, tax rate and promotions. A code
+    whose minimum the lines do not reach is PromoMinSubtotal."""
     option = where.option
-    shipping = (
-        None
-        if option is None
-        else ShippingOption(option.option_id, option.name, option.price_cents, option.free_over_cents)
-    )
-    return price(
+    shipping = None
+    if option is not None:
+        shipping = ShippingOption(option.option_id, option.name, option.price_cents, option.free_over_cents)
+    total = price(
         [LineToPrice(line.product_id, line.unit_price_cents, line.quantity) for line in lines],
         shipping=shipping,
         rate_bps=where.rate_bps,
+        promotions=[
+            Offer(p.promotion_id, PromotionKind(p.kind), p.value, p.min_subtotal_cents, p.code)
+            for p in offers.promotions
+        ],
         prices_include_tax=prices_include_tax,
     )
+    coded = offers.coded
+    if coded is not None and coded.promotion_id in total.not_reached:
+        raise errors.PromoMinSubtotal(offers.promo_code or "", coded.min_subtotal_cents, total.subtotal_cents)
+    return total
+
+
+def offers_at(settings: CheckoutSettings, promo_code: str | None) -> Offers:
+    """The promotions that apply now (PromoCodeInvalid for a code that does not)."""
+    promotions, coded = applying(settings, promo_code, clock.iso_now())
+    return Offers(tuple(promotions), coded, promo_code)
 
 
 @dataclass(frozen=True)
@@ -304,6 +334,15 @@ class OrderService:
             tax_rate_bps=total.rate_bps,
             currency=paying.currency,
             shipping_option=shipping,
+            promotions=[
+                OrderPromotion(
+                    promotion_id=applied.promotion_id,
+                    code=applied.code,
+                    kind=applied.kind.value,
+                    discount_cents=applied.discount_cents,
+                )
+                for applied in total.promotions
+            ],
             shipping_address=address,
             created_at=now,
             updated_at=now,
@@ -322,6 +361,7 @@ class OrderService:
         customer_cart: bool = False,
         idempotency_key: str | None = None,
         shipping_option_id: str | None = None,
+        promo_code: str | None = None,
     ) -> Order:
         """Three store calls on the common path: one read (products, session or customer cart), one of the
         checkout's settings (shop.services.checkout_settings: one GetItem while this instance's copy is current),
@@ -351,6 +391,7 @@ class OrderService:
                 customer_cart=customer_cart,
                 idempotency_key=idempotency_key,
                 shipping_option_id=shipping_option_id,
+                promo_code=promo_code,
                 provider=provider,
             )
         except errors.DomainError:
@@ -380,6 +421,7 @@ class OrderService:
         customer_cart: bool,
         idempotency_key: str | None,
         shipping_option_id: str | None = None,
+        promo_code: str | None = None,
         provider: Payments | None = None,
     ) -> Order:
         cart_claim: CartClaim | None = None
@@ -409,7 +451,9 @@ class OrderService:
                 ]
                 if short:
                     raise errors.OutOfStock(short)
-        where = destination(self.checkout.current(), address, shipping_option_id)
+        checkout = self.checkout.current()
+        where = destination(checkout, address, shipping_option_id)
+        offers = offers_at(checkout, promo_code)
 
         placement = None
         if idempotency_key is not None:
@@ -419,6 +463,7 @@ class OrderService:
             address,
             priced,
             where=where,
+            offers=offers,
             quantities=quantities,
             shards=shards,
             cart_claim=cart_claim,
@@ -433,6 +478,7 @@ class OrderService:
         priced: list[OrderLine],
         *,
         where: Destination,
+        offers: Offers = NO_OFFERS,
         quantities: dict[str, int],
         shards: dict[str, int],
         cart_claim: CartClaim | None,
@@ -464,7 +510,7 @@ class OrderService:
         try:
             # One attempt more than reprices and stock need: the one after releasing held orders that were settled.
             for attempt in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS + 1):
-                total = total_of(priced, where, prices_include_tax=include_tax)
+                total = total_of(priced, where, prices_include_tax=include_tax, offers=offers)
                 if intents is not None and total.total_cents <= 0:
                     # No intent holds 0 cents (a free product alone, or repriced to 0): refused before the
                     # provider is called (a reprice's earlier intent is cancelled below, as for any refusal).
@@ -543,6 +589,7 @@ class OrderService:
         lines: list[RequestedLine] | None = None,
         session_id: str | None = None,
         shipping_option_id: str | None = None,
+        promo_code: str | None = None,
     ) -> Quote:
         """What placing these lines (or the session's cart) to `address` would store, read as the placement reads
         it and priced by the same function, with nothing written: the catalogue's prices (a cart's lines at the
@@ -555,12 +602,14 @@ class OrderService:
         else:
             quantities, catalogue = self._requested(lines or [])
             priced, _ = _priced(quantities, catalogue)
-        where = destination(self.checkout.current(), address, shipping_option_id)
+        checkout = self.checkout.current()
+        where = destination(checkout, address, shipping_option_id)
+        offers = offers_at(checkout, promo_code)
         include_tax = self.settings().prices_include_tax
-        total = total_of(priced, where, prices_include_tax=include_tax)
+        total = total_of(priced, where, prices_include_tax=include_tax, offers=offers)
         shipping_prices = {
             option.option_id: total_of(
-                priced, replace(where, option=option), prices_include_tax=include_tax
+                priced, replace(where, option=option), prices_include_tax=include_tax, offers=offers
             ).shipping_cents
             for option in where.options
         }

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
     from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
     from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
     from shop.models.categories import Category
-    from shop.models.checkout import CheckoutSettings, ShippingZone, TaxRate
+    from shop.models.checkout import CheckoutSettings, Promotion, ShippingZone, TaxRate
     from shop.models.orders import (
         OrderPaymentSummary,
         PaymentDispute,
@@ -164,6 +164,12 @@ class CheckoutSettingsStore(Protocol):
         ...
 
     def put_rate(self, rate: TaxRate, *, read_version: int) -> int: ...
+
+    def put_promotion(self, promotion: Promotion, *, read_version: int) -> int: ...
+
+    def promotions_page(self, *, limit: int, next_token: str | None) -> Page[Promotion]:
+        """Newest first."""
+        ...
 
 
 class CustomerStore(Protocol):
