@@ -138,13 +138,16 @@ placement = IdempotentOperation("orders", _place)
             409: "OUT_OF_STOCK (details.product_ids), CART_EMPTY, CART_CHANGED (the customer cart changed during "
             "checkout), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PRICE_CHANGED, PRODUCT_UNAVAILABLE (an archived product), "
             "STOCK_TOO_SCATTERED (the stock kept moving while it was gathered into one write: retry later or split "
-            "the order); with payments on: NOTHING_TO_PAY (a total of 0 cents, details.product_ids: no intent "
+            "the order), PROMO_CODE_INVALID (no promotion has the code, or it has not started or has ended), "
+            "PROMO_CODE_EXHAUSTED (its usage limit is reached), PROMO_CODE_ALREADY_USED (the customer's own limit "
+            "is), PROMO_MIN_SUBTOTAL (details.min_subtotal_cents, subtotal_cents); with payments on: NOTHING_TO_PAY (a total of 0 cents, details.product_ids: no intent "
             "holds 0), UNPAID_ORDER_LIMIT (the customer already holds as many unpaid orders, or units in them, as "
             "the shop allows: details.max_unpaid_orders, max_unpaid_units, order_units, and what is held, "
             "unpaid_order_ids and unpaid_units; pay or cancel one), PAYMENT_REJECTED (Stripe refused the intent, details.provider_code: e.g. amount_too_small "
             "or amount_too_large for a total outside what Stripe charges in the shop's currency)",
             422: "VALIDATION_ERROR (including a missing or over-long Idempotency-Key header, "
-            f"lines of one product adding up to more than {MAX_QUANTITY}, a country that is not an ISO 3166-1 alpha-2 code)",
+            f"lines of one product adding up to more than {MAX_QUANTITY}, a country that is not an ISO 3166-1 alpha-2 code), "
+            "SHIPPING_UNAVAILABLE (no zone ships to the country, or the option named is not its zone's)",
         },
     ),
     tags=TAGS,
@@ -439,7 +442,8 @@ def list_customer_orders(
         body=True,
         errors_described={
             404: "PRODUCT_NOT_FOUND or SESSION_NOT_FOUND",
-            409: "CART_EMPTY, PRODUCT_UNAVAILABLE (an archived product)",
+            409: "CART_EMPTY, PRODUCT_UNAVAILABLE (an archived product), PROMO_CODE_INVALID, PROMO_CODE_EXHAUSTED, "
+            "PROMO_MIN_SUBTOTAL (an automatic promotion whose limit is reached no longer applies)",
             422: "VALIDATION_ERROR (lines of one product adding up to more than "
             f"{MAX_QUANTITY}, a region not of the address's country), SHIPPING_UNAVAILABLE (no zone ships to the "
             "country, or the option named is not its zone's)",
@@ -604,6 +608,8 @@ def create_promotion(body: c.PromotionIn, request: Request):
         min_subtotal_cents=given(body.min_subtotal_cents) or 0,
         starts_at=given(body.starts_at),
         ends_at=given(body.ends_at),
+        usage_limit=given(body.usage_limit),
+        per_customer_limit=given(body.per_customer_limit),
     )
     return json_response(201, promotion)
 

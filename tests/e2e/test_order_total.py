@@ -6,13 +6,16 @@ sets: Stripe is asked for exactly the order's total) and with prices that includ
 from __future__ import annotations
 
 import pathlib
+import threading
 import uuid
+from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Stack, create_product, expect, place_order
+from tests.e2e.conftest import Stack, create_product, error_code, expect, place_order
 
 pytestmark = [pytest.mark.e2e]
 
@@ -169,3 +172,47 @@ def test_codes_and_an_automatic_promotion_the_quote_is_the_order(inclusive_stack
     minimum = {**body, "promo_code": new["minimum"]["code"]}
     expect(stack.api.post("/checkout/quote", json=minimum), 409, "PROMO_MIN_SUBTOTAL")
     expect(place_order(stack.api, customer, key(), minimum), 409, "PROMO_MIN_SUBTOTAL")
+
+
+@pytest.mark.xdist_group("e2e-order-total")
+def test_a_code_of_limit_three_is_used_by_three_of_twelve_concurrent_checkouts_and_by_a_fourth_after_a_cancel(
+    inclusive_stack: Stack,
+):
+    stack, admin = inclusive_stack, inclusive_stack.admin_token()
+    code = f"THREE{uuid.uuid4().hex[:8].upper()}"
+    made = expect(
+        stack.api.post(
+            "/promotions", token=admin, json={"code": code, "kind": "percent", "value": 5, "usage_limit": 3}
+        ),
+        201,
+    )
+    product = create_product(stack.api, admin, category="e2e-limits", name="Limited", price_cents=2000, stock=50)
+    body = {
+        "lines": [{"product_id": product["product_id"], "quantity": 1}],
+        "shipping_address": BERLIN,
+        "promo_code": code,
+    }
+    tokens = [stack.token(f"e2e-limit-{n}") for n in range(12)]
+    start = threading.Barrier(len(tokens))
+
+    def checkout(token: str) -> tuple[int, str | None, dict[str, Any]]:
+        start.wait()
+        idempotency_key = key()
+        for _ in range(20):  # a 503 (Retry-After) is tried again with the same key, as a client does
+            answer = place_order(stack.api, token, idempotency_key, body)
+            if answer.status_code != 503:
+                return answer.status_code, error_code(answer), answer.json()
+        return 503, None, {}
+
+    with ThreadPoolExecutor(len(tokens)) as pool:
+        outcomes = list(pool.map(checkout, tokens))
+    assert Counter((status, code) for status, code, _ in outcomes) == {(201, None): 3, (409, "PROMO_CODE_EXHAUSTED"): 9}
+    path = f"/promotions/{made['promotion_id']}"
+    assert expect(stack.api.get(path, token=admin), 200)["used_count"] == 3
+
+    (index, placed) = next((i, answer) for i, (status, _, answer) in enumerate(outcomes) if status == 201)
+    expect(stack.api.post(f"/orders/{placed['order_id']}/cancel", token=tokens[index]), 200)
+    assert expect(stack.api.get(path, token=admin), 200)["used_count"] == 2
+    fourth = expect(place_order(stack.api, stack.token("e2e-limit-late"), key(), body), 201)
+    assert [p["promotion_id"] for p in fourth["promotions"]] == [made["promotion_id"]]
+    expect(place_order(stack.api, stack.token("e2e-limit-later"), key(), body), 409, "PROMO_CODE_EXHAUSTED")

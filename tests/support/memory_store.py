@@ -25,7 +25,7 @@ from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, O
 from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
 from shop.models.carts import CartClaim, CartOwnerKind, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category, path_slugs
-from shop.models.checkout import CheckoutSettings, Promotion, ShippingZone, TaxRate
+from shop.models.checkout import CheckoutSettings, Promotion, PromotionUse, ShippingZone, TaxRate
 from shop.models.orders import (
     CLOSED_DISPUTE_STATUSES,
     NO_DETAILS,
@@ -157,6 +157,8 @@ class MemoryState:
     move: dict[str, Any] | None = None  # the category move under way, as its item (MemoryStore(streamed_moves=True))
     # the checkout's settings: the latest edit (version, its unique id), every zone by id and rate by country
     checkout: CheckoutSettings = field(default_factory=CheckoutSettings)
+    promotion_uses: dict[tuple[str, int], int] = field(default_factory=dict)  # (promotion, counter) -> uses
+    customer_uses: dict[tuple[str, str], int] = field(default_factory=dict)  # (customer, promotion) -> uses
 
 
 class MemoryCheckoutSettings:
@@ -185,6 +187,10 @@ class MemoryCheckoutSettings:
         others = [p for p in kept.promotions if p.promotion_id != promotion.promotion_id]
         ordered = sorted([*others, promotion], key=lambda p: p.promotion_id)
         return self._edit(read_version, replace(kept, promotions=tuple(ordered)))
+
+    def uses(self, promotion: Promotion) -> list[int]:
+        counted = self.state.promotion_uses
+        return [counted.get((promotion.promotion_id, shard), 0) for shard in range(promotion.use_shards)]
 
     def promotions_page(self, *, limit: int, next_token: str | None) -> Page[Promotion]:
         return page_of(list(reversed(self.state.checkout.promotions)), limit=limit, next_token=next_token)
@@ -468,6 +474,7 @@ class MemoryOrders:
         takes: Mapping[str, Sequence[StockTake]] | None = None,
         attempt: int = 0,
         unpaid: UnpaidLimits | None = None,
+        uses: Sequence[PromotionUse] = (),
     ) -> Order:
         takes = takes or {}
         taken: dict[str, dict[str, int]] = {}
@@ -530,6 +537,15 @@ class MemoryOrders:
         ]
         if repriced:
             raise errors.PriceChanged(repriced)
+        for use in uses:
+            if (
+                use.shard is not None
+                and self.state.promotion_uses.get((use.promotion_id, use.shard), 0) >= use.allotment
+            ):
+                raise errors.PromotionUseRefused(use.promotion_id, use.shard)
+            counted = self.state.customer_uses.get((order.customer_id, use.promotion_id), 0)
+            if use.customer_limit is not None and counted >= use.customer_limit:
+                raise errors.PromotionUseRefused(use.promotion_id, None)
         emptied: _Cart | _CustomerCart | None = None
         if cart is not None:
             session = cart.owner.kind is CartOwnerKind.SESSION
@@ -547,6 +563,13 @@ class MemoryOrders:
             emptied.version += 1
         if placement is not None:
             self.state.placements[(order.customer_id, placement.key)] = (order.order_id, placement.expires_at)
+        for use in uses:
+            if use.shard is not None:
+                key = (use.promotion_id, use.shard)
+                self.state.promotion_uses[key] = self.state.promotion_uses.get(key, 0) + 1
+            if use.customer_limit is not None:
+                mine = (order.customer_id, use.promotion_id)
+                self.state.customer_uses[mine] = self.state.customer_uses.get(mine, 0) + 1
         if unpaid is not None:  # PAYMENTS=stripe: the customer's unpaid hold takes the order
             hold = self.state.unpaid.setdefault(order.customer_id, _UnpaidHold())
             hold.order_ids.add(order.order_id)
@@ -652,6 +675,8 @@ class MemoryOrders:
         if any(line.product_id not in self.state.products for line in restock):
             raise errors.Conflict("the data changed meanwhile, retry")
         self.restock(order, restock)
+        if restock and new_status is OrderStatus.CANCELLED:
+            self.give_back(current)
         changed = self._advanced(current, new_status, order.version + 1, updated_at, details)
         self.state.orders[order.order_id] = changed
         if expires_at is None:
@@ -659,6 +684,13 @@ class MemoryOrders:
         else:
             self.state.order_ttls[order.order_id] = expires_at
         return self._advanced(order, new_status, order.version + 1, updated_at, details)
+
+    def give_back(self, order: Order) -> None:
+        """The promotion uses the order took, given back (shop.repository.order_items.promotion_give_backs)."""
+        for promotion_id, shard in order.promotion_uses.items():
+            self.state.promotion_uses[(promotion_id, shard)] -= 1
+        for promotion_id in order.customer_uses:
+            self.state.customer_uses[(order.customer_id, promotion_id)] -= 1
 
     def restock(self, order: Order, lines: Sequence[OrderLine]) -> None:
         """`lines`' quantities back where the order took them (a shard gone: the product item)."""
@@ -732,6 +764,8 @@ class MemoryOrderPayments:
             if any(line.product_id not in self.state.products for line in order.lines):
                 raise errors.Conflict("the data changed meanwhile, retry")
             self.orders.restock(current, current.lines)
+            if new_status is not OrderStatus.CONFIRMED:
+                self.orders.give_back(current)
         confirmed = StatusDetails(confirmed_at=updated_at) if new_status is OrderStatus.CONFIRMED else NO_DETAILS
         changed = MemoryOrders._advanced(current, new_status, order.version + 1, updated_at, confirmed)
         update: dict[str, Any] = {"payment_expires_at": None}

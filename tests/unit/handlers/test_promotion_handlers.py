@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.functions.apigw import ADMIN, ALICE
+from tests.functions.apigw import ADMIN, ALICE, BOB
 from tests.support.checkout import BERLIN, LINES, assert_order_is_the_quote, place, quote
 from tests.support.memory_wiring import Handlers
 
@@ -171,3 +171,57 @@ def test_an_edit_keeps_the_value_its_kind_takes(handlers):
 def test_instants_are_kept_in_utc_as_every_time_of_an_answer(handlers):
     made = create(handlers, {"code": "TZ", "kind": "fixed", "value": 5, "starts_at": "2027-06-01T02:00:00.5+02:00"})
     assert made["starts_at"] == "2027-06-01T00:00:00.500000Z"
+
+
+def order(handlers: Handlers, code: str, key: str, claims: dict[str, Any] = ALICE) -> Any:
+    body = {"lines": LINES, "shipping_address": BERLIN, "promo_code": code}
+    return handlers.call("POST", "/orders", claims=claims, headers={"Idempotency-Key": key}, body=body)
+
+
+def test_a_code_is_used_at_most_its_limit_and_a_cancel_gives_its_use_back(europe):
+    made = create(europe, {"code": "THREE", "kind": "fixed", "value": 100, "usage_limit": 3})
+    assert made["use_shards"] == 3
+    placed = [order(europe, "three", f"limit-{n}") for n in range(3)]
+    assert [reply.status for reply in placed] == [201, 201, 201]
+    fourth = order(europe, "three", "limit-3")
+    assert (fourth.status, error(fourth)) == (409, "PROMO_CODE_EXHAUSTED")
+    body = {"lines": LINES, "shipping_address": BERLIN, "promo_code": "THREE"}
+    assert quote(europe, body, 409)["error"]["code"] == "PROMO_CODE_EXHAUSTED"
+    path = f"/promotions/{made['promotion_id']}"
+    assert europe.call("GET", path, claims=ADMIN).body["used_count"] == 3
+
+    cancelled = europe.call("POST", f"/orders/{placed[0].body['order_id']}/cancel", claims=ALICE)
+    assert cancelled.status == 200
+    assert europe.call("GET", path, claims=ADMIN).body["used_count"] == 2
+    assert order(europe, "three", "limit-4").status == 201
+    assert europe.call("GET", path, claims=ADMIN).body["used_count"] == 3
+
+
+def test_a_customer_uses_a_code_at_most_their_limit(europe):
+    create(europe, {"code": "ONCEEACH", "kind": "fixed", "value": 100, "per_customer_limit": 1})
+    assert order(europe, "onceeach", "mine-1").status == 201
+    again = order(europe, "onceeach", "mine-2")
+    assert (again.status, error(again)) == (409, "PROMO_CODE_ALREADY_USED")
+    assert order(europe, "onceeach", "bobs-1", claims=BOB).status == 201
+
+
+def test_an_automatic_promotion_past_its_limit_no_longer_applies(europe):
+    create(europe, {"automatic": True, "kind": "fixed", "value": 250, "usage_limit": 1})
+    body = {"lines": LINES, "shipping_address": BERLIN}
+    first = place(europe, body, "automatic-1")
+    assert first["discount_cents"] == 250
+    assert quote(europe, body)["promotions"] == []  # its one use is taken
+    assert place(europe, body, "automatic-2")["discount_cents"] == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"code": "L", "kind": "fixed", "value": 5, "usage_limit": 0},
+        {"code": "L", "kind": "fixed", "value": 5, "per_customer_limit": 0},
+        {"code": "L", "kind": "fixed", "value": 5, "usage_limit": 1_000_001},
+    ],
+)
+def test_limits_out_of_bounds_are_422(handlers, body):
+    reply = handlers.call("POST", "/promotions", claims=ADMIN, body=body)
+    assert (reply.status, error(reply)) == (422, "VALIDATION_ERROR")

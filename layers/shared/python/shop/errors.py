@@ -205,6 +205,30 @@ class PromoMinSubtotal(Conflict):
         )
 
 
+class PromoCodeExhausted(Conflict):
+    code = "PROMO_CODE_EXHAUSTED"
+
+    def __init__(self, promo_code: str) -> None:
+        super().__init__("this promotion code has been used as many times as it may", {"promo_code": promo_code})
+
+
+class PromoCodeAlreadyUsed(Conflict):
+    code = "PROMO_CODE_ALREADY_USED"
+
+    def __init__(self, promo_code: str) -> None:
+        super().__init__("you have used this promotion code as many times as you may", {"promo_code": promo_code})
+
+
+class PromotionUseRefused(Conflict):
+    """The placement's transaction refused a promotion's use: its counter `shard` was full (None: the customer's
+    own count was). The checkout tries another counter, or answers PROMO_CODE_EXHAUSTED / ALREADY_USED."""
+
+    def __init__(self, promotion_id: str, shard: int | None) -> None:
+        super().__init__("a promotion's use was refused", {"promotion_id": promotion_id})
+        self.promotion_id = promotion_id
+        self.shard = shard
+
+
 class PromoCodeTaken(Conflict):
     code = "PROMO_CODE_TAKEN"
 

@@ -431,6 +431,20 @@ def promotion_key(promotion_id: str) -> Key:
     return {PK: CHECKOUT_PK, SK: f"{PROMOTION_PREFIX}{promotion_id}"}
 
 
+PROMOTION_USES_PREFIX = "PROMO_USES#"
+PROMOTION_USES_SK = "USES"
+
+
+def promotion_uses_key(promotion_id: str, shard: int) -> Key:
+    """One of a limited promotion's use counters, each its own partition."""
+    return {PK: f"{PROMOTION_USES_PREFIX}{promotion_id}#{shard:02d}", SK: PROMOTION_USES_SK}
+
+
+def customer_promotion_key(customer_id: str, promotion_id: str) -> Key:
+    """How many times a customer used a promotion with a per-customer limit."""
+    return {PK: customer_pk(customer_id), SK: f"PROMO#{promotion_id}"}
+
+
 MIGRATION_PK_PREFIX = "MIGRATION#"
 MIGRATION_SK = "MIGRATION"
 MIGRATION_SEGMENT_PREFIX = "SEGMENT#"

@@ -138,3 +138,9 @@ CHECKOUT_EDIT_ATTEMPTS = 3
 MAX_PROMOTIONS = 500
 MAX_PROMO_CODE_LENGTH = 40
 PROMO_CODE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"
+MAX_USAGE_LIMIT = 1_000_000
+MAX_PER_CUSTOMER_LIMIT = 1_000
+# A limited promotion's uses are counted on this many counters at most, each its own partition, each allotted its
+# share of the limit: a flash sale's code at 10,000 orders a second puts about 625 transactional WRU a second on each
+# of 32 (a key takes 1,000), and the limit is never passed (the allotments sum to it).
+MAX_PROMO_USE_SHARDS = 32

@@ -22,10 +22,12 @@ from shop.http_api.order_schemas import AddressIn, Lines, PromoCode, SessionRef,
 from shop.http_api.schemas import INTEGRAL, MISSING, Body, OneOfBody, given
 from shop.limits import (
     MAX_ID_LENGTH,
+    MAX_PER_CUSTOMER_LIMIT,
     MAX_PRICE_CENTS,
     MAX_RATE_BPS,
     MAX_SHIPPING_NAME_LENGTH,
     MAX_TAX_REGIONS,
+    MAX_USAGE_LIMIT,
     MAX_ZONE_COUNTRIES,
     MAX_ZONE_OPTIONS,
 )
@@ -238,6 +240,12 @@ class PromotionIn(Body):
     starts_at: Instant | MISSING = MISSING
     ends_at: Instant | MISSING = MISSING
     automatic: StrictBool | MISSING = MISSING
+    usage_limit: Annotated[StrictInt, Field(ge=1, le=MAX_USAGE_LIMIT), INTEGRAL] | MISSING = Field(
+        default=MISSING, description="uses it has in all, by orders not cancelled, expired or failed"
+    )
+    per_customer_limit: Annotated[StrictInt, Field(ge=1, le=MAX_PER_CUSTOMER_LIMIT), INTEGRAL] | MISSING = Field(
+        default=MISSING, description="uses one customer has"
+    )
 
     @model_validator(mode="after")
     def _as_the_schema_says(self) -> PromotionIn:

@@ -65,12 +65,36 @@ class Promotion(Model):
     starts_at: Timestamp | None = None
     ends_at: Timestamp | None = Field(default=None, description="the first instant it no longer applies")
     automatic: bool = False
+    usage_limit: int | None = Field(default=None, description="uses it has in all; null: no limit")
+    per_customer_limit: int | None = Field(default=None, description="uses one customer has; null: no limit")
+    use_shards: int = Field(default=0, description="the counters its uses are spread over (0: not counted)")
+    used_count: int | None = Field(
+        default=None,
+        description="a limited promotion's uses by orders not cancelled, expired or failed (in the answers of one "
+        "promotion); null otherwise",
+    )
     created_at: Timestamp
     updated_at: Timestamp
+
+    def allotment(self, shard: int) -> int:
+        """The uses counter `shard` may take: its share of the limit (the shares sum to it)."""
+        limit = self.usage_limit or 0
+        return limit // self.use_shards + (1 if shard < limit % self.use_shards else 0)
 
     def live_at(self, now: str) -> bool:
         """Whether it applies at `now` (instants as shop.clock writes them compare as text)."""
         return (self.starts_at is None or self.starts_at <= now) and (self.ends_at is None or now < self.ends_at)
+
+
+@dataclass(frozen=True)
+class PromotionUse:
+    """A use a placement takes of a limited promotion: on counter `shard` (None: no total limit), within its
+    `allotment`, and on the customer's own count within `customer_limit` (None: no per-customer limit)."""
+
+    promotion_id: str
+    shard: int | None
+    allotment: int
+    customer_limit: int | None
 
 
 @dataclass(frozen=True)

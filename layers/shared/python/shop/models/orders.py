@@ -249,6 +249,10 @@ class Order(OrderSummary):
     # Stock taken from flash-sale shards: product id -> shard number (2 digits) -> quantity. Stored with the
     # order so a cancel returns it where it came from; not part of any answer (exclude).
     stock_taken: dict[str, dict[str, int]] = Field(default_factory=dict, exclude=True)
+    # Uses taken of limited promotions: promotion id -> the counter's shard, and the promotions counted on the
+    # customer's own count; given back when the order is cancelled, expires or its payment fails (exclude).
+    promotion_uses: dict[str, int] = Field(default_factory=dict, exclude=True)
+    customer_uses: list[str] = Field(default_factory=list, exclude=True)
     shipment: Shipment | None = None
     delivered_at: Timestamp | None = None  # when it first became DELIVERED: the return window starts there
     shipped_without_payment: bool | None = Field(

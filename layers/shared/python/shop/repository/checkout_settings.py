@@ -17,7 +17,15 @@ from shop.limits import CHECKOUT_VERSION_SHARDS
 from shop.models import Page
 from shop.models.checkout import CheckoutSettings, Promotion, ShippingZone, TaxRate
 from shop.repository.queries import collection_page
-from shop.repository.store import Table, TransactionCancelled, from_item, to_item, transact_write, translated_errors
+from shop.repository.store import (
+    Table,
+    TransactionCancelled,
+    batch_get,
+    from_item,
+    to_item,
+    transact_write,
+    translated_errors,
+)
 
 ZONE_ENTITY = "SHIPPING_ZONE"
 RATE_ENTITY = "TAX_RATE"
@@ -84,7 +92,14 @@ class CheckoutSettingsRepository:
 
     def put_promotion(self, promotion: Promotion, *, read_version: int) -> int:
         item = {**keys.promotion_key(promotion.promotion_id), "entity": PROMOTION_ENTITY}
-        return self._edit({**item, **promotion.model_dump(exclude_none=True)}, read_version)
+        stored = promotion.model_dump(exclude_none=True, exclude={"used_count"})
+        return self._edit({**item, **stored}, read_version)
+
+    def uses(self, promotion: Promotion) -> list[int]:
+        """Each of a limited promotion's counters: one strongly consistent BatchGetItem (a counter never used: 0)."""
+        wanted = [keys.promotion_uses_key(promotion.promotion_id, shard) for shard in range(promotion.use_shards)]
+        found = batch_get(self.table, wanted, consistent=True)
+        return [int(found.get((key[keys.PK], key[keys.SK]), {}).get("used", 0)) for key in wanted]
 
     def promotions_page(self, *, limit: int, next_token: str | None) -> Page[Promotion]:
         """The promotions, newest first: one Query of the partition's promotions (every item read is returned)."""

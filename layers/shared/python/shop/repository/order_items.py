@@ -9,7 +9,7 @@ from typing import Any
 
 from shop import errors, keys
 from shop.models import Order, OrderLine, OrderStatus, StatusEntry
-from shop.repository.store import values
+from shop.repository.store import Table, to_item, values
 
 # The order item's reason for its latest status change (a return's, a rejection's); the stream
 # processor copies it into that version's history entry.
@@ -101,3 +101,25 @@ def status_move_values(
         version=order.version,
         **extra,
     )
+
+
+def promotion_give_backs(table: Table, order: Order) -> list[dict[str, Any]]:
+    """The updates that give back the promotion uses the order took (a cancel, an expiry, a failed payment), in the
+    transaction of the order's conditional change: given back once, as the change is made once."""
+    minus = values(minus=-1)
+    updates = [
+        (keys.promotion_uses_key(promotion_id, shard), "used") for promotion_id, shard in order.promotion_uses.items()
+    ]
+    updates += [(keys.customer_promotion_key(order.customer_id, pid), "uses") for pid in order.customer_uses]
+    return [
+        {
+            "Update": {
+                "TableName": table.name,
+                "Key": to_item(key),
+                "UpdateExpression": "ADD #count :minus",
+                "ExpressionAttributeNames": {"#count": counter},
+                "ExpressionAttributeValues": minus,
+            }
+        }
+        for key, counter in updates
+    ]

@@ -26,6 +26,7 @@ from shop.repository.order_items import (
     STATUS_REASON,
     on_product_items,
     order_from_items,
+    promotion_give_backs,
     status_move_values,
     stock_returns,
 )
@@ -161,10 +162,13 @@ class OrderPaymentRepository:
                 SETTLE_TOKENS, f"{order.order_id}|{order.version}|{new_status.value}|{updated_at}|{intent_id or ''}"
             )
         )
+        # An order that ends unpaid (expired, failed, cancelled) gives back the promotion uses it took.
+        give_backs = promotion_give_backs(self.table, order) if new_status is not OrderStatus.CONFIRMED else []
         for attempt, stock in enumerate((returns, on_product_items(returns))):
             items = [{"Update": update}] + [
                 restock_update(self.table, pid, shard, quantity) for pid, shard, quantity in stock
             ]
+            items += give_backs
             try:
                 transact_write(self.table, items, ClientRequestToken=token if attempt == 0 else _again(token))
             except TransactionCancelled as cancelled:

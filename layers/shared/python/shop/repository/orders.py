@@ -15,6 +15,7 @@ from shop.config import StatusShardSwitch, settings
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_STATUS_SHARDS, MAX_TRANSACTION_ITEMS
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails
 from shop.models.carts import CartClaim
+from shop.models.checkout import PromotionUse
 from shop.models.orders import (
     DERIVED_BREAKDOWN,
     DERIVED_LINE_FIELDS,
@@ -35,6 +36,7 @@ from shop.repository.order_items import (
     latest_entry,
     on_product_items,
     order_from_items,
+    promotion_give_backs,
     status_move_values,
     stock_returns,
 )
@@ -91,6 +93,9 @@ def order_item(order: Order, shards: int) -> dict[str, Any]:
         "entity": "ORDER",
         **_stored_order(order),
         "stock_taken": order.stock_taken or None,  # excluded from answers, kept for the restock
+        # excluded from answers, kept to give the uses back (shop.repository.order_items.promotion_give_backs)
+        "promotion_uses": order.promotion_uses or None,
+        "customer_uses": order.customer_uses or None,
         # PAYMENTS=stripe: a map with OrderPayment's field names (the intent, created before the placement's
         # transaction, written with it; fields at their defaults left out) and the payment window's end; both
         # excluded from answers, absent under PAYMENTS=none.
@@ -209,6 +214,7 @@ class OrderRepository:
         takes: Mapping[str, Sequence[StockTake]] | None = None,
         attempt: int = 0,
         unpaid: UnpaidLimits | None = None,
+        uses: Sequence[PromotionUse] = (),
     ) -> Order:
         """Order, stock decrements (checked against stock and price), customer index, cart: one transaction.
 
@@ -277,6 +283,7 @@ class OrderRepository:
         hold_index = len(items) if unpaid is not None else None
         if unpaid is not None:  # PAYMENTS=stripe: the customer's unpaid hold takes the order, within the limits
             items.append(unpaid_holds.take(self.table, order, unpaid))
+        use_items = self._promotion_uses(items, order, uses)
         if placement is not None:
             items.append(
                 {
@@ -305,8 +312,50 @@ class OrderRepository:
                 raise checkout_failed(cart) from cancelled
             if unpaid is not None and hold_index is not None and cancelled.failed_condition(hold_index):
                 raise unpaid_holds.refused(order, unpaid, cancelled.old_item(hold_index)) from cancelled
+            for index, promotion_id, shard in use_items:
+                if cancelled.failed_condition(index):
+                    raise errors.PromotionUseRefused(promotion_id, shard) from cancelled
             self._raise_placement_failure(stock_items, cancelled)
         return order
+
+    def _promotion_uses(
+        self, items: list[dict[str, Any]], order: Order, uses: Sequence[PromotionUse]
+    ) -> list[tuple[int, str, int | None]]:
+        """Appends to `items` the updates taking each use: its counter within its allotment, the customer's own count
+        within their limit; (index, promotion id, shard, None for the customer's count) of each."""
+        taken: list[tuple[int, str, int | None]] = []
+        for use in uses:
+            if use.shard is not None:
+                taken.append((len(items), use.promotion_id, use.shard))
+                items.append(
+                    {
+                        "Update": {
+                            "TableName": self.table.name,
+                            "Key": to_item(keys.promotion_uses_key(use.promotion_id, use.shard)),
+                            "UpdateExpression": "SET used = if_not_exists(used, :zero) + :one, entity = :entity",
+                            "ConditionExpression": "attribute_not_exists(used) OR used < :most",
+                            "ExpressionAttributeValues": values(
+                                zero=0, one=1, most=use.allotment, entity="PROMOTION_USES"
+                            ),
+                        }
+                    }
+                )
+            if use.customer_limit is not None:
+                taken.append((len(items), use.promotion_id, None))
+                items.append(
+                    {
+                        "Update": {
+                            "TableName": self.table.name,
+                            "Key": to_item(keys.customer_promotion_key(order.customer_id, use.promotion_id)),
+                            "UpdateExpression": "SET uses = if_not_exists(uses, :zero) + :one, entity = :entity",
+                            "ConditionExpression": "attribute_not_exists(uses) OR uses < :most",
+                            "ExpressionAttributeValues": values(
+                                zero=0, one=1, most=use.customer_limit, entity="CUSTOMER_PROMOTION"
+                            ),
+                        }
+                    }
+                )
+        return taken
 
     def placed_under(self, customer_id: str, placement_key: str) -> Order | None:
         """The order placed under this Idempotency-Key, if one was (one consistent GetItem, then the order)."""
@@ -586,10 +635,11 @@ class OrderRepository:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         if restock:
+            cancelling = new_status is OrderStatus.CANCELLED
             returns = stock_returns(order, restock)
             token = status_change_token(order, new_status, updated_at, expires_at)
             try:
-                self._change_with_restock(order, update, returns, token)
+                self._change_with_restock(order, update, returns, token, give_back=cancelling)
             except TransactionCancelled as cancelled:
                 if cancelled.failed_condition(0):
                     return _explain_failed_change(
@@ -604,7 +654,11 @@ class OrderRepository:
                 # items differ from the first attempt's.
                 try:
                     self._change_with_restock(
-                        order, update, on_product_items(returns), str(uuid.uuid5(STATUS_CHANGE_TOKENS, token))
+                        order,
+                        update,
+                        on_product_items(returns),
+                        str(uuid.uuid5(STATUS_CHANGE_TOKENS, token)),
+                        give_back=cancelling,
                     )
                 except TransactionCancelled as again:
                     if again.failed_condition(0):
@@ -620,9 +674,14 @@ class OrderRepository:
                 return _explain_failed_change(order, new_status, failed.item, details, unless_payment=unless_payment)
         return _advanced(order, new_status, order.version + 1, updated_at, details)
 
-    def _change_with_restock(self, order: Order, update: dict[str, Any], returns: list[Return], token: str) -> None:
+    def _change_with_restock(
+        self, order: Order, update: dict[str, Any], returns: list[Return], token: str, *, give_back: bool
+    ) -> None:
+        """The change, its restocks and, with `give_back` (a cancel), the promotion uses the order took: one
+        transaction."""
         restocks = [restock_update(self.table, pid, shard, quantity) for pid, shard, quantity in returns]
-        transact_write(self.table, [{"Update": update}, *restocks], ClientRequestToken=token)
+        give_backs = promotion_give_backs(self.table, order) if give_back else []
+        transact_write(self.table, [{"Update": update}, *restocks, *give_backs], ClientRequestToken=token)
 
 
 def _status_scope(status: OrderStatus, lanes: int) -> str:

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from shop import clock, errors, ids
-from shop.limits import CHECKOUT_EDIT_ATTEMPTS, CHECKOUT_VERSION_SHARDS, MAX_PROMOTIONS, MAX_SHIPPING_ZONES
+from shop.limits import (
+    CHECKOUT_EDIT_ATTEMPTS,
+    CHECKOUT_VERSION_SHARDS,
+    MAX_PROMO_USE_SHARDS,
+    MAX_PROMOTIONS,
+    MAX_SHIPPING_ZONES,
+)
 from shop.models import Page, ShippingAddress
 from shop.models.checkout import (
     CheckoutSettings,
@@ -146,8 +152,10 @@ class CheckoutSettingsService:
         min_subtotal_cents: int,
         starts_at: str | None,
         ends_at: str | None,
+        usage_limit: int | None = None,
+        per_customer_limit: int | None = None,
     ) -> Promotion:
-        """A new promotion. A code another promotion has (in any case) is PromoCodeTaken; beyond MAX_PROMOTIONS,
+        """A new promotion; a usage limit's uses are counted on min(limit, MAX_PROMO_USE_SHARDS) counters. A code another promotion has (in any case) is PromoCodeTaken; beyond MAX_PROMOTIONS,
         TooManyPromotions."""
         actor.require_admin()
         now = clock.iso_now()
@@ -160,6 +168,9 @@ class CheckoutSettingsService:
             starts_at=starts_at,
             ends_at=ends_at,
             automatic=automatic,
+            usage_limit=usage_limit,
+            per_customer_limit=per_customer_limit,
+            use_shards=min(usage_limit, MAX_PROMO_USE_SHARDS) if usage_limit else 0,
             created_at=now,
             updated_at=now,
         )
@@ -180,14 +191,20 @@ class CheckoutSettingsService:
             _dates_in_order(promotion)
             return promotion
 
-        return self._put_promotion(edited, new=False)
+        return self.counted(self._put_promotion(edited, new=False))
 
     def promotion(self, actor: Actor, promotion_id: str) -> Promotion:
         actor.require_admin()
         found = self.current().promotion(promotion_id)
         if found is None:
             raise errors.PromotionNotFound("no such promotion", {"promotion_id": promotion_id})
-        return found
+        return self.counted(found)
+
+    def counted(self, promotion: Promotion) -> Promotion:
+        """A limited promotion with its uses counted (one consistent read of its counters)."""
+        if not promotion.use_shards:
+            return promotion
+        return promotion.model_copy(update={"used_count": sum(self.store.uses(promotion))})
 
     def promotions(self, actor: Actor, *, limit: int, next_token: str | None) -> Page[Promotion]:
         actor.require_admin()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,7 +28,7 @@ from shop.models import (
     StatusEntry,
 )
 from shop.models.carts import CartClaim, CartOwner, CartOwnerKind
-from shop.models.checkout import CheckoutSettings, Promotion
+from shop.models.checkout import CheckoutSettings, Promotion, PromotionUse
 from shop.models.orders import (
     OrderPayment,
     OrderPaymentSummary,
@@ -190,6 +191,18 @@ class Offers:
     coded: Promotion | None = None
     promo_code: str | None = None
 
+    def without(self, promotion_id: str) -> Offers:
+        """These offers but an automatic promotion that can no longer be used."""
+        return replace(self, promotions=tuple(p for p in self.promotions if p.promotion_id != promotion_id))
+
+    def refused(self, promotion_id: str, *, customer: bool) -> Offers:
+        """What a refused use of `promotion_id` means: the code's is PromoCodeAlreadyUsed (the customer's own
+        count) or PromoCodeExhausted; an automatic one no longer applies (the offers without it)."""
+        if self.coded is not None and self.coded.promotion_id == promotion_id:
+            code = self.promo_code or ""
+            raise errors.PromoCodeAlreadyUsed(code) if customer else errors.PromoCodeExhausted(code)
+        return self.without(promotion_id)
+
 
 NO_OFFERS = Offers()
 
@@ -218,6 +231,25 @@ def total_of(
     if coded is not None and coded.promotion_id in total.not_reached:
         raise errors.PromoMinSubtotal(offers.promo_code or "", coded.min_subtotal_cents, total.subtotal_cents)
     return total
+
+
+def uses_of(total: Total, offers: Offers, shards: dict[str, int]) -> list[PromotionUse]:
+    """The uses the promotions that applied take: on the counter `shards` names (else a random one) when the
+    promotion has a usage limit, on the customer's count when it has a per-customer one."""
+    by_id = {promotion.promotion_id: promotion for promotion in offers.promotions}
+    uses = []
+    for applied in total.promotions:
+        promotion = by_id[applied.promotion_id]
+        if promotion.use_shards == 0 and promotion.per_customer_limit is None:
+            continue
+        shard = None
+        if promotion.use_shards:
+            shard = shards.get(promotion.promotion_id)
+            if shard is None:
+                shard = random.randrange(promotion.use_shards)
+        allotment = promotion.allotment(shard) if shard is not None else 0
+        uses.append(PromotionUse(promotion.promotion_id, shard, allotment, promotion.per_customer_limit))
+    return uses
 
 
 def offers_at(settings: CheckoutSettings, promo_code: str | None) -> Offers:
@@ -286,6 +318,7 @@ class OrderService:
         where: Destination | None = None,
         order_id: str | None = None,
         intent: PaymentIntent | None = None,
+        uses: list[PromotionUse] | None = None,
     ) -> Order:
         """The order to place (a new id unless given: one id per placement, kept across its attempts) with the
         breakdown of its `total` (priced here when not given, shipped `where` or by no option), with its payment
@@ -343,6 +376,8 @@ class OrderService:
                 )
                 for applied in total.promotions
             ],
+            promotion_uses={use.promotion_id: use.shard for use in uses or () if use.shard is not None},
+            customer_uses=[use.promotion_id for use in uses or () if use.customer_limit is not None],
             shipping_address=address,
             created_at=now,
             updated_at=now,
@@ -509,21 +544,43 @@ class OrderService:
         include_tax = self.settings().prices_include_tax
         try:
             # One attempt more than reprices and stock need: the one after releasing held orders that were settled.
-            for attempt in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS + 1):
+            # Attempts for promotion uses besides: a refused use names a counter another checkout filled, at most
+            # one per counter of each limited promotion, and then one more.
+            use_attempts = sum(p.use_shards for p in offers.promotions) + len(offers.promotions)
+            promotion_shards: dict[str, int] = {}
+            for attempt in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS + 1 + use_attempts):
                 total = total_of(priced, where, prices_include_tax=include_tax, offers=offers)
+                uses = uses_of(total, offers, promotion_shards)
                 if intents is not None and total.total_cents <= 0:
                     # No intent holds 0 cents (a free product alone, or repriced to 0): refused before the
                     # provider is called (a reprice's earlier intent is cancelled below, as for any refusal).
                     raise errors.NothingToPay(sorted({line.product_id for line in priced}))
                 intent = intents.for_total(total.total_cents) if intents is not None else None
                 order = self._new_order(
-                    actor, priced, address, total=total, where=where, order_id=order_id, intent=intent
+                    actor, priced, address, total=total, where=where, order_id=order_id, intent=intent, uses=uses
                 )
                 try:
-                    takes = stock.takes(room)
+                    # the uses' counters, and the order's DISCOUNTS item when a promotion applied
+                    takes = stock.takes(room - 2 * len(uses) - (1 if total.promotions else 0))
                     placed = self.orders.place(
-                        order, cart_claim, placement=placement, takes=takes, attempt=attempt, unpaid=unpaid
+                        order,
+                        cart_claim,
+                        placement=placement,
+                        takes=takes,
+                        attempt=attempt,
+                        unpaid=unpaid,
+                        uses=uses,
                     )
+                except errors.PromotionUseRefused as refused:
+                    if refused.shard is None:
+                        offers = offers.refused(refused.promotion_id, customer=True)
+                        continue
+                    free = self._free_counters(offers, refused.promotion_id)
+                    if free:
+                        promotion_shards[refused.promotion_id] = random.choice(free)
+                    else:
+                        offers = offers.refused(refused.promotion_id, customer=False)
+                    continue
                 except errors.StockSourceShort as short:
                     stock.learn(short)
                     self._remember_shards(stock.shards)
@@ -607,6 +664,9 @@ class OrderService:
         offers = offers_at(checkout, promo_code)
         include_tax = self.settings().prices_include_tax
         total = total_of(priced, where, prices_include_tax=include_tax, offers=offers)
+        while (exhausted := self._exhausted(offers, total)) is not None:  # as a placement would find them
+            offers = offers.refused(exhausted, customer=False)
+            total = total_of(priced, where, prices_include_tax=include_tax, offers=offers)
         shipping_prices = {
             option.option_id: total_of(
                 priced, replace(where, option=option), prices_include_tax=include_tax, offers=offers
@@ -618,6 +678,24 @@ class OrderService:
             for line, part in zip(priced, total.lines, strict=True)
         ]
         return Quote(lines_out, total, where, self.payment_settings().currency, shipping_prices)
+
+    def _free_counters(self, offers: Offers, promotion_id: str) -> list[int]:
+        """The counters of a limited promotion that have room left (one consistent read of them all)."""
+        promotion = next(p for p in offers.promotions if p.promotion_id == promotion_id)
+        used = self.checkout.store.uses(promotion)
+        return [shard for shard, count in enumerate(used) if count < promotion.allotment(shard)]
+
+    def _exhausted(self, offers: Offers, total: Total) -> str | None:
+        """The first limited promotion that applied and whose every counter is full."""
+        applied = {p.promotion_id for p in total.promotions}
+        for promotion in offers.promotions:
+            if (
+                promotion.promotion_id in applied
+                and promotion.use_shards
+                and not self._free_counters(offers, promotion.promotion_id)
+            ):
+                return promotion.promotion_id
+        return None
 
     def _release_settled(self, customer_id: str, limited: errors.UnpaidOrderLimit) -> bool:
         """After the customer's unpaid hold refused a placement (`limited`: what it held then), the held orders that

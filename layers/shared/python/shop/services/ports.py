@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
     from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
     from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
     from shop.models.categories import Category
-    from shop.models.checkout import CheckoutSettings, Promotion, ShippingZone, TaxRate
+    from shop.models.checkout import CheckoutSettings, Promotion, PromotionUse, ShippingZone, TaxRate
     from shop.models.orders import (
         OrderPaymentSummary,
         PaymentDispute,
@@ -167,6 +167,10 @@ class CheckoutSettingsStore(Protocol):
 
     def put_promotion(self, promotion: Promotion, *, read_version: int) -> int: ...
 
+    def uses(self, promotion: Promotion) -> list[int]:
+        """The uses each of a limited promotion's counters holds, strongly consistent."""
+        ...
+
     def promotions_page(self, *, limit: int, next_token: str | None) -> Page[Promotion]:
         """Newest first."""
         ...
@@ -199,8 +203,10 @@ class OrderStore(Protocol):
         takes: Mapping[str, Sequence[StockTake]] | None = None,
         attempt: int = 0,
         unpaid: UnpaidLimits | None = None,
+        uses: Sequence[PromotionUse] = (),
     ) -> Order:
         """The order, its stock taken and the claimed cart (a session's or a customer's) emptied, all or nothing.
+        `uses`: the limited promotions' uses it takes (PromotionUseRefused names the one refused).
 
         A line takes its stock from its product item, or from the places `takes` names for its product
         (flash-sale shards); the order returned records the shards (`stock_taken`).
