@@ -126,8 +126,18 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
         "ConditionCheckItem",
         "TransactWriteItems",
     ),
-    # PutItem/UpdateItem/DeleteItem/GetItem also serve the idempotency records.
-    "orders": ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
+    # PutItem/UpdateItem/DeleteItem/GetItem also serve the idempotency records; ConditionCheckItem: a placement's
+    # check that the checkout's settings it priced with are the latest edit's
+    "orders": (
+        "GetItem",
+        "BatchGetItem",
+        "Query",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "ConditionCheckItem",
+        "TransactWriteItems",
+    ),
     # BatchGetItem: cart prices, a customer cart with its profile; TransactWriteItems: merging a session into a cart
     "sessions": ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"),
     # A webhook event reads its order (GetItem); an authorisation confirms it, a failed attempt, a lapse, a refund
@@ -189,8 +199,8 @@ API_FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Stripe's webhook: payment events applied to orders",
         DYNAMODB_ACTIONS["payments"],
         calls_stripe=True,  # verifies deliveries with the webhook secret (the library's signature check)
-        # it writes only orders and the stock a failed payment gives back (no webhook marks)
-        write_leading_keys=("ORDER#*", "PRODUCT#*", "STOCK#*"),
+        # it writes only orders, and the stock and the promotion uses a failed payment gives back (no webhook marks)
+        write_leading_keys=("ORDER#*", "PRODUCT#*", "STOCK#*", "PROMO_USES#*", "PROMO_CUSTOMER#*"),
     ),
 )
 
@@ -254,8 +264,8 @@ PAYMENT_STEPS_FUNCTION = FunctionSpec(
     timeout_s=60,  # a batch of Stripe calls, each with the library's retries
     failure_metric="RecordsFailed",
     calls_stripe=True,
-    # it writes only orders (the order item) and the stock an expiry gives back
-    write_leading_keys=("ORDER#*", "PRODUCT#*", "STOCK#*"),
+    # it writes only orders (the order item), and the stock and the promotion uses an expiry gives back
+    write_leading_keys=("ORDER#*", "PRODUCT#*", "STOCK#*", "PROMO_USES#*", "PROMO_CUSTOMER#*"),
     index_only=("Query",),  # the sweep's Query: the index, never the table
 )
 # The payment windows' sweep (PaymentService.sweep, docs/payments.md "The windows' sweep"): an EventBridge rule

@@ -79,6 +79,19 @@ def test_with_tax_added_the_quote_is_the_order_and_stripe_is_asked_for_its_total
         == (quoted["total_cents"])
     )
 
+    # with codes (the paying stack's automatic promotions are the fuzz test's, none of which starts before 2999)
+    suffix = uuid.uuid4().hex[:8].upper()
+    for promotion in (
+        {"code": f"PCT{suffix}", "kind": "percent", "value": 12},
+        {"code": f"FIX{suffix}", "kind": "fixed", "value": 999},
+        {"code": f"SHIP{suffix}", "kind": "free_shipping"},
+    ):
+        expect(stack.api.post("/promotions", token=admin, json=promotion), 201)
+        buyer = stack.token(f"e2e-total-{promotion['kind']}")  # a customer holds at most 3 unpaid orders
+        quoted, order = quote_and_order(stack, buyer, {**body, "promo_code": promotion["code"].lower()})
+        assert [p["code"] for p in quoted["promotions"]] == [promotion["code"]]
+        assert order["payment"]["amount_cents"] == quoted["total_cents"]
+
 
 @pytest.fixture(scope="module")
 def inclusive_stack(e2e_workdir: pathlib.Path, cdk_out: pathlib.Path) -> Iterator[Stack]:

@@ -232,7 +232,11 @@ def test_only_sessions_and_payments_are_limited_to_leading_keys(arm64) -> None:
     # the webhook's function writes orders and the stock a failed payment gives back, nothing else (issue 26)
     writes = [s for s in _table_statements(arm64, "payments") if "Condition" in s]
     assert [s["Condition"] for s in writes] == [
-        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ORDER#*", "PRODUCT#*", "STOCK#*"]}}
+        {
+            "ForAllValues:StringLike": {
+                "dynamodb:LeadingKeys": ["ORDER#*", "PRODUCT#*", "STOCK#*", "PROMO_USES#*", "PROMO_CUSTOMER#*"]
+            }
+        }
     ]
 
 

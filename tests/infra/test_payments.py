@@ -196,7 +196,11 @@ def test_payment_steps_role_is_least_privilege(payments_on) -> None:
     assert granted == ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"]
     writes = [s for s in table if "Condition" in s]
     assert [s["Condition"] for s in writes] == [
-        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ORDER#*", "PRODUCT#*", "STOCK#*"]}}
+        {
+            "ForAllValues:StringLike": {
+                "dynamodb:LeadingKeys": ["ORDER#*", "PRODUCT#*", "STOCK#*", "PROMO_USES#*", "PROMO_CUSTOMER#*"]
+            }
+        }
     ]
     # the sweep's Query on GSI1 alone (its own statement, unconditioned like every read); nothing else on the index
     (on_index,) = [s for s in table if "index" in json.dumps(s["Resource"])]
@@ -226,5 +230,9 @@ def test_payments_role_writes_orders_and_stock_only(payments_on) -> None:
     assert granted == iam_actions(DYNAMODB_ACTIONS["payments"]) == ["dynamodb:GetItem", "dynamodb:UpdateItem"]
     writes = [s for s in table if "Condition" in s]
     assert [s["Condition"] for s in writes] == [
-        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ORDER#*", "PRODUCT#*", "STOCK#*"]}}
+        {
+            "ForAllValues:StringLike": {
+                "dynamodb:LeadingKeys": ["ORDER#*", "PRODUCT#*", "STOCK#*", "PROMO_USES#*", "PROMO_CUSTOMER#*"]
+            }
+        }
     ]

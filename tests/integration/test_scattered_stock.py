@@ -83,7 +83,7 @@ def test_the_worst_case_25_lines_of_99_over_32_shards_each_is_one_order(local_st
     assert len(order.lines) == MAX_ORDER_LINES
     assert all(total(table, pid) == 0 for pid in pids)
     # A random shard each (fails), transactions gathering lines into one shard each, then the placement.
-    assert sent[0] == MAX_ORDER_LINES + 2
+    assert sent[0] == MAX_ORDER_LINES + 3  # the lines, the order, its customer entry, the settings' check
     assert len(sent) > 2
     assert max(sent) <= MAX_TRANSACTION_ITEMS
 

@@ -140,3 +140,28 @@ def test_an_orders_promotions_are_an_item_beside_it_read_with_it_and_archived_wi
     archival = OrderArchivalRepository(store.table)
     left = archival.remains(placed.order_id)
     assert archival.order(order_item, left.history).promotions == placed.promotions
+
+
+def test_a_placement_checks_its_kept_settings_in_its_transaction_and_prices_again_after_an_edit(store):
+    from shop import wiring
+    from shop.services.orders import RequestedLine
+    from tests.support.factories import ADDRESS, ALICE, product
+
+    zone_in = {"name": "Home", "countries": [ADDRESS.country]}
+    admin = CheckoutSettingsService(CheckoutSettingsRepository(store.table))  # another instance: the admin's
+    admin.put_zone(ADMIN, "home", options=[STANDARD], **zone_in)
+    pid = product(store.table, price_cents=1000, stock=10)
+    orders = wiring.order_service(store.table)
+    line = [RequestedLine(pid, 1)]
+    orders.place(ALICE, address=ADDRESS, lines=line)  # this instance reads the settings and keeps them
+    with counting(store.client) as calls:
+        steady = orders.place(ALICE, address=ADDRESS, lines=line)
+    assert calls.operations == ["BatchGetItem", "TransactWriteItems"]  # checked in the transaction
+    assert steady.shipping_cents == 499
+
+    admin.put_zone(ADMIN, "home", options=[STANDARD.model_copy(update={"price_cents": 799})], **zone_in)
+    with counting(store.client) as calls:
+        repriced = orders.place(ALICE, address=ADDRESS, lines=line)
+    # the check refused the kept settings: read again (one Query), priced again, placed
+    assert calls.operations == ["BatchGetItem", "TransactWriteItems", "Query", "TransactWriteItems"]
+    assert repriced.shipping_cents == 799

@@ -25,7 +25,7 @@ from shop.models import Customer, Notification, Order, OrderLine, OrderStatus, O
 from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
 from shop.models.carts import CartClaim, CartOwnerKind, MergeView, NotMerged, StoredCart
 from shop.models.categories import Category, path_slugs
-from shop.models.checkout import CheckoutSettings, Promotion, PromotionUse, ShippingZone, TaxRate
+from shop.models.checkout import CheckoutSettings, Promotion, PromotionUse, SettingsCheck, ShippingZone, TaxRate
 from shop.models.orders import (
     CLOSED_DISPUTE_STATUSES,
     NO_DETAILS,
@@ -475,7 +475,10 @@ class MemoryOrders:
         attempt: int = 0,
         unpaid: UnpaidLimits | None = None,
         uses: Sequence[PromotionUse] = (),
+        settings: SettingsCheck | None = None,
     ) -> Order:
+        if settings is not None and settings.edit_id != self.state.checkout.edit_id:
+            raise errors.CheckoutSettingsChanged()
         takes = takes or {}
         taken: dict[str, dict[str, int]] = {}
         for pid, product_takes in takes.items():

@@ -272,6 +272,14 @@ class WriteCancelled(ServiceUnavailable):
     throttled): unlike a call that failed without an answer, it is known that nothing was written. Retry."""
 
 
+class CheckoutSettingsChanged(WriteCancelled):
+    """A placement's transaction found the checkout's settings edited since the snapshot it priced with: the
+    checkout reads them again and prices again (503 only when they were edited again meanwhile)."""
+
+    def __init__(self) -> None:
+        super().__init__("the checkout's settings changed meanwhile")
+
+
 class InvalidRequest(DomainError):
     """A request that breaks the schema (details list the fields) or a rule the schema cannot express."""
 

@@ -440,9 +440,13 @@ def promotion_uses_key(promotion_id: str, shard: int) -> Key:
     return {PK: f"{PROMOTION_USES_PREFIX}{promotion_id}#{shard:02d}", SK: PROMOTION_USES_SK}
 
 
+PROMOTION_CUSTOMER_PREFIX = "PROMO_CUSTOMER#"
+
+
 def customer_promotion_key(customer_id: str, promotion_id: str) -> Key:
-    """How many times a customer used a promotion with a per-customer limit."""
-    return {PK: customer_pk(customer_id), SK: f"PROMO#{promotion_id}"}
+    """How many times a customer used a promotion with a per-customer limit: a partition of its own, outside the
+    customer's (the payment functions that give uses back may write it, and no customer data)."""
+    return {PK: f"{PROMOTION_CUSTOMER_PREFIX}{promotion_id}#{customer_id}", SK: PROMOTION_USES_SK}
 
 
 MIGRATION_PK_PREFIX = "MIGRATION#"

@@ -98,6 +98,15 @@ class PromotionUse:
 
 
 @dataclass(frozen=True)
+class SettingsCheck:
+    """What a placement's transaction checks its snapshot against: copy `shard` still names edit `edit_id` (None:
+    the settings were never edited)."""
+
+    shard: int
+    edit_id: str | None
+
+
+@dataclass(frozen=True)
 class CheckoutSettings:
     """Every zone and rate as of `version` (0: nothing set yet, the shop charges neither shipping nor tax)."""
 

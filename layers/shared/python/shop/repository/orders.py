@@ -15,7 +15,7 @@ from shop.config import StatusShardSwitch, settings
 from shop.limits import MAX_PARALLEL_QUERIES, MAX_STATUS_SHARDS, MAX_TRANSACTION_ITEMS
 from shop.models import Order, OrderLine, OrderStatus, OrderSummary, Page, StatusDetails
 from shop.models.carts import CartClaim
-from shop.models.checkout import PromotionUse
+from shop.models.checkout import PromotionUse, SettingsCheck
 from shop.models.orders import (
     DERIVED_BREAKDOWN,
     DERIVED_LINE_FIELDS,
@@ -215,6 +215,7 @@ class OrderRepository:
         attempt: int = 0,
         unpaid: UnpaidLimits | None = None,
         uses: Sequence[PromotionUse] = (),
+        settings: SettingsCheck | None = None,
     ) -> Order:
         """Order, stock decrements (checked against stock and price), customer index, cart: one transaction.
 
@@ -284,6 +285,9 @@ class OrderRepository:
         if unpaid is not None:  # PAYMENTS=stripe: the customer's unpaid hold takes the order, within the limits
             items.append(unpaid_holds.take(self.table, order, unpaid))
         use_items = self._promotion_uses(items, order, uses)
+        settings_index = len(items) if settings is not None else None
+        if settings is not None:  # the checkout's settings it was priced with are still the latest edit's
+            items.append(self._settings_check(settings))
         if placement is not None:
             items.append(
                 {
@@ -315,8 +319,20 @@ class OrderRepository:
             for index, promotion_id, shard in use_items:
                 if cancelled.failed_condition(index):
                     raise errors.PromotionUseRefused(promotion_id, shard) from cancelled
+            if settings_index is not None and cancelled.failed_condition(settings_index):
+                raise errors.CheckoutSettingsChanged() from cancelled
             self._raise_placement_failure(stock_items, cancelled)
         return order
+
+    def _settings_check(self, settings: SettingsCheck) -> dict[str, Any]:
+        key = keys.checkout_version_shard_key(settings.shard)
+        check: dict[str, Any] = {"TableName": self.table.name, "Key": to_item(key)}
+        if settings.edit_id is None:
+            check["ConditionExpression"] = "attribute_not_exists(edit_id)"
+        else:
+            check["ConditionExpression"] = "edit_id = :edit"
+            check["ExpressionAttributeValues"] = values(edit=settings.edit_id)
+        return {"ConditionCheck": check}
 
     def _promotion_uses(
         self, items: list[dict[str, Any]], order: Order, uses: Sequence[PromotionUse]

@@ -1,9 +1,11 @@
 """The checkout's settings as the rules use them: the admin's edits of zones and rates, the snapshot every quote and
 placement prices with, and where an order ships by (docs/decisions.md, 076).
 
-A snapshot is kept by this instance and checked before each use with one strongly consistent read of one of the
-version's copies (a random one, so that no key carries a flash sale's every checkout): a price is never charged
-after the edit that changed it was answered, and the partition is read again only after an edit.
+A snapshot is kept by this instance. A quote checks it before use with one strongly consistent read of one of the
+latest edit id's copies; a placement checks it in its own transaction (a ConditionCheck on one copy, the way a hot
+product's cached price is checked), and prices again from a fresh read when it was edited meanwhile. Either way a
+price is never charged after the edit that changed it was answered, no key carries a flash sale's every checkout (a
+random copy of 32), and the partition is read again only after an edit.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from shop.models.checkout import (
     CheckoutSettings,
     Promotion,
     PromotionKind,
+    SettingsCheck,
     ShippingOptionSetting,
     ShippingZone,
     TaxRate,
@@ -81,11 +84,29 @@ class CheckoutSettingsService:
         self.store = store
         self._copy = copy
         self._kept = CheckoutSettings()
+        self._loaded = False
+
+    def kept(self) -> CheckoutSettings:
+        """The snapshot this instance keeps, unchecked (a placement's transaction checks it: `check`); read as
+        `current` reads it the first time."""
+        if not self._loaded:
+            return self.current()
+        return self._kept
+
+    def refreshed(self) -> CheckoutSettings:
+        """The settings read again (one Query), after a placement's transaction found the kept ones edited since."""
+        self._kept = fresh = self.store.snapshot()
+        return fresh
+
+    def check(self, settings: CheckoutSettings) -> SettingsCheck:
+        """The condition a placement's transaction puts on a random copy of the latest edit's id."""
+        return SettingsCheck(self._copy(), settings.edit_id)
 
     def current(self) -> CheckoutSettings:
         """The settings as of the latest edit: the kept snapshot when one copy of the version names its edit (one
         strongly consistent GetItem), else the partition read again (one Query), then kept."""
         edit_id = self.store.edit_id(self._copy())
+        self._loaded = True
         kept = self._kept
         if kept.edit_id == edit_id:
             return kept

@@ -486,9 +486,18 @@ class OrderService:
                 ]
                 if short:
                     raise errors.OutOfStock(short)
-        checkout = self.checkout.current()
-        where = destination(checkout, address, shipping_option_id)
-        offers = offers_at(checkout, promo_code)
+
+        def resolve(settings: CheckoutSettings) -> tuple[Destination, Offers]:
+            return destination(settings, address, shipping_option_id), offers_at(settings, promo_code)
+
+        # Priced with the snapshot this instance keeps, which the placement's transaction checks (ConditionCheck). A
+        # refusal is answered only from the latest edit's settings: the kept ones are checked first (one GetItem).
+        checkout = self.checkout.kept()
+        try:
+            where, offers = resolve(checkout)
+        except errors.DomainError:
+            checkout = self.checkout.current()
+            where, offers = resolve(checkout)
 
         placement = None
         if idempotency_key is not None:
@@ -499,6 +508,7 @@ class OrderService:
             priced,
             where=where,
             offers=offers,
+            checkout=(checkout, resolve),
             quantities=quantities,
             shards=shards,
             cart_claim=cart_claim,
@@ -514,6 +524,7 @@ class OrderService:
         *,
         where: Destination,
         offers: Offers = NO_OFFERS,
+        checkout: tuple[CheckoutSettings, Callable[[CheckoutSettings], tuple[Destination, Offers]]] | None = None,
         quantities: dict[str, int],
         shards: dict[str, int],
         cart_claim: CartClaim | None,
@@ -532,7 +543,7 @@ class OrderService:
         )
         # The transaction's items besides the stock takes: the order, its customer entry, the cart or session
         # it empties, the Idempotency-Key it claims (shop.repository.orders.OrderRepository.place).
-        room = MAX_TRANSACTION_ITEMS - 2 - sum(part is not None for part in (cart_claim, placement))
+        room = MAX_TRANSACTION_ITEMS - 2 - sum(part is not None for part in (cart_claim, placement, checkout))
         paying = self.payment_settings()
         room -= 1 if paying.enabled else 0  # the customer's unpaid hold
         # PAYMENTS=stripe: the order is unpaid, held on the customer's unpaid hold within the shop's limits.
@@ -548,8 +559,18 @@ class OrderService:
             # one per counter of each limited promotion, and then one more.
             use_attempts = sum(p.use_shards for p in offers.promotions) + len(offers.promotions)
             promotion_shards: dict[str, int] = {}
-            for attempt in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS + 1 + use_attempts):
-                total = total_of(priced, where, prices_include_tax=include_tax, offers=offers)
+            settings_reads = 0
+            for attempt in range(REPRICE_ATTEMPTS + MAX_STOCK_ATTEMPTS + 2 + use_attempts):
+                try:
+                    total = total_of(priced, where, prices_include_tax=include_tax, offers=offers)
+                except errors.PromoMinSubtotal:
+                    if checkout is None or settings_reads:
+                        raise
+                    settings_reads += 1  # refused from the kept settings: answered only from the latest edit's
+                    fresh = self.checkout.current()
+                    checkout = (fresh, checkout[1])
+                    where, offers = checkout[1](fresh)
+                    continue
                 uses = uses_of(total, offers, promotion_shards)
                 if intents is not None and total.total_cents <= 0:
                     # No intent holds 0 cents (a free product alone, or repriced to 0): refused before the
@@ -570,7 +591,18 @@ class OrderService:
                         attempt=attempt,
                         unpaid=unpaid,
                         uses=uses,
+                        settings=self.checkout.check(checkout[0]) if checkout is not None else None,
                     )
+                except errors.CheckoutSettingsChanged:
+                    # Edited since this instance read them: read again and price again, once.
+                    settings_reads += 1
+                    if checkout is None or settings_reads > 1:
+                        raise
+                    fresh = self.checkout.refreshed()
+                    checkout = (fresh, checkout[1])
+                    where, offers = checkout[1](fresh)
+                    promotion_shards.clear()
+                    continue
                 except errors.PromotionUseRefused as refused:
                     if refused.shard is None:
                         offers = offers.refused(refused.promotion_id, customer=True)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # annotations only: a function loads the models it uses, not 
     from shop.models.alerts import Alert, Claim, StockLowState, StockTotal
     from shop.models.carts import CartClaim, MergeView, NotMerged, StoredCart
     from shop.models.categories import Category
-    from shop.models.checkout import CheckoutSettings, Promotion, PromotionUse, ShippingZone, TaxRate
+    from shop.models.checkout import CheckoutSettings, Promotion, PromotionUse, SettingsCheck, ShippingZone, TaxRate
     from shop.models.orders import (
         OrderPaymentSummary,
         PaymentDispute,
@@ -204,9 +204,11 @@ class OrderStore(Protocol):
         attempt: int = 0,
         unpaid: UnpaidLimits | None = None,
         uses: Sequence[PromotionUse] = (),
+        settings: SettingsCheck | None = None,
     ) -> Order:
         """The order, its stock taken and the claimed cart (a session's or a customer's) emptied, all or nothing.
-        `uses`: the limited promotions' uses it takes (PromotionUseRefused names the one refused).
+        `uses`: the limited promotions' uses it takes (PromotionUseRefused names the one refused); `settings`: the
+        checkout's settings it was priced with are still the latest edit's (CheckoutSettingsChanged otherwise).
 
         A line takes its stock from its product item, or from the places `takes` names for its product
         (flash-sale shards); the order returned records the shards (`stock_taken`).
