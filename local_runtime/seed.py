@@ -1,7 +1,9 @@
-"""The demo catalogue `make dev` seeds once: a small category tree and a few products, through `shop`.
+"""The demo catalogue `make dev` seeds once: a small category tree, a few products and a promotion code, through
+`shop`.
 
 coffee > beans > espresso and filter, coffee > brewing, kitchen, apparel: the README's flow shows a
-category's breadcrumbs and a subtree listing (coffee lists the beans and the brewing gear).
+category's breadcrumbs and a subtree listing (coffee lists the beans and the brewing gear), and a quote with the
+demo's code, WELCOME10.
 """
 
 from __future__ import annotations
@@ -68,6 +70,17 @@ DEMO_PRODUCTS: tuple[dict[str, Any], ...] = (
 )
 
 
+DEMO_PROMOTION: dict[str, Any] = {
+    "code": "WELCOME10",
+    "kind": "percent",
+    "value": 10,
+    "automatic": False,
+    "min_subtotal_cents": 2000,
+    "starts_at": None,
+    "ends_at": None,
+}
+
+
 def seed_catalogue(client: Any, table_name: str) -> list[dict[str, Any]]:
     """Create the demo tree and products with the products domain code (ids and timestamps as the API makes them)."""
     if str(SHARED_LAYER) not in sys.path:
@@ -93,6 +106,8 @@ def seed_catalogue(client: Any, table_name: str) -> list[dict[str, Any]]:
                 stock=product["stock"],
             ).model_dump()
         )
+    # the README's code: 10 % off from 20.00 of goods
+    wiring.order_service(Table(client, table_name)).checkout.create_promotion(admin, **DEMO_PROMOTION)
     return created
 
 
