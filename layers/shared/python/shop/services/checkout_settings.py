@@ -221,6 +221,11 @@ class CheckoutSettingsService:
             raise errors.PromotionNotFound("no such promotion", {"promotion_id": promotion_id})
         return self.counted(found)
 
+    def free_counters(self, promotion: Promotion) -> list[int]:
+        """The counters of a limited promotion that have room left (one consistent read of them all)."""
+        used = self.store.uses(promotion)
+        return [shard for shard, count in enumerate(used) if count < promotion.allotment(shard)]
+
     def counted(self, promotion: Promotion) -> Promotion:
         """A limited promotion with its uses counted (one consistent read of its counters)."""
         if not promotion.use_shards:

@@ -714,8 +714,7 @@ class OrderService:
     def _free_counters(self, offers: Offers, promotion_id: str) -> list[int]:
         """The counters of a limited promotion that have room left (one consistent read of them all)."""
         promotion = next(p for p in offers.promotions if p.promotion_id == promotion_id)
-        used = self.checkout.store.uses(promotion)
-        return [shard for shard, count in enumerate(used) if count < promotion.allotment(shard)]
+        return self.checkout.free_counters(promotion)
 
     def _exhausted(self, offers: Offers, total: Total) -> str | None:
         """The first limited promotion that applied and whose every counter is full."""
