@@ -25,8 +25,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("archived_at", "string"),
     (
         "lines",
-        "array<struct<product_id:string,name:string,unit_price_cents:bigint,quantity:int,line_total_cents:bigint,"
-        "discount_cents:bigint,tax_cents:bigint>>",
+        "array<struct<product_id:string,variant_id:string,name:string,unit_price_cents:bigint,quantity:int,"
+        "line_total_cents:bigint,discount_cents:bigint,tax_cents:bigint>>",
     ),
     (
         "shipping_address",
@@ -51,6 +51,13 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("currency", "string"),
     ("shipping_option", "struct<zone_id:string,option_id:string,name:string,price_cents:bigint>"),
     ("promotions", "array<struct<promotion_id:string,code:string,kind:string,discount_cents:bigint>>"),
+    # Returns per line (decision 079): the accepted returns, and a request still waiting (null once decided)
+    (
+        "returns",
+        "array<struct<version:int,accepted_at:string,lines:array<struct<variant_id:string,quantity:int,"
+        "refund_cents:bigint>>,shipping_refund_cents:bigint,refund_cents:bigint,refunded_cents:bigint>>",
+    ),
+    ("return_request", "struct<lines:array<struct<variant_id:string,quantity:int>>,requested_at:string>"),
 )
 # The key's partition folders (strings: zero-padded as the archive writes them).
 PARTITION_KEYS: tuple[str, ...] = ("year", "month", "day")

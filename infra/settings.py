@@ -245,7 +245,7 @@ def iam_actions(operations: tuple[str, ...]) -> list[str]:
     return sorted(f"dynamodb:{op}" for op in operations if op not in _NOT_IAM_ACTIONS)
 
 
-# The payment steps of the stream (capture at SHIPPED, cancel, refund at RETURNED, expiry at the end of
+# The payment steps of the stream (capture at SHIPPED, cancel, refund of each accepted return, expiry at the end of
 # the payment window), a second consumer of the table stream, built only with `-c payments=stripe`. Its own
 # mapping, filters, failure store and alarm: a Stripe outage never holds back order_events' records.
 DYNAMODB_ACTIONS["payment_steps"] = (
@@ -282,7 +282,7 @@ PAYMENT_SWEEP_RUN_RETRIES = 0  # Lambda's asynchronous retries of a failed run (
 # it came from (a filter cannot compare OldImage with NewImage, so the steps' own records on the payment, which
 # leave the status as it is, never invoke the function); `exists` matches leaves only, so the payment is
 # recognised by its currency; and a payment window's removal by TTL.
-PAYMENT_STEP_STATUSES = ("SHIPPED", "CANCELLED", "PAYMENT_FAILED", "EXPIRED", "RETURNED")
+PAYMENT_STEP_STATUSES = ("SHIPPED", "CANCELLED", "PAYMENT_FAILED", "EXPIRED", "RETURNED", "PARTIALLY_RETURNED")
 _PAID = {"payment": {"M": {"currency": {"S": [{"exists": True}]}}}}
 
 
@@ -300,7 +300,8 @@ def _paid_order_moved(to: list[str], came_from: list[str]) -> dict[str, Any]:
 PAYMENT_STEP_FILTERS: tuple[dict[str, Any], ...] = (
     _paid_order_moved(["SHIPPED"], ["CONFIRMED"]),  # capture
     _paid_order_moved(["CANCELLED", "PAYMENT_FAILED", "EXPIRED"], ["PENDING_PAYMENT", "CONFIRMED"]),  # cancel
-    _paid_order_moved(["RETURNED"], ["RETURN_REQUESTED"]),  # refund
+    # refund: a return accepted (the last units: RETURNED; some: PARTIALLY_RETURNED, as a rejection after one leaves it)
+    _paid_order_moved(["RETURNED", "PARTIALLY_RETURNED"], ["RETURN_REQUESTED"]),
 )
 # `-c capture=on_confirm` (CAPTURE=on_confirm on the functions that take payments): the amount is captured when the
 # order is confirmed (the webhook's authorisation, or the expiry step finding the intent authorised), so the

@@ -26,6 +26,7 @@ from shop.http_api.schemas import given
 from shop.limits import MAX_ID_LENGTH, MAX_QUANTITY, MAX_SALES_DAYS, RETURN_WINDOW_DAYS
 from shop.models import OrderStatus, ShippingAddress
 from shop.models.checkout import ShippingOptionSetting
+from shop.models.orders import ReturnLine
 from shop.services.actor import Actor
 from shop.services.orders import RequestedLine, ShipmentIn
 
@@ -291,9 +292,13 @@ def get_order_payment(order_id: OrderId, request: Request):
     "/orders/<order_id>",
     summary="Move an order along the status machine (admin; If-Match required)",
     description="PENDING -> CONFIRMED | CANCELLED; CONFIRMED -> SHIPPED (with carrier and tracking_number) | "
-    "CANCELLED; SHIPPED -> DELIVERED; RETURN_REQUESTED -> RETURNED (every line restocked, OrderRefundDue "
-    "published) | DELIVERED (the return rejected: reason required). CANCELLED restocks every line. "
+    "CANCELLED; SHIPPED -> DELIVERED; RETURN_REQUESTED -> RETURNED (the requested units restocked, their refund "
+    "due: OrderRefundDue, or OrderRefunded once the provider refunded it) | DELIVERED (the return rejected: reason "
+    "required). CANCELLED restocks every line. "
     "DELIVERED -> RETURN_REQUESTED is the customer's (POST /orders/{order_id}/return). "
+    "A requested return is accepted with RETURNED (or PARTIALLY_RETURNED): its units go back to stock and their "
+    "refund is due, and the order lands in RETURNED once every unit is back, PARTIALLY_RETURNED before; it is "
+    "rejected with DELIVERED and a reason (PARTIALLY_RETURNED when units were returned before). "
     "SHIPPED needs the order's payment held: when its card authorisation lapsed (payment LAPSED, also when the "
     "lapse is recorded while this request runs) the answer is 409 PAYMENT_NOT_HELD, unless the body carries "
     '"ship_without_payment": true, which ships it and records shipped_without_payment on the order and its '
@@ -356,7 +361,11 @@ def cancel_order(order_id: OrderId, request: Request):
 
 @app.post(
     "/orders/<order_id>/return",
-    summary=f"Ask to return a DELIVERED order, within {RETURN_WINDOW_DAYS} days of its delivery (owner)",
+    summary=f"Ask to return units of a delivered order, within {RETURN_WINDOW_DAYS} days of its delivery (owner)",
+    description="`lines` names the units by their line's `variant_id` (absent: every unit not returned yet). From "
+    "DELIVERED or PARTIALLY_RETURNED; an admin accepts (PATCH status RETURNED) or rejects it. An accepted return "
+    "refunds its units' share of what was paid for their lines (line total less its discount share, plus its tax), "
+    "shipping with the order's last unit: an order's returns refund its total, never more.",
     responses=declare(
         200,
         s.Order,
@@ -370,13 +379,19 @@ def cancel_order(order_id: OrderId, request: Request):
             403: "FORBIDDEN: an administrator is not the order's owner",
             404: "ORDER_NOT_FOUND (also another customer's order)",
             409: f"RETURN_WINDOW_CLOSED (delivered more than {RETURN_WINDOW_DAYS} days ago), INVALID_TRANSITION "
-            "(not DELIVERED)",
+            "(not DELIVERED or PARTIALLY_RETURNED), RETURN_QUANTITY_EXCEEDED (more units of a line than are left to "
+            "return: details.left)",
+            422: "VALIDATION_ERROR, RETURN_LINES_INVALID (a variant_id that is none of the order's lines)",
         },
     ),
     tags=TAGS,
 )
 def request_return(order_id: OrderId, body: s.ReturnIn, request: Request):
-    order = orders.request_return(caller(request), order_id, body.reason)
+    asked = body.lines
+    lines = (
+        None if asked is None else [ReturnLine(variant_id=line.variant_id, quantity=line.quantity) for line in asked]
+    )
+    order = orders.request_return(caller(request), order_id, body.reason, lines)
     return json_response(200, order, etag(order))
 
 

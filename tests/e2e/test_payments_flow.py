@@ -360,6 +360,81 @@ def test_a_dashboard_refund_is_recorded_and_a_later_return_refunds_only_the_rest
     assert paying_flow.stock(product_id) == 5
 
 
+def test_a_three_line_order_returned_in_two_parts_is_refunded_exactly_what_was_captured(paying_flow: Paying) -> None:
+    """With shipping and 19 % tax added (Berlin: the stack's e2e-europe zone and DE rate): the first return refunds
+    its units' share, the second the rest with the shipping; each return is its own refund at localstripe, and
+    they sum to the capture."""
+    api, admin, customer = paying_flow.stack.api, paying_flow.admin, paying_flow.customer
+    products = [
+        create_product(api, admin, category="e2e-pay-returns", name=f"Part {price}", price_cents=price, stock=9)
+        for price in (1999, 4550, 333)
+    ]
+    pids = [p["product_id"] for p in products]
+    berlin = {"name": "E2E", "line1": "1 Hauptstr.", "city": "Berlin", "postal_code": "10115", "country": "DE"}
+    body = {"lines": [{"product_id": pid, "quantity": q} for pid, q in zip(pids, (3, 1, 7), strict=True)]}
+    placed = expect(place_order(api, customer, "pay-returns", {**body, "shipping_address": berlin}), 201)
+    order_id, total = placed["order_id"], placed["total_cents"]
+    assert placed["shipping_cents"] > 0
+    assert placed["tax_rate_bps"] == 1900
+    paying_flow.pay(order_id)
+    eventually(lambda: paying_flow.order(order_id)["status"] == "CONFIRMED", timeout=30, what="CONFIRMED")
+    shipment = {"status": "SHIPPED", "carrier": "DHL", "tracking_number": "JD0146000065"}
+    expect(api.patch(f"/orders/{order_id}", token=admin, headers={"If-Match": '"2"'}, json=shipment), 200)
+    captured = eventually(
+        lambda: (p := paying_flow.payment(order_id))["status"] == "CAPTURED" and p, timeout=30, what="captured"
+    )
+    assert captured["captured_cents"] == total
+    expect(
+        api.patch(f"/orders/{order_id}", token=admin, headers={"If-Match": '"3"'}, json={"status": "DELIVERED"}), 200
+    )
+
+    first = {
+        "reason": "Two too many.",
+        "lines": [{"variant_id": pids[0], "quantity": 1}, {"variant_id": pids[2], "quantity": 4}],
+    }
+    asked = expect(api.post(f"/orders/{order_id}/return", token=customer, json=first), 200)
+    assert asked["return_request"]["lines"] == [
+        {"variant_id": pids[0], "quantity": 1},
+        {"variant_id": pids[2], "quantity": 4},
+    ]
+    part = expect(
+        api.patch(f"/orders/{order_id}", token=admin, headers={"If-Match": '"5"'}, json={"status": "RETURNED"}), 200
+    )
+    assert part["status"] == "PARTIALLY_RETURNED"
+    lines = {line["variant_id"]: line for line in placed["lines"]}
+
+    def paid(pid: str) -> int:
+        line = lines[pid]
+        return line["line_total_cents"] - line["discount_cents"] + line["tax_cents"]
+
+    due = paid(pids[0]) * 1 // 3 + paid(pids[2]) * 4 // 7
+    assert part["returns"][0]["refund_cents"] == due
+    assert part["returns"][0]["shipping_refund_cents"] == 0
+    eventually(lambda: paying_flow.payment(order_id)["refunded_cents"] == due, timeout=30, what="the first refund")
+    assert [paying_flow.stock(pid) for pid in pids] == [7, 8, 6]
+
+    expect(api.post(f"/orders/{order_id}/return", token=customer, json={"reason": "The rest."}), 200)
+    done = expect(
+        api.patch(f"/orders/{order_id}", token=admin, headers={"If-Match": '"7"'}, json={"status": "RETURNED"}), 200
+    )
+    assert done["status"] == "RETURNED"
+    assert done["returns"][1]["shipping_refund_cents"] == placed["shipping_cents"] + placed["shipping_tax_cents"]
+    assert sum(r["refund_cents"] for r in done["returns"]) == total
+    refunded = eventually(
+        lambda: (p := paying_flow.payment(order_id))["refunded_cents"] == total and p, timeout=30, what="refunded"
+    )
+    assert (refunded["captured_cents"], refunded["refunded_cents"]) == (total, total)
+    intent = paying_flow.intent(order_id)
+    assert sorted(r["amount"] for r in _refunds_of(paying_flow.state, intent["id"])) == sorted([due, total - due])
+    assert [paying_flow.stock(pid) for pid in pids] == [9, 9, 9]
+
+    def recorded() -> list[int | None]:
+        return [r["refunded_cents"] for r in paying_flow.order(order_id)["returns"]]
+
+    eventually(lambda: None not in recorded(), timeout=30, what="each return's refund recorded")
+    assert recorded() == [due, total - due]
+
+
 def test_an_unpaid_order_expires_by_the_windows_sweep(paying_flow: Paying) -> None:
     order_id = paying_flow.unpaid["order_id"]
     assert paying_flow.unpaid["status"] == "PENDING_PAYMENT"

@@ -612,6 +612,30 @@ SAMPLES: dict[str, dict[str, tuple[str, str, str, dict[str, Any]]]] = {
             "/orders/{order_id}/return",
             {"claims": BOB, "body": {"reason": "Too short."}},
         ),
+        "post_return_more_units_than_bought_409": (
+            "POST",
+            "/orders/00-bob-delivered-2/return",
+            "/orders/{order_id}/return",
+            {"claims": BOB, "body": {"reason": "All of them.", "lines": [{"variant_id": "prod-cable", "quantity": 4}]}},
+        ),
+        "post_return_lines_unknown_422": (
+            "POST",
+            "/orders/00-bob-delivered-2/return",
+            "/orders/{order_id}/return",
+            {
+                "claims": BOB,
+                "body": {"reason": "Wrong thing.", "lines": [{"variant_id": "prod-keyboard", "quantity": 1}]},
+            },
+        ),
+        "post_return_some_units_200": (
+            "POST",
+            "/orders/00-bob-delivered-2/return",
+            "/orders/{order_id}/return",
+            {
+                "claims": BOB,
+                "body": {"reason": "Two are enough.", "lines": [{"variant_id": "prod-cable", "quantity": 1}]},
+            },
+        ),
         "post_return_not_delivered_409": (
             "POST",
             "/orders/00-alice-shipped/return",

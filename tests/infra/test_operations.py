@@ -200,10 +200,11 @@ def test_athena_unnests_a_line_into_one_column_per_field_in_the_tables_order() -
     """Trino expands an unnested row into its fields, in the declared order: the aliases must match it."""
     lines = dict(archive_queries.COLUMNS)["lines"]
     sql = archive_queries.query("top-products-by-units", archive_queries.athena_sources("db"))
-    assert 'FROM "db"."orders" CROSS JOIN UNNEST(lines) AS t(line_product_id, line_name, ' in sql
-    assert lines.startswith("array<struct<product_id:string,name:string,")
+    assert 'FROM "db"."orders" CROSS JOIN UNNEST(lines) AS t(line_product_id, line_variant_id, line_name, ' in sql
+    assert lines.startswith("array<struct<product_id:string,variant_id:string,name:string,")
     assert archive_queries.LINE_FIELDS == (
         "product_id",
+        "variant_id",
         "name",
         "unit_price_cents",
         "quantity",

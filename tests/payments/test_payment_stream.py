@@ -694,8 +694,8 @@ def test_dashboard_refunds_racing_the_capture_steps_record_are_recorded_once_nev
     assert at_once(*(delivery(local_store, fake, e) for e in five_each(full, *reports))) == []
     consume(reader)
 
-    payment = order_of(local_store, unpaid.order_id)["payment"]
-    assert (payment["refunded_cents"], payment["return_refunded_cents"]) == (5000, 2500)
+    stored = order_of(local_store, unpaid.order_id)
+    assert (stored["payment"]["refunded_cents"], stored["returns"][0]["refunded_cents"]) == (5000, 2500)
     assert fake.refunded_cents(unpaid.intent_id) == 5000 == fake.captured_cents(unpaid.intent_id)
     published = {e["id"]: e["amount_cents"] for e in about(recorded_bus, unpaid.order_id, "OrderRefunded")}
     assert published[f"{unpaid.order_id}:6"] == 2500  # the return's
@@ -786,7 +786,7 @@ def test_a_crash_between_the_returns_refund_and_its_record_publishes_the_refund_
     consume(reader)
 
     assert sorted(r.amount_cents for r in fake.refunds(unpaid.intent_id)) == [1000, 4000]  # refunded once
-    payment = order_of(local_store, unpaid.order_id)["payment"]
-    assert (payment["refunded_cents"], payment["return_refunded_cents"]) == (5000, 4000)
+    stored = order_of(local_store, unpaid.order_id)
+    assert (stored["payment"]["refunded_cents"], stored["returns"][0]["refunded_cents"]) == (5000, 4000)
     published = {e["id"]: e["amount_cents"] for e in about(recorded_bus, unpaid.order_id, "OrderRefunded")}
     assert published == {f"{unpaid.order_id}:refunded:1000": 1000, f"{unpaid.order_id}:6": 4000}

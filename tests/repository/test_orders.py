@@ -495,3 +495,64 @@ def test_a_shipment_whose_answer_was_lost_is_answered_with_the_stored_shipment(s
     stored = service.get(ADMIN, order.order_id)
     assert (shipped.version, shipped.shipment, shipped.updated_at) == (3, stored.shipment, stored.updated_at)
     assert shipped.history[-1].tracking_number == "A-1"
+
+
+@pytest.mark.dynamodb_semantics
+def test_returns_per_line_are_appended_restocked_and_refunded_each_once(store):
+    """An accepted return is appended to the order's returns in the change's transaction with its restock (a lost
+    answer is answered as done, restocked once); each return's refund is recorded on it, once."""
+    from shop.models.orders import OrderPayment, PaymentStatus, ReturnLine
+    from shop.repository.order_payments import OrderPaymentRepository
+
+    shirt, socks = product(store.table, price_cents=1299, stock=5), product(store.table, price_cents=333, stock=5)
+    order = place(store.table, **{shirt: 2, socks: 3})
+    service = wiring.order_service(store.table)
+    service.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    service.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    service.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=3)
+    service.request_return(ALICE, order.order_id, "one of each", [ReturnLine(variant_id=shirt, quantity=1)])
+    with first_answer_lost(store.client, "TransactWriteItems"):
+        part = service.change_status(ADMIN, order.order_id, OrderStatus.RETURNED, expected_version=5)
+    assert part.status is OrderStatus.PARTIALLY_RETURNED
+    stored = service.get(ALICE, order.order_id)
+    assert (stored.return_request, [r.refund_cents for r in stored.returns]) == (None, [1299])
+    catalog = wiring.catalog_service(store.table)
+    assert (catalog.get(shirt).stock, catalog.get(socks).stock) == (4, 2)  # restocked once
+
+    service.request_return(ALICE, order.order_id, "the rest")
+    done = service.change_status(ADMIN, order.order_id, OrderStatus.RETURNED, expected_version=7)
+    assert done.status is OrderStatus.RETURNED
+    assert (catalog.get(shirt).stock, catalog.get(socks).stock) == (5, 5)
+    stored = service.get(ALICE, order.order_id)
+    assert sum(r.refund_cents for r in stored.returns) == stored.total_cents == 3597
+    assert [r.version for r in stored.returns] == [6, 8]
+
+    # The refund steps' records, on an order given a captured payment: each return's own, once.
+    store.table.client.update_item(
+        TableName=store.table.name,
+        Key={"PK": {"S": keys.order_key(order.order_id)["PK"]}, "SK": {"S": keys.order_key(order.order_id)["SK"]}},
+        UpdateExpression="SET payment = :payment",
+        ExpressionAttributeValues={
+            ":payment": {
+                "M": {
+                    name: {"S": value} if isinstance(value, str) else {"N": str(value)}
+                    for name, value in OrderPayment(
+                        intent_id="pi_1", amount_cents=3597, currency="usd", status=PaymentStatus.CAPTURED
+                    )
+                    .model_dump(mode="json", exclude_none=True)
+                    .items()
+                }
+            }
+        },
+    )
+    payments = OrderPaymentRepository(store.table)
+    kept = {"expected": PaymentStatus.CAPTURED, "return_refunded_cents": 1299, "return_index": 0}
+    assert payments.record_payment(order.order_id, **kept)
+    assert not payments.record_payment(order.order_id, **kept)
+    assert payments.record_payment(
+        order.order_id, expected=PaymentStatus.CAPTURED, return_refunded_cents=2298, return_index=1
+    )
+    stored = service.get(ALICE, order.order_id)
+    assert [r.refunded_cents for r in stored.returns] == [1299, 2298]
+    assert stored.payment is not None
+    assert stored.payment.return_refunded_cents is None

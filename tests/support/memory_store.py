@@ -709,15 +709,7 @@ class MemoryOrders:
 
     @staticmethod
     def _advanced(order: Order, status: OrderStatus, version: int, updated_at: str, details: StatusDetails) -> Order:
-        history = [*order.history, details.entry(status, updated_at)]
-        changed: dict[str, Any] = {"status": status, "version": version, "updated_at": updated_at, "history": history}
-        if details.shipment is not None:
-            changed["shipment"] = details.shipment
-        if details.delivered_at:
-            changed["delivered_at"] = details.delivered_at
-        if details.without_payment:
-            changed["shipped_without_payment"] = True
-        return order.model_copy(update=changed)
+        return details.advance(order, status, version, updated_at)
 
 
 class MemoryOrderPayments:
@@ -794,6 +786,7 @@ class MemoryOrderPayments:
         refunded_cents: int | None = None,
         at_most_refunded_cents: int | None = None,
         return_refunded_cents: int | None = None,
+        return_index: int | None = None,
     ) -> bool:
         current = self.state.orders.get(order_id)
         payment = current.payment if current is not None else None
@@ -803,6 +796,15 @@ class MemoryOrderPayments:
             return False
         if at_most_refunded_cents is not None and payment.refunded_cents > at_most_refunded_cents:
             return False
+        if return_index is not None and return_refunded_cents is not None:
+            accepted = current.returns[return_index]
+            if accepted.refunded_cents is not None:
+                return False
+            returns = list(current.returns)
+            returns[return_index] = accepted.model_copy(update={"refunded_cents": return_refunded_cents})
+            current = current.model_copy(update={"returns": returns})
+            self.state.orders[order_id] = current
+            return_refunded_cents = None
         if return_refunded_cents is not None and payment.return_refunded_cents is not None:
             return False
         update: dict[str, Any] = {}

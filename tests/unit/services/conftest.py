@@ -3,16 +3,33 @@ memory stream. (`memory`, the store itself: tests/unit/conftest.py.)"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import datetime
 
 import pytest
 
-from shop import config
+from shop import clock, config
 from shop.services.orders import OrderService
 from shop.services.payments import PaymentService
 from tests.support.fake_payments import FakePayments
 from tests.support.memory_store import MemoryStore
 from tests.support.memory_stream import MemoryStream
+
+
+@pytest.fixture
+def orders(memory: MemoryStore) -> OrderService:
+    """The order service on the memory store, without payments."""
+    return memory.order_service()
+
+
+@pytest.fixture
+def at(monkeypatch: pytest.MonkeyPatch) -> Callable[[datetime], None]:
+    """Set the service's clock: at(moment)."""
+
+    def set_clock(moment: datetime) -> None:
+        monkeypatch.setattr(clock, "now", lambda: moment)
+
+    return set_clock
 
 
 @pytest.fixture

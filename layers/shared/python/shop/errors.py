@@ -159,6 +159,12 @@ class ReturnWindowClosed(Conflict):
     code = "RETURN_WINDOW_CLOSED"
 
 
+class ReturnQuantityExceeded(Conflict):
+    """A return of more units of a line than are left to return (bought less those accepted back already)."""
+
+    code = "RETURN_QUANTITY_EXCEEDED"
+
+
 class PaymentNotHeld(Conflict):
     """Shipping an order whose payment is no longer held: the provider cancelled its card authorisation before it
     was captured (payment LAPSED). The admin may ship it anyway with ship_without_payment, which is recorded."""
@@ -294,6 +300,12 @@ class ShippingUnavailable(InvalidRequest):
 
     def __init__(self, message: str, country: str, option_id: str | None) -> None:
         super().__init__(message, {"country": country, "shipping_option_id": option_id})
+
+
+class InvalidReturnLines(InvalidRequest):
+    """A return naming a variant the order holds no line of."""
+
+    code = "RETURN_LINES_INVALID"
 
 
 class StockLimitExceeded(InvalidRequest):

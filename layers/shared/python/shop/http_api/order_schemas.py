@@ -151,8 +151,22 @@ class OrderStatusPatch(Body):
         return self
 
 
+class ReturnLineIn(Body):
+    variant_id: str = Field(
+        min_length=1,
+        max_length=MAX_ID_LENGTH,
+        description="a line's variant_id, as the order shows it (a product without options: the product's id)",
+    )
+    quantity: Annotated[StrictInt, Field(ge=1, le=MAX_QUANTITY), INTEGRAL] = Field(
+        description="units to return, at most those of the line not returned yet (two entries of one variant add up)"
+    )
+
+
 class ReturnIn(Body):
     reason: Reason
+    lines: Annotated[list[ReturnLineIn], Field(min_length=1, max_length=MAX_ORDER_LINES)] | None = Field(
+        default=None, description="the units to return; absent: every unit not returned yet"
+    )
 
 
 Cents = Annotated[int, Field(ge=0)]
@@ -255,5 +269,6 @@ __all__ = [
     "PlacedOrder",
     "ProductSales",
     "ReturnIn",
+    "ReturnLineIn",
     "TopSellerPage",
 ]

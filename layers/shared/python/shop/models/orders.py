@@ -31,7 +31,8 @@ class OrderStatus(StrEnum):
     DELIVERED = "DELIVERED"
     CANCELLED = "CANCELLED"
     RETURN_REQUESTED = "RETURN_REQUESTED"
-    RETURNED = "RETURNED"
+    PARTIALLY_RETURNED = "PARTIALLY_RETURNED"  # a return of some units accepted: the rest may still be returned
+    RETURNED = "RETURNED"  # every unit is back
 
 
 ORDER_TRANSITIONS: dict[OrderStatus, frozenset[OrderStatus]] = {
@@ -43,15 +44,21 @@ ORDER_TRANSITIONS: dict[OrderStatus, frozenset[OrderStatus]] = {
     OrderStatus.PENDING: frozenset({OrderStatus.CONFIRMED, OrderStatus.CANCELLED}),
     OrderStatus.CONFIRMED: frozenset({OrderStatus.SHIPPED, OrderStatus.CANCELLED}),
     OrderStatus.SHIPPED: frozenset({OrderStatus.DELIVERED}),
-    # The customer asks (POST /orders/{id}/return, within RETURN_WINDOW_DAYS of delivery); an admin
-    # accepts (RETURNED: restocked, refund due) or rejects (back to DELIVERED, with a reason).
+    # The customer asks to return some units or all (POST /orders/{id}/return, within RETURN_WINDOW_DAYS of
+    # delivery); an admin accepts (those units restocked, their refund due: RETURNED once every unit is back,
+    # PARTIALLY_RETURNED before) or rejects (back to DELIVERED, or PARTIALLY_RETURNED after an accepted return).
     OrderStatus.DELIVERED: frozenset({OrderStatus.RETURN_REQUESTED}),
-    OrderStatus.RETURN_REQUESTED: frozenset({OrderStatus.RETURNED, OrderStatus.DELIVERED}),
+    OrderStatus.RETURN_REQUESTED: frozenset(
+        {OrderStatus.RETURNED, OrderStatus.PARTIALLY_RETURNED, OrderStatus.DELIVERED}
+    ),
+    OrderStatus.PARTIALLY_RETURNED: frozenset({OrderStatus.RETURN_REQUESTED}),
     OrderStatus.CANCELLED: frozenset(),
     OrderStatus.RETURNED: frozenset(),
 }
 # Statuses only the order's owner moves to, by their own route (never by an admin's PATCH).
 OWNER_ONLY_STATUSES = frozenset({OrderStatus.RETURN_REQUESTED})
+# Where a decided return leaves the order, by what is back (an admin accepts with RETURNED, rejects with DELIVERED).
+RETURN_OUTCOMES = frozenset({OrderStatus.RETURNED, OrderStatus.PARTIALLY_RETURNED})
 # Statuses only the payment provider's events or the payment window move an order to (never an admin's PATCH);
 # and PENDING_PAYMENT -> CONFIRMED is the provider's alone too.
 PAYMENT_ONLY_STATUSES = frozenset({OrderStatus.PAYMENT_FAILED, OrderStatus.EXPIRED})
@@ -131,6 +138,11 @@ class ShippingAddress(Model):
 
 class OrderLine(Model):
     product_id: str
+    variant_id: str = Field(
+        default="",
+        description="what the line is of: the product's variant (a product without options has one, its default, "
+        "whose id is the product's)",
+    )
     name: str
     unit_price_cents: int
     quantity: int
@@ -143,9 +155,12 @@ class OrderLine(Model):
     @model_validator(mode="before")
     @classmethod
     def _total_from_price(cls, data: Any) -> Any:
-        """A stored line leaves its total out: unit price x quantity, the one rule."""
+        """A stored line leaves its total out (unit price x quantity, the one rule) and its variant when it is the
+        product's default (its id is the product's)."""
         if isinstance(data, dict) and "line_total_cents" not in data and "unit_price_cents" in data:
-            return {**data, "line_total_cents": line_total(int(data["unit_price_cents"]), int(data["quantity"]))}
+            data = {**data, "line_total_cents": line_total(int(data["unit_price_cents"]), int(data["quantity"]))}
+        if isinstance(data, dict) and not data.get("variant_id") and "product_id" in data:
+            data = {**data, "variant_id": data["product_id"]}
         return data
 
     @classmethod
@@ -218,8 +233,46 @@ class OrderPromotion(Model):
 # What an order's item leaves out because the rest says it (Order._breakdown_from_lines derives them on read): every
 # byte past 1 KB costs each later write of the order a unit. A line's total and tax are left out too.
 DERIVED_BREAKDOWN = frozenset({"subtotal_cents", "discount_cents", "tax_cents", "shipping_tax_cents"})
-DERIVED_LINE_FIELDS = frozenset({"line_total_cents", "tax_cents", "discount_cents"})
+DERIVED_LINE_FIELDS = frozenset({"line_total_cents", "tax_cents", "discount_cents", "variant_id"})
 FREE_SHIPPING = "free_shipping"  # a promotion that waives shipping: it takes nothing off the lines
+
+
+ReturnUnits = Annotated[int, Field(ge=1, le=99)]
+
+
+class ReturnLine(Model):
+    variant_id: str
+    quantity: ReturnUnits
+
+
+class ReturnRequest(Model):
+    """The units the customer asked to return, waiting for an admin's decision (status RETURN_REQUESTED)."""
+
+    lines: list[ReturnLine]
+    requested_at: Timestamp
+
+
+class RefundedLine(ReturnLine):
+    refund_cents: int = Field(description="these units' share of what was paid for their line")
+
+
+class OrderReturn(Model):
+    """A return an admin accepted: its units went back to stock and `refund_cents` is due to the customer."""
+
+    version: int = Field(description="the order's version that accepted it")
+    accepted_at: Timestamp
+    lines: list[RefundedLine]
+    shipping_refund_cents: int = Field(description="what was paid for shipping, with the return of the last unit")
+    refund_cents: int = Field(description="the lines' refunds and the shipping's")
+    refunded_cents: int | None = Field(
+        default=None,
+        description="what the payment provider refunded for it (null: not yet, or the order was taken without payment)",
+    )
+
+
+def return_at(returns: list[OrderReturn], version: int) -> tuple[int, OrderReturn] | None:
+    """The accepted return an order's `version` made, with its place among the order's returns."""
+    return next(((i, r) for i, r in enumerate(returns) if r.version == version), None)
 
 
 class Order(OrderSummary):
@@ -246,6 +299,10 @@ class Order(OrderSummary):
         default_factory=list, description="the automatic promotions that applied, then the code's, if one was given"
     )
     history: list[StatusEntry]
+    return_request: ReturnRequest | None = Field(
+        default=None, description="RETURN_REQUESTED: the units asked back; null otherwise"
+    )
+    returns: list[OrderReturn] = Field(default_factory=list, description="the accepted returns, oldest first")
     # Stock taken from flash-sale shards: product id -> shard number (2 digits) -> quantity. Stored with the
     # order so a cancel returns it where it came from; not part of any answer (exclude).
     stock_taken: dict[str, dict[str, int]] = Field(default_factory=dict, exclude=True)
@@ -314,6 +371,14 @@ class Order(OrderSummary):
             "tax_cents": sum(int(line["tax_cents"]) for line in lines) + int(shipping_tax),
         }
 
+    def returned_units(self) -> dict[str, int]:
+        """Variant id -> the units of it the accepted returns took back."""
+        units: dict[str, int] = {}
+        for accepted in self.returns:
+            for line in accepted.lines:
+                units[line.variant_id] = units.get(line.variant_id, 0) + line.quantity
+        return units
+
     @field_serializer("payment_expires_at", when_used="json")
     def _payment_window_end(self, seconds: int | None) -> Timestamp | None:
         """The window's end as every other time of an answer is written, only while the order waits for it."""
@@ -328,7 +393,8 @@ class StatusDetails:
 
     `shipment` goes on the order (SHIPPED); `reason` goes on the order's latest change and its history
     entry; `delivered_at` and `confirmed_at` are set once, by the change that first reaches that status;
-    `without_payment` (SHIPPED while the payment was not held) goes on the order and its history entry.
+    `without_payment` (SHIPPED while the payment was not held) goes on the order and its history entry;
+    `return_request` is the units a return asks back, `accepted_return` the return an admin accepted.
     """
 
     shipment: Shipment | None = None
@@ -336,6 +402,8 @@ class StatusDetails:
     delivered_at: Timestamp | None = None
     confirmed_at: Timestamp | None = None
     without_payment: bool = False
+    return_request: ReturnRequest | None = None  # RETURN_REQUESTED: the units asked back
+    accepted_return: OrderReturn | None = None  # an accepted return, appended to the order's returns
 
     def entry(self, status: OrderStatus, at: str) -> StatusEntry:
         """The history entry of this change."""
@@ -348,6 +416,24 @@ class StatusDetails:
             reason=self.reason,
             shipped_without_payment=True if self.without_payment else None,
         )
+
+    def advance(self, order: Order, status: OrderStatus, version: int, updated_at: str) -> Order:
+        """The order as this change leaves it (what its write sets), with the change's history entry."""
+        history = [*order.history, self.entry(status, updated_at)]
+        changed: dict[str, Any] = {"status": status, "version": version, "updated_at": updated_at, "history": history}
+        if self.shipment is not None:
+            changed["shipment"] = self.shipment
+        if self.delivered_at:
+            changed["delivered_at"] = self.delivered_at
+        if self.without_payment:
+            changed["shipped_without_payment"] = True
+        if order.status is OrderStatus.RETURN_REQUESTED:
+            changed["return_request"] = None  # decided
+        if self.return_request is not None:
+            changed["return_request"] = self.return_request
+        if self.accepted_return is not None:
+            changed["returns"] = [*order.returns, self.accepted_return]
+        return order.model_copy(update=changed)
 
     def recorded_in(self, entry: StatusEntry) -> bool:
         """Whether `entry`, a change the store holds, is the change these details describe: the same carrier,

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from shop.limits import DEFAULT_LOW_STOCK_THRESHOLD
-from shop.models.orders import OrderLine, OrderPayment, OrderSummary, Shipment
+from shop.models.orders import OrderLine, OrderPayment, OrderReturn, OrderSummary, Shipment
 
 
 class OrderImage(OrderSummary):
@@ -26,6 +26,7 @@ class OrderImage(OrderSummary):
     confirmed_at: str | None = None  # when it was confirmed (absent on orders confirmed before it was kept)
     stock_taken: dict[str, dict[str, int]] | None = None  # flash-sale shards taken: product -> label -> qty
     payment: OrderPayment | None = None  # PAYMENTS=stripe: the order's payment as this version holds it
+    returns: list[OrderReturn] = []  # the accepted returns, oldest first
 
 
 class CartItem(BaseModel):

@@ -14,6 +14,9 @@ from shop.repository.store import Table, to_item, values
 # The order item's reason for its latest status change (a return's, a rejection's); the stream
 # processor copies it into that version's history entry.
 STATUS_REASON = "status_reason"
+# A return's units asked back (RETURN_REQUESTED), and the accepted returns (a list, appended to; absent: none).
+RETURN_REQUEST = "return_request"
+RETURNS = "returns"
 
 
 def order_from_items(items: list[dict[str, Any]]) -> Order:

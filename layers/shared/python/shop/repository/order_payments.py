@@ -23,6 +23,7 @@ from shop.models import Order, OrderStatus
 from shop.models.orders import CLOSED_DISPUTE_STATUSES, PaymentDispute, PaymentFailure, PaymentStatus
 from shop.models.payments import Settled
 from shop.repository.order_items import (
+    RETURNS,
     STATUS_REASON,
     on_product_items,
     order_from_items,
@@ -193,10 +194,12 @@ class OrderPaymentRepository:
         refunded_cents: int | None = None,
         at_most_refunded_cents: int | None = None,
         return_refunded_cents: int | None = None,
+        return_index: int | None = None,
     ) -> bool:
         """A step's outcome, conditional on the payment's status (`expected`), on the refunds recorded being at most
         `at_most_refunded_cents` (a provider's refund recorded meanwhile is never lowered), and, for a return's
-        refund, on none being recorded yet."""
+        refund, on none being recorded yet: on the order's accepted return at `return_index`, or (None) the
+        payment's own, of a whole order's refund."""
         sets: list[str] = []
         attr_values: dict[str, Any] = {}
         condition = "attribute_exists(payment)"
@@ -212,9 +215,14 @@ class OrderPaymentRepository:
             sets.append("payment.refunded_cents = :refunded")
             attr_values["refunded"] = refunded_cents
         if return_refunded_cents is not None:
-            sets.append("payment.return_refunded_cents = :returned")
+            # A list index is part of the expression's path: an int, never the caller's text.
+            field = "payment.return_refunded_cents"
+            if return_index is not None:
+                field = f"#returns[{int(return_index)}].refunded_cents"
+                names["#returns"] = RETURNS  # a reserved word
+            sets.append(f"{field} = :returned")
             attr_values["returned"] = return_refunded_cents
-            condition += " AND attribute_not_exists(payment.return_refunded_cents)"
+            condition += f" AND attribute_not_exists({field})"
         if expected is not None:
             condition += " AND payment.#pstatus = :expected"
             attr_values["expected"] = expected.value

@@ -31,6 +31,8 @@ from shop.models.stock import StockTake
 from shop.repository import pagination, status_switch, unpaid_holds
 from shop.repository.carts import checkout_failed, checkout_update
 from shop.repository.order_items import (
+    RETURN_REQUEST,
+    RETURNS,
     STATUS_REASON,
     Return,
     latest_entry,
@@ -80,6 +82,8 @@ def _stored_order(order: Order) -> dict[str, Any]:
             del dumped[name]
     if order.payment is not None and order.payment.currency == order.currency:
         dumped.pop("currency", None)
+    if not dumped.get(RETURNS):
+        dumped.pop(RETURNS, None)
     dumped["lines"] = [
         {name: value for name, value in line.items() if name not in DERIVED_LINE_FIELDS} for line in dumped["lines"]
     ]
@@ -630,6 +634,8 @@ class OrderRepository:
         gsi = keys.order_status_gsi(new_status, order.order_id, order.created_at, self.shards)
         sets, extra = _detail_updates(details)
         removes = [] if details.reason else [STATUS_REASON]
+        if order.status is OrderStatus.RETURN_REQUESTED:
+            removes.append(RETURN_REQUEST)  # decided
         if expires_at is None:
             removes.append("#ttl")
         else:
@@ -646,7 +652,11 @@ class OrderRepository:
             + (f" REMOVE {', '.join(removes)}" if removes else ""),
             "ConditionExpression": "#status = :old AND version = :version"
             + (" AND payment.#status <> :unheld" if unless_payment is not None else ""),
-            "ExpressionAttributeNames": {"#status": "status", "#ttl": keys.TTL_ATTRIBUTE},
+            "ExpressionAttributeNames": {
+                "#status": "status",
+                "#ttl": keys.TTL_ATTRIBUTE,
+                **({"#returns": RETURNS} if details.accepted_return is not None else {}),  # a reserved word
+            },
             "ExpressionAttributeValues": attr_values,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
@@ -748,6 +758,13 @@ def _detail_updates(details: StatusDetails) -> tuple[list[str], dict[str, Any]]:
     if details.without_payment:
         sets.append("shipped_without_payment = :without_payment")
         extra["without_payment"] = True
+    if details.return_request is not None:
+        sets.append(f"{RETURN_REQUEST} = :return_request")
+        extra["return_request"] = details.return_request.model_dump()
+    if details.accepted_return is not None:
+        sets.append("#returns = list_append(if_not_exists(#returns, :no_returns), :accepted_return)")
+        extra["no_returns"] = []
+        extra["accepted_return"] = [details.accepted_return.model_dump(exclude_none=True)]
     return sets, extra
 
 
@@ -767,16 +784,7 @@ def status_change_token(order: Order, new_status: OrderStatus, updated_at: str, 
 def _advanced(
     order: Order, status: OrderStatus, version: int, updated_at: str, details: StatusDetails = NO_DETAILS
 ) -> Order:
-    """The order as a status change leaves it (what the write set), with that change's history entry."""
-    history = [*order.history, details.entry(status, updated_at)]
-    changed: dict[str, Any] = {"status": status, "version": version, "updated_at": updated_at, "history": history}
-    if details.shipment is not None:
-        changed["shipment"] = details.shipment
-    if details.delivered_at:
-        changed["delivered_at"] = details.delivered_at
-    if details.without_payment:
-        changed["shipped_without_payment"] = True
-    return order.model_copy(update=changed)
+    return details.advance(order, status, version, updated_at)
 
 
 def _explain_failed_change(

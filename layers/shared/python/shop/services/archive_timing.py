@@ -44,7 +44,7 @@ def archive_at(status: OrderStatus, changed_at: int, archive_after_days: int, gr
     order's is never sooner than `grace_seconds` (ARCHIVE_GRACE_SECONDS) after the change."""
     if status.value in FINAL_STATUSES:
         days = archive_after_days
-    elif status is OrderStatus.DELIVERED:
+    elif status in (OrderStatus.DELIVERED, OrderStatus.PARTIALLY_RETURNED):  # returns may still come
         days = RETURN_WINDOW_DAYS + archive_after_days
     else:
         return None

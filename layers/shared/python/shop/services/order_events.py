@@ -33,10 +33,10 @@ from shop.models.events import (
     ShipmentDetail,
     Source,
 )
-from shop.models.orders import OrderPayment, PaymentStatus, StatusEntry, units_of
+from shop.models.orders import RETURN_OUTCOMES, OrderPayment, PaymentStatus, StatusEntry, return_at, units_of
 from shop.models.pricing import subtotal
 from shop.services.archive_timing import fresh_record
-from shop.services.sales import sales_change
+from shop.services.sales import sales_change, sales_lines
 from shop.services.stream_outcome import SKIPPED, Action, Outcome
 
 if TYPE_CHECKING:
@@ -123,13 +123,22 @@ def _abandoned_lines(cart: SessionImage | CustomerCartImage) -> list[AbandonedLi
     ]
 
 
+def refund_due(order: OrderImage) -> int:
+    """What the return this version accepted refunds (an order returned before returns per line: its total; a
+    rejection: nothing)."""
+    found = return_at(order.returns, order.version)
+    if found is not None:
+        return found[1].refund_cents
+    return order.total_cents if order.status is OrderStatus.RETURNED else 0
+
+
 def refund_due_event(order: OrderImage) -> Event:
-    """A return accepted: the whole total is due back (every line was restocked). `id` dedupes."""
+    """A return accepted: its units were restocked and their refund is due. `id` dedupes."""
     detail = OrderRefundDue(
         id=f"{order.order_id}:{order.version}",
         order_id=order.order_id,
         customer_id=order.customer_id,
-        amount_cents=order.total_cents,
+        amount_cents=refund_due(order),
         returned_at=order.updated_at,
     )
     return Event(source=Source.ORDERS, detail_type=DetailType.ORDER_REFUND_DUE, detail=dict(detail))
@@ -147,10 +156,13 @@ def expired_event(order: OrderImage) -> Event:
     return Event(source=Source.ORDERS, detail_type=DetailType.ORDER_EXPIRED, detail=dict(detail))
 
 
-def payment_events(order: OrderImage, before: OrderPayment | None, at: str) -> tuple[Event, ...]:
+def payment_events(
+    order: OrderImage, before: OrderPayment | None, at: str, returns_refunded_before: list[int | None] | None = None
+) -> tuple[Event, ...]:
     """What a change of the order's payment record tells consumers: an authorisation lapsed, a dispute opened or
-    moved, a refund made at the provider (the return's own refund is the payment steps' OrderRefunded). Each `id`
-    names the change, so a redelivered record publishes the same events."""
+    moved, a refund made at the provider (a return's own refund, recorded on the payment or on the return
+    (`returns_refunded_before`: the returns' records before the change), is the payment steps' OrderRefunded). Each
+    `id` names the change, so a redelivered record publishes the same events."""
     after = order.payment
     if after is None:
         return ()
@@ -183,6 +195,8 @@ def payment_events(order: OrderImage, before: OrderPayment | None, at: str) -> t
         events.append(Event(source=Source.ORDERS, detail_type=DetailType.ORDER_DISPUTED, detail=dict(detail)))
     was_refunded = before.refunded_cents if before is not None else 0
     by_return = before is not None and before.return_refunded_cents != after.return_refunded_cents
+    if returns_refunded_before is not None:
+        by_return = by_return or returns_refunded_before != [r.refunded_cents for r in order.returns]
     if after.refunded_cents > was_refunded and not by_return:
         refund = OrderRefundedAtProvider(
             id=f"{order.order_id}:refunded:{after.refunded_cents}",
@@ -343,7 +357,9 @@ class OrderEventsService:
             # customer's unpaid hold, once (conditional on the id still being held: a replay releases nothing).
             self.effects.release_unpaid(order.customer_id, [order.order_id], units_of(order.lines))
         guarded = self.guarded(record)
-        change = sales_change(order, order.lines, before, order.confirmed_at, order.stock_taken)
+        returned = before == OrderStatus.RETURN_REQUESTED.value and order.status in RETURN_OUTCOMES
+        counted = sales_lines(order.lines, order.returns, order.version) if returned else order.lines
+        change = sales_change(order, counted, before, order.confirmed_at, order.stock_taken)
         if change is not None and self._batching:
             self.counting_records.add(record.sequence_number)
         # The processor's own confirmation already told the customer when it confirmed (unless it died in
@@ -359,7 +375,7 @@ class OrderEventsService:
         )
         events = [order_event(order, before)]
         # A paid order's refund is the payment steps' (OrderRefunded, once the provider made it).
-        if order.status is OrderStatus.RETURNED and order.payment is None:
+        if returned and order.payment is None and refund_due(order) > 0:
             events.append(refund_due_event(order))
         if order.status is OrderStatus.EXPIRED:
             events.append(expired_event(order))
@@ -379,7 +395,9 @@ class OrderEventsService:
         order = record.new_order()
         old = record.old_item().get("payment")
         before = OrderPayment.model_validate(old) if isinstance(old, dict) else None
-        events = payment_events(order, before, record.created_at or self.now())
+        old_returns = record.old_item().get("returns") or []
+        returns_before = [r.get("refunded_cents") for r in old_returns if isinstance(r, dict)]
+        events = payment_events(order, before, record.created_at or self.now(), returns_before)
         if not events:
             return SKIPPED
         lapsed = any(event.detail_type is DetailType.ORDER_PAYMENT_LAPSED for event in events)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -30,16 +30,21 @@ from shop.models import (
 from shop.models.carts import CartClaim, CartOwner, CartOwnerKind
 from shop.models.checkout import CheckoutSettings, Promotion, PromotionUse
 from shop.models.orders import (
+    RETURN_OUTCOMES,
     OrderPayment,
     OrderPaymentSummary,
     OrderPromotion,
+    OrderReturn,
     OrderShipping,
     PaymentStatus,
     Placement,
+    ReturnLine,
+    ReturnRequest,
     UnpaidLimits,
 )
 from shop.models.payments import PaymentIntent, PaymentStep, idempotency_key
 from shop.models.sessions import StoredLine
+from shop.services import returns
 from shop.services.actor import Actor
 from shop.services.archive_timing import archive_at
 from shop.services.checkout_settings import CheckoutSettingsService, Destination, applying, destination
@@ -878,7 +883,7 @@ class OrderService:
         if (
             expected_version >= 1
             and order.version == expected_version + 1
-            and order.status is new_status
+            and _landed(new_status, order.status)
             and _requested(shipment, reason).recorded_in(order.history[-1])
         ):
             return order  # this change is made: a retry whose first attempt's answer was lost
@@ -900,7 +905,24 @@ class OrderService:
             raise errors.InvalidRequest("rejecting a return needs a reason", {"reason": "required to reject a return"})
         if new_status is OrderStatus.SHIPPED and order.payment is not None:
             return self._ship(order, shipment, reason, without_payment_allowed=ship_without_payment)
+        if order.status is OrderStatus.RETURN_REQUESTED and new_status in RETURN_OUTCOMES:
+            return self._accept_return(order, reason)
+        if rejecting and order.returns:  # units were returned before: the order stays partly returned
+            return self._move(order, OrderStatus.PARTIALLY_RETURNED, reason=reason)
         return self._move(order, new_status, shipment=shipment, reason=reason)
+
+    def _accept_return(self, order: Order, reason: str | None) -> Order:
+        """The requested units back in stock and their refund due, in one write: RETURNED once every unit is back,
+        PARTIALLY_RETURNED before (shop.services.returns)."""
+        accepted = returns.accepted(order, version=order.version + 1, at=clock.iso_now())
+        landed = OrderStatus.RETURNED if returns.everything_back(order, accepted) else OrderStatus.PARTIALLY_RETURNED
+        return self._move(
+            order,
+            landed,
+            reason=reason,
+            accepted_return=accepted,
+            restock=returns.restocked_lines(order, accepted),
+        )
 
     def _ship(
         self, order: Order, shipment: ShipmentIn | None, reason: str | None, *, without_payment_allowed: bool
@@ -944,8 +966,11 @@ class OrderService:
                 continue
         raise errors.ServiceUnavailable("the order keeps changing, retry later")
 
-    def request_return(self, actor: Actor, order_id: str, reason: str) -> Order:
-        """The owner asks to return a DELIVERED order, within RETURN_WINDOW_DAYS of its delivery.
+    def request_return(
+        self, actor: Actor, order_id: str, reason: str, lines: Sequence[ReturnLine] | None = None
+    ) -> Order:
+        """The owner asks to return units of a DELIVERED (or PARTIALLY_RETURNED) order, within RETURN_WINDOW_DAYS
+        of its delivery: `lines` (None: every unit not returned yet), checked by shop.services.returns.
 
         Another customer's order reads as absent; an admin is not the owner (403). A concurrent change
         is re-read and the request re-tried, as a cancel is."""
@@ -953,13 +978,15 @@ class OrderService:
             order = self.get(actor, order_id)
             if actor.sub != order.customer_id:
                 raise errors.Forbidden("only the customer who placed the order may return it")
-            if order.status is OrderStatus.DELIVERED and clock.now() > delivered_at(order) + RETURN_WINDOW:
+            returnable = OrderStatus.RETURN_REQUESTED in ORDER_TRANSITIONS[order.status]
+            if returnable and clock.now() > delivered_at(order) + RETURN_WINDOW:
                 raise errors.ReturnWindowClosed(
                     f"returns close {RETURN_WINDOW_DAYS} days after delivery",
                     {"delivered_at": clock.iso(delivered_at(order)), "return_window_days": RETURN_WINDOW_DAYS},
                 )
+            request = returns.request_of(returns.asked_units(order, lines), clock.iso_now()) if returnable else None
             try:
-                return self._move(order, OrderStatus.RETURN_REQUESTED, reason=reason)
+                return self._move(order, OrderStatus.RETURN_REQUESTED, reason=reason, return_request=request)
             except errors.VersionMismatch:
                 continue
         raise errors.ServiceUnavailable("the order keeps changing, retry later")
@@ -973,10 +1000,14 @@ class OrderService:
         reason: str | None = None,
         without_payment: bool = False,
         unless_payment: PaymentStatus | None = None,
+        return_request: ReturnRequest | None = None,
+        accepted_return: OrderReturn | None = None,
+        restock: Sequence[OrderLine] = (),
     ) -> Order:
-        """The status machine's step from the order as read; cancelling or taking a return back puts every
-        line back in stock (the repository writes it in the same transaction). `without_payment`: recorded as
-        shipped without its payment held; `unless_payment`: the write also requires the payment not in it."""
+        """The status machine's step from the order as read; cancelling puts every line back in stock, accepting a
+        return its `restock` lines (the repository writes it in the same transaction). `without_payment`: recorded
+        as shipped without its payment held; `unless_payment`: the write also requires the payment not in it;
+        `return_request` and `accepted_return` (its time set to the change's) are written with the change."""
         if new_status not in ORDER_TRANSITIONS[order.status]:
             raise errors.InvalidTransition(
                 f"an order cannot go from {order.status} to {new_status}",
@@ -992,8 +1023,11 @@ class OrderService:
             delivered_at=now if order.status is OrderStatus.SHIPPED and new_status is OrderStatus.DELIVERED else None,
             confirmed_at=now if new_status is OrderStatus.CONFIRMED else None,
             without_payment=without_payment,
+            return_request=return_request.model_copy(update={"requested_at": now}) if return_request else None,
+            accepted_return=accepted_return.model_copy(update={"accepted_at": now}) if accepted_return else None,
         )
-        restock = order.lines if new_status in (OrderStatus.CANCELLED, OrderStatus.RETURNED) else ()
+        if new_status is OrderStatus.CANCELLED:
+            restock = order.lines
         return self.orders.change_status(
             order,
             new_status,
@@ -1008,6 +1042,14 @@ class OrderService:
             ),
             unless_payment=unless_payment,
         )
+
+
+def _landed(asked: OrderStatus, status: OrderStatus) -> bool:
+    """Whether an admin's change to `asked` leaves an order in `status`: a decided return lands where its units say
+    (accepted: RETURNED or PARTIALLY_RETURNED; rejected after an accepted return: PARTIALLY_RETURNED)."""
+    if asked in RETURN_OUTCOMES:
+        return status in RETURN_OUTCOMES
+    return status is asked or (asked is OrderStatus.DELIVERED and status is OrderStatus.PARTIALLY_RETURNED)
 
 
 def _requested(shipment: ShipmentIn | None, reason: str | None) -> StatusDetails:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from shop import clock, errors
 from shop.models import OrderStatus
 from shop.models.events import DetailType, Event, OrderRefunded, Source
-from shop.models.orders import PaymentDispute, PaymentFailure, PaymentStatus
+from shop.models.orders import RETURN_OUTCOMES, PaymentDispute, PaymentFailure, PaymentStatus, return_at
 from shop.models.payments import (
     IntentStatus,
     PaymentEvent,
@@ -259,7 +259,7 @@ class PaymentService:
             return self.capture(image.order_id)
         if image.status in DEAD_STATUSES:
             return self.cancel(image.order_id, version=image.version, at=image.updated_at)
-        if image.status is OrderStatus.RETURNED:
+        if image.status in RETURN_OUTCOMES:
             return self.refund(image.order_id, version=image.version, returned_at=image.updated_at)
         return SKIPPED_STEP
 
@@ -323,22 +323,30 @@ class PaymentService:
         return True
 
     def refund(self, order_id: str, *, version: int, returned_at: str) -> StepOutcome:
-        """The order's money back (a return accepted, or a cancel after a capture at confirmation), less what was
-        refunded at the provider already (its dashboard): never more than was captured."""
+        """The money of the return the order's `version` accepted (or of the whole order: a cancel after a capture
+        at confirmation, a return accepted before returns per line), less what was refunded at the provider already
+        (its dashboard): the returns so far are due, never more than was captured."""
         order = self.store.current(order_id)
         payment = order.payment if order is not None else None
         if order is None or payment is None or payment.intent_id is None:
             return SKIPPED_STEP
-        if payment.return_refunded_cents is not None:  # recorded: a replay publishes the event again (deduped by id)
-            events = _refund_events(order, version, payment.return_refunded_cents, payment.currency, returned_at)
+        found = return_at(order.returns, version)
+        if found is None and order.status is OrderStatus.PARTIALLY_RETURNED:
+            return SKIPPED_STEP  # a rejected return: nothing is due
+        recorded_before = found[1].refunded_cents if found is not None else payment.return_refunded_cents
+        if recorded_before is not None:  # recorded: a replay publishes the event again (deduped by id)
+            events = _refund_events(order, version, recorded_before, payment.currency, returned_at)
             return StepOutcome(StepAction.ALREADY_DONE, order_id, events)
         if payment.status in (PaymentStatus.LAPSED, PaymentStatus.CANCELED):
             return SKIPPED_STEP  # nothing was taken
         if payment.status is not PaymentStatus.CAPTURED:
             # The capture is not recorded yet (retried, or in the failure store): refund after it.
             raise errors.ServiceUnavailable("the order's capture is not recorded yet, retry later")
-        # Every line of a return is returned (shop.services.orders): the order's total, capped at what was taken.
-        due = min(order.total_cents, payment.captured_cents)
+        # The returns up to this one (their refunds sum to the total when every unit is back), or the whole total;
+        # capped at what was taken.
+        index = found[0] if found is not None else None
+        owed = order.total_cents if index is None else sum(r.refund_cents for r in order.returns[: index + 1])
+        due = min(owed, payment.captured_cents)
         # Everything refunded on the intent: the dashboard's refunds, and this step's own if an earlier attempt
         # made it and its record was lost.
         made = sum(refund.amount_cents for refund in self.payments.refunds(payment.intent_id))
@@ -358,8 +366,9 @@ class PaymentService:
             refunded_cents=refunded,
             at_most_refunded_cents=refunded,
             return_refunded_cents=returned,
+            return_index=index,
         ) or self.store.record_payment(  # a provider's refund recorded meanwhile holds a higher total: keep it
-            order_id, expected=PaymentStatus.CAPTURED, return_refunded_cents=returned
+            order_id, expected=PaymentStatus.CAPTURED, return_refunded_cents=returned, return_index=index
         )
         if not recorded:
             return StepOutcome(StepAction.ALREADY_DONE, order_id)

@@ -647,6 +647,7 @@ class OrderPayments(Protocol):
         refunded_cents: int | None = None,
         at_most_refunded_cents: int | None = None,
         return_refunded_cents: int | None = None,
+        return_index: int | None = None,
     ) -> bool:
         """A step's outcome on the order's payment, if the payment is still as `expected` (its status), its refunds
         recorded are at most `at_most_refunded_cents` when given, and no return's refund is recorded when

@@ -1,7 +1,8 @@
 """Sales by date: which order changes count, on which day, and the admins' reports.
 
 - An order's confirmation (PENDING -> CONFIRMED, or PENDING_PAYMENT -> CONFIRMED when paid) adds each line's units and revenue to its product's
-  day; a cancellation of a confirmed order and a return (RETURNED) take them back. Nothing else counts.
+  day; a cancellation of a confirmed order takes them back, an accepted return its units' (their share of their
+  line's total: shop.services.returns.sales_lines). Nothing else counts.
 - The day is the order's confirmation day (UTC), for the sale and for its cancellation or return alike,
   so a day's totals net out: they are the sales confirmed that day that were not taken back since.
 - Each order version counts once, whatever the replays: the stream processor writes the version's history
@@ -20,7 +21,7 @@ from datetime import date, datetime, timedelta
 from shop import errors
 from shop.limits import MAX_SALES_DAYS
 from shop.models import OrderStatus, OrderSummary
-from shop.models.orders import OrderLine
+from shop.models.orders import OrderLine, OrderReturn, return_at
 from shop.models.sales import DaySales, ProductSales, SalesChange, SalesLine, TopSeller
 from shop.services.actor import Actor
 from shop.services.ports import SalesCutover, SalesStore
@@ -32,6 +33,7 @@ ADDS = {
 TAKES_BACK = {
     (OrderStatus.CONFIRMED.value, OrderStatus.CANCELLED),
     (OrderStatus.RETURN_REQUESTED.value, OrderStatus.RETURNED),
+    (OrderStatus.RETURN_REQUESTED.value, OrderStatus.PARTIALLY_RETURNED),  # its returned units (none: a rejection)
 }
 
 
@@ -49,6 +51,29 @@ def counter_shard(taken: Mapping[str, Mapping[str, int]] | None, product_id: str
     return int(min(labels)) if labels else None
 
 
+def sales_lines(lines: list[OrderLine], returns: list[OrderReturn], version: int) -> list[OrderLine]:
+    """What the return an order's `version` accepted takes off the sales: its units and their share of their line's
+    total, cumulative and rounded down as the refund's (so a line's returns take back its whole total). An order
+    returned before returns per line takes back every line; a rejected return nothing."""
+    found = return_at(returns, version)
+    if found is None:
+        return list(lines) if not returns else []
+    index, this = found
+    before: dict[str, int] = {}
+    for earlier in returns[:index]:
+        for back in earlier.lines:
+            before[back.variant_id] = before.get(back.variant_id, 0) + back.quantity
+    units = {back.variant_id: back.quantity for back in this.lines}
+    taken: list[OrderLine] = []
+    for line in lines:
+        if line.variant_id not in units:
+            continue
+        done, now, total = before.get(line.variant_id, 0), units[line.variant_id], line.line_total_cents
+        share = total * (done + now) // line.quantity - total * done // line.quantity
+        taken.append(line.model_copy(update={"quantity": now, "line_total_cents": share}))
+    return taken
+
+
 def sales_change(
     order: OrderSummary,
     lines: list[OrderLine],
@@ -63,6 +88,8 @@ def sales_change(
     elif step in TAKES_BACK:
         sign = -1
     else:
+        return None
+    if not lines:
         return None
     return SalesChange(
         order_id=order.order_id,
