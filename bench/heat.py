@@ -69,6 +69,8 @@ PRODUCTS = 100_000
 CATEGORIES = 200
 CUSTOMERS = 1_000_000  # assumption: the customers placing orders at a time
 SESSIONS = 500_000  # assumption: live carts, one line written every 10 s each at 50,000 writes/s
+CODE = "HEAT10"  # the flash_code mix's one code: 10 % off, limited (its uses spread over its counters)
+CODE_COUNTERS = 32  # min(usage limit, shop.limits' counters): decision 078
 
 
 def behind_cache(rate: int, hit: str, miss: str) -> dict[str, float]:
@@ -92,6 +94,18 @@ MIXES: dict[str, dict[str, Any]] = {
         },
         "population": {"product": 1, "category": 1, "customer": CUSTOMERS, "session": SESSIONS},
     },
+    "flash_code": {
+        "load": "10,000 orders/s over 100,000 products, every one with ONE code (usage limit 1,000,000 on "
+        f"{CODE_COUNTERS} counters, a per-customer limit); 50,000 cart writes/s; 2,000 product reads/s",
+        "rates": {"code_order": 10_000, "cart_write": 50_000, "product_read": 2_000},
+        "population": {
+            "product": PRODUCTS,
+            "category": CATEGORIES,
+            "customer": CUSTOMERS,
+            "session": SESSIONS,
+            "promotion": 1,
+        },
+    },
     "back_office": {
         "load": "100 status-listing pages/s per status while the steady mix runs",
         "rates": {"order": 10_000, "cart_write": 50_000, "product_read": 2_000, "status_pages": 100},
@@ -100,6 +114,8 @@ MIXES: dict[str, dict[str, Any]] = {
 }
 REQUESTS = {
     "order": f"POST /orders, {STEADY_LINES} lines of random products, with its stream effects (confirmation)",
+    "code_order": f"POST /orders as 'order', with the code {CODE} (a use taken on one of its counters and on the "
+    "customer's count, its DISCOUNTS item), with its stream effects",
     "flash_order": "POST /orders, 1 line of the flash-sale product, its price in the instance's cache, with its stream effects",
     "flash_order_miss": "POST /orders, 1 line of the flash-sale product, the cache empty (reads the price), with its stream effects",
     "flash_rank_refresh": "the stream function's refresh of the flash-sale product's top-list entry (base + counter "
@@ -356,6 +372,7 @@ class Driver:
         self.rng = random.Random(11)
         self.products: dict[str, str] = {}  # product id -> category
         self.flash: str = ""
+        self.promotion: str = ""  # the flash_code mix's promotion
         self.customers: list[str] = []
         self.sessions: list[str] = []
         self.carts: dict[str, list[str]] = {}
@@ -401,6 +418,12 @@ class Driver:
         if marked.status != 200:
             self.problems.append(f"marking the flash-sale product hot answered {marked.status}: {marked.body}")
         self.customers = [f"heat-customer-{i:03d}" for i in range(customers)]
+        code = {"code": CODE, "kind": "percent", "value": 10, "usage_limit": 1_000_000, "per_customer_limit": 1_000}
+        created = self.functions.request("POST", "/promotions", sub=ADMIN[0], groups=ADMIN[1], body=code)
+        if created.status == 201:
+            self.promotion = created.body["promotion_id"]
+        else:
+            self.problems.append(f"creating the code answered {created.status}: {created.body}")
         self.fill_status_index(per_shard)
         catalogue = self.catalogue()
         for _ in range(sessions):  # carts of CART_LINES lines: a cart write changes a quantity (a steady cost)
@@ -476,12 +499,18 @@ class Driver:
             self.problems.append(f"{sample.request}: {method} {path} answered {reply.status}: {str(reply.body)[:200]}")
         return reply
 
-    def order(self, request: str, ids: list[str]) -> Sample:
+    def order(self, request: str, ids: list[str], code: str | None = None) -> Sample:
         sample = self.sample(request)
         customer = self.customers[self.serial % len(self.customers)]
         self.serial += 1
         sample.binding[customer] = "customer"
-        body = {"lines": [{"product_id": pid, "quantity": 1} for pid in ids], "shipping_address": ADDRESS}
+        body: dict[str, Any] = {
+            "lines": [{"product_id": pid, "quantity": 1} for pid in ids],
+            "shipping_address": ADDRESS,
+        }
+        if code is not None:
+            body["promo_code"] = code
+            sample.binding[self.promotion] = "promotion"
         reply = self._request(
             sample,
             201,
@@ -529,6 +558,8 @@ class Driver:
         self.cache_for(request)
         if request == "order":
             return self.order(request, self.rng.sample(catalogue, STEADY_LINES))
+        if request == "code_order":
+            return self.order(request, self.rng.sample(catalogue, STEADY_LINES), CODE)
         if request in ("flash_order", "flash_order_miss"):
             return self.order(request, [self.flash])
         sample = self.sample(request)
@@ -679,6 +710,9 @@ def partition_heat(config: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     shard_counts[family(keys.sales_top_pk(day, 0), {})] = SALES_TOP_SHARDS
     # every checkout reads one random copy of the checkout settings' version (decision 076)
     shard_counts[family(keys.checkout_version_shard_key(0)[keys.PK], {})] = CHECKOUT_VERSION_SHARDS
+    # the flash_code mix's code: its uses spread over its counters (decision 078)
+    counter = keys.promotion_uses_key("C", 0)[keys.PK]
+    shard_counts[family(counter, {"C": "promotion"})] = CODE_COUNTERS
     mixes: dict[str, Any] = {}
     misses: list[str] = []
     for name, mix in MIXES.items():
