@@ -129,7 +129,7 @@ def test_timings_are_ratios_with_their_numbers(smoke):
 
 def test_partition_heat_reports_every_mix_and_the_model_check(smoke):
     heat = smoke["partition_heat"]
-    assert set(heat["mixes"]) == {"steady", "flash_sale", "back_office"}
+    assert set(heat["mixes"]) == {"steady", "flash_sale", "flash_code", "back_office"}
     for name, mix in heat["mixes"].items():
         for space in ("table", "gsi1"):
             top = mix[f"hottest_{space}_key"]

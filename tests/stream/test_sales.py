@@ -456,3 +456,51 @@ def test_a_counts_transaction_checks_the_legacy_marker_only_where_an_older_relea
     assert sales_of(store, a, clock.iso_now()[:10]) == [(clock.iso_now()[:10], 2, 2000)]
     recorded = [i for i in dump(store) if i.get("entity") == "SALES_CUTOVER"]
     assert len(recorded) == (0 if setting != "auto" and cutover_age is None else 1)
+
+
+@pytest.mark.dynamodb_semantics
+def test_an_unlimited_codes_uses_are_counted_with_the_confirmations_exactly_once(store, invoke):
+    """A code without a usage limit takes no write on the order's path: the stream processor counts a use with the
+    order's confirmation (in its sales transaction, keyed by the version) and takes it back with a cancel after it;
+    a cancel before confirmation and a return change nothing. Replayed and reversed, the count stays."""
+    a = product(store.table, name="A", price_cents=1000, stock=50)
+    orders = wiring.order_service(store.table)
+    code = orders.checkout.create_promotion(
+        ADMIN,
+        kind="percent",
+        value=10,
+        code="OPEN10",
+        automatic=False,
+        min_subtotal_cents=0,
+        starts_at=None,
+        ends_at=None,
+    )
+    reader = StreamReader(store)
+    kept: list[dict[str, Any]] = []
+
+    def place() -> str:
+        placed = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(a, 1)], promo_code="open10")
+        assert [p.promotion_id for p in placed.promotions] == [code.promotion_id]
+        return placed.order_id
+
+    def used() -> int | None:
+        return orders.checkout.promotion(ADMIN, code.promotion_id).used_count
+
+    never = place()
+    orders.cancel(ALICE, never)  # before its confirmation: never counted
+    place()  # confirmed and kept
+    cancelled, returned = place(), place()
+    assert not [i for i in dump(store) if str(i["PK"]).startswith(keys.PROMOTION_COUNT_PREFIX)]  # none at placement
+    pump(store, invoke, reader, kept)
+    assert used() == 3
+    orders.cancel(ALICE, cancelled)
+    orders.change_status(ADMIN, returned, OrderStatus.SHIPPED, expected_version=2, shipment=parcel())
+    orders.change_status(ADMIN, returned, OrderStatus.DELIVERED, expected_version=3)
+    orders.request_return(ALICE, returned, "not for me")
+    orders.change_status(ADMIN, returned, OrderStatus.RETURNED, expected_version=5)
+    pump(store, invoke, reader, kept)
+    assert used() == 2  # the kept one and the returned one: a return keeps its use, as a limited code's does
+    assert invoke(lambda_event(kept + list(reversed(kept)))) == {"batchItemFailures": []}
+    assert used() == 2
+    counters = [i for i in dump(store) if str(i["PK"]).startswith(keys.PROMOTION_COUNT_PREFIX)]
+    assert sum(int(i["used"]) for i in counters) == 2

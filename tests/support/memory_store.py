@@ -158,6 +158,7 @@ class MemoryState:
     # the checkout's settings: the latest edit (version, its unique id), every zone by id and rate by country
     checkout: CheckoutSettings = field(default_factory=CheckoutSettings)
     promotion_uses: dict[tuple[str, int], int] = field(default_factory=dict)  # (promotion, counter) -> uses
+    promotion_counts: dict[str, int] = field(default_factory=dict)  # without a limit: confirmed orders counted
     customer_uses: dict[tuple[str, str], int] = field(default_factory=dict)  # (customer, promotion) -> uses
 
 
@@ -191,6 +192,9 @@ class MemoryCheckoutSettings:
     def uses(self, promotion: Promotion) -> list[int]:
         counted = self.state.promotion_uses
         return [counted.get((promotion.promotion_id, shard), 0) for shard in range(promotion.use_shards)]
+
+    def counts(self, promotion: Promotion) -> list[int]:
+        return [self.state.promotion_counts.get(promotion.promotion_id, 0)]
 
     def promotions_page(self, *, limit: int, next_token: str | None) -> Page[Promotion]:
         return page_of(list(reversed(self.state.checkout.promotions)), limit=limit, next_token=next_token)
@@ -876,6 +880,9 @@ class MemorySales:
             self.state.sales[(line.product_id, change.day)] = (units + line.units, revenue + line.revenue_cents)
             if line.shard is not None:
                 self.state.sales_shards.add((line.product_id, change.day, line.shard))
+        for promotion_id in change.promotions:
+            counted = self.state.promotion_counts.get(promotion_id, 0)
+            self.state.promotion_counts[promotion_id] = counted + change.promotion_delta
         return True
 
     def days(self, product_id: str, first: str, last: str) -> list[DaySales]:

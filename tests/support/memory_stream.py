@@ -187,6 +187,7 @@ class MemoryStream:
         return {
             **order.model_dump(mode="json"),
             "stock_taken": order.stock_taken or None,
+            "counted_promotions": order.counted_promotions,  # excluded from answers, not images
             # PAYMENTS=stripe: the order's payment, as the order item holds it (excluded from answers, not images)
             "payment": order.payment.model_dump(mode="json", exclude_none=True) if order.payment else None,
             "status_reason": reason,

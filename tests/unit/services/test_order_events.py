@@ -197,3 +197,35 @@ def test_the_stream_publishes_a_lapse_a_dispute_and_a_provider_refund_once_each(
     }
     [refund] = [e for e in published if e.detail_type is DetailType.ORDER_REFUNDED]
     assert (refund.detail["amount_cents"], refund.detail["origin"]) == (700, "provider")
+
+
+def test_an_unlimited_codes_use_counts_with_the_confirmation_and_goes_back_with_a_cancel_after(memory, memory_stream):
+    pid = new_product(memory)
+    orders = memory.order_service()
+    code = orders.checkout.create_promotion(
+        ADMIN,
+        kind="percent",
+        value=10,
+        code="OPEN",
+        automatic=False,
+        min_subtotal_cents=0,
+        starts_at=None,
+        ends_at=None,
+    )
+    placed = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)], promo_code="open")
+    assert placed.counted_promotions == [code.promotion_id]
+    processor = order_events_service(memory, memory_stream)
+
+    def used() -> int | None:
+        return orders.checkout.promotion(ADMIN, code.promotion_id).used_count
+
+    assert used() == 0  # nothing written for it at placement
+    for _ in range(2):
+        for change in memory_stream.read():
+            processor.handle(change)
+    assert used() == 1
+    orders.cancel(ALICE, placed.order_id)
+    for change in memory_stream.read():
+        processor.handle(change)
+        processor.handle(change)  # a replay
+    assert used() == 0

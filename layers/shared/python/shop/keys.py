@@ -440,6 +440,16 @@ def promotion_uses_key(promotion_id: str, shard: int) -> Key:
     return {PK: f"{PROMOTION_USES_PREFIX}{promotion_id}#{shard:02d}", SK: PROMOTION_USES_SK}
 
 
+PROMOTION_COUNT_PREFIX = "PROMO_COUNT#"
+PROMOTION_COUNT_SK = "COUNT"
+
+
+def promotion_count_key(promotion_id: str, shard: int) -> Key:
+    """One of the counters of a promotion without a usage limit: its confirmed orders, counted by the stream
+    processor (never on the order's path), each counter its own partition."""
+    return {PK: f"{PROMOTION_COUNT_PREFIX}{promotion_id}#{shard:02d}", SK: PROMOTION_COUNT_SK}
+
+
 PROMOTION_CUSTOMER_PREFIX = "PROMO_CUSTOMER#"
 
 

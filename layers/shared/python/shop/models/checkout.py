@@ -70,8 +70,9 @@ class Promotion(Model):
     use_shards: int = Field(default=0, description="the counters its uses are spread over (0: not counted)")
     used_count: int | None = Field(
         default=None,
-        description="a limited promotion's uses by orders not cancelled, expired or failed (in the answers of one "
-        "promotion); null otherwise",
+        description="in the answers of one promotion: a limited promotion's uses by orders not cancelled, expired or "
+        "failed; one without a usage_limit, its confirmed orders less those cancelled since (counted off the "
+        "order's path by the stream processor, seconds behind); null in lists",
     )
     created_at: Timestamp
     updated_at: Timestamp

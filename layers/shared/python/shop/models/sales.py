@@ -24,6 +24,9 @@ class SalesChange:
     version: int
     day: str  # YYYY-MM-DD (UTC): the order's confirmation day
     lines: tuple[SalesLine, ...]
+    # The order's promotions without a usage limit, counted with the version (+1 confirmed, -1 cancelled after)
+    promotions: tuple[str, ...] = ()
+    promotion_delta: int = 0
 
 
 class Recorded(NamedTuple):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from shop import errors, ids, keys
-from shop.limits import CHECKOUT_VERSION_SHARDS
+from shop.limits import CHECKOUT_VERSION_SHARDS, MAX_PROMO_USE_SHARDS
 from shop.models import Page
 from shop.models.checkout import CheckoutSettings, Promotion, ShippingZone, TaxRate
 from shop.repository.queries import collection_page
@@ -99,6 +99,13 @@ class CheckoutSettingsRepository:
         """Each of a limited promotion's counters: one strongly consistent BatchGetItem (a counter never used: 0)."""
         wanted = [keys.promotion_uses_key(promotion.promotion_id, shard) for shard in range(promotion.use_shards)]
         found = batch_get(self.table, wanted, consistent=True)
+        return [int(found.get((key[keys.PK], key[keys.SK]), {}).get("used", 0)) for key in wanted]
+
+    def counts(self, promotion: Promotion) -> list[int]:
+        """Each counter of a promotion without a usage limit (its confirmed orders, counted by the stream processor):
+        one BatchGetItem, eventually consistent (the count itself trails the orders by the stream's seconds)."""
+        wanted = [keys.promotion_count_key(promotion.promotion_id, shard) for shard in range(MAX_PROMO_USE_SHARDS)]
+        found = batch_get(self.table, wanted, consistent=False)
         return [int(found.get((key[keys.PK], key[keys.SK]), {}).get("used", 0)) for key in wanted]
 
     def promotions_page(self, *, limit: int, next_token: str | None) -> Page[Promotion]:

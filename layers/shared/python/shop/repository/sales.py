@@ -50,7 +50,7 @@ from typing import Any
 
 from shop import errors, keys
 from shop.keys import Key
-from shop.limits import MAX_PARALLEL_QUERIES, MAX_STOCK_SHARDS, SALES_TOP_SHARDS
+from shop.limits import MAX_PARALLEL_QUERIES, MAX_PROMO_USE_SHARDS, MAX_STOCK_SHARDS, SALES_TOP_SHARDS
 from shop.models.sales import DaySales, SalesChange, SalesLine, TopSeller
 from shop.repository.order_effects import not_archived, write_once
 from shop.repository.store import (
@@ -68,6 +68,7 @@ from shop.repository.store import (
 )
 
 COUNTER_ENTITY = "SALES_DAY"
+PROMOTION_COUNT_ENTITY = "PROMOTION_COUNT"  # a promotion without a usage limit: its confirmed orders, on one counter
 RANK_ENTITY = "SALES_RANK"
 MARKER_ENTITY = "ORDER_SALES"
 SHARD_ENTITY = "SALES_DAY_SHARD"
@@ -150,7 +151,7 @@ class SalesRepository:
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
-        items = [once] + [self._counter_add(line, change.day) for line in lines.values()]
+        items = [once] + [self._counter_add(line, change.day) for line in lines.values()] + self._promotion_adds(change)
         legacy_at = len(items) if legacy else None
         if legacy_at is not None:
             items.append(self._no_legacy_marker(change))
@@ -277,6 +278,7 @@ class SalesRepository:
 
     def _count(self, change: SalesChange, lines: dict[str, SalesLine], *, guarded: bool = True) -> bool:
         items = [self._marker_put(change)] + [self._counter_add(line, change.day) for line in lines.values()]
+        items += self._promotion_adds(change)
         if guarded:
             items.append(not_archived(self.table, change.order_id))
         try:
@@ -303,6 +305,22 @@ class SalesRepository:
                 "ConditionExpression": "attribute_not_exists(PK)",
             }
         }
+
+    def _promotion_adds(self, change: SalesChange) -> list[dict[str, Any]]:
+        """The version's use of each promotion without a usage limit, on one of its counters (the order's own, by
+        its id: a cancel takes back where the confirmation added)."""
+        shard = keys.status_shard(change.order_id, MAX_PROMO_USE_SHARDS)
+        return [
+            {
+                "Update": {
+                    "TableName": self.table.name,
+                    "Key": to_item(keys.promotion_count_key(promotion_id, shard)),
+                    "UpdateExpression": "SET entity = :entity ADD used :delta",
+                    "ExpressionAttributeValues": values(entity=PROMOTION_COUNT_ENTITY, delta=change.promotion_delta),
+                }
+            }
+            for promotion_id in change.promotions
+        ]
 
     def _counter_add(self, line: SalesLine, day: str) -> dict[str, Any]:
         if line.shard is None:

@@ -227,9 +227,10 @@ class CheckoutSettingsService:
         return [shard for shard, count in enumerate(used) if count < promotion.allotment(shard)]
 
     def counted(self, promotion: Promotion) -> Promotion:
-        """A limited promotion with its uses counted (one consistent read of its counters)."""
+        """The promotion with its uses counted: a limited one's uses held (one consistent read of its counters), one
+        without a usage limit its confirmed orders less those cancelled since (one read of the stream's counters)."""
         if not promotion.use_shards:
-            return promotion
+            return promotion.model_copy(update={"used_count": sum(self.store.counts(promotion))})
         return promotion.model_copy(update={"used_count": sum(self.store.uses(promotion))})
 
     def promotions(self, actor: Actor, *, limit: int, next_token: str | None) -> Page[Promotion]:

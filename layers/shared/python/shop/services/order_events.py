@@ -359,7 +359,9 @@ class OrderEventsService:
         guarded = self.guarded(record)
         returned = before == OrderStatus.RETURN_REQUESTED.value and order.status in RETURN_OUTCOMES
         counted = sales_lines(order.lines, order.returns, order.version) if returned else order.lines
-        change = sales_change(order, counted, before, order.confirmed_at, order.stock_taken)
+        change = sales_change(
+            order, counted, before, order.confirmed_at, order.stock_taken, promotions=order.counted_promotions
+        )
         if change is not None and self._batching:
             self.counting_records.add(record.sequence_number)
         # The processor's own confirmation already told the customer when it confirmed (unless it died in

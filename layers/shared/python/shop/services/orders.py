@@ -356,6 +356,7 @@ class OrderService:
                 client_secret=intent.client_secret if intent is not None else None,
             )
             payment_expires_at = clock.epoch(moment) + paying.payment_window_seconds
+        taken = {use.promotion_id: use.shard for use in uses or () if use.shard is not None}
         return Order(
             order_id=order_id or ids.new_id(),
             customer_id=actor.sub,
@@ -381,7 +382,8 @@ class OrderService:
                 )
                 for applied in total.promotions
             ],
-            promotion_uses={use.promotion_id: use.shard for use in uses or () if use.shard is not None},
+            promotion_uses=taken,
+            counted_promotions=[p.promotion_id for p in total.promotions if p.promotion_id not in taken],
             customer_uses=[use.promotion_id for use in uses or () if use.customer_limit is not None],
             shipping_address=address,
             created_at=now,

@@ -171,6 +171,10 @@ class CheckoutSettingsStore(Protocol):
         """The uses each of a limited promotion's counters holds, strongly consistent."""
         ...
 
+    def counts(self, promotion: Promotion) -> list[int]:
+        """The confirmed orders each counter of a promotion without a usage limit holds (the stream's count)."""
+        ...
+
     def promotions_page(self, *, limit: int, next_token: str | None) -> Page[Promotion]:
         """Newest first."""
         ...

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 
 from shop import errors
@@ -30,8 +30,9 @@ ADDS = {
     (OrderStatus.PENDING.value, OrderStatus.CONFIRMED),
     (OrderStatus.PENDING_PAYMENT.value, OrderStatus.CONFIRMED),  # PAYMENTS=stripe: the amount is authorised
 }
+CANCELLED_AFTER_CONFIRMATION = (OrderStatus.CONFIRMED.value, OrderStatus.CANCELLED)
 TAKES_BACK = {
-    (OrderStatus.CONFIRMED.value, OrderStatus.CANCELLED),
+    CANCELLED_AFTER_CONFIRMATION,
     (OrderStatus.RETURN_REQUESTED.value, OrderStatus.RETURNED),
     (OrderStatus.RETURN_REQUESTED.value, OrderStatus.PARTIALLY_RETURNED),  # its returned units (none: a rejection)
 }
@@ -80,8 +81,12 @@ def sales_change(
     previous: str | None,
     confirmed_at: str | None,
     taken: Mapping[str, Mapping[str, int]] | None = None,
+    *,
+    promotions: Sequence[str] = (),
 ) -> SalesChange | None:
-    """What this order version does to the daily totals, or None when it does nothing."""
+    """What this order version does to the daily totals, or None when it does nothing; with it, what it does to the
+    use counts of the order's `promotions` without a usage limit: a confirmation counts a use, a cancellation after
+    it takes the use back, a return does not (the order was sold)."""
     step = (previous, order.status)
     if step in ADDS:
         sign = 1
@@ -91,10 +96,13 @@ def sales_change(
         return None
     if not lines:
         return None
+    counted = tuple(promotions) if step in ADDS or step == CANCELLED_AFTER_CONFIRMATION else ()
     return SalesChange(
         order_id=order.order_id,
         version=order.version,
         day=sales_day(order, confirmed_at),
+        promotions=counted,
+        promotion_delta=sign if counted else 0,
         lines=tuple(
             SalesLine(
                 line.product_id,
