@@ -93,6 +93,9 @@ CART_READ = "GET /sessions/{session_id}"
 CART_READS = (CART_READ, "GET /customers/{customer_id}/cart")
 # A category page: the category (GetItem), its ancestors' names (BatchGetItem), its children (Query).
 CATEGORY_READ = "GET /categories/{slug}"
+# A promotion with its used_count: the settings' copy (GetItem), then its counters (one BatchGetItem): a count spread
+# over counters so that no key is hot (decisions 078 and 080).
+PROMOTION_READ = "GET /promotions/{promotion_id}"
 LIST_ROUTES = (
     "GET /customers/{customer_id}/orders",
     "GET /customers/{customer_id}/notifications",
@@ -614,6 +617,9 @@ class Scenario:
             elif route == CATEGORY_READ:
                 if store_calls != 3:
                     misses.append(f"{key}: {store_calls} calls (want 3: category, ancestors' names, children)")
+            elif route == PROMOTION_READ:
+                if store_calls != 2:
+                    misses.append(f"{key}: {store_calls} calls (want 2: the settings' copy, then its counters)")
             elif route.startswith("GET "):
                 if store_calls != 1:
                     misses.append(f"{key}: {store_calls} calls (want 1)")

@@ -33,6 +33,7 @@ def test_the_confirmations_modify_reads_once_and_writes_its_history_with_its_sal
     with counting(dynamodb_client()) as calls:
         assert invoke(lambda_event(confirm_modify)) == {"batchItemFailures": []}
     assert calls.operations == [
+        "GetItem",  # the order's DISCOUNTS (consistent): its promotions without a usage limit, counted with it
         "GetItem",  # the customer's order entry: current, so the notification is there too
         "GetItem",  # the first count on the table: the release's cut-over, consistent (none yet) ...
         "PutItem",  # ... so recorded (attribute_not_exists); the instance keeps it
@@ -46,11 +47,17 @@ def test_the_confirmations_modify_reads_once_and_writes_its_history_with_its_sal
     ]
     with counting(dynamodb_client()) as replayed:  # a replay: the transaction and the put refused
         assert invoke(lambda_event(confirm_modify)) == {"batchItemFailures": []}
-    assert replayed.operations == ["GetItem", "TransactWriteItems", "BatchGetItem", "PutItem"]  # cut-over known
+    assert replayed.operations == [
+        "GetItem",
+        "GetItem",
+        "TransactWriteItems",
+        "BatchGetItem",
+        "PutItem",
+    ]  # cut-over known
     forget_instance_memo()  # a new processor instance reads the cut-over once, at its first count
     with counting(dynamodb_client()) as restarted:
         assert invoke(lambda_event(confirm_modify)) == {"batchItemFailures": []}
-    assert restarted.operations == ["GetItem", "GetItem", "TransactWriteItems", "BatchGetItem", "PutItem"]
+    assert restarted.operations == ["GetItem", "GetItem", "GetItem", "TransactWriteItems", "BatchGetItem", "PutItem"]
 
 
 @pytest.mark.dynamodb_semantics
@@ -63,6 +70,7 @@ def test_a_confirmation_by_hand_is_recorded_by_its_modify(store, invoke):
     with counting(dynamodb_client()) as calls:
         invoke(lambda_event(only(stream.read(), entity="ORDER", event_name="MODIFY")))
     assert calls.operations == [
+        "GetItem",  # the order's DISCOUNTS (its promotions without a usage limit)
         "GetItem",  # the customer's order entry is behind
         "PutItem",  # the notification, attribute_not_exists
         "UpdateItem",  # the customer's order entry, newer versions only

@@ -187,7 +187,6 @@ class MemoryStream:
         return {
             **order.model_dump(mode="json"),
             "stock_taken": order.stock_taken or None,
-            "counted_promotions": order.counted_promotions,  # excluded from answers, not images
             # PAYMENTS=stripe: the order's payment, as the order item holds it (excluded from answers, not images)
             "payment": order.payment.model_dump(mode="json", exclude_none=True) if order.payment else None,
             "status_reason": reason,
@@ -223,6 +222,10 @@ class MemoryOrderEffects:
 
     def customer_index_current(self, change: OrderSummary) -> bool:
         return self.state.indexed.get(change.order_id, 0) == change.version
+
+    def counted_promotions(self, order_id: str) -> list[str]:
+        order = self.store.state.orders.get(order_id)
+        return list(order.counted_promotions) if order is not None else []
 
     def _open(self, order_id: str, guarded: bool) -> None:
         """As the table's guarded effect writes check the order's ARCHIVED marker in the same transaction (a

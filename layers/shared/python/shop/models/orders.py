@@ -310,8 +310,9 @@ class Order(OrderSummary):
     # customer's own count; given back when the order is cancelled, expires or its payment fails (exclude).
     promotion_uses: dict[str, int] = Field(default_factory=dict, exclude=True)
     customer_uses: list[str] = Field(default_factory=list, exclude=True)
-    # The promotions without a usage limit the order was priced with: the stream processor counts their uses when
-    # the order is confirmed, and takes them back when it is cancelled after (exclude).
+    # The promotions without a usage limit the order was priced with, kept on its DISCOUNTS item (not the order item,
+    # which every status change rewrites): the stream processor counts their uses when the order is confirmed, and
+    # takes them back when it is cancelled after (exclude).
     counted_promotions: list[str] = Field(default_factory=list, exclude=True)
     shipment: Shipment | None = None
     delivered_at: Timestamp | None = None  # when it first became DELIVERED: the return window starts there

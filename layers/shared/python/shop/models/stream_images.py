@@ -27,7 +27,6 @@ class OrderImage(OrderSummary):
     stock_taken: dict[str, dict[str, int]] | None = None  # flash-sale shards taken: product -> label -> qty
     payment: OrderPayment | None = None  # PAYMENTS=stripe: the order's payment as this version holds it
     returns: list[OrderReturn] = []  # the accepted returns, oldest first
-    counted_promotions: list[str] = []  # its promotions without a usage limit (counted at confirmation)
 
 
 class CartItem(BaseModel):

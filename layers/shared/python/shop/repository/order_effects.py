@@ -178,6 +178,19 @@ class OrderEffectsRepository:
         item = response.get("Item")
         return item is not None and int(item["version"]["N"]) == change.version
 
+    def counted_promotions(self, order_id: str) -> list[str]:
+        """The order's promotions without a usage limit, from its DISCOUNTS item (strongly consistent: it was written
+        with the order, and the change that counts them may follow at once); none when it has no such item."""
+        with translated_errors():
+            response = self.table.client.get_item(
+                TableName=self.table.name,
+                Key=to_item(keys.order_discounts_key(order_id)),
+                ProjectionExpression="counted",
+                ConsistentRead=True,
+            )
+        counted = response.get("Item", {}).get("counted", {}).get("L", [])
+        return [str(value["S"]) for value in counted]
+
     def append_history(
         self,
         change: OrderSummary,

@@ -100,7 +100,6 @@ def order_item(order: Order, shards: int) -> dict[str, Any]:
         # excluded from answers, kept to give the uses back (shop.repository.order_items.promotion_give_backs)
         "promotion_uses": order.promotion_uses or None,
         "customer_uses": order.customer_uses or None,
-        "counted_promotions": order.counted_promotions or None,  # excluded from answers: the stream counts them
         # PAYMENTS=stripe: a map with OrderPayment's field names (the intent, created before the placement's
         # transaction, written with it; fields at their defaults left out) and the payment window's end; both
         # excluded from answers, absent under PAYMENTS=none.
@@ -277,6 +276,8 @@ class OrderRepository:
                                 **keys.order_discounts_key(order.order_id),
                                 "entity": "ORDER_DISCOUNTS",
                                 "promotions": [p.model_dump(exclude_none=True) for p in order.promotions],
+                                # the ones without a usage limit: the stream counts them at confirmation (decision 080)
+                                "counted": order.counted_promotions or None,
                             }
                         ),
                         "ConditionExpression": "attribute_not_exists(PK)",

@@ -36,7 +36,7 @@ from shop.models.events import (
 from shop.models.orders import RETURN_OUTCOMES, OrderPayment, PaymentStatus, StatusEntry, return_at, units_of
 from shop.models.pricing import subtotal
 from shop.services.archive_timing import fresh_record
-from shop.services.sales import sales_change, sales_lines
+from shop.services.sales import counts_promotions, sales_change, sales_lines
 from shop.services.stream_outcome import SKIPPED, Action, Outcome
 
 if TYPE_CHECKING:
@@ -359,9 +359,8 @@ class OrderEventsService:
         guarded = self.guarded(record)
         returned = before == OrderStatus.RETURN_REQUESTED.value and order.status in RETURN_OUTCOMES
         counted = sales_lines(order.lines, order.returns, order.version) if returned else order.lines
-        change = sales_change(
-            order, counted, before, order.confirmed_at, order.stock_taken, promotions=order.counted_promotions
-        )
+        promotions = self.effects.counted_promotions(order.order_id) if counts_promotions(before, order.status) else ()
+        change = sales_change(order, counted, before, order.confirmed_at, order.stock_taken, promotions=promotions)
         if change is not None and self._batching:
             self.counting_records.add(record.sequence_number)
         # The processor's own confirmation already told the customer when it confirmed (unless it died in

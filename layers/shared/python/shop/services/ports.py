@@ -482,6 +482,9 @@ class OrderEffects(Protocol):
     def customer_index_current(self, change: OrderSummary) -> bool:
         """Whether the customer's order entry shows exactly this version (written after its notification)."""
 
+    def counted_promotions(self, order_id: str) -> list[str]:
+        """The order's promotions without a usage limit (the stream counts their uses), read strongly consistent."""
+
     # `guarded` (each effect below): the write also checks that the order is not archived (OrderEffectsClosed
     # when it is); False for a fresh record, whose order cannot be archived yet (shop.services.archive_timing).
 

@@ -75,6 +75,13 @@ def sales_lines(lines: list[OrderLine], returns: list[OrderReturn], version: int
     return taken
 
 
+def counts_promotions(previous: str | None, status: OrderStatus) -> bool:
+    """Whether this step counts the uses of the order's promotions without a usage limit: its confirmation adds
+    them, a cancellation after it takes them back (a return keeps them: the order was sold)."""
+    step = (previous, status)
+    return step in ADDS or step == CANCELLED_AFTER_CONFIRMATION
+
+
 def sales_change(
     order: OrderSummary,
     lines: list[OrderLine],
@@ -96,7 +103,7 @@ def sales_change(
         return None
     if not lines:
         return None
-    counted = tuple(promotions) if step in ADDS or step == CANCELLED_AFTER_CONFIRMATION else ()
+    counted = tuple(promotions) if counts_promotions(previous, order.status) else ()
     return SalesChange(
         order_id=order.order_id,
         version=order.version,
