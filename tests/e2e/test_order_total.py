@@ -229,3 +229,18 @@ def test_a_code_of_limit_three_is_used_by_three_of_twelve_concurrent_checkouts_a
     fourth = expect(place_order(stack.api, stack.token("e2e-limit-late"), key(), body), 201)
     assert [p["promotion_id"] for p in fourth["promotions"]] == [made["promotion_id"]]
     expect(place_order(stack.api, stack.token("e2e-limit-later"), key(), body), 409, "PROMO_CODE_EXHAUSTED")
+
+
+@pytest.mark.xdist_group("e2e-order-total")
+def test_a_code_of_one_use_per_customer_is_refused_to_the_customer_who_used_it(inclusive_stack: Stack):
+    stack, admin = inclusive_stack, inclusive_stack.admin_token()
+    code = f"ONCE{uuid.uuid4().hex[:8].upper()}"
+    once = {"code": code, "kind": "fixed", "value": 100, "per_customer_limit": 1}
+    expect(stack.api.post("/promotions", token=admin, json=once), 201)
+    product = create_product(stack.api, admin, category="e2e-once", name="Once", price_cents=2000, stock=10)
+    body = {"lines": [{"product_id": product["product_id"], "quantity": 1}], "shipping_address": BERLIN}
+    first, other = stack.token("e2e-once-first"), stack.token("e2e-once-other")
+    expect(place_order(stack.api, first, key(), {**body, "promo_code": code}), 201)
+    expect(place_order(stack.api, first, key(), {**body, "promo_code": code.lower()}), 409, "PROMO_CODE_ALREADY_USED")
+    expect(place_order(stack.api, first, key(), body), 201)  # without the code, the same customer orders
+    expect(place_order(stack.api, other, key(), {**body, "promo_code": code}), 201)
