@@ -251,3 +251,48 @@ def test_a_lines_returns_take_back_its_whole_total_never_more(quantity, unit, pa
         assert taken <= line.line_total_cents
     if left == 0:
         assert taken == line.line_total_cents
+
+
+def test_without_payments_each_accepted_return_publishes_its_own_refund_due_and_takes_its_sales_back(
+    memory, memory_stream, orders, at
+):
+    from shop.models.events import DetailType
+    from tests.support.memory_stream import order_events_service
+
+    pids = three_lines(memory)
+    shirt, _, socks = pids
+    processor = order_events_service(memory, memory_stream)
+
+    def run() -> list[dict]:
+        published = []
+        for _ in range(3):
+            for change in memory_stream.read():
+                published += [
+                    e.detail for e in processor.handle(change).events if e.detail_type is DetailType.ORDER_REFUND_DUE
+                ]
+        return published
+
+    at(DELIVERY - timedelta(days=3))
+    order = orders.place(
+        ALICE, address=ADDRESS, lines=[RequestedLine(shirt, 2), RequestedLine(pids[1], 1), RequestedLine(socks, 3)]
+    )
+    run()  # each change reaches the processor before the next (the memory stream shows an item's latest image)
+    orders.change_status(ADMIN, order.order_id, OrderStatus.SHIPPED, expected_version=2, shipment=PARCEL)
+    run()
+    at(DELIVERY)
+    orders.change_status(ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=3)
+    run()
+    version = 4
+    day = memory.sales.days(shirt, "2000-01-01", "2999-12-31")[0].date
+    orders.request_return(ALICE, order.order_id, "one", [ReturnLine(variant_id=shirt, quantity=1)])
+    run()
+    first = orders.change_status(ADMIN, order.order_id, OrderStatus.RETURNED, expected_version=version + 1)
+    assert [e["amount_cents"] for e in run()] == [first.returns[0].refund_cents] == [1299]
+    assert [(d.units, d.revenue_cents) for d in memory.sales.days(shirt, day, day)] == [(1, 1299)]
+    orders.request_return(ALICE, order.order_id, "rest")
+    run()
+    last = orders.change_status(ADMIN, order.order_id, OrderStatus.RETURNED, expected_version=first.version + 1)
+    assert [e["amount_cents"] for e in run()] == [last.returns[1].refund_cents]
+    assert first.returns[0].refund_cents + last.returns[1].refund_cents == order.total_cents
+    assert [(d.units, d.revenue_cents) for d in memory.sales.days(socks, day, day)] == [(0, 0)]
+    assert [(d.units, d.revenue_cents) for d in memory.sales.days(shirt, day, day)] == [(0, 0)]
