@@ -105,6 +105,10 @@ class Call:
 @dataclass
 class Measurement:
     calls: list[Call] = field(default_factory=list)
+    # The function invocations measured (bench.bill.Invocation: function, seconds, records) and the events their
+    # stream effects published: what the whole bill prices besides DynamoDB (bench/bill.py).
+    invocations: list[Any] = field(default_factory=list)
+    events: int = 0
 
     @property
     def operations(self) -> list[str]:

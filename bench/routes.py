@@ -9,10 +9,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.bill import Invocation, LifePart
 from bench.hooks import Measurement, Recorder
 from bench.lambdas import Functions, order_events_reader, payment_steps_reader
 from bench.model import Accountant
@@ -182,6 +184,32 @@ def log(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 
 
+class PublishedEvents:
+    """The events the stream processors' outcomes carry (what the deployed functions publish to EventBridge; the
+    bench's functions have no bus), counted by wrapping their rules' `handle` once per process."""
+
+    count = 0
+    installed = False
+
+    @classmethod
+    def install(cls) -> None:
+        if cls.installed:
+            return
+        from shop.services.order_events import OrderEventsService
+        from shop.services.payments import PaymentService
+
+        for service in (OrderEventsService, PaymentService):
+            original = service.handle
+
+            def handle(self: Any, record: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                outcome = _original(self, record, *args, **kwargs)
+                PublishedEvents.count += len(getattr(outcome, "events", ()) or ())
+                return outcome
+
+            service.handle = handle  # type: ignore[method-assign]
+        cls.installed = True
+
+
 @dataclass
 class Step:
     key: str
@@ -191,6 +219,8 @@ class Step:
     skipped: str | None = None
     returned: int | None = None
     note: str | None = None
+    function: str | None = None  # the function that answered, and how long it took (in-process)
+    seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         if self.skipped:
@@ -243,9 +273,11 @@ class Scenario:
             kwargs.update(sub=actor[0], groups=actor[1])
         self.accountant.skip()
         with self.recorder.measure() as measurement:
+            started = time.perf_counter()
             response = self.functions.request(method, path, **kwargs)
+            seconds = time.perf_counter() - started
         self.accountant.attribute(measurement)
-        step = Step(key, response.status, expect, measurement)
+        step = Step(key, response.status, expect, measurement, function=function, seconds=seconds)
         if isinstance(response.body, dict) and isinstance(response.body.get("items"), list):
             step.returned = len(response.body["items"])
         if response.status != expect:
@@ -274,9 +306,14 @@ class Scenario:
                 records = reader.read()
                 delivered = delivered or bool(records)
                 for event in reader.events_for(records):
+                    published = PublishedEvents.count
                     with self.recorder.measure() as measurement:
+                        started = time.perf_counter()
                         result = self.functions.invoke(function, event)
+                        seconds = time.perf_counter() - started
                     into.calls += measurement.calls
+                    into.invocations.append(Invocation(function, seconds, len(event["Records"])))
+                    into.events += PublishedEvents.count - published
                     failures = (result or {}).get("batchItemFailures") if isinstance(result, dict) else None
                     if failures:
                         self.problems.append(f"{function} reported failures: {failures}")
@@ -326,6 +363,7 @@ class Scenario:
         from shop.services.actor import Actor
         from shop.services.orders import RequestedLine
 
+        PublishedEvents.install()
         self.reader = order_events_reader(self.dynamodb, self.streams, self.table_name)
         self.pay_reader = payment_steps_reader(self.dynamodb, self.streams, self.table_name)
         self.accountant = Accountant(self.dynamodb, self.streams, self.table_name)
@@ -463,6 +501,12 @@ class Scenario:
         self.call("", "GET", "/shipping/options", None, 200, query={"country": "US"})
         self.call("", "GET", f"/promotions/{promotion_id}", ADMIN, 200)
         log("round trips: the life of a 3-line order")
+        # The Stripe library, which the placement's first intent imports, loaded unmeasured: the life's durations are
+        # a warm instance's (bench/bill.py); the cold start is measured by its own phase.
+        import stripe  # noqa: F401
+
+        import shop.payments.stripe_adapter  # noqa: F401
+
         self.drain(None)
         key = f"bench-{uuid.uuid4()}"
         placed = self.call("", "POST", "/orders", ALICE, 201, body=order_body, headers={"Idempotency-Key": key})
@@ -472,7 +516,10 @@ class Scenario:
         # customer pays and the provider's webhook confirms it; both drains are the order's confirmation.
         before = self.drain(None) if self.payments is not None else Measurement()
         self.pay(order_id or "missing")
-        self.drain("confirmation").calls[:0] = before.calls
+        confirmed = self.drain("confirmation")
+        confirmed.calls[:0] = before.calls
+        confirmed.invocations[:0] = before.invocations
+        confirmed.events += before.events
         self.call(
             "POST /orders (same Idempotency-Key again)",
             "POST",
@@ -719,6 +766,43 @@ class Scenario:
             parts["payment_webhook"] = step("POST /webhooks/stripe")
             parts["payment_capture"] = self.stream_steps.get("payment_capture")
         return parts
+
+    def bill_parts(self) -> dict[str, LifePart]:
+        """The order life's parts (as capacity_parts names them) as the whole bill prices them: HTTP requests, the
+        functions' invocations with their measured time and records, the events published."""
+
+        def api(key: str) -> LifePart:
+            step = self.steps.get(key)
+            if step is None or step.function is None:
+                return LifePart()
+            return LifePart(http_requests=1, invocations=[Invocation(step.function, step.seconds)])
+
+        def stream(label: str) -> LifePart:
+            m = self.stream_steps.get(label)
+            return LifePart(invocations=list(m.invocations), events=m.events) if m is not None else LifePart()
+
+        parts = {
+            "placement": api("POST /orders"),
+            "confirmation_and_sales": stream("confirmation"),
+            "status_change": api("PATCH /orders/{order_id}"),
+            "status_change_stream_effects": stream("status_change_effects"),
+            "read_order": api("reads: GET /orders/{order_id}"),
+            "read_customer_orders": api("reads: GET /customers/{customer_id}/orders"),
+            "read_notifications": api("reads: GET /customers/{customer_id}/notifications"),
+        }
+        if self.payments is not None:
+            parts["payment_webhook"] = api("POST /webhooks/stripe")
+            parts["payment_capture"] = stream("payment_capture")
+        return parts
+
+    def archive_bytes(self) -> int:
+        """The size of the life's order as the archive would write it (its S3 object)."""
+        from shop import clock
+        from shop.repository import OrderRepository, Table
+        from shop.repository.order_archive import archive_document
+
+        order = OrderRepository(Table()).get(self.ids.get("order_id") or "missing")
+        return len(archive_document(order, clock.iso_now()))
 
     def per_operation(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -84,8 +84,27 @@ def _phase_routes(config: Config, results: dict[str, Any], ctx: dict[str, Any]) 
     results["read_amplification"] = scenario.read_amplification()
     results["capacity"] = capacity(scenario.capacity_parts(), scenario.per_operation())
     results["cost_per_million_orders_usd"] = cost(results["capacity"])
+    results["whole_bill_per_million_orders_usd"] = _whole_bill(scenario, results["cost_per_million_orders_usd"])
     if functions.errors:
         results["round_trips"]["functions_missing"] = functions.errors
+
+
+def _whole_bill(scenario: Any, dynamodb: dict[str, Any]) -> dict[str, Any]:
+    """The order life's whole AWS bill (bench/bill.py): the functions' configured memory and the stream mappings'
+    batch sizes as deployed (infra.settings, the synthesized template)."""
+    from bench.bill import whole_bill
+    from infra.settings import ALL_FUNCTIONS
+    from local_runtime.template import load_app
+    from shop.payment_secrets import MAX_AGE_S
+
+    return whole_bill(
+        scenario.bill_parts(),
+        memory_mb={spec.name: spec.memory_mb for spec in ALL_FUNCTIONS},
+        batch_size={mapping.function: mapping.batch_size for mapping in load_app().mappings},
+        archive_bytes=scenario.archive_bytes(),
+        dynamodb=dynamodb,
+        secret_max_age_s=MAX_AGE_S,
+    )
 
 
 def _phase_overhead(config: Config, results: dict[str, Any], ctx: dict[str, Any]) -> None:

@@ -82,6 +82,14 @@ def summary(results: dict[str, Any]) -> str:
         f"[{_mark(targets, 'cost_per_million_orders_usd')}] cost_per_million_orders_usd: {cost.get('value')} "
         f"(placing+confirming+reading: {cost.get('placing_confirming_reading')})"
     )
+    bill = results.get("whole_bill_per_million_orders_usd") or {}
+    if bill:
+        lines.append(
+            f"[info] whole_bill_per_million_orders_usd: {bill.get('value')} (DynamoDB provisioned at 70 %: "
+            f"{bill.get('whole_bill_with_dynamodb_provisioned_usd')})"
+        )
+        for part, usd in (bill.get("parts_usd") or {}).items():
+            lines.append(f"        {part:<40} {usd}")
 
     sc = results.get("scale") or {}
     lines.append(f"[{_mark(targets, 'scale')}] scale: p50 ms at {sc.get('sizes')} items, ratio large/small")

@@ -113,6 +113,27 @@ def test_capacity_and_cost_have_their_breakdown(smoke):
     assert 0 < cost["provisioned_at_70_percent_usd"] < cost["value"]  # at a steady rate, held capacity is cheaper
 
 
+def test_the_whole_bill_prices_every_service_of_the_life(smoke):
+    bill = smoke["whole_bill_per_million_orders_usd"]
+    parts = bill["parts_usd"]
+    assert parts["dynamodb_on_demand"] == smoke["cost_per_million_orders_usd"]["value"]
+    assert bill["value"] == pytest.approx(sum(parts.values()), abs=1e-3)
+    per_order = bill["per_order"]
+    # the life's HTTP calls: placement, webhook, status change, three reads, each a request and an invocation
+    assert per_order["http_requests"] == 6
+    assert parts["api_gateway"] == pytest.approx(6 * bill["prices"]["api_gateway_http_usd_per_million_requests"])
+    assert per_order["lambda_requests"] > 6  # and the stream functions' share of their batches
+    assert per_order["lambda_gb_seconds"] > 0
+    assert per_order["eventbridge_events"] >= 2  # the confirmation's and the status change's
+    assert parts["s3_archive_puts"] == pytest.approx(5.0)  # one PUT an order at $0.005 a thousand
+    assert per_order["archive_bytes"] > 0
+    assert parts["dynamodb_streams_read_by_lambda"] == 0
+    provisioned = smoke["cost_per_million_orders_usd"]["provisioned_at_70_percent_usd"]
+    assert bill["whole_bill_with_dynamodb_provisioned_usd"] == pytest.approx(
+        bill["value"] - parts["dynamodb_on_demand"] + provisioned, abs=1e-3
+    )
+
+
 def test_timings_are_ratios_with_their_numbers(smoke):
     for name, route in smoke["overhead_ratio"]["routes"].items():
         assert route["handler_p50_ms"] > 0, name
