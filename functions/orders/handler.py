@@ -23,7 +23,7 @@ from shop.http_api.params import DEFAULT_LIMIT, CustomerId, Limit, NextToken, Or
 from shop.http_api.placement_records import answer_of, kept
 from shop.http_api.resolver import create_app, declare, json_response
 from shop.http_api.schemas import given
-from shop.limits import MAX_ID_LENGTH, MAX_QUANTITY, MAX_SALES_DAYS, RETURN_WINDOW_DAYS
+from shop.limits import MAX_ID_LENGTH, MAX_QUANTITY, MAX_RETURNS_PER_ORDER, MAX_SALES_DAYS, RETURN_WINDOW_DAYS
 from shop.models import OrderStatus, ShippingAddress
 from shop.models.checkout import ShippingOptionSetting
 from shop.models.orders import ReturnLine
@@ -380,7 +380,8 @@ def cancel_order(order_id: OrderId, request: Request):
             404: "ORDER_NOT_FOUND (also another customer's order)",
             409: f"RETURN_WINDOW_CLOSED (delivered more than {RETURN_WINDOW_DAYS} days ago), INVALID_TRANSITION "
             "(not DELIVERED or PARTIALLY_RETURNED), RETURN_QUANTITY_EXCEEDED (more units of a line than are left to "
-            "return: details.left)",
+            f"return: details.left), RETURN_LIMIT (an order takes {MAX_RETURNS_PER_ORDER} returns: the last takes every "
+            "unit left)",
             422: "VALIDATION_ERROR, RETURN_LINES_INVALID (a variant_id that is none of the order's lines)",
         },
     ),

@@ -296,3 +296,33 @@ def test_without_payments_each_accepted_return_publishes_its_own_refund_due_and_
     assert first.returns[0].refund_cents + last.returns[1].refund_cents == order.total_cents
     assert [(d.units, d.revenue_cents) for d in memory.sales.days(socks, day, day)] == [(0, 0)]
     assert [(d.units, d.revenue_cents) for d in memory.sales.days(shirt, day, day)] == [(0, 0)]
+
+
+def test_an_order_takes_at_most_its_limit_of_returns_the_last_of_them_anything_left(memory, orders, at):
+    from shop.limits import MAX_RETURNS_PER_ORDER
+
+    many = product(memory, name="Buttons", price_cents=10, stock=MAX_RETURNS_PER_ORDER + 5)
+    at(DELIVERY - timedelta(days=3))
+    order = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(many, MAX_RETURNS_PER_ORDER + 2)])
+    orders.change_status(ADMIN, order.order_id, OrderStatus.CONFIRMED, expected_version=1)
+    version = ship_and_deliver(orders, at, order.order_id, 2)
+    for _ in range(MAX_RETURNS_PER_ORDER - 1):
+        orders.request_return(ALICE, order.order_id, "one", [ReturnLine(variant_id=many, quantity=1)])
+        accepted = orders.change_status(ADMIN, order.order_id, OrderStatus.RETURNED, expected_version=version + 1)
+        version = accepted.version
+    with pytest.raises(errors.TooManyReturns) as limited:  # the tenth takes every unit left
+        orders.request_return(ALICE, order.order_id, "one", [ReturnLine(variant_id=many, quantity=1)])
+    assert limited.value.details == {"max_returns": MAX_RETURNS_PER_ORDER, "left": {many: 3}}
+    last = orders.request_return(ALICE, order.order_id, "the rest", [ReturnLine(variant_id=many, quantity=3)])
+    assert last.return_request is not None
+    assert [line.quantity for line in last.return_request.lines] == [3]
+    rejected = orders.change_status(
+        ADMIN, order.order_id, OrderStatus.DELIVERED, expected_version=last.version, reason="keep them"
+    )
+    assert rejected.status is OrderStatus.PARTIALLY_RETURNED
+    orders.request_return(ALICE, order.order_id, "again")  # a rejected request is not a return
+    done = orders.change_status(ADMIN, order.order_id, OrderStatus.RETURNED, expected_version=rejected.version + 1)
+    assert (done.status, len(done.returns)) == (OrderStatus.RETURNED, MAX_RETURNS_PER_ORDER)
+    with pytest.raises(errors.InvalidTransition):
+        orders.request_return(ALICE, order.order_id, "more")
+    assert sum(r.refund_cents for r in done.returns) == done.total_cents

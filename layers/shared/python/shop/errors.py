@@ -159,6 +159,12 @@ class ReturnWindowClosed(Conflict):
     code = "RETURN_WINDOW_CLOSED"
 
 
+class TooManyReturns(Conflict):
+    """A return asked of an order that has accepted MAX_RETURNS_PER_ORDER returns already."""
+
+    code = "RETURN_LIMIT"
+
+
 class ReturnQuantityExceeded(Conflict):
     """A return of more units of a line than are left to return (bought less those accepted back already)."""
 

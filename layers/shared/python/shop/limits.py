@@ -61,6 +61,9 @@ MOVE_STEP_PRODUCTS = 100
 MOVE_STEP_CATEGORIES = 25
 # Order lifecycle and sales.
 RETURN_WINDOW_DAYS = 30  # a delivered order may be returned this many days after its delivery
+# Returns an order may have accepted: each is an entry of the order item, which must stay far below DynamoDB's 400 KB
+# (25 lines of 99 units returned one at a time would be 2,475 entries); the last may take every unit left.
+MAX_RETURNS_PER_ORDER = 10
 MAX_REASON_LENGTH = 500  # a return request's reason, a rejection's reason
 MAX_CARRIER_LENGTH = 100
 MAX_TRACKING_NUMBER_LENGTH = 100

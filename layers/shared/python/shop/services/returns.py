@@ -1,6 +1,8 @@
 """Returns per line: which units a return may take back, what an accepted one refunds, what it takes off sales.
 
-- A return asks for units of the order's lines by variant (absent: every unit not returned yet). Two entries of one
+- A return asks for units of the order's lines by variant (absent: every unit not returned yet). An order takes
+  at most MAX_RETURNS_PER_ORDER returns (each is an entry of the order item), so the last takes every unit left
+  (TooManyReturns, 409, otherwise). Two entries of one
   variant are one request for their sum; a variant the order does not hold is InvalidReturnLines (422); more units
   than are left to return is ReturnQuantityExceeded (409).
 - An accepted return refunds its units' share of what was paid for their lines (their line total less their discount
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from shop import errors
+from shop.limits import MAX_RETURNS_PER_ORDER
 from shop.models.orders import (
     Order,
     OrderLine,
@@ -26,10 +29,12 @@ from shop.services.order_total import PricedLine, Total, refund
 
 
 def asked_units(order: Order, asked: Sequence[ReturnLine] | None) -> dict[str, int]:
-    """Variant id -> units a return asks for (`asked` None: everything not returned yet), within what is left."""
+    """Variant id -> units a return asks for (`asked` None: everything not returned yet), within what is left. An
+    order takes at most MAX_RETURNS_PER_ORDER returns, so the last of them takes every unit left (TooManyReturns)."""
     left = units_left(order)
+    everything = {variant: units for variant, units in left.items() if units > 0}
     if asked is None:
-        return {variant: units for variant, units in left.items() if units > 0}
+        return everything
     wanted: dict[str, int] = {}
     for line in asked:
         wanted[line.variant_id] = wanted.get(line.variant_id, 0) + line.quantity
@@ -46,6 +51,11 @@ def asked_units(order: Order, asked: Sequence[ReturnLine] | None) -> dict[str, i
                 "left": {variant: left[variant] for variant in over},
                 "asked": {variant: wanted[variant] for variant in over},
             },
+        )
+    if len(order.returns) >= MAX_RETURNS_PER_ORDER - 1 and wanted != everything:
+        raise errors.TooManyReturns(
+            f"an order takes at most {MAX_RETURNS_PER_ORDER} returns: the last takes every unit left",
+            {"max_returns": MAX_RETURNS_PER_ORDER, "left": everything},
         )
     return wanted
 
