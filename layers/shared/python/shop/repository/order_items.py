@@ -34,9 +34,9 @@ def order_from_items(items: list[dict[str, Any]]) -> Order:
     latest_recorded = int(recorded[-1]["version"]) if recorded else 1
     if int(header["version"]) > latest_recorded:
         history.append(latest_entry(header))
-    discounts = next((i for i in items if i["SK"] == keys.ORDER_DISCOUNTS_SK), None)
-    promotions = discounts["promotions"] if discounts is not None else []
-    return Order.model_validate({**header, "promotions": promotions, "history": [h.model_dump() for h in history]})
+    discounts = next((i for i in items if i["SK"] == keys.ORDER_DISCOUNTS_SK), None) or {}
+    beside = {"promotions": discounts.get("promotions") or [], "counted_promotions": discounts.get("counted") or []}
+    return Order.model_validate({**header, **beside, "history": [h.model_dump() for h in history]})
 
 
 def _absence(items: list[dict[str, Any]]) -> errors.DomainError:
