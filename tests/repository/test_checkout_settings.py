@@ -108,19 +108,10 @@ def test_an_orders_promotions_are_an_item_beside_it_read_with_it_and_archived_wi
     from shop import wiring
     from shop.repository.order_archive import OrderArchivalRepository
     from shop.services.orders import RequestedLine
-    from tests.support.factories import ADDRESS, ALICE, product
+    from tests.support.factories import ADDRESS, ALICE, percent_code, product
 
     settings = CheckoutSettingsService(CheckoutSettingsRepository(store.table))
-    settings.create_promotion(
-        ADMIN,
-        kind="percent",
-        value=10,
-        code="TEN",
-        automatic=False,
-        min_subtotal_cents=0,
-        starts_at=None,
-        ends_at=None,
-    )
+    percent_code(settings, "TEN")
     pids = [product(store.table, price_cents=price, stock=10) for price in (1999, 4550, 333)]
     orders = wiring.order_service(store.table)
     lines = [RequestedLine(pid, quantity) for pid, quantity in zip(pids, (3, 1, 7), strict=True)]

@@ -23,7 +23,7 @@ from shop.services.orders import RequestedLine
 from shop.services.sales import CUTOVER_MARGIN_SECONDS
 from tests.stream.conftest import dump
 from tests.support.calls import counting
-from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, product
+from tests.support.factories import ADDRESS, ADMIN, ALICE, parcel, percent_code, product
 from tests.support.streams import StreamReader, forget_instance_memo, only
 
 # Each test's table is new: so is the processor instance's memo.
@@ -465,16 +465,7 @@ def test_an_unlimited_codes_uses_are_counted_with_the_confirmations_exactly_once
     a cancel before confirmation and a return change nothing. Replayed and reversed, the count stays."""
     a = product(store.table, name="A", price_cents=1000, stock=50)
     orders = wiring.order_service(store.table)
-    code = orders.checkout.create_promotion(
-        ADMIN,
-        kind="percent",
-        value=10,
-        code="OPEN10",
-        automatic=False,
-        min_subtotal_cents=0,
-        starts_at=None,
-        ends_at=None,
-    )
+    code = percent_code(orders.checkout, "OPEN10")
     reader = StreamReader(store)
     kept: list[dict[str, Any]] = []
 

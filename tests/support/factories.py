@@ -38,3 +38,18 @@ def parcel() -> Any:
     from shop.services.orders import ShipmentIn
 
     return ShipmentIn("DHL", "JD014600006281234567")
+
+
+def percent_code(checkout: Any, code: str, value: int = 10) -> Any:
+    """A code of `value` % off without a usage limit, created by the admin through `checkout` (a
+    CheckoutSettingsService, on the table or the memory store)."""
+    return checkout.create_promotion(
+        ADMIN,
+        kind="percent",
+        value=value,
+        code=code,
+        automatic=False,
+        min_subtotal_cents=0,
+        starts_at=None,
+        ends_at=None,
+    )

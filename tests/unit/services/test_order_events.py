@@ -14,7 +14,7 @@ from shop.models import OrderStatus
 from shop.models.events import DetailType
 from shop.services.orders import RequestedLine
 from shop.services.stream_outcome import Action
-from tests.support.factories import ADDRESS, ADMIN, ALICE
+from tests.support.factories import ADDRESS, ADMIN, ALICE, percent_code
 from tests.support.memory_store import MemoryStore
 from tests.support.memory_stream import MemoryStream, order_events_service
 from tests.unit.services.test_orders import hold, place_one, product, run_stream, settle
@@ -202,16 +202,7 @@ def test_the_stream_publishes_a_lapse_a_dispute_and_a_provider_refund_once_each(
 def test_an_unlimited_codes_use_counts_with_the_confirmation_and_goes_back_with_a_cancel_after(memory, memory_stream):
     pid = new_product(memory)
     orders = memory.order_service()
-    code = orders.checkout.create_promotion(
-        ADMIN,
-        kind="percent",
-        value=10,
-        code="OPEN",
-        automatic=False,
-        min_subtotal_cents=0,
-        starts_at=None,
-        ends_at=None,
-    )
+    code = percent_code(orders.checkout, "OPEN")
     placed = orders.place(ALICE, address=ADDRESS, lines=[RequestedLine(pid, 1)], promo_code="open")
     assert placed.counted_promotions == [code.promotion_id]
     processor = order_events_service(memory, memory_stream)
