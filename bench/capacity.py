@@ -170,6 +170,60 @@ def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]
     }
 
 
+# Version 4's additions to the order's life (issue 38 asks them priced apart), each recognised by the keys it reads or
+# writes: (name, what it is, written partition prefix or sort key, checked partition prefix, read sort key).
+VERSION_4_PARTS = (
+    ("checkout_settings_check", "the placement's ConditionCheck of a copy of the checkout settings (decision 076)"),
+    ("discounts_item", "the order's DISCOUNTS item: the promotions it was priced with (decision 077)"),
+    ("limited_code_uses", "a limited code's counter and the customer's count, in the placement (decision 078)"),
+    (
+        "unlimited_code_count",
+        "an unlimited code's counter in the confirmation's count, and the DISCOUNTS read before it (decision 080)",
+    ),
+)
+
+
+def version_4_units(measurements: dict[str, Measurement | None]) -> dict[str, Any]:
+    """Version 4's parts of the life's units, from the calls' keys; shipping and tax add no item or unit of their
+    own (a few fields of the order item, which stays under 1 KB in the bench's order)."""
+    wru = dict.fromkeys((name for name, _ in VERSION_4_PARTS), 0.0)
+    rru = dict.fromkeys(wru, 0.0)
+    for m in measurements.values():
+        for call in m.calls if m is not None else ():
+            for item in call.checked_items:
+                if str(item["key"]).startswith("CHECKOUT_VERSION#"):
+                    wru["checkout_settings_check"] += item["wru"]
+            for written in call.written_items:
+                units = written["table_wru"] + sum(u for _, u in written["gsi1"])
+                if written.get("sk") == "DISCOUNTS":
+                    wru["discounts_item"] += units
+                elif str(written["pk"]).startswith(("PROMO_USES#", "PROMO_CUSTOMER#")):
+                    wru["limited_code_uses"] += units
+                elif str(written["pk"]).startswith("PROMO_COUNT#"):
+                    wru["unlimited_code_count"] += units
+            key = call.params.get("Key") if call.operation == "GetItem" else None
+            if isinstance(key, dict) and key.get("SK", {}).get("S") == "DISCOUNTS":
+                rru["unlimited_code_count"] += call.capacity
+    parts = {
+        name: {
+            "what": what,
+            "wru": wru[name],
+            "rru": rru[name],
+            "usd_per_million_orders": usd_per_million(wru[name], rru[name]),
+        }
+        for name, what in VERSION_4_PARTS
+    }
+    total_w, total_r = sum(wru.values()), sum(rru.values())
+    return {
+        "parts": parts,
+        "wru": total_w,
+        "rru": total_r,
+        "usd_per_million_orders": usd_per_million(total_w, total_r),
+        "shipping_and_tax": "no unit of their own: the shipping charged, the rate and the option are a few fields of "
+        "the order item, which stays under 1 KB in the bench's order; variants have not landed (issue 36)",
+    }
+
+
 def cost(cap: dict[str, Any]) -> dict[str, Any]:
     parts = cap["order_life"]["parts"]
 

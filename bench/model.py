@@ -133,6 +133,7 @@ class Accountant:
             owner.written_items.append(
                 {
                     "pk": (key or "").split("|", 1)[0],
+                    "sk": (key or "").split("|", 1)[-1],
                     "table_wru": factor * table,
                     "gsi1": [(pk, factor * units) for pk, units in gsi_writes],
                 }

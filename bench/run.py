@@ -58,7 +58,7 @@ def log(message: str) -> None:
 
 
 def _phase_routes(config: Config, results: dict[str, Any], ctx: dict[str, Any]) -> None:
-    from bench.capacity import capacity, cost
+    from bench.capacity import capacity, cost, version_4_units
     from bench.hooks import Recorder
     from bench.lambdas import Functions
     from bench.payments import payments_on
@@ -84,6 +84,7 @@ def _phase_routes(config: Config, results: dict[str, Any], ctx: dict[str, Any]) 
     results["read_amplification"] = scenario.read_amplification()
     results["capacity"] = capacity(scenario.capacity_parts(), scenario.per_operation())
     results["cost_per_million_orders_usd"] = cost(results["capacity"])
+    results["cost_per_million_orders_usd"]["version_4_parts"] = version_4_units(scenario.capacity_parts())
     results["whole_bill_per_million_orders_usd"] = _whole_bill(scenario, results["cost_per_million_orders_usd"])
     if functions.errors:
         results["round_trips"]["functions_missing"] = functions.errors

@@ -113,6 +113,17 @@ def test_capacity_and_cost_have_their_breakdown(smoke):
     assert 0 < cost["provisioned_at_70_percent_usd"] < cost["value"]  # at a steady rate, held capacity is cheaper
 
 
+def test_version_4s_additions_are_priced_apart(smoke):
+    v4 = smoke["cost_per_million_orders_usd"]["version_4_parts"]
+    parts = v4["parts"]
+    assert parts["checkout_settings_check"]["wru"] == 2  # a ConditionCheck of a copy under 1 KB
+    assert parts["discounts_item"]["wru"] == 2  # the bench's code applies: its DISCOUNTS item, transactional
+    assert parts["unlimited_code_count"]["wru"] == 2  # BENCH10 has no limit: counted in the confirmation's count
+    assert parts["unlimited_code_count"]["rru"] == 1  # the DISCOUNTS item read (strongly consistent) before it
+    assert v4["wru"] == sum(p["wru"] for p in parts.values())
+    assert v4["wru"] <= smoke["cost_per_million_orders_usd"]["units_per_order"]["wru"]
+
+
 def test_the_whole_bill_prices_every_service_of_the_life(smoke):
     bill = smoke["whole_bill_per_million_orders_usd"]
     parts = bill["parts_usd"]
