@@ -1,4 +1,4 @@
-"""The whole AWS bill of one paid order's life (issue 38), not DynamoDB's alone: each service at its published
+"""The whole AWS bill of one paid order's life, not DynamoDB's alone: each service at its published
 on-demand price (us-east-1), from what the bench's order life did.
 
 - API Gateway HTTP API: one request per HTTP call of the life (placement, the provider's webhook, the status

@@ -170,8 +170,8 @@ def capacity(parts: dict[str, Measurement | None], per_operation: dict[str, Any]
     }
 
 
-# Version 4's additions to the order's life (issue 38 asks them priced apart), each recognised by the keys it reads or
-# writes: (name, what it is, written partition prefix or sort key, checked partition prefix, read sort key).
+# Version 4's additions to the order's life, priced apart: (name, what it is); version_4_units recognises each by
+# the keys the life's calls read, write or check.
 VERSION_4_PARTS = (
     ("checkout_settings_check", "the placement's ConditionCheck of a copy of the checkout settings (decision 076)"),
     ("discounts_item", "the order's DISCOUNTS item: the promotions it was priced with (decision 077)"),
@@ -220,7 +220,7 @@ def version_4_units(measurements: dict[str, Measurement | None]) -> dict[str, An
         "rru": total_r,
         "usd_per_million_orders": usd_per_million(total_w, total_r),
         "shipping_and_tax": "no unit of their own: the shipping charged, the rate and the option are a few fields of "
-        "the order item, which stays under 1 KB in the bench's order; variants have not landed (issue 36)",
+        "the order item, which stays under 1 KB in the bench's order; variants have not landed",
     }
 
 

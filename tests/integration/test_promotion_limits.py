@@ -1,4 +1,4 @@
-"""A code's usage limit on DynamoDB Local with real threads (issue 37; docs/decisions.md, 078): 12 concurrent
+"""A code's usage limit on DynamoDB Local with real threads (docs/decisions.md, 078): 12 concurrent
 checkouts of a code with `usage_limit` 3 place exactly 3 orders with it, the rest answered PROMO_CODE_EXHAUSTED with
 nothing written; a cancel gives one use back (once, in its own transaction) and a 4th checkout takes it; an order
 that expires unpaid gives its use back as well. The counters are the promotion's, each its own partition."""
