@@ -23,6 +23,9 @@ from local_runtime.ttl import TtlDeletions
 
 log = logging.getLogger("local_runtime.poller")
 IDLE_SLEEP_S = 0.25
+# The stream's ARN is read once, and its shard list again only after a shard closed or this long: an idle pass is
+# then one GetRecords per open shard, not DescribeTable + DescribeStream + GetRecords (an idle stack's CPU).
+SHARD_LIST_MAX_AGE_S = 2.0
 
 
 class StreamPoller:
@@ -55,6 +58,9 @@ class StreamPoller:
         self._checkpoints: dict[str, str] = self._load_checkpoints()
         self._iterators: dict[str, str | None] = {}
         self._closed: set[str] = set()
+        self._arn: str | None = None
+        self._shard_list: list[dict[str, Any]] = []
+        self._shard_list_read_at = -SHARD_LIST_MAX_AGE_S
         self.invocations = 0
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -82,6 +88,8 @@ class StreamPoller:
             log.exception("stream poller error; resuming from the checkpoints")
             self._iterators.clear()
             self._closed.clear()
+            self._arn = None
+            self._shard_list_read_at = -SHARD_LIST_MAX_AGE_S
             return False
 
     # -- one pass over the shards -----------------------------------------------------------------
@@ -94,8 +102,14 @@ class StreamPoller:
 
     def poll_once(self) -> bool:
         """Read every shard once; True when any record was seen."""
-        arn = self.stream_arn()
-        shards = self._shards(arn)
+        if self._arn is None:
+            self._arn = self.stream_arn()
+        arn = self._arn
+        if time.monotonic() - self._shard_list_read_at >= SHARD_LIST_MAX_AGE_S:
+            self._shard_list = self._shards(arn)
+            self._shard_list_read_at = time.monotonic()
+        shards = self._shard_list
+        closed_before = len(self._closed)
         worked = False
         for shard in shards:
             shard_id = shard["ShardId"]
@@ -105,6 +119,8 @@ class StreamPoller:
             if parent and parent in {s["ShardId"] for s in shards} and parent not in self._closed:
                 continue  # per-partition order: finish the parent first
             worked |= self._poll_shard(arn, shard_id)
+        if len(self._closed) > closed_before:  # its children are new shards: list them on the next pass
+            self._shard_list_read_at = -SHARD_LIST_MAX_AGE_S
         return worked
 
     def _shards(self, arn: str) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ import pytest
 import requests
 
 from local_runtime import auth, failures
+from local_runtime import poller as poller_module
 from local_runtime.dynamodb_local import DynamoDBLocal, create_table
 from local_runtime.functions import Functions, InvokeResult
 from local_runtime.gateway import Gateway, swagger_assets_dir
@@ -239,7 +240,7 @@ def test_a_body_over_the_http_apis_10_mb_limit_is_413_without_reading_it(gateway
 
 
 @pytest.mark.integration
-def test_poller_filters_batches_retries_and_dead_letters(copied_mini_app, tmp_path):
+def test_poller_filters_batches_retries_and_dead_letters(copied_mini_app, tmp_path, monkeypatch):
     mapping = copied_mini_app.mappings[0]
     batches = copied_mini_app.function("order_events").code_dir / "batches.jsonl"
     batches.unlink(missing_ok=True)
@@ -267,8 +268,12 @@ def test_poller_filters_batches_retries_and_dead_letters(copied_mini_app, tmp_pa
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not poller.poll_once():
                 time.sleep(0.2)
+            monkeypatch.setattr(poller_module, "SHARD_LIST_MAX_AGE_S", 3600.0)  # passes a loaded machine spaces out
+            idle_calls = _calls_of_idle_passes(poller, 3)
         finally:
             functions.close()
+    # an idle pass reads each open shard and nothing else: the ARN and the shard list are kept between passes
+    assert idle_calls == ["GetRecords"] * 3
     delivered = [json.loads(line) for line in batches.read_text().splitlines()]
     keys = [[r["dynamodb"]["Keys"]["PK"]["S"] for r in b["Records"]] for b in delivered]
     # first the whole batch, then retries from the poison record (1 + 3 retries), never the product
@@ -282,6 +287,19 @@ def test_poller_filters_batches_retries_and_dead_letters(copied_mini_app, tmp_pa
     records = failures.event_of(failed[0])["Records"]
     assert [r["dynamodb"]["Keys"]["PK"]["S"] for r in records] == ["ORDER#1", "ORDER#2"]
     assert json.loads((tmp_path / "stream-checkpoints-order_events.json").read_text())
+
+
+def _calls_of_idle_passes(poller: StreamPoller, passes: int) -> list[str]:
+    calls: list[str] = []
+
+    def record(model, **_):
+        calls.append(model.name)
+
+    for client in (poller.dynamodb, poller.streams):
+        client.meta.events.register("before-call.*", record)
+    for _ in range(passes):
+        assert poller.poll_once() is False
+    return calls
 
 
 def _order(client, n: int) -> None:
