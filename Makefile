@@ -279,8 +279,9 @@ scale: migrate-10k
 	CATEGORY_MOVE_PRODUCTS=5000 CATEGORY_MOVE_TEST_STEP=100 \
 	  $(PY) -m pytest tests/integration/test_category_move.py -n 0 -k many_products $(PYTEST_ARGS)
 
-# The schemathesis run of make test alone (every operation, phase and check of schemathesis.toml, its 15 examples per
-# operation) on the local stack; E2E_FUZZ_MAX_EXAMPLES=<n> for more.
+# The schemathesis run of make test alone at the config's full size (every operation, phase and check of
+# schemathesis.toml, its 15 examples per operation, where make test runs 5) on the local stack;
+# E2E_FUZZ_MAX_EXAMPLES=<n> for more.
 fuzz: setup synth
 	E2E_FUZZ_MAX_EXAMPLES=$(or $(E2E_FUZZ_MAX_EXAMPLES),config) $(PY) -m pytest tests/e2e/test_fuzz.py -n 0 -k schemathesis_finds_nothing $(PYTEST_ARGS)
 
