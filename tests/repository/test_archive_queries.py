@@ -20,7 +20,11 @@ BUCKET = "shop-test-order-archive"
 PRICES = {"p1": 250, "p2": 1000, "p3": 100}
 
 
-def order(order_id: str, status: str, day: str, lines: dict[str, int]) -> Order:
+def order(
+    order_id: str, status: str, day: str, lines: dict[str, int], returns: tuple[dict[str, int], ...] = ()
+) -> Order:
+    """`returns`: the accepted returns, each the units given back by product (one variant each), refunded at
+    the unit price."""
     at = f"{day}T10:00:00Z"
     return Order.model_validate(
         {
@@ -49,6 +53,17 @@ def order(order_id: str, status: str, day: str, lines: dict[str, int]) -> Order:
                 "country": "BE",
             },
             "history": [{"status": "PENDING", "at": at}, {"status": status, "at": at}],
+            "returns": [
+                {
+                    "version": 5 + index,
+                    "accepted_at": at,
+                    "lines": [{"variant_id": p, "quantity": q, "refund_cents": PRICES[p] * q} for p, q in back.items()],
+                    "shipping_refund_cents": 0,
+                    "refund_cents": sum(PRICES[p] * q for p, q in back.items()),
+                    "refunded_cents": sum(PRICES[p] * q for p, q in back.items()),
+                }
+                for index, back in enumerate(returns)
+            ],
         }
     )
 
@@ -60,6 +75,9 @@ ORDERS = [
     order("o4", "CANCELLED", "2025-03-05", {"p2": 5}),
     order("o5", "DELIVERED", "2025-04-01", {"p3": 4}),
     order("o6", "RETURNED", "2025-04-01", {"p2": 1}),
+    # o3 and o6 were returned before returns per line (no returns listed): every unit came back
+    order("o7", "PARTIALLY_RETURNED", "2025-04-01", {"p1": 4, "p3": 2}, returns=({"p1": 1},)),
+    order("o8", "RETURNED", "2025-04-02", {"p2": 2}, returns=({"p2": 1}, {"p2": 1})),
 ]
 
 
@@ -81,26 +99,27 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return target
 
 
-def test_revenue_by_day_counts_delivered_orders_on_the_day_they_were_placed(archive):
+def test_revenue_by_day_is_what_orders_kept_on_the_day_they_were_placed(archive):
     assert run("revenue-by-day", archive) == [
         {"order_day": "2025-03-04", "orders": 2, "revenue_cents": 2250},
-        {"order_day": "2025-04-01", "orders": 1, "revenue_cents": 400},
+        # o5 400, and o7's 1,200 less its return's 250; the returned o6 kept nothing
+        {"order_day": "2025-04-01", "orders": 2, "revenue_cents": 1350},
     ]
 
 
-def test_top_products_by_units_of_delivered_orders(archive):
+def test_top_products_by_the_units_delivered_orders_kept(archive):
     assert run("top-products-by-units", archive) == [
-        {"product_id": "p1", "units": 5, "revenue_cents": 1250},
-        {"product_id": "p3", "units": 4, "revenue_cents": 400},
+        {"product_id": "p1", "units": 8, "revenue_cents": 2000},  # o7 kept 3 of its 4, 750 of its line's 1,000
+        {"product_id": "p3", "units": 6, "revenue_cents": 600},
         {"product_id": "p2", "units": 1, "revenue_cents": 1000},
     ]
 
 
-def test_return_rate_by_product_over_delivered_and_returned_units(archive):
+def test_return_rate_by_product_counts_the_units_each_return_gave_back(archive):
     assert run("return-rate-by-product", archive) == [
-        {"product_id": "p2", "units_returned": 1, "units_delivered": 2, "return_rate": 0.5},
-        {"product_id": "p1", "units_returned": 1, "units_delivered": 6, "return_rate": 0.1667},
-        {"product_id": "p3", "units_returned": 0, "units_delivered": 4, "return_rate": 0.0},
+        {"product_id": "p2", "units_returned": 3, "units_delivered": 4, "return_rate": 0.75},
+        {"product_id": "p1", "units_returned": 2, "units_delivered": 10, "return_rate": 0.2},
+        {"product_id": "p3", "units_returned": 0, "units_delivered": 6, "return_rate": 0.0},
     ]
 
 
@@ -118,3 +137,12 @@ def test_the_command_prints_one_json_row_a_line(archive, capsys: Any):
     assert main(["--name", "revenue-by-day", "--archive-dir", str(archive)]) == 0
     assert capsys.readouterr().out.splitlines()[0] == '{"order_day": "2025-03-04", "orders": 2, "revenue_cents": 2250}'
     assert main(["--name", "nothing"]) == 2
+
+
+def test_athenas_unnesting_names_every_field_of_a_return_in_the_glue_types_order():
+    from local_runtime.archive_query import _split_top_level
+
+    glue = dict(archive_queries.COLUMNS)["returns"].removeprefix("array<struct<").removesuffix(">>")
+    assert tuple(field.split(":", 1)[0] for field in _split_top_level(glue)) == archive_queries.RETURN_FIELDS
+    lines = dict(field.split(":", 1) for field in _split_top_level(glue))["lines"]
+    assert lines == "array<struct<variant_id:string,quantity:int,refund_cents:bigint>>"  # u(...) in athena_sources
