@@ -216,9 +216,19 @@ def cmd_dev(args: argparse.Namespace) -> int:
                     flush=True,
                 )
         threading.Thread(target=server.serve_forever, name="gateway", daemon=True).start()
-        for mapping in app.mappings:
-            if mapping.table is None or not mapping.enabled:
-                continue
+        mappings = [m for m in app.mappings if m.table is not None and m.enabled]
+        if args.ttl_interval > 0 and app.table.spec.ttl_attribute:
+            # fed by the pollers' records, it scans the table at its first sweep and every few minutes only
+            ttl = TtlEmulator(
+                client,
+                table_name,
+                attribute=app.table.spec.ttl_attribute,
+                key_names=_key_names(app.table.spec),
+                deletions=ttl_deletions,
+                interval=args.ttl_interval,
+                fed_by_stream=bool(mappings),
+            )
+        for mapping in mappings:
             pollers.append(
                 StreamPoller(
                     mapping,
@@ -228,17 +238,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
                     invoke=functools.partial(invoke, mapping.function),
                     state_dir=state_dir,
                     ttl_deletions=ttl_deletions,
+                    observe=ttl.observe if ttl is not None else None,
                 ).start()
             )
-        if args.ttl_interval > 0 and app.table.spec.ttl_attribute:
-            ttl = TtlEmulator(
-                client,
-                table_name,
-                attribute=app.table.spec.ttl_attribute,
-                key_names=_key_names(app.table.spec),
-                deletions=ttl_deletions,
-                interval=args.ttl_interval,
-            ).start()
+        if ttl is not None:
+            ttl.start()
         if args.schedule_interval != 0:
             scheduler = Scheduler(app.schedules, invoke, interval_s=args.schedule_interval)
             if scheduler:

@@ -40,6 +40,7 @@ class StreamPoller:
         state_dir: pathlib.Path,
         region: str = "us-east-1",
         ttl_deletions: TtlDeletions | None = None,
+        observe: Callable[[list[dict[str, Any]]], None] | None = None,
     ) -> None:
         self.mapping = mapping
         self.dynamodb = dynamodb
@@ -49,6 +50,7 @@ class StreamPoller:
         self.state_dir = pathlib.Path(state_dir)
         self.region = region
         self.ttl_deletions = ttl_deletions  # the TTL emulator's deletes: their REMOVEs get the service's identity
+        self.observe = observe  # given every record read, before the mapping's filters (the TTL emulator's watch)
         self.failures = failures.DirectoryStore(self.state_dir / failures.LOCAL_DIR)
         # One file per consumer: two functions on one stream (order_events, payment_steps) each resume from their own
         # position; a shared file let one consumer's checkpoint skip records the other had not processed.
@@ -161,6 +163,8 @@ class StreamPoller:
             records = [events.stream_record(r, arn, self.region) for r in raw_records]
             if self.ttl_deletions is not None:
                 self.ttl_deletions.mark(records)
+            if self.observe is not None:
+                self.observe(records)
             self._deliver(arn, shard_id, records)
         if next_iterator is None:
             self._closed.add(shard_id)

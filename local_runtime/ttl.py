@@ -18,6 +18,8 @@ mapping's filters and the processor see it as on AWS.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import threading
 import time
@@ -29,6 +31,9 @@ log = logging.getLogger("local_runtime.ttl")
 TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 FIVE_YEARS_S = 5 * 365 * 86_400
 DEFAULT_INTERVAL_S = 2.0
+# Fed by the stream, the emulator scans the table only at its first sweep and then this often, as a safety net: a
+# Scan of 20,000 items took DynamoDB Local 0.65 s of CPU, so one every 2 s kept a core a third busy.
+DEFAULT_RESCAN_S = 300.0
 
 KeyId = tuple[tuple[str, str], ...]  # an item's key in DynamoDB JSON, hashable: ((name, value), ...)
 
@@ -98,6 +103,8 @@ class TtlEmulator:
         deletions: TtlDeletions,
         interval: float = DEFAULT_INTERVAL_S,
         now: Callable[[], float] = time.time,
+        fed_by_stream: bool = False,
+        rescan_s: float = DEFAULT_RESCAN_S,
     ) -> None:
         self.client = client
         self.table_name = table_name
@@ -106,25 +113,86 @@ class TtlEmulator:
         self.deletions = deletions
         self.interval = interval
         self.now = now
+        # With `observe` given every record of the table's stream (the pollers do), each interval deletes what came
+        # due among the TTLs seen, and a Scan runs only at the first sweep and every `rescan_s`; else every sweep
+        # is a Scan.
+        self.fed_by_stream = fed_by_stream
+        self.rescan_s = rescan_s
         self.deleted = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._current: dict[KeyId, tuple[str, dict[str, Any]]] = {}  # each key's TTL value as last seen, its key
+        self._due: list[tuple[int, int, KeyId, str]] = []  # a heap: (epoch second, tie, key, TTL value)
+        self._ties = itertools.count()
 
-    def expired(self) -> list[tuple[dict[str, Any], str]]:
-        """(key, TTL value) of every item whose TTL passed (a Scan: local tooling only)."""
+    # -- the TTLs seen on the stream ----------------------------------------------------------------
+    def observe(self, records: list[dict[str, Any]]) -> None:
+        """The table's stream records as a poller reads them (all of them, before its mapping's filters)."""
+        for record in records:
+            data = record.get("dynamodb") or {}
+            key = {name: value for name, value in (data.get("Keys") or {}).items() if name in self.key_names}
+            if len(key) != len(self.key_names):
+                continue
+            value = ((data.get("NewImage") or {}).get(self.attribute) or {}).get("N")
+            self._expect(key, value if isinstance(value, str) else None)
+
+    def _expect(self, key: dict[str, Any], value: str | None) -> None:
+        ident = key_id(key, self.key_names)
+        with self._lock:
+            if value is None:
+                self._current.pop(ident, None)
+                return
+            if self._current.get(ident, (None,))[0] == value:
+                return
+            self._current[ident] = (value, key)
+            heapq.heappush(self._due, (_epoch(value), next(self._ties), ident, value))
+            if len(self._due) > 2 * len(self._current) + 1024:  # superseded TTLs: keep only the current ones
+                self._due = [(_epoch(v), next(self._ties), i, v) for i, (v, _) in self._current.items()]
+                heapq.heapify(self._due)
+
+    def seed(self) -> None:
+        """Every TTL in the table (a Scan), as if each item had just been seen on the stream."""
+        for key, value in self.expired(every=True):
+            self._expect(key, value)
+
+    def came_due(self) -> list[tuple[dict[str, Any], str]]:
+        """(key, TTL value) of the TTLs seen whose time has come, each taken off the watch."""
+        now = int(self.now())
+        found = []
+        with self._lock:
+            while self._due and self._due[0][0] <= now:
+                at, _, ident, value = heapq.heappop(self._due)
+                current = self._current.get(ident)
+                if current is None or current[0] != value:
+                    continue  # superseded, or gone
+                del self._current[ident]
+                if at >= now - FIVE_YEARS_S:  # the service ignores values over five years old
+                    found.append((current[1], value))
+        return found
+
+    def sweep_due(self) -> int:
+        """Delete the items whose TTL seen has passed; how many were deleted. One the item's change had not
+        reached the watch yet (its condition fails) is read again and watched at the TTL it has."""
+        return self._delete(self.came_due(), reread=True)
+
+    def expired(self, *, every: bool = False) -> list[tuple[dict[str, Any], str]]:
+        """(key, TTL value) of every item whose TTL passed (`every`: of every item with a TTL within five years of
+        now, passed or not) (a Scan: local tooling only)."""
         now = int(self.now())
         names = {f"#k{i}": name for i, name in enumerate(self.key_names)} | {"#ttl": self.attribute}
+        # a TTL attribute that is not a Number is ignored, as the service does
+        condition = "attribute_type(#ttl, :number) AND #ttl >= :oldest"
+        values = {":number": {"S": "N"}, ":oldest": {"N": str(now - FIVE_YEARS_S)}}
+        if not every:
+            condition += " AND #ttl <= :now"
+            values[":now"] = {"N": str(now)}
         kwargs: dict[str, Any] = {
             "TableName": self.table_name,
-            # a TTL attribute that is not a Number is ignored, as the service does
-            "FilterExpression": "attribute_type(#ttl, :number) AND #ttl <= :now AND #ttl >= :oldest",
+            "FilterExpression": condition,
             "ProjectionExpression": ", ".join(names),
             "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": {
-                ":number": {"S": "N"},
-                ":now": {"N": str(now)},
-                ":oldest": {"N": str(now - FIVE_YEARS_S)},
-            },
+            "ExpressionAttributeValues": values,
             "ConsistentRead": True,
         }
         found: list[tuple[dict[str, Any], str]] = []
@@ -137,9 +205,12 @@ class TtlEmulator:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def sweep(self) -> int:
-        """Delete every expired item once; how many were deleted."""
+        """Delete every expired item once (a Scan); how many were deleted."""
+        return self._delete(self.expired(), reread=False)
+
+    def _delete(self, expired: list[tuple[dict[str, Any], str]], *, reread: bool) -> int:
         deleted = 0
-        for key, ttl_value in self.expired():
+        for key, ttl_value in expired:
             self.deletions.add(key, ttl_value)  # before the delete: a reader may see its REMOVE at once
             try:
                 self.client.delete_item(
@@ -151,6 +222,8 @@ class TtlEmulator:
                 )
             except self.client.exceptions.ConditionalCheckFailedException:
                 self.deletions.discard(key)  # changed meanwhile (a new TTL, or deleted): not expired any more
+                if reread:
+                    self._reread(key)
                 continue
             except Exception:
                 self.deletions.discard(key)
@@ -158,6 +231,17 @@ class TtlEmulator:
             deleted += 1
         self.deleted += deleted
         return deleted
+
+    def _reread(self, key: dict[str, Any]) -> None:
+        item = self.client.get_item(
+            TableName=self.table_name,
+            Key=key,
+            ProjectionExpression="#ttl",
+            ExpressionAttributeNames={"#ttl": self.attribute},
+            ConsistentRead=True,
+        ).get("Item")
+        value = ((item or {}).get(self.attribute) or {}).get("N")
+        self._expect(key, value if isinstance(value, str) else None)
 
     def start(self) -> TtlEmulator:
         self._thread = threading.Thread(target=self._run, name="ttl-emulator", daemon=True)
@@ -170,11 +254,25 @@ class TtlEmulator:
             self._thread.join(timeout)
 
     def _run(self) -> None:
+        rescan_at = 0.0
         while not self._stop.wait(self.interval):
             try:
-                removed = self.sweep()
+                if self.fed_by_stream:
+                    if time.monotonic() >= rescan_at:
+                        self.seed()
+                        rescan_at = time.monotonic() + self.rescan_s
+                    removed = self.sweep_due()
+                else:
+                    removed = self.sweep()
             except Exception:
                 log.exception("TTL sweep failed; trying again in %.1f s", self.interval)
                 continue
             if removed:
                 log.info("TTL removed %d expired item(s)", removed)
+
+
+def _epoch(value: str) -> int:
+    try:
+        return int(float(value))
+    except ValueError:
+        return 0

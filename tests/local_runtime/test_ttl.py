@@ -147,3 +147,70 @@ def test_an_item_dynamodb_local_expires_by_itself_reaches_order_events_as_a_ttl_
         assert "Item" not in client.get_item(TableName=name, Key=key, ConsistentRead=True)
     finally:
         client.delete_table(TableName=name)
+
+
+def scans_during(store: Any, action: Any) -> int:
+    made: list[str] = []
+
+    def record(model, **_):
+        made.append(model.name)
+
+    store.client.meta.events.register("before-call.dynamodb.Scan", record)
+    try:
+        action()
+    finally:
+        store.client.meta.events.unregister("before-call.dynamodb.Scan", record)
+    return len(made)
+
+
+@pytest.mark.dynamodb_semantics
+def test_fed_by_the_stream_it_deletes_what_came_due_without_a_scan(store):
+    reader = StreamReader(store)
+    put(store, "past", expires_at={"N": str(NOW - 10)})
+    put(store, "future", expires_at={"N": str(NOW + 60)})
+    put(store, "text-ttl", expires_at={"S": str(NOW - 10)})
+    put(store, "no-ttl")
+    ttl = emulator(store, TtlDeletions())
+    ttl.observe(reader.read())
+    assert scans_during(store, lambda: ttl.sweep_due()) == 0
+    assert keys(store) == {"future", "text-ttl", "no-ttl"}
+    ttl.now = lambda: NOW + 60
+    assert ttl.sweep_due() == 1
+    assert keys(store) == {"text-ttl", "no-ttl"}
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_ttl_changed_before_the_watch_saw_it_is_read_again_and_kept_until_its_new_time(store):
+    reader = StreamReader(store)
+    put(store, "renewed", expires_at={"N": str(NOW - 10)})
+    ttl = emulator(store, TtlDeletions())
+    ttl.observe(reader.read())
+    put(store, "renewed", expires_at={"N": str(NOW + 3600)})  # its record not yet read
+    assert ttl.sweep_due() == 0
+    assert keys(store) == {"renewed"}
+    ttl.now = lambda: NOW + 3600
+    assert ttl.sweep_due() == 1  # watched at the TTL it was read with
+    assert keys(store) == set()
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_later_record_of_the_same_key_replaces_the_ttl_watched_and_a_remove_ends_it(store):
+    reader = StreamReader(store)
+    put(store, "extended", expires_at={"N": str(NOW - 10)})
+    put(store, "extended", expires_at={"N": str(NOW + 60)})
+    put(store, "gone", expires_at={"N": str(NOW - 10)})
+    store.client.delete_item(TableName=store.table_name, Key={"PK": {"S": "gone"}, "SK": {"S": "X"}})
+    ttl = emulator(store, TtlDeletions())
+    ttl.observe(reader.read())
+    assert ttl.came_due() == []
+
+
+@pytest.mark.dynamodb_semantics
+def test_the_seed_watches_every_ttl_already_in_the_table(store):
+    put(store, "past", expires_at={"N": str(NOW - 10)})
+    put(store, "future", expires_at={"N": str(NOW + 60)})
+    put(store, "ancient", expires_at={"N": str(NOW - 6 * 365 * 86_400)})  # over five years old: ignored
+    ttl = emulator(store, TtlDeletions())
+    ttl.seed()
+    assert ttl.sweep_due() == 1
+    assert keys(store) == {"future", "ancient"}
