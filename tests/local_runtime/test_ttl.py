@@ -163,6 +163,13 @@ def scans_during(store: Any, action: Any) -> int:
     return len(made)
 
 
+def fed(store: Any, reader: StreamReader) -> TtlEmulator:
+    """An emulator that has seen every record of the table's stream so far."""
+    ttl = emulator(store, TtlDeletions())
+    ttl.observe(reader.read())
+    return ttl
+
+
 @pytest.mark.dynamodb_semantics
 def test_fed_by_the_stream_it_deletes_what_came_due_without_a_scan(store):
     reader = StreamReader(store)
@@ -170,9 +177,8 @@ def test_fed_by_the_stream_it_deletes_what_came_due_without_a_scan(store):
     put(store, "future", expires_at={"N": str(NOW + 60)})
     put(store, "text-ttl", expires_at={"S": str(NOW - 10)})
     put(store, "no-ttl")
-    ttl = emulator(store, TtlDeletions())
-    ttl.observe(reader.read())
-    assert scans_during(store, lambda: ttl.sweep_due()) == 0
+    ttl = fed(store, reader)
+    assert scans_during(store, ttl.sweep_due) == 0
     assert keys(store) == {"future", "text-ttl", "no-ttl"}
     ttl.now = lambda: NOW + 60
     assert ttl.sweep_due() == 1
@@ -183,8 +189,7 @@ def test_fed_by_the_stream_it_deletes_what_came_due_without_a_scan(store):
 def test_a_ttl_changed_before_the_watch_saw_it_is_read_again_and_kept_until_its_new_time(store):
     reader = StreamReader(store)
     put(store, "renewed", expires_at={"N": str(NOW - 10)})
-    ttl = emulator(store, TtlDeletions())
-    ttl.observe(reader.read())
+    ttl = fed(store, reader)
     put(store, "renewed", expires_at={"N": str(NOW + 3600)})  # its record not yet read
     assert ttl.sweep_due() == 0
     assert keys(store) == {"renewed"}
@@ -200,9 +205,7 @@ def test_a_later_record_of_the_same_key_replaces_the_ttl_watched_and_a_remove_en
     put(store, "extended", expires_at={"N": str(NOW + 60)})
     put(store, "gone", expires_at={"N": str(NOW - 10)})
     store.client.delete_item(TableName=store.table_name, Key={"PK": {"S": "gone"}, "SK": {"S": "X"}})
-    ttl = emulator(store, TtlDeletions())
-    ttl.observe(reader.read())
-    assert ttl.came_due() == []
+    assert fed(store, reader).came_due() == []
 
 
 @pytest.mark.dynamodb_semantics
