@@ -6,9 +6,11 @@ so for a table while any expired item there lacks an index's keys, and names tho
 
 `TtlEmulator.sweep()` deletes the items whose TTL attribute (a Number, epoch seconds) has passed, each
 conditionally on the attribute still being expired then, as the TTL service does; `start()` sweeps every
-`interval` seconds in a thread. Finding them is a Scan of the local table (keys and the attribute only):
-this is local tooling on a small table, and a sparse index would make the local table differ from the
-deployed one. Like the service, it skips values more than five years in the past.
+`interval` seconds in a thread. Finding them is a Scan of the local table (keys and the attribute only): a
+sparse index would make the local table differ from the deployed one. Fed the table's stream records
+(`observe`, by the pollers), it keeps each key's latest TTL instead and scans only to fill that watch, at its
+first sweep, every `rescan_s` and after a failed sweep. Like the service, it skips values more than five years
+in the past.
 
 The emulator's deletes are ordinary REMOVEs without `userIdentity`, so each is registered (`TtlDeletions`)
 before it is made; the stream readers (`TtlDeletions.mark`, used by the poller and the tests' reader) give
@@ -266,6 +268,7 @@ class TtlEmulator:
                     removed = self.sweep()
             except Exception:
                 log.exception("TTL sweep failed; trying again in %.1f s", self.interval)
+                rescan_at = 0.0  # what came due may have been taken off the watch before the failure
                 continue
             if removed:
                 log.info("TTL removed %d expired item(s)", removed)

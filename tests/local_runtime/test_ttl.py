@@ -52,13 +52,13 @@ def test_only_items_whose_numeric_ttl_passed_are_deleted(store):
 
 
 @pytest.mark.dynamodb_semantics
-def test_an_item_whose_ttl_moved_meanwhile_is_kept(store):
+def test_an_item_whose_ttl_moved_meanwhile_is_kept(store, monkeypatch):
     put(store, "renewed", expires_at={"N": str(NOW - 10)})
     deletions = TtlDeletions()
     ttl = emulator(store, deletions)
     found = ttl.expired()
     put(store, "renewed", expires_at={"N": str(NOW + 3600)})  # the holder extended it after the scan
-    ttl.expired = lambda: found  # type: ignore[method-assign]
+    monkeypatch.setattr(ttl, "expired", lambda **_: found)
     assert ttl.sweep() == 0
     assert keys(store) == {"renewed"}
     assert len(deletions) == 0
@@ -217,3 +217,28 @@ def test_the_seed_watches_every_ttl_already_in_the_table(store):
     ttl.seed()
     assert ttl.sweep_due() == 1
     assert keys(store) == {"future", "ancient"}
+
+
+@pytest.mark.dynamodb_semantics
+def test_a_sweep_that_fails_is_followed_by_a_scan_so_what_came_due_is_not_lost(store, monkeypatch):
+    reader = StreamReader(store)
+    put(store, "due", expires_at={"N": str(NOW - 10)})
+    ttl = fed(store, reader)
+    ttl.fed_by_stream, ttl.interval, ttl.rescan_s = True, 0.05, 3600.0
+    delete = store.client.delete_item
+    failures = iter([RuntimeError("the store went away")])
+
+    def flaky_delete(**kwargs):
+        for failure in failures:
+            raise failure
+        return delete(**kwargs)
+
+    monkeypatch.setattr(store.client, "delete_item", flaky_delete)
+    ttl.start()
+    try:
+        deadline = time.monotonic() + 10
+        while "due" in keys(store) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        ttl.stop()
+    assert keys(store) == set()
