@@ -36,6 +36,7 @@ DEFAULT_INTERVAL_S = 2.0
 # Fed by the stream, the emulator scans the table only at its first sweep and then this often, as a safety net: a
 # Scan of 20,000 items took DynamoDB Local 0.65 s of CPU, so one every 2 s kept a core a third busy.
 DEFAULT_RESCAN_S = 300.0
+NEW_IMAGE_VIEWS = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")  # the stream views whose records carry an item's TTL
 
 KeyId = tuple[tuple[str, str], ...]  # an item's key in DynamoDB JSON, hashable: ((name, value), ...)
 
@@ -133,6 +134,8 @@ class TtlEmulator:
         """The table's stream records as a poller reads them (all of them, before its mapping's filters)."""
         for record in records:
             data = record.get("dynamodb") or {}
+            if data.get("StreamViewType") not in NEW_IMAGE_VIEWS:
+                continue  # no new image to read the TTL from: the rescans keep such a table's TTLs
             key = {name: value for name, value in (data.get("Keys") or {}).items() if name in self.key_names}
             if len(key) != len(self.key_names):
                 continue

@@ -242,3 +242,21 @@ def test_a_sweep_that_fails_is_followed_by_a_scan_so_what_came_due_is_not_lost(s
     finally:
         ttl.stop()
     assert keys(store) == set()
+
+
+def test_a_record_without_the_new_image_leaves_the_watched_ttl_as_it_was():
+    """A stream view without new images (KEYS_ONLY, OLD_IMAGE) cannot tell a TTL: such records change nothing."""
+    ttl = TtlEmulator(
+        None, "t", attribute="expires_at", key_names=("PK", "SK"), deletions=TtlDeletions(), now=lambda: NOW
+    )
+    key = {"PK": {"S": "watched"}, "SK": {"S": "X"}}
+
+    def record(view: str, image: dict[str, Any] | None) -> dict[str, Any]:
+        data: dict[str, Any] = {"Keys": key, "StreamViewType": view}
+        if image is not None:
+            data["NewImage"] = image
+        return {"eventName": "MODIFY", "dynamodb": data}
+
+    ttl.observe([record("NEW_AND_OLD_IMAGES", {**key, "expires_at": {"N": str(NOW - 1)}})])
+    ttl.observe([record("KEYS_ONLY", None), record("OLD_IMAGE", None)])
+    assert ttl.came_due() == [(key, str(NOW - 1))]
