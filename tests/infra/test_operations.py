@@ -8,6 +8,7 @@ import json
 from fnmatch import fnmatchcase
 from typing import Any
 
+import pytest
 from aws_cdk.assertions import Match, Template
 
 from infra import archive_queries
@@ -22,6 +23,8 @@ from shop.migrations import MIGRATIONS
 from shop.migrations.changes import Put
 from shop.models import Order
 from shop.repository.order_archive import archive_document
+
+pytestmark = [pytest.mark.xdist_group("infra")]  # the session's synths are this group's worker's
 
 
 def _definition(template: dict[str, Any]) -> dict[str, Any]:

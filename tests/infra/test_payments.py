@@ -17,6 +17,8 @@ from aws_cdk.assertions import Template
 from infra.settings import DYNAMODB_ACTIONS, PAYMENT_STEP_FILTERS, DeployConfig, iam_actions
 from local_runtime.filters import matches_any
 
+pytestmark = [pytest.mark.xdist_group("infra")]  # the session's synths are this group's worker's
+
 STRIPE_CALLERS = {"orders", "payments", "payment_steps"}
 
 

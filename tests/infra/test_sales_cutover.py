@@ -9,7 +9,7 @@ import pytest
 
 from shop.services.sales import CUTOVER_MARGIN_SECONDS
 
-pytestmark = [pytest.mark.infra]
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
 
 def test_the_cut_over_margin_covers_a_canary_deploy_the_processors_timeout_and_clock_skew() -> None:

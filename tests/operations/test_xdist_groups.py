@@ -45,3 +45,11 @@ def test_loadgroup_runs_a_group_on_one_worker(tmp_path: pathlib.Path) -> None:
     workers = {path.name: json.loads(path.read_text()) for path in records.iterdir()}
     assert len(workers) == 6
     assert len(set(workers.values())) == 1, workers
+
+
+def test_every_infra_file_shares_the_infra_groups_worker() -> None:
+    """The infra tests' session fixtures synthesize the app (several seconds each): a file outside the group can
+    land on the other worker, which then synthesizes the same app again."""
+    infra = pathlib.Path(__file__).resolve().parents[1] / "infra"
+    outside = [path.name for path in sorted(infra.glob("test_*.py")) if 'xdist_group("infra")' not in path.read_text()]
+    assert outside == []
