@@ -134,7 +134,7 @@ test: setup
 # .cache/pycache. A collection error here is the run's to report, so its exit status is ignored.
 .cache/collected: $(VENV)/.installed
 	@mkdir -p .cache
-	-@$(PY) -m pytest --collect-only -q -p no:xdist > .cache/collect.log 2>&1
+	-@$(PY) -m pytest --collect-only -q > .cache/collect.log 2>&1
 	@touch $@
 
 # The fast lane (under 30 s on two workers): the rules on the in-memory store; tests/unit/conftest.py keeps moto
@@ -168,7 +168,7 @@ openapi: setup
 # `make dev FUNCTION_ENV="STATUS_SHARDS=4 STATUS_SHARDS_NEXT=16"`: variables of every function overridden (a switch's phase).
 dev: setup synth
 	$(PY) -m local_runtime dev --port $(PORT) --dynamodb-port $(DYNAMODB_PORT) --ttl-interval $(TTL_INTERVAL) \
-	  --schedule-interval $(SCHEDULE_INTERVAL) --payments $(PAYMENTS) --capture $(CAPTURE) --env PRICES_INCLUDE_TAX=$(PRICES_INCLUDE_TAX) $(if $(FRESH),--fresh,) $(if $(V),-v,) $(foreach pair,$(FUNCTION_ENV),--env $(pair))
+	  --schedule-interval $(SCHEDULE_INTERVAL) --payments $(PAYMENTS) --capture $(CAPTURE) --env PRICES_INCLUDE_TAX=$(PRICES_INCLUDE_TAX) $(if $(FRESH),--fresh,) $(if $(MEMORY),--in-memory,) $(if $(V),-v,) $(foreach pair,$(FUNCTION_ENV),--env $(pair))
 
 # Pay an order of the running `make dev` through localstripe: `make -s pay ORDER=<id> [CARD=declined]`
 # (docs/payments.md, "Local runs"). pm_card_visa authorises; CARD=declined is a card localstripe declines.
@@ -231,7 +231,7 @@ clean:
 HELP := \
   'help|this list' \
   'setup|.venv from the pinned locks and node_modules (npm ci); every other target runs it first' \
-  'dev|the whole backend on http://127.0.0.1:3000, Ctrl-C stops it [PORT= DYNAMODB_PORT= FRESH=1 V=1 PAYMENTS=none PRICES_INCLUDE_TAX=true SCHEDULE_INTERVAL=]' \
+  'dev|the whole backend on http://127.0.0.1:3000, Ctrl-C stops it [PORT= DYNAMODB_PORT= FRESH=1 MEMORY=1 V=1 PAYMENTS=none PRICES_INCLUDE_TAX=true SCHEDULE_INTERVAL=]' \
   'pay|pay an order of the running make dev through localstripe: make -s pay ORDER=<id> [CARD=declined]' \
   'logs|follow the function logs of the running make dev, one readable line each [RAW=1]' \
   'token|a bearer token for the local gateway: make -s token SUB=<id> [GROUPS=admin]' \

@@ -72,7 +72,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     state_dir = pathlib.Path(args.data_dir).resolve()
     ddb_dir = state_dir / "dynamodb"
-    if args.fresh:
+    if args.fresh or args.in_memory:
         shutil.rmtree(ddb_dir, ignore_errors=True)
         for checkpoints in state_dir.glob("stream-checkpoints*.json"):
             checkpoints.unlink(missing_ok=True)
@@ -105,7 +105,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
     # The drills (--deployed-budget) time the store under load: the full JIT there.
     quick = FULL_JIT if args.deployed_budget else QUICK_START
-    ddb = DynamoDBLocal(port=args.dynamodb_port, data_dir=ddb_dir, jvm_options=quick)
+    ddb = DynamoDBLocal(port=args.dynamodb_port, data_dir=None if args.in_memory else ddb_dir, jvm_options=quick)
     aws = LocalAws(state_dir, port=args.aws_port)
     functions: Functions | None = None
     server = None
@@ -264,7 +264,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         print(
             f"\nShop API      {url}\n"
             f"API docs      {url}/docs   (OpenAPI: {url}/openapi.json)\n"
-            f"DynamoDB      {ddb.endpoint}  table {table_name}  data {ddb_dir}\n"
+            f"DynamoDB      {ddb.endpoint}  table {table_name}  data {'in memory' if args.in_memory else ddb_dir}\n"
             f"S3, events    {aws.endpoint}  buckets {', '.join(aws.buckets) or '-'}; "
             f"bus events -> {state_dir / 'events.jsonl'}\n"
             f"TTL           {f'every {args.ttl_interval:g}s' if ttl else 'off'}\n"
@@ -500,6 +500,12 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, default=3000, help="gateway port (0: any free port)")
     dev.add_argument("--host", default="127.0.0.1")
     dev.add_argument("--fresh", action="store_true", help="start with an empty table")
+    dev.add_argument(
+        "--in-memory",
+        action="store_true",
+        help="keep the table in DynamoDB Local's memory (-inMemory): a third less of its CPU a call, and nothing "
+        "survives a stop (implies --fresh)",
+    )
     dev.add_argument("--cdk-out", default=str(REPO_ROOT / "cdk.out"))
     dev.add_argument("--dynamodb-port", type=int, default=None, help="DynamoDB Local port (default: free)")
     dev.add_argument("--concurrency", type=int, default=4, help="warm workers per function, at most")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Api, Stack, eventually, expect
+from tests.e2e.conftest import IN_MEMORY, Api, Stack, eventually, expect
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -38,7 +38,7 @@ def listed(api: Api, category: str) -> list[dict[str, Any]]:
 def test_a_product_renamed_during_its_categorys_move_ends_under_the_new_parent_only(
     new_stack: Callable[..., Stack],
 ) -> None:
-    stack = new_stack(options=("--env", f"CATEGORY_MOVE_STEP_PRODUCTS={STEP}"))
+    stack = new_stack(options=("--env", f"CATEGORY_MOVE_STEP_PRODUCTS={STEP}", *IN_MEMORY))
     api, admin = stack.api, stack.admin_token()
     for body in [
         {"slug": "oa", "name": "OA"},
