@@ -119,23 +119,13 @@ WORKERS ?= 2
 PARALLEL := -n $(WORKERS) --dist loadgroup
 
 # Everything: lint, synth, then every tier below in one run, with mypy beside them from the start (it fills the
-# core that the layers' downloads and the synth leave idle); both must pass. Lint, the two layers and a clone's first
-# collection run side by side.
+# core that the layers' downloads and the synth leave idle); both must pass. Lint and the two layers run side by side.
 test: setup
 	@mkdir -p .cache
 	@$(MYPY) > .cache/mypy.log 2>&1 & mypy=$$!; \
-	$(MAKE) --no-print-directory -j3 lint synth .cache/collected && $(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS); \
-	tests=$$?; \
+	$(MAKE) --no-print-directory -j2 lint synth && $(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS); tests=$$?; \
 	if wait $$mypy; then tail -n 1 .cache/mypy.log; else cat .cache/mypy.log; echo "mypy failed" >&2; exit 1; fi; \
 	exit $$tests
-
-# A clone's first collection, once, beside lint and synth: without it both workers compile every module the tests
-# import and rewrite every test module's asserts at the same time (20 s of CPU each), writing the same
-# .cache/pycache. A collection error here is the run's to report, so its exit status is ignored.
-.cache/collected: $(VENV)/.installed
-	@mkdir -p .cache
-	-@$(PY) -m pytest --collect-only -q > .cache/collect.log 2>&1
-	@touch $@
 
 # The fast lane (under 30 s on two workers): the rules on the in-memory store; tests/unit/conftest.py keeps moto
 # and DynamoDB Local out.
