@@ -52,7 +52,7 @@ EXPECTED = {
     "POST /products": 2,
     "GET /products": 1,
     "GET /products/{product_id}": 1,
-    "PATCH /products/{product_id}": 2,
+    "PATCH /products/{product_id}": 3,  # the product, its categories (their paths), the transaction: pattern 10
     "DELETE /products/{product_id}": 2,
     "POST /categories": 2,
     "GET /categories": 1,
