@@ -85,6 +85,9 @@ NO_USE_AFTER_FREE_OPERATIONS = {
     ("GET", "/products/{product_id}"),
     ("GET", "/products/{product_id}/reviews"),
     ("GET", "/products/{product_id}/sales"),
+    ("PATCH", "/products/{product_id}"),
+    ("POST", "/products/{product_id}/stock"),
+    ("POST", "/products/{product_id}/reviews"),
 }
 # A move to a parent that does not exist is 404 naming the parent, not the moved category.
 # A merge into a customer cart ends the session it merged.
